@@ -1,0 +1,183 @@
+//! `blktune list`: the devices and their queue settings.
+
+use super::{Global, Out};
+use crate::device::{self, BlockDevice, human_size};
+use anyhow::Context;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Arguments of `blktune list`.
+#[derive(Debug, Default, clap::Args)]
+pub struct ListArgs {
+    /// Print JSON (an array of objects) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also list partitions, devices without a queue and empty devices
+    /// (unattached loop devices).
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// One device in `blktune list --json`. Stable keys; documented in the README.
+#[derive(Debug, Serialize)]
+pub struct ListEntry<'a> {
+    pub name: &'a str,
+    pub maj_min: String,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub model: Option<String>,
+    pub serial: Option<&'a str>,
+    pub size_bytes: u64,
+    pub rotational: bool,
+    pub removable: bool,
+    pub read_only: bool,
+    pub scheduler: Option<&'a str>,
+    pub schedulers: Vec<&'a str>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub tunables: &'a BTreeMap<String, String>,
+    pub holders: &'a [String],
+    pub slaves: &'a [String],
+    pub partitions: &'a [String],
+}
+
+impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
+    fn from(d: &'a BlockDevice) -> Self {
+        let s = d.queue.scheduler.as_ref();
+        let model = d.model_label();
+        Self {
+            name: &d.name,
+            maj_min: format!("{}:{}", d.major, d.minor),
+            kind: d.kind.label(),
+            model: (!model.is_empty()).then_some(model),
+            serial: d.serial.as_deref(),
+            size_bytes: d.size_bytes,
+            rotational: d.rotational,
+            removable: d.removable,
+            read_only: d.read_only,
+            scheduler: s.map(|s| s.active.as_str()),
+            schedulers: s.map_or_else(Vec::new, |s| {
+                s.available.iter().map(String::as_str).collect()
+            }),
+            nr_requests: d.queue.nr_requests,
+            read_ahead_kb: d.queue.read_ahead_kb,
+            tunables: &d.queue.tunables,
+            holders: &d.holders,
+            slaves: &d.slaves,
+            partitions: &d.partitions,
+        }
+    }
+}
+
+/// Is this device listed without `--all`?
+pub fn shown_by_default(d: &BlockDevice) -> bool {
+    d.queue.has_scheduler() && d.size_bytes > 0
+}
+
+/// `none [mq-deadline] kyber bfq`, or `-`.
+pub fn scheduler_line(d: &BlockDevice) -> String {
+    match &d.queue.scheduler {
+        None => "-".into(),
+        Some(s) => s
+            .available
+            .iter()
+            .map(|n| {
+                if *n == s.active {
+                    format!("[{n}]")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// The text table.
+pub fn table(devs: &[BlockDevice], all: bool) -> String {
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
+    let mut rows = vec![[
+        "DEVICE".to_string(),
+        "TYPE".into(),
+        "SIZE".into(),
+        "MODEL".into(),
+        "SCHEDULERS".into(),
+        "NR_REQ".into(),
+        "RA_KB".into(),
+    ]];
+    for d in devs.iter().filter(|d| all || shown_by_default(d)) {
+        let mut model = d.model_label();
+        if !d.slaves.is_empty() {
+            model = format!("{model} (on {})", d.slaves.join(","));
+        }
+        rows.push([
+            d.name.clone(),
+            d.kind.label().into(),
+            human_size(d.size_bytes),
+            model.trim().chars().take(24).collect(),
+            scheduler_line(d),
+            opt(d.queue.nr_requests),
+            opt(d.queue.read_ahead_kb),
+        ]);
+        if all {
+            for p in &d.partitions {
+                rows.push([
+                    format!("└─{p}"),
+                    "part".into(),
+                    String::new(),
+                    String::new(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]);
+            }
+        }
+    }
+    let mut widths = [0usize; 7];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::new();
+        for (i, (c, w)) in r.iter().zip(widths).enumerate() {
+            let pad = w.saturating_sub(c.chars().count());
+            let right = matches!(i, 2 | 5 | 6);
+            if right {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            }
+            line.push_str("  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if rows.len() == 1 && !all {
+        out.push_str("(no devices with a scheduler; 'blktune list --all' shows every device)\n");
+    }
+    out
+}
+
+/// Run `blktune list`.
+pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = g.root();
+    let devs = device::discover(&root)
+        .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
+    if a.json {
+        let entries: Vec<ListEntry> = devs
+            .iter()
+            .filter(|d| a.all || shown_by_default(d))
+            .map(ListEntry::from)
+            .collect();
+        out.line(&serde_json::to_string_pretty(&entries)?)?;
+    } else {
+        out.text(&table(&devs, a.all))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,170 @@
+//! The command line: argument types and dispatch. Each subcommand lives in
+//! its own file; this one only wires them together.
+
+mod list;
+mod out;
+mod set;
+mod watch;
+
+pub use out::{Out, is_broken_pipe};
+
+use crate::os::SysRoot;
+use crate::units::parse_duration;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const EXAMPLES: &str = "\
+Examples:
+  blktune                          open the full-screen tuner
+  blktune list                     disks, their schedulers and queue settings
+  blktune watch -i 1s sda          iostat -x style rates every second
+  sudo blktune set sda --scheduler kyber --nr-requests 64
+  sudo blktune revert --all        put back every original blktune changed";
+
+/// See and tune the block-layer I/O scheduler of every disk, live.
+#[derive(Debug, Parser)]
+#[command(name = "blktune", version, about, after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub global: Global,
+
+    #[command(flatten)]
+    pub tui: TuiArgs,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Global {
+    /// Root of sysfs (tests and captured trees use another).
+    #[arg(long, global = true, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: PathBuf,
+
+    /// Root of procfs.
+    #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+}
+
+impl Global {
+    /// The OS seam these flags describe.
+    pub fn root(&self) -> SysRoot {
+        SysRoot::new(&self.sysfs_root, &self.proc_root)
+    }
+}
+
+/// Flags of the full-screen tuner (no subcommand).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TuiArgs {
+    /// Select this device at start.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 10s.
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
+    pub interval: Duration,
+
+    /// Show everything, change nothing.
+    #[arg(long)]
+    pub read_only: bool,
+
+    /// On quit, put back every setting changed in this session.
+    #[arg(long)]
+    pub revert_on_exit: bool,
+}
+
+/// An interval between 100 ms and 10 s.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+        return Err(format!("interval '{s}' is out of range: 100ms to 1h"));
+    }
+    Ok(d)
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List block devices with their schedulers and queue settings.
+    #[command(
+        after_help = "Examples:\n  blktune list\n  blktune list --all\n  blktune list --json | jq '.[].scheduler'"
+    )]
+    List(list::ListArgs),
+
+    /// Print iostat -x style statistics every interval.
+    #[command(
+        after_help = "Examples:\n  blktune watch                     every disk, every second\n  blktune watch -i 250ms -c 8 sda   eight quarter-second intervals of sda\n  blktune watch --json nvme0n1      NDJSON with iostat -o JSON keys"
+    )]
+    Watch(watch::WatchArgs),
+
+    /// Change a device's scheduler, its tunables, nr_requests and read-ahead.
+    #[command(
+        after_help = "Examples:\n  sudo blktune set sda --scheduler kyber\n  sudo blktune set sda --scheduler mq-deadline --tunable read_expire=100 --nr-requests 64\n  sudo blktune set sda --read-ahead-kb 256\n\nOrder of writes: scheduler, its tunables, nr_requests, read_ahead_kb (a switch resets\nthe others). The original settings are journalled in /run/blktune (or\n$BLKTUNE_JOURNAL_DIR) before the first change, for 'blktune revert'."
+    )]
+    Set(set::SetArgs),
+
+    /// Put back the original settings journalled before blktune's first change.
+    #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
+    Revert(set::RevertArgs),
+}
+
+/// Run the parsed command line; returns the process exit code.
+pub fn run(args: Args) -> i32 {
+    let mut out = Out::stdout();
+    let result = match args.command {
+        Some(Command::List(a)) => list::run(&args.global, &a, &mut out),
+        Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
+        Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
+        Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        None => list::run(&args.global, &list::ListArgs::default(), &mut out),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => 0,
+        Err(e) => {
+            eprintln!("blktune: {}", one_line(&e));
+            exit_code(&e)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut s = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+    }
+    s.replace('\n', " ")
+}
+
+/// 2 for bad input, 1 for failures.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|c| c.is::<UsageError>()) {
+        return 2;
+    }
+    e.chain()
+        .find_map(|c| c.downcast_ref::<crate::error::TuneError>())
+        .map_or(1, |t| t.exit_code())
+}
+
+/// Usage error (exit code 2) raised after parsing.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,44 @@
+//! Standard output that ends quietly when the reader goes away
+//! (`blktune list --json | head -1`).
+
+use std::io::{self, Write};
+
+/// A writer for command output; a closed pipe becomes a quiet exit.
+#[derive(Debug)]
+pub struct Out {
+    inner: io::Stdout,
+}
+
+impl Out {
+    /// Standard output.
+    pub fn stdout() -> Self {
+        Self {
+            inner: io::stdout(),
+        }
+    }
+
+    /// Write one line and flush (for streaming output).
+    pub fn line(&mut self, s: &str) -> anyhow::Result<()> {
+        let mut lock = self.inner.lock();
+        lock.write_all(s.as_bytes())?;
+        lock.write_all(b"\n")?;
+        lock.flush()?;
+        Ok(())
+    }
+
+    /// Write text as is.
+    pub fn text(&mut self, s: &str) -> anyhow::Result<()> {
+        let mut lock = self.inner.lock();
+        lock.write_all(s.as_bytes())?;
+        lock.flush()?;
+        Ok(())
+    }
+}
+
+/// Was this error a write to a closed pipe?
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

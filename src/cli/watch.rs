@@ -1,0 +1,170 @@
+//! `blktune watch`: iostat -x style rows, or NDJSON with iostat's JSON keys.
+
+use super::{Global, Out, UsageError, parse_interval};
+use crate::iostat::{ExtStats, NoData};
+use crate::sampler::{Sampler, Snapshot};
+use crate::units::rfc3339;
+use anyhow::Context;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// Arguments of `blktune watch`.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// One JSON object per device per interval (NDJSON), keys as `iostat -x -o JSON`.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Interval: 250ms, 1s, 2 (seconds).
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
+    pub interval: Duration,
+
+    /// Stop after N intervals (default: run until interrupted).
+    #[arg(long, short = 'c', value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Devices (default: every disk with a scheduler and a non-zero size).
+    pub devices: Vec<String>,
+}
+
+/// One NDJSON record of `blktune watch --json`.
+#[derive(Debug, Serialize)]
+pub struct WatchRecord<'a> {
+    pub disk_device: &'a str,
+    pub timestamp: String,
+    pub interval_s: f64,
+    pub scheduler: Option<&'a str>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    /// Set (and the statistics left out) when this interval has no data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_data: Option<NoData>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<ExtStats>,
+}
+
+/// Which names to show.
+fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<String>> {
+    if a.devices.is_empty() {
+        return Ok(snap
+            .devices
+            .iter()
+            .filter(|d| super::list::shown_by_default(d))
+            .map(|d| d.name.clone())
+            .collect());
+    }
+    let root = g.root();
+    for name in &a.devices {
+        // Partitions have stats too; anything else must be a device under /sys/block.
+        if root.device(name).is_none() && !snap.stats.contains_key(name) {
+            return Err(crate::tuner::resolve(&root, name).err().map_or_else(
+                || UsageError(format!("unknown device '{name}'")).into(),
+                anyhow::Error::from,
+            ));
+        }
+    }
+    Ok(a.devices.clone())
+}
+
+fn header() -> String {
+    format!(
+        "{:<10} {:<12} {:>8} {:>8} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6}",
+        "Device",
+        "scheduler",
+        "r/s",
+        "w/s",
+        "rkB/s",
+        "wkB/s",
+        "rrqm/s",
+        "wrqm/s",
+        "r_await",
+        "w_await",
+        "aqu-sz",
+        "%util"
+    )
+}
+
+fn row(name: &str, sched: &str, s: Option<&ExtStats>) -> String {
+    match s {
+        Some(s) => format!(
+            "{:<10} {:<12} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>6.2} {:>6.2}",
+            name,
+            sched,
+            s.r_s,
+            s.w_s,
+            s.rkb_s,
+            s.wkb_s,
+            s.rrqm_s,
+            s.wrqm_s,
+            s.r_await,
+            s.w_await,
+            s.aqu_sz,
+            s.util
+        ),
+        None => format!("{name:<10} {sched:<12} {:>8}", "no data"),
+    }
+}
+
+/// Run `blktune watch`.
+pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = g.root();
+    let mut sampler = Sampler::new(root.clone())
+        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    let mut names: Option<Vec<String>> = None;
+    let mut next = Instant::now() + a.interval;
+    let mut n = 0u64;
+    while a.count.is_none_or(|c| n < c) {
+        // Sleep to absolute deadlines so intervals do not drift.
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        next += a.interval;
+        let snap = sampler
+            .tick()
+            .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        let sel = match &names {
+            Some(s) => s.clone(),
+            None => {
+                let s = selection(g, a, &snap)?;
+                names = Some(s.clone());
+                s
+            }
+        };
+        let itv = snap.interval.unwrap_or(0.0);
+        if !a.json {
+            out.line(&format!("\n{}  interval {:.3}s", rfc3339(snap.wall), itv))?;
+            out.line(&header())?;
+        }
+        for name in &sel {
+            let dev = snap.device(name);
+            let q = dev.map(|d| &d.queue);
+            let sched = q
+                .and_then(|q| q.scheduler.as_ref())
+                .map(|s| s.active.as_str());
+            let stat = snap.stats.get(name);
+            if a.json {
+                let (stats, no_data) = match stat.map(|s| s.stats) {
+                    Some(Ok(s)) => (Some(s), None),
+                    Some(Err(e)) => (None, Some(e)),
+                    None => (None, Some(NoData::FirstSample)),
+                };
+                let rec = WatchRecord {
+                    disk_device: name,
+                    timestamp: rfc3339(snap.wall),
+                    interval_s: itv,
+                    scheduler: sched,
+                    nr_requests: q.and_then(|q| q.nr_requests),
+                    read_ahead_kb: q.and_then(|q| q.read_ahead_kb),
+                    no_data,
+                    stats,
+                };
+                out.line(&serde_json::to_string(&rec)?)?;
+            } else {
+                out.line(&row(name, sched.unwrap_or("-"), snap.ext(name)))?;
+            }
+        }
+        n += 1;
+    }
+    Ok(0)
+}

@@ -1,0 +1,294 @@
+//! Discovery of block devices and their queue settings under `<sysfs>/block`.
+//!
+//! Attribute meanings: kernel `Documentation/ABI/stable/sysfs-block`.
+
+use crate::os::{DeviceName, QueueAttr, SysRoot};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What kind of device this is, for the table and for udev class matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Nvme,
+    Ssd,
+    Hdd,
+    Virtio,
+    Loop,
+    Zram,
+    Md,
+    Dm,
+    Mmc,
+    Other,
+}
+
+impl DeviceKind {
+    /// Short label for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            DeviceKind::Nvme => "nvme",
+            DeviceKind::Ssd => "ssd",
+            DeviceKind::Hdd => "hdd",
+            DeviceKind::Virtio => "virtio",
+            DeviceKind::Loop => "loop",
+            DeviceKind::Zram => "zram",
+            DeviceKind::Md => "md",
+            DeviceKind::Dm => "dm",
+            DeviceKind::Mmc => "mmc",
+            DeviceKind::Other => "other",
+        }
+    }
+
+    /// Classify from the kernel name and the rotational flag.
+    pub fn classify(name: &str, rotational: bool) -> Self {
+        let starts = |p: &str| name.starts_with(p);
+        if starts("nvme") {
+            DeviceKind::Nvme
+        } else if starts("loop") {
+            DeviceKind::Loop
+        } else if starts("zram") {
+            DeviceKind::Zram
+        } else if starts("md") {
+            DeviceKind::Md
+        } else if starts("dm-") {
+            DeviceKind::Dm
+        } else if starts("mmcblk") {
+            DeviceKind::Mmc
+        } else if starts("vd") || starts("xvd") {
+            DeviceKind::Virtio
+        } else if starts("sd") || starts("hd") {
+            if rotational {
+                DeviceKind::Hdd
+            } else {
+                DeviceKind::Ssd
+            }
+        } else {
+            DeviceKind::Other
+        }
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The scheduler line of `queue/scheduler`: `none [mq-deadline] kyber bfq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerState {
+    pub active: String,
+    pub available: Vec<String>,
+}
+
+impl SchedulerState {
+    /// Parse the kernel's scheduler line. The bracketed name is the active one;
+    /// a line with a single bare name (old kernels, `none`) is that name.
+    pub fn parse(line: &str) -> Option<Self> {
+        let mut active = None;
+        let mut available = Vec::new();
+        for word in line.split_ascii_whitespace() {
+            if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                active = Some(inner.to_owned());
+                available.push(inner.to_owned());
+            } else {
+                available.push(word.to_owned());
+            }
+        }
+        let active = match active {
+            Some(a) => a,
+            None if available.len() == 1 => available[0].clone(),
+            None => return None,
+        };
+        Some(Self { active, available })
+    }
+}
+
+/// A device's queue settings: what blktune shows and may change.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct QueueSettings {
+    /// `None` when the device has no `queue/scheduler` (zram, md, bio-based dm).
+    pub scheduler: Option<SchedulerState>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    /// The active scheduler's tunables (`queue/iosched/*`), name to value.
+    pub tunables: BTreeMap<String, String>,
+}
+
+impl QueueSettings {
+    /// Read the current queue settings of a device.
+    pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
+        let num = |a: QueueAttr| {
+            root.read_queue_attr(dev, &a)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let scheduler = root
+            .read_queue_attr(dev, &QueueAttr::Scheduler)
+            .ok()
+            .and_then(|l| SchedulerState::parse(&l));
+        let mut tunables = BTreeMap::new();
+        if scheduler.is_some() {
+            for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
+                let attr = QueueAttr::Tunable(name.clone());
+                if let Ok(v) = root.read_queue_attr(dev, &attr) {
+                    tunables.insert(name, v);
+                }
+            }
+        }
+        Self {
+            // "none" without brackets and without a choice means no blk-mq queue.
+            scheduler: scheduler.filter(|s| !(s.available.len() == 1 && s.active == "none")),
+            nr_requests: num(QueueAttr::NrRequests),
+            read_ahead_kb: num(QueueAttr::ReadAheadKb),
+            tunables,
+        }
+    }
+
+    /// The active scheduler's name, or `-` when there is none to choose.
+    pub fn active_label(&self) -> &str {
+        self.scheduler.as_ref().map_or("-", |s| s.active.as_str())
+    }
+
+    /// Can a scheduler be chosen for this device?
+    pub fn has_scheduler(&self) -> bool {
+        self.scheduler.is_some()
+    }
+}
+
+/// Everything blktune knows about one block device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockDevice {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+    pub kind: DeviceKind,
+    pub model: Option<String>,
+    pub vendor: Option<String>,
+    pub serial: Option<String>,
+    pub wwid: Option<String>,
+    pub size_bytes: u64,
+    pub read_only: bool,
+    pub removable: bool,
+    pub rotational: bool,
+    pub holders: Vec<String>,
+    pub slaves: Vec<String>,
+    pub partitions: Vec<String>,
+    /// Bumped by the kernel each time the name is reused (loop re-attach), 5.15+.
+    pub diskseq: Option<u64>,
+    pub queue: QueueSettings,
+}
+
+impl BlockDevice {
+    /// Read one device from sysfs.
+    pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
+        let attr = |rel: &str| root.read_dev_attr(dev, rel).ok().filter(|s| !s.is_empty());
+        let flag = |rel: &str| attr(rel).is_some_and(|v| v == "1");
+        let (major, minor) = attr("dev")
+            .and_then(|d| {
+                let (a, b) = d.split_once(':')?;
+                Some((a.parse().ok()?, b.parse().ok()?))
+            })
+            .unwrap_or((0, 0));
+        let rotational = flag("queue/rotational");
+        let name = dev.as_str().to_owned();
+        Self {
+            kind: DeviceKind::classify(&name, rotational),
+            name,
+            major,
+            minor,
+            model: attr("device/model"),
+            // virtio and PCI devices put a numeric id (0x1af4) here, not a name.
+            vendor: attr("device/vendor").filter(|v| !v.starts_with("0x")),
+            serial: attr("serial").or_else(|| attr("device/serial")),
+            wwid: attr("wwid").or_else(|| attr("device/wwid")),
+            size_bytes: attr("size")
+                .and_then(|s| s.parse::<u64>().ok())
+                .map_or(0, |s| s.saturating_mul(512)),
+            read_only: flag("ro"),
+            removable: flag("removable"),
+            rotational,
+            holders: root.list_dev_dir(dev, "holders").unwrap_or_default(),
+            slaves: root.list_dev_dir(dev, "slaves").unwrap_or_default(),
+            partitions: root.partitions_of(dev),
+            diskseq: attr("diskseq").and_then(|s| s.parse().ok()),
+            queue: QueueSettings::read(root, dev),
+        }
+    }
+
+    /// Model, with the vendor in front when it adds something.
+    pub fn model_label(&self) -> String {
+        match (&self.vendor, &self.model) {
+            (Some(v), Some(m)) if !m.starts_with(v.as_str()) => format!("{v} {m}"),
+            (_, Some(m)) => m.clone(),
+            (Some(v), None) => v.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// Read every device under `<sysfs>/block`, sorted by name.
+pub fn discover(root: &SysRoot) -> std::io::Result<Vec<BlockDevice>> {
+    Ok(root
+        .block_names()?
+        .iter()
+        .map(|d| BlockDevice::read(root, d))
+        .collect())
+}
+
+/// Human size with binary units: `512B`, `4.0K`, `20G`, `1.8T`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 || v >= 10.0 {
+        format!("{:.0}{}", v, UNITS[u])
+    } else {
+        format!("{:.1}{}", v, UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_line_parses() {
+        let s = SchedulerState::parse("none [mq-deadline] kyber bfq").unwrap();
+        assert_eq!(s.active, "mq-deadline");
+        assert_eq!(s.available, ["none", "mq-deadline", "kyber", "bfq"]);
+        let s = SchedulerState::parse("[none] mq-deadline").unwrap();
+        assert_eq!(s.active, "none");
+        assert_eq!(SchedulerState::parse("none").unwrap().active, "none");
+        assert_eq!(SchedulerState::parse("a b"), None);
+        assert_eq!(SchedulerState::parse(""), None);
+    }
+
+    #[test]
+    fn classification_by_name_and_rotation() {
+        assert_eq!(DeviceKind::classify("nvme0n1", false), DeviceKind::Nvme);
+        assert_eq!(DeviceKind::classify("sda", true), DeviceKind::Hdd);
+        assert_eq!(DeviceKind::classify("sdb", false), DeviceKind::Ssd);
+        assert_eq!(DeviceKind::classify("vda", true), DeviceKind::Virtio);
+        assert_eq!(DeviceKind::classify("loop7", false), DeviceKind::Loop);
+        assert_eq!(DeviceKind::classify("zram0", false), DeviceKind::Zram);
+        assert_eq!(DeviceKind::classify("md127", false), DeviceKind::Md);
+        assert_eq!(DeviceKind::classify("dm-3", false), DeviceKind::Dm);
+        assert_eq!(DeviceKind::classify("mmcblk0", false), DeviceKind::Mmc);
+        assert_eq!(DeviceKind::classify("sr0", true), DeviceKind::Other);
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_size(0), "0B");
+        assert_eq!(human_size(512), "512B");
+        assert_eq!(human_size(4096), "4.0K");
+        assert_eq!(human_size(20 * 1024 * 1024 * 1024), "20G");
+        assert_eq!(human_size(2_000_398_934_016), "1.8T");
+    }
+}

@@ -1,0 +1,242 @@
+//! Parser for `/proc/diskstats`.
+//!
+//! Field layout: kernel `Documentation/admin-guide/iostats.rst` and
+//! `Documentation/ABI/testing/procfs-diskstats`. A line is major, minor, name
+//! and then 11 (before 4.18), 15 (4.18+: discards) or 17 (5.5+: flushes)
+//! counters. The millisecond fields are printed with `%u` and wrap at 2^32;
+//! the I/O and sector counts are `unsigned long` (64-bit here).
+
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// The raw counters of one device at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub rd_ios: u64,
+    pub rd_merges: u64,
+    pub rd_sectors: u64,
+    pub rd_ticks: u32,
+    pub wr_ios: u64,
+    pub wr_merges: u64,
+    pub wr_sectors: u64,
+    pub wr_ticks: u32,
+    pub in_flight: u64,
+    /// Milliseconds the device had I/O in flight (`io_ticks`).
+    pub io_ticks: u32,
+    /// Weighted milliseconds (`time_in_queue`).
+    pub time_in_queue: u32,
+    /// Discard fields, from 4.18 on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<DiscardCounters>,
+    /// Flush fields, from 5.5 on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<FlushCounters>,
+}
+
+/// Discard counters (4.18+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DiscardCounters {
+    pub ios: u64,
+    pub merges: u64,
+    pub sectors: u64,
+    pub ticks: u32,
+}
+
+/// Flush counters (5.5+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FlushCounters {
+    pub ios: u64,
+    pub ticks: u32,
+}
+
+/// One parsed line of `/proc/diskstats`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskStatsLine {
+    pub major: u32,
+    pub minor: u32,
+    pub name: String,
+    pub counters: Counters,
+}
+
+/// Why a diskstats line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("expected 14, 18 or 20 columns, found {0}")]
+    Columns(usize),
+    #[error("column {column} is not a number: {value:?}")]
+    Number { column: usize, value: String },
+}
+
+fn num<T: FromStr>(cols: &[&str], i: usize) -> Result<T, ParseError> {
+    // Callers only pass indices below the checked column count.
+    let raw = cols.get(i).copied().unwrap_or_default();
+    raw.parse().map_err(|_| ParseError::Number {
+        column: i + 1,
+        value: raw.chars().take(32).collect(),
+    })
+}
+
+impl FromStr for DiskStatsLine {
+    type Err = ParseError;
+
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        let cols: Vec<&str> = line.split_ascii_whitespace().collect();
+        if !matches!(cols.len(), 14 | 18 | 20) {
+            return Err(ParseError::Columns(cols.len()));
+        }
+        let mut counters = Counters {
+            rd_ios: num(&cols, 3)?,
+            rd_merges: num(&cols, 4)?,
+            rd_sectors: num(&cols, 5)?,
+            rd_ticks: num(&cols, 6)?,
+            wr_ios: num(&cols, 7)?,
+            wr_merges: num(&cols, 8)?,
+            wr_sectors: num(&cols, 9)?,
+            wr_ticks: num(&cols, 10)?,
+            in_flight: num(&cols, 11)?,
+            io_ticks: num(&cols, 12)?,
+            time_in_queue: num(&cols, 13)?,
+            discard: None,
+            flush: None,
+        };
+        if cols.len() >= 18 {
+            counters.discard = Some(DiscardCounters {
+                ios: num(&cols, 14)?,
+                merges: num(&cols, 15)?,
+                sectors: num(&cols, 16)?,
+                ticks: num(&cols, 17)?,
+            });
+        }
+        if cols.len() == 20 {
+            counters.flush = Some(FlushCounters {
+                ios: num(&cols, 18)?,
+                ticks: num(&cols, 19)?,
+            });
+        }
+        Ok(DiskStatsLine {
+            major: num(&cols, 0)?,
+            minor: num(&cols, 1)?,
+            name: cols[2].to_owned(),
+            counters,
+        })
+    }
+}
+
+/// Parse a whole diskstats file. Malformed lines are returned as errors
+/// beside the good ones, so one bad line never hides the other devices.
+pub fn parse(text: &str) -> (Vec<DiskStatsLine>, Vec<(usize, ParseError)>) {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match line.parse() {
+            Ok(l) => good.push(l),
+            Err(e) => bad.push((i + 1, e)),
+        }
+    }
+    (good, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_a_20_column_line() {
+        let l: DiskStatsLine =
+            " 254       0 vda 9436 2931 767428 4313 2117 1622 113858 2718 0 6832 7785 10 0 80 1 300 41"
+                .parse()
+                .unwrap();
+        assert_eq!((l.major, l.minor, l.name.as_str()), (254, 0, "vda"));
+        assert_eq!(l.counters.rd_ios, 9436);
+        assert_eq!(l.counters.rd_merges, 2931);
+        assert_eq!(l.counters.rd_sectors, 767428);
+        assert_eq!(l.counters.rd_ticks, 4313);
+        assert_eq!(l.counters.wr_ios, 2117);
+        assert_eq!(l.counters.wr_ticks, 2718);
+        assert_eq!(l.counters.io_ticks, 6832);
+        assert_eq!(l.counters.time_in_queue, 7785);
+        assert_eq!(
+            l.counters.discard,
+            Some(DiscardCounters {
+                ios: 10,
+                merges: 0,
+                sectors: 80,
+                ticks: 1
+            })
+        );
+        assert_eq!(
+            l.counters.flush,
+            Some(FlushCounters {
+                ios: 300,
+                ticks: 41
+            })
+        );
+    }
+
+    #[test]
+    fn parses_old_14_and_18_column_lines() {
+        let l14: DiskStatsLine = "8 0 sda 1 2 3 4 5 6 7 8 9 10 11".parse().unwrap();
+        assert_eq!(l14.counters.in_flight, 9);
+        assert_eq!(l14.counters.discard, None);
+        assert_eq!(l14.counters.flush, None);
+        let l18: DiskStatsLine = "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"
+            .parse()
+            .unwrap();
+        assert_eq!(l18.counters.discard.unwrap().ticks, 15);
+        assert_eq!(l18.counters.flush, None);
+    }
+
+    #[test]
+    fn ms_fields_hold_the_full_32_bit_range() {
+        let l: DiskStatsLine = "8 0 sda 1 0 8 4294967295 0 0 0 0 0 4294967290 4294967295"
+            .parse()
+            .unwrap();
+        assert_eq!(l.counters.rd_ticks, u32::MAX);
+        assert_eq!(l.counters.io_ticks, u32::MAX - 5);
+    }
+
+    #[test]
+    fn rejects_wrong_column_counts_and_garbage() {
+        assert_eq!(
+            "8 0 sda 1 2 3".parse::<DiskStatsLine>(),
+            Err(ParseError::Columns(6))
+        );
+        assert!(matches!(
+            "8 0 sda 1 2 x 4 5 6 7 8 9 10 11".parse::<DiskStatsLine>(),
+            Err(ParseError::Number { column: 6, .. })
+        ));
+        // A ms field above 32 bits cannot come from the kernel.
+        assert!(
+            "8 0 sda 1 0 8 4294967296 0 0 0 0 0 1 1"
+                .parse::<DiskStatsLine>()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn one_bad_line_does_not_hide_the_others() {
+        let (good, bad) =
+            parse("8 0 sda 1 2 3 4 5 6 7 8 9 10 11\nnonsense\n\n8 16 sdb 0 0 0 0 0 0 0 0 0 0 0\n");
+        assert_eq!(good.len(), 2);
+        assert_eq!(bad, vec![(2, ParseError::Columns(1))]);
+    }
+
+    proptest! {
+        #[test]
+        fn no_line_makes_the_parser_panic(s in "\\PC*") {
+            let _ = s.parse::<DiskStatsLine>();
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn numeric_lines_of_any_width_never_panic(
+            cols in proptest::collection::vec("[0-9]{0,25}|-1|[a-z]{1,3}", 0..24)
+        ) {
+            let _ = cols.join(" ").parse::<DiskStatsLine>();
+        }
+    }
+}

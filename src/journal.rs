@@ -1,0 +1,193 @@
+//! The journal of original settings, so every change can be reverted, even
+//! from a later process after a crash or a dropped SSH session.
+//!
+//! One JSON file per device in `/run/blktune/` (tmpfs: it dies with the reboot
+//! that also resets sysfs). An entry is written once, before the first change
+//! to a device, atomically (temp file, fsync, rename), and removed when the
+//! device is reverted. It records the boot id and the device's `diskseq`, so an
+//! entry for a device that was re-created since is recognised as stale.
+
+use crate::tuner::Settings;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Version of the journal file format.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// Where the journal lives unless told otherwise.
+pub const DEFAULT_DIR: &str = "/run/blktune";
+
+/// Environment variable that moves the journal (tests, unusual hosts).
+pub const DIR_ENV: &str = "BLKTUNE_JOURNAL_DIR";
+
+/// The original settings of one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    pub version: u32,
+    pub device: String,
+    pub major: u32,
+    pub minor: u32,
+    #[serde(default)]
+    pub diskseq: Option<u64>,
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// Seconds since the Unix epoch when the entry was written.
+    pub saved_at: f64,
+    pub original: Settings,
+}
+
+/// The journal directory.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    dir: PathBuf,
+}
+
+impl Journal {
+    /// A journal in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// `$BLKTUNE_JOURNAL_DIR` or `/run/blktune`.
+    pub fn from_env() -> Self {
+        Self::new(
+            std::env::var_os(DIR_ENV).map_or_else(|| PathBuf::from(DEFAULT_DIR), PathBuf::from),
+        )
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, device: &str) -> PathBuf {
+        self.dir.join(format!("{device}.json"))
+    }
+
+    /// The entry of a device, if any.
+    pub fn load(&self, device: &str) -> io::Result<Option<JournalEntry>> {
+        match fs::read_to_string(self.path(device)) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Write `entry` unless the device already has one (the first original
+    /// wins: a second change must not overwrite the true original).
+    /// Returns whether it wrote.
+    pub fn save_if_absent(&self, entry: &JournalEntry) -> io::Result<bool> {
+        if self.path(&entry.device).exists() {
+            return Ok(false);
+        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
+        let json = serde_json::to_vec_pretty(entry).map_err(io::Error::other)?;
+        let tmp = self
+            .dir
+            .join(format!(".{}.json.tmp{}", entry.device, std::process::id()));
+        let result = (|| {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&json)?;
+            f.sync_all()?;
+            fs::rename(&tmp, self.path(&entry.device))?;
+            fs::File::open(&self.dir)?.sync_all()
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| true)
+    }
+
+    /// Every entry, sorted by device. Unreadable files are reported, not skipped silently.
+    pub fn list(&self) -> io::Result<Vec<Result<JournalEntry, (String, io::Error)>>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names
+            .into_iter()
+            .filter_map(|n| match self.load(&n) {
+                Ok(Some(e)) => Some(Ok(e)),
+                Ok(None) => None,
+                Err(e) => Some(Err((n, e))),
+            })
+            .collect())
+    }
+
+    /// Remove a device's entry (after a successful revert).
+    pub fn remove(&self, device: &str) -> io::Result<()> {
+        match fs::remove_file(self.path(device)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(dev: &str, nr: u64) -> JournalEntry {
+        JournalEntry {
+            version: JOURNAL_VERSION,
+            device: dev.into(),
+            major: 7,
+            minor: 0,
+            diskseq: Some(9),
+            boot_id: None,
+            saved_at: 0.0,
+            original: Settings {
+                scheduler: Some("none".into()),
+                nr_requests: Some(nr),
+                ..Settings::default()
+            },
+        }
+    }
+
+    #[test]
+    fn first_original_wins_and_remove_clears() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        assert!(j.save_if_absent(&entry("loop0", 128)).unwrap());
+        assert!(!j.save_if_absent(&entry("loop0", 64)).unwrap());
+        assert_eq!(
+            j.load("loop0").unwrap().unwrap().original.nr_requests,
+            Some(128)
+        );
+        assert_eq!(j.list().unwrap().len(), 1);
+        j.remove("loop0").unwrap();
+        assert!(j.load("loop0").unwrap().is_none());
+        j.remove("loop0").unwrap();
+        // no temp files are left behind
+        assert_eq!(fs::read_dir(dir.path().join("j")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn corrupt_entries_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("sda.json"), "{not json").unwrap();
+        let j = Journal::new(dir.path());
+        let l = j.list().unwrap();
+        assert!(matches!(&l[0], Err((n, _)) if n == "sda"));
+    }
+}

@@ -1,0 +1,623 @@
+//! The tuner: changes a device's scheduler, its tunables, nr_requests and
+//! read_ahead_kb as one change.
+//!
+//! Order matters: switching the scheduler resets `nr_requests` and every
+//! `queue/iosched/*` tunable (kernel `block/elevator.c`, `elevator_switch()`;
+//! `Documentation/ABI/stable/sysfs-block`), so the order is scheduler, then
+//! its tunables, then nr_requests, then read_ahead_kb. Every value is
+//! validated first, read back after writing, and if any step fails what was
+//! already changed is put back. The device's original settings are journalled
+//! before its first change.
+
+use crate::device::{BlockDevice, QueueSettings};
+use crate::error::TuneError;
+use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry};
+use crate::os::{DeviceName, QueueAttr, SysRoot, is_plausible_tunable_name};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Largest nr_requests the kernel accepts with a scheduler (`BLKDEV_MAX_RQ` * 16... in
+/// practice 2048, `blk_mq_update_nr_requests`); values below 4 are raised to 4.
+pub const NR_REQUESTS_MIN: u64 = 4;
+/// See [`NR_REQUESTS_MIN`].
+pub const NR_REQUESTS_MAX: u64 = 2048;
+/// A generous upper bound on read-ahead (1 GiB); the kernel has no smaller cap.
+pub const READ_AHEAD_KB_MAX: u64 = 1 << 20;
+
+/// Tunables of the kernel's schedulers (`Documentation/block/*-iosched.rst`),
+/// used to validate tunables for a scheduler that is not active yet.
+pub fn known_tunables(scheduler: &str) -> &'static [&'static str] {
+    match scheduler {
+        "mq-deadline" => &[
+            "async_depth",
+            "fifo_batch",
+            "front_merges",
+            "prio_aging_expire",
+            "read_expire",
+            "write_expire",
+            "writes_starved",
+        ],
+        "kyber" => &["read_lat_nsec", "write_lat_nsec"],
+        "bfq" => &[
+            "back_seek_max",
+            "back_seek_penalty",
+            "fifo_expire_async",
+            "fifo_expire_sync",
+            "low_latency",
+            "max_budget",
+            "slice_idle",
+            "slice_idle_us",
+            "strict_guarantees",
+            "timeout_sync",
+        ],
+        _ => &[],
+    }
+}
+
+/// Wanted settings; `None` (or an absent tunable) means "leave as it is".
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Settings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// Tunables of the target scheduler, applied in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunables: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_kb: Option<u64>,
+}
+
+impl Settings {
+    /// Every current setting of a device, to restore it later.
+    pub fn snapshot_of(q: &QueueSettings) -> Self {
+        Self {
+            scheduler: q.scheduler.as_ref().map(|s| s.active.clone()),
+            tunables: q
+                .tunables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            nr_requests: q.scheduler.as_ref().and(q.nr_requests),
+            read_ahead_kb: q.read_ahead_kb,
+        }
+    }
+
+    /// Does this ask for nothing?
+    pub fn is_empty(&self) -> bool {
+        self.scheduler.is_none()
+            && self.tunables.is_empty()
+            && self.nr_requests.is_none()
+            && self.read_ahead_kb.is_none()
+    }
+
+    /// One-line summary: `scheduler=kyber nr_requests=64`.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.scheduler {
+            parts.push(format!("scheduler={s}"));
+        }
+        for (k, v) in &self.tunables {
+            parts.push(format!("{k}={v}"));
+        }
+        if let Some(n) = self.nr_requests {
+            parts.push(format!("nr_requests={n}"));
+        }
+        if let Some(n) = self.read_ahead_kb {
+            parts.push(format!("read_ahead_kb={n}"));
+        }
+        parts.join(" ")
+    }
+}
+
+/// One value that changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueChange {
+    /// `scheduler`, `nr_requests`, `read_ahead_kb` or `iosched/<name>`.
+    pub attr: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// The result of a successful change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub device: String,
+    /// Every value that differs between before and after, in write order.
+    pub changes: Vec<ValueChange>,
+    pub before: QueueSettings,
+    pub after: QueueSettings,
+    /// Time spent in the kernel's writes (a scheduler switch drains the queue).
+    pub kernel_time: Duration,
+}
+
+impl Outcome {
+    /// `mq-deadline→kyber, nr_requests 256→64`, for status lines and chart markers.
+    pub fn label(&self) -> String {
+        if self.changes.is_empty() {
+            return "no change".into();
+        }
+        self.changes
+            .iter()
+            .map(|c| {
+                if c.attr == "scheduler" {
+                    format!("{}→{}", c.before, c.after)
+                } else {
+                    format!("{} {}→{}", c.attr, c.before, c.after)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Resolve user input to a whole device, with the errors the CLI shows.
+pub fn resolve(root: &SysRoot, name: &str) -> Result<DeviceName, TuneError> {
+    if let Some(d) = root.device(name) {
+        return Ok(d);
+    }
+    if let Some(parent) = root.parent_of_partition(name) {
+        return Err(TuneError::Partition {
+            name: name.into(),
+            parent: parent.to_string(),
+        });
+    }
+    Err(TuneError::UnknownDevice {
+        name: name.chars().take(64).collect(),
+        sysfs: root.sysfs().display().to_string(),
+    })
+}
+
+fn bad(dev: &DeviceName, what: &str, value: impl ToString, why: impl Into<String>) -> TuneError {
+    TuneError::BadValue {
+        dev: dev.to_string(),
+        what: what.into(),
+        value: value.to_string(),
+        why: why.into(),
+    }
+}
+
+/// Page size in KiB; read_ahead_kb is kept in pages.
+fn page_kb() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .map_or(4, |p| (p as u64 / 1024).max(1))
+}
+
+/// Check a request against the device's current settings, without writing.
+pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<(), TuneError> {
+    let needs_queue =
+        want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
+    let sched = match (&q.scheduler, needs_queue) {
+        (None, true) => {
+            return Err(TuneError::NoScheduler {
+                dev: dev.to_string(),
+            });
+        }
+        (s, _) => s,
+    };
+    let target = want
+        .scheduler
+        .clone()
+        .or_else(|| sched.as_ref().map(|s| s.active.clone()));
+    if let (Some(name), Some(s)) = (&want.scheduler, sched)
+        && !s.available.contains(name)
+    {
+        return Err(TuneError::UnknownScheduler {
+            dev: dev.to_string(),
+            name: name.chars().take(32).collect(),
+            available: s.available.clone(),
+        });
+    }
+    if let Some(n) = want.nr_requests
+        && !(NR_REQUESTS_MIN..=NR_REQUESTS_MAX).contains(&n)
+    {
+        return Err(bad(
+            dev,
+            "nr_requests",
+            n,
+            format!("out of range: {NR_REQUESTS_MIN} to {NR_REQUESTS_MAX}"),
+        ));
+    }
+    if let Some(n) = want.read_ahead_kb {
+        let page = page_kb();
+        if n > READ_AHEAD_KB_MAX {
+            return Err(bad(
+                dev,
+                "read_ahead_kb",
+                n,
+                format!("out of range: 0 to {READ_AHEAD_KB_MAX}"),
+            ));
+        }
+        if !n.is_multiple_of(page) {
+            return Err(bad(
+                dev,
+                "read_ahead_kb",
+                n,
+                format!(
+                    "not a multiple of the page size ({page} KiB); the kernel would round it down"
+                ),
+            ));
+        }
+    }
+    if !want.tunables.is_empty() {
+        let target = target.unwrap_or_default();
+        // The active scheduler's tunables are what sysfs lists; another one's are the kernel's.
+        let known: Vec<String> = if sched.as_ref().is_some_and(|s| s.active == target) {
+            q.tunables.keys().cloned().collect()
+        } else {
+            known_tunables(&target)
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        for (name, value) in &want.tunables {
+            if !is_plausible_tunable_name(name) || !known.contains(name) {
+                return Err(TuneError::UnknownTunable {
+                    dev: dev.to_string(),
+                    scheduler: target.clone(),
+                    name: name.chars().take(64).collect(),
+                    known,
+                });
+            }
+            let v = value.trim();
+            let digits = v.strip_prefix('-').unwrap_or(v);
+            if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Err(bad(dev, name, value, "not an integer"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies changes to one [`SysRoot`], journalling originals.
+#[derive(Debug, Clone)]
+pub struct Tuner {
+    root: SysRoot,
+    journal: Option<Journal>,
+}
+
+/// A write step: what to write and what to expect when reading it back.
+struct Step {
+    attr: QueueAttr,
+    value: String,
+}
+
+impl Tuner {
+    /// A tuner that journals originals in `journal` (`None`: no journal, for restores).
+    pub fn new(root: SysRoot, journal: Option<Journal>) -> Self {
+        Self { root, journal }
+    }
+
+    /// The sysfs/procfs root.
+    pub fn root(&self) -> &SysRoot {
+        &self.root
+    }
+
+    /// The journal, if any.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Validate and apply `want` to the device called `name`.
+    pub fn apply(&self, name: &str, want: &Settings) -> Result<Outcome, TuneError> {
+        self.apply_checked(name, want, true)
+    }
+
+    /// Put a device back to `original` (journal entries, undo), without
+    /// journalling and without range checks: the values came from the kernel.
+    pub fn restore(&self, name: &str, original: &Settings) -> Result<Outcome, TuneError> {
+        Tuner::new(self.root.clone(), None).apply_checked(name, original, false)
+    }
+
+    fn apply_checked(
+        &self,
+        name: &str,
+        want: &Settings,
+        strict: bool,
+    ) -> Result<Outcome, TuneError> {
+        let dev = resolve(&self.root, name)?;
+        let before = QueueSettings::read(&self.root, &dev);
+        if strict {
+            validate(&dev, &before, want)?;
+        } else if want.scheduler.is_some() && before.scheduler.is_none() {
+            return Err(TuneError::NoScheduler {
+                dev: dev.to_string(),
+            });
+        }
+        self.check_permission(&dev, want)?;
+        if let Some(j) = &self.journal {
+            self.journal_original(j, &dev, &before)?;
+        }
+        let mut kernel_time = Duration::ZERO;
+        match self.write_all(&dev, want, &mut kernel_time) {
+            Ok(()) => {
+                let after = QueueSettings::read(&self.root, &dev);
+                Ok(Outcome {
+                    device: dev.to_string(),
+                    changes: diff(&before, &after),
+                    before,
+                    after,
+                    kernel_time,
+                })
+            }
+            Err(err) => Err(self.roll_back(&dev, &before, err)),
+        }
+    }
+
+    fn check_permission(&self, dev: &DeviceName, want: &Settings) -> Result<(), TuneError> {
+        let mut attrs = Vec::new();
+        if want.scheduler.is_some() {
+            attrs.push(QueueAttr::Scheduler);
+        }
+        if want.nr_requests.is_some() {
+            attrs.push(QueueAttr::NrRequests);
+        }
+        if want.read_ahead_kb.is_some() {
+            attrs.push(QueueAttr::ReadAheadKb);
+        }
+        for attr in attrs {
+            if !self.root.can_write_queue_attr(dev, &attr) {
+                let path = self
+                    .root
+                    .queue_attr_path(dev, &attr)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                if !self.root.device_dir(dev).exists() {
+                    return Err(TuneError::Vanished {
+                        dev: dev.to_string(),
+                        rollback: None,
+                    });
+                }
+                return Err(TuneError::PermissionDenied {
+                    dev: dev.to_string(),
+                    path,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn journal_original(
+        &self,
+        j: &Journal,
+        dev: &DeviceName,
+        q: &QueueSettings,
+    ) -> Result<(), TuneError> {
+        let info = BlockDevice::read(&self.root, dev);
+        let entry = JournalEntry {
+            version: JOURNAL_VERSION,
+            device: dev.to_string(),
+            major: info.major,
+            minor: info.minor,
+            diskseq: info.diskseq,
+            boot_id: boot_id(&self.root),
+            saved_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            original: Settings::snapshot_of(q),
+        };
+        j.save_if_absent(&entry)
+            .map(|_| ())
+            .map_err(|source| TuneError::Journal {
+                dir: j.dir().display().to_string(),
+                source,
+            })
+    }
+
+    /// Write the scheduler, then (against fresh reads) tunables, nr_requests, read-ahead.
+    fn write_all(
+        &self,
+        dev: &DeviceName,
+        want: &Settings,
+        kt: &mut Duration,
+    ) -> Result<(), TuneError> {
+        let current = QueueSettings::read(&self.root, dev);
+        if let Some(s) = &want.scheduler
+            && current.scheduler.as_ref().is_none_or(|c| &c.active != s)
+        {
+            self.step(
+                dev,
+                &Step {
+                    attr: QueueAttr::Scheduler,
+                    value: s.clone(),
+                },
+                kt,
+            )?;
+        }
+        // Re-read: the switch reset nr_requests and the tunables.
+        let current = QueueSettings::read(&self.root, dev);
+        for (name, value) in &want.tunables {
+            if current.tunables.get(name).map(|v| v.trim()) != Some(value.trim()) {
+                if !self
+                    .root
+                    .dev_attr_exists(dev, &format!("queue/iosched/{name}"))
+                {
+                    return Err(TuneError::UnknownTunable {
+                        dev: dev.to_string(),
+                        scheduler: current.active_label().into(),
+                        name: name.clone(),
+                        known: current.tunables.keys().cloned().collect(),
+                    });
+                }
+                self.step(
+                    dev,
+                    &Step {
+                        attr: QueueAttr::Tunable(name.clone()),
+                        value: value.trim().into(),
+                    },
+                    kt,
+                )?;
+            }
+        }
+        if let Some(n) = want.nr_requests
+            && current.nr_requests != Some(n)
+        {
+            self.step(
+                dev,
+                &Step {
+                    attr: QueueAttr::NrRequests,
+                    value: n.to_string(),
+                },
+                kt,
+            )?;
+        }
+        if let Some(n) = want.read_ahead_kb
+            && current.read_ahead_kb != Some(n)
+        {
+            self.step(
+                dev,
+                &Step {
+                    attr: QueueAttr::ReadAheadKb,
+                    value: n.to_string(),
+                },
+                kt,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One write and its read-back.
+    fn step(&self, dev: &DeviceName, step: &Step, kt: &mut Duration) -> Result<(), TuneError> {
+        let t = Instant::now();
+        let res = self.root.write_queue_attr(dev, &step.attr, &step.value);
+        *kt += t.elapsed();
+        if let Err(source) = res {
+            if !self.root.device_dir(dev).exists() {
+                return Err(TuneError::Vanished {
+                    dev: dev.to_string(),
+                    rollback: None,
+                });
+            }
+            if source.kind() == io::ErrorKind::PermissionDenied {
+                let path = self
+                    .root
+                    .queue_attr_path(dev, &step.attr)
+                    .map(|p| p.display().to_string());
+                return Err(TuneError::PermissionDenied {
+                    dev: dev.to_string(),
+                    path: path.unwrap_or_default(),
+                });
+            }
+            return Err(TuneError::WriteFailed {
+                dev: dev.to_string(),
+                attr: step.attr.label(),
+                value: step.value.clone(),
+                source,
+                rollback: None,
+            });
+        }
+        let got = self
+            .root
+            .read_queue_attr(dev, &step.attr)
+            .map_err(|source| {
+                if self.root.device_dir(dev).exists() {
+                    TuneError::ReadFailed {
+                        dev: dev.to_string(),
+                        attr: step.attr.label(),
+                        source,
+                    }
+                } else {
+                    TuneError::Vanished {
+                        dev: dev.to_string(),
+                        rollback: None,
+                    }
+                }
+            })?;
+        let ok = match &step.attr {
+            QueueAttr::Scheduler => {
+                crate::device::SchedulerState::parse(&got).is_some_and(|s| s.active == step.value)
+            }
+            // Some tunables are kept in jiffies and read back rounded; the
+            // kernel accepted the write, so what it stored is the truth.
+            QueueAttr::Tunable(_) => true,
+            _ => got.trim() == step.value,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(TuneError::ReadBack {
+                dev: dev.to_string(),
+                attr: step.attr.label(),
+                wanted: step.value.clone(),
+                got,
+                rollback: None,
+            })
+        }
+    }
+
+    /// Put `before` back after a failed step and attach what happened to the error.
+    fn roll_back(&self, dev: &DeviceName, before: &QueueSettings, mut err: TuneError) -> TuneError {
+        let original = Settings::snapshot_of(before);
+        let now = QueueSettings::read(&self.root, dev);
+        let note = if !self.root.device_dir(dev).exists() {
+            "nothing to roll back: the device is gone".to_string()
+        } else if Settings::snapshot_of(&now) == original {
+            "nothing was changed".to_string()
+        } else {
+            let mut kt = Duration::ZERO;
+            match self.write_all(dev, &original, &mut kt) {
+                Ok(()) => "rolled back to the previous settings".to_string(),
+                Err(e) => format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+            }
+        };
+        match &mut err {
+            TuneError::WriteFailed { rollback, .. }
+            | TuneError::ReadBack { rollback, .. }
+            | TuneError::Vanished { rollback, .. } => *rollback = Some(note),
+            _ => {}
+        }
+        err
+    }
+}
+
+/// The running kernel's boot id, to tell a stale journal from a live one.
+pub fn boot_id(root: &SysRoot) -> Option<String> {
+    root.read_proc("sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// Every value that differs, in the safe write order.
+pub fn diff(before: &QueueSettings, after: &QueueSettings) -> Vec<ValueChange> {
+    let mut out = Vec::new();
+    let mut push = |attr: &str, b: Option<String>, a: Option<String>| {
+        if b != a {
+            out.push(ValueChange {
+                attr: attr.into(),
+                before: b.unwrap_or_else(|| "-".into()),
+                after: a.unwrap_or_else(|| "-".into()),
+            });
+        }
+    };
+    let b_s = before.scheduler.as_ref().map(|s| s.active.clone());
+    let a_s = after.scheduler.as_ref().map(|s| s.active.clone());
+    let switched = b_s != a_s;
+    push("scheduler", b_s, a_s);
+    // After a switch the old tunables are gone and the new ones are defaults:
+    // only list tunables that both schedulers have or that were set.
+    for (k, v) in &after.tunables {
+        match before.tunables.get(k) {
+            Some(old) if old != v => {
+                push(&format!("iosched/{k}"), Some(old.clone()), Some(v.clone()))
+            }
+            None if !switched => push(&format!("iosched/{k}"), None, Some(v.clone())),
+            _ => {}
+        }
+    }
+    push(
+        "nr_requests",
+        before.nr_requests.map(|n| n.to_string()),
+        after.nr_requests.map(|n| n.to_string()),
+    );
+    push(
+        "read_ahead_kb",
+        before.read_ahead_kb.map(|n| n.to_string()),
+        after.read_ahead_kb.map(|n| n.to_string()),
+    );
+    out
+}
