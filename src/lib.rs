@@ -10,6 +10,7 @@ pub mod device;
 pub mod diskstats;
 pub mod error;
 pub mod fake;
+pub mod history;
 pub mod host;
 pub mod iostat;
 pub mod journal;

@@ -1,0 +1,250 @@
+//! Per-device history of interval statistics, change marks, and the
+//! before/after comparison of a change. Pure: the TUI, recordings and the
+//! shoot-out all use it with their own clocks.
+
+use crate::iostat::ExtStats;
+use crate::tuner::Settings;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// One interval of one device: it ended at `t` (monotonic seconds) and lasted `itv`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub t: f64,
+    pub itv: f64,
+    /// `None` for an interval without data.
+    pub stats: Option<ExtStats>,
+}
+
+impl Point {
+    /// When the interval started.
+    pub fn start(&self) -> f64 {
+        self.t - self.itv
+    }
+}
+
+/// A bounded history of points, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceHistory {
+    points: VecDeque<Point>,
+}
+
+impl DeviceHistory {
+    /// Append a point and drop those that ended more than `keep_secs` before it.
+    pub fn push(&mut self, p: Point, keep_secs: f64) {
+        self.points.push_back(p);
+        while self.points.front().is_some_and(|f| f.t < p.t - keep_secs) {
+            self.points.pop_front();
+        }
+    }
+
+    /// All points, oldest first.
+    pub fn points(&self) -> &VecDeque<Point> {
+        &self.points
+    }
+
+    /// The newest point.
+    pub fn last(&self) -> Option<&Point> {
+        self.points.back()
+    }
+
+    /// The last `n` values of `f` (missing data as 0), oldest first, for sparklines.
+    pub fn tail(&self, n: usize, f: impl Fn(&ExtStats) -> f64) -> Vec<f64> {
+        let skip = self.points.len().saturating_sub(n);
+        self.points
+            .iter()
+            .skip(skip)
+            .map(|p| p.stats.as_ref().map_or(0.0, &f))
+            .collect()
+    }
+}
+
+/// A change to a device's settings, at a moment on the history's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeMark {
+    pub device: String,
+    /// Monotonic seconds on the same clock as the points.
+    pub t: f64,
+    /// `mq-deadline→kyber, nr_requests 256→64`
+    pub label: String,
+    pub before: Settings,
+    pub after: Settings,
+}
+
+/// Means of the main figures over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Means {
+    /// Seconds of data in the window.
+    pub secs: f64,
+    pub intervals: usize,
+    /// Read-count-weighted, i.e. total read ms / total reads, as iostat would
+    /// print for one interval spanning the whole window.
+    pub r_await: f64,
+    pub w_await: f64,
+    pub util: f64,
+    pub r_s: f64,
+    pub w_s: f64,
+    pub aqu_sz: f64,
+}
+
+/// Means over the points, weighting each interval by its length (and awaits
+/// by the number of I/Os), so the result equals one long iostat interval.
+pub fn means<'a>(points: impl IntoIterator<Item = &'a Point>) -> Option<Means> {
+    let mut secs = 0.0;
+    let mut n = 0;
+    let (mut reads, mut writes, mut rd_ms, mut wr_ms, mut busy, mut queue) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for p in points {
+        let Some(s) = p.stats else { continue };
+        if p.itv.is_nan() || p.itv <= 0.0 {
+            continue;
+        }
+        n += 1;
+        secs += p.itv;
+        let r = s.r_s * p.itv;
+        let w = s.w_s * p.itv;
+        reads += r;
+        writes += w;
+        rd_ms += s.r_await * r;
+        wr_ms += s.w_await * w;
+        busy += s.util * p.itv;
+        queue += s.aqu_sz * p.itv;
+    }
+    let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    (n > 0).then(|| Means {
+        secs,
+        intervals: n,
+        r_await: div(rd_ms, reads),
+        w_await: div(wr_ms, writes),
+        util: div(busy, secs),
+        r_s: div(reads, secs),
+        w_s: div(writes, secs),
+        aqu_sz: div(queue, secs),
+    })
+}
+
+/// Before/after figures of one change.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub before: Option<Means>,
+    pub after: Option<Means>,
+}
+
+/// Percent change from `before` to `after`; `None` when before is zero.
+pub fn pct_change(before: f64, after: f64) -> Option<f64> {
+    (before.abs() > f64::EPSILON).then(|| (after - before) / before * 100.0)
+}
+
+/// Compare the window before a change at `t` with the time since it.
+///
+/// Before: intervals that ended at or before `t`, back to `window` seconds or
+/// the previous change (`prev_t`), whichever is later. After: intervals that
+/// started at or after `t`, up to the next change (`next_t`). The interval
+/// that straddles the change belongs to neither.
+pub fn compare(
+    h: &DeviceHistory,
+    t: f64,
+    window: f64,
+    prev_t: Option<f64>,
+    next_t: Option<f64>,
+) -> Comparison {
+    let from = prev_t.map_or(t - window, |p| p.max(t - window));
+    let before = means(
+        h.points()
+            .iter()
+            .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
+    );
+    let after = means(
+        h.points()
+            .iter()
+            .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
+    );
+    Comparison { before, after }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(t: f64, r_s: f64, r_await: f64, util: f64) -> Point {
+        Point {
+            t,
+            itv: 1.0,
+            stats: Some(ExtStats {
+                r_s,
+                r_await,
+                util,
+                ..ExtStats::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn means_weight_awaits_by_io_count() {
+        // 100 reads at 10 ms and 300 reads at 2 ms: 1600 ms / 400 = 4 ms, not 6.
+        let m = means(&[pt(1.0, 100.0, 10.0, 50.0), pt(2.0, 300.0, 2.0, 100.0)]).unwrap();
+        assert_eq!(m.r_await, 4.0);
+        assert_eq!(m.r_s, 200.0);
+        assert_eq!(m.util, 75.0);
+        assert_eq!(m.secs, 2.0);
+        assert!(means(&[]).is_none());
+    }
+
+    #[test]
+    fn compare_splits_at_the_change_and_skips_the_straddling_interval() {
+        let mut h = DeviceHistory::default();
+        for i in 1..=10 {
+            let fast = i > 5;
+            h.push(
+                pt(i as f64, 100.0, if fast { 1.0 } else { 8.0 }, 50.0),
+                600.0,
+            );
+        }
+        // Change at 4.5: interval (4,5] straddles it.
+        let c = compare(&h, 4.5, 60.0, None, None);
+        let (b, a) = (c.before.unwrap(), c.after.unwrap());
+        assert_eq!(b.intervals, 4);
+        assert_eq!(b.r_await, 8.0);
+        assert_eq!(a.intervals, 5);
+        assert_eq!(a.r_await, 1.0);
+        assert_eq!(pct_change(b.r_await, a.r_await), Some(-87.5));
+        // The window and a previous change limit "before".
+        assert_eq!(
+            compare(&h, 4.5, 3.0, None, None).before.unwrap().intervals,
+            2
+        );
+        assert_eq!(
+            compare(&h, 4.5, 60.0, Some(3.0), None)
+                .before
+                .unwrap()
+                .intervals,
+            1
+        );
+        // A later change limits "after".
+        assert_eq!(
+            compare(&h, 4.5, 60.0, None, Some(7.0))
+                .after
+                .unwrap()
+                .intervals,
+            2
+        );
+    }
+
+    #[test]
+    fn history_is_bounded_and_tail_fills_gaps_with_zero() {
+        let mut h = DeviceHistory::default();
+        for i in 0..100 {
+            h.push(pt(i as f64, 1.0, 1.0, 1.0), 10.0);
+        }
+        assert_eq!(h.points().len(), 11);
+        h.push(
+            Point {
+                t: 100.0,
+                itv: 1.0,
+                stats: None,
+            },
+            10.0,
+        );
+        assert_eq!(h.tail(3, |s| s.r_await), vec![1.0, 1.0, 0.0]);
+    }
+}
