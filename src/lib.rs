@@ -15,6 +15,7 @@ pub mod host;
 pub mod iostat;
 pub mod journal;
 pub mod os;
+pub mod record;
 pub mod sampler;
 pub mod scratch;
 pub mod tuner;

@@ -3,6 +3,8 @@
 
 mod list;
 mod out;
+mod record;
+mod replay;
 mod set;
 mod watch;
 
@@ -108,6 +110,18 @@ pub enum Command {
     /// Put back the original settings journalled before blktune's first change.
     #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
     Revert(set::RevertArgs),
+
+    /// Record samples, settings and changes to a file, for replay anywhere.
+    #[command(
+        after_help = "Examples:\n  sudo blktune record incident.ndjson.gz\n  blktune record -i 500ms --duration 2m sda.ndjson sda\n\nStops after --duration or on Ctrl-C/SIGTERM, writing an end record. Settings changes\nmade meanwhile (also by 'blktune set' from another shell) are recorded as changes."
+    )]
+    Record(record::RecordArgs),
+
+    /// Play a recording back (no root needed), or summarise it.
+    #[command(
+        after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
+    )]
+    Replay(replay::ReplayArgs),
 }
 
 /// Run the parsed command line; returns the process exit code.
@@ -118,6 +132,8 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
+        Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
         None => list::run(&args.global, &list::ListArgs::default(), &mut out),
     };
     match result {
