@@ -1,4 +1,5 @@
 //! `blktune record` and `blktune replay` as processes, on a fake tree.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use blktune::diskstats::Counters;
 use blktune::fake::{FakeDisk, FakeTree};
