@@ -10,12 +10,10 @@ use super::replay::{Player, Recording};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{self, DeviceHistory, Means, Point, pct_change};
 use crate::tuner::Settings;
-use crate::units::format_duration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How far back "before" reaches at most (seconds).
 pub const BEFORE_WINDOW: f64 = 60.0;
@@ -182,8 +180,14 @@ pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
     }
 }
 
+/// `0.5s`, `29.8s`, `1m30.0s`.
 fn secs(s: f64) -> String {
-    format_duration(Duration::from_secs_f64(s.max(0.0)))
+    let s = s.max(0.0);
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        format!("{}m{:04.1}s", (s / 60.0).floor(), s % 60.0)
+    }
 }
 
 fn fig(v: f64, unit: &str) -> String {
@@ -258,14 +262,14 @@ impl Summary {
                 ChangeSource::Blktune => "made in blktune",
                 ChangeSource::Observed => "seen in sysfs",
             };
-            let _ = writeln!(o, "  {} at {}: {}  ({how})", c.device, secs(c.t), c.label);
+            let _ = writeln!(o, "  {} at +{}: {}  ({how})", c.device, secs(c.t), c.label);
             let side = |m: &Option<Means>| m.map_or("no data".to_owned(), |m| secs(m.secs));
             let _ = writeln!(
                 o,
-                "    {:<9} {:>14} {:>14} {:>9}",
+                "    {:<9} {:>16} {:>16} {:>9}",
                 "",
-                format!("before ({})", side(&c.before)),
-                format!("after ({})", side(&c.after)),
+                format!("before {}", side(&c.before)),
+                format!("after {}", side(&c.after)),
                 "change"
             );
             if let (Some(b), Some(a)) = (&c.before, &c.after) {
@@ -273,7 +277,7 @@ impl Summary {
                     let pct = c.pct.get(key).copied().flatten();
                     let _ = writeln!(
                         o,
-                        "    {:<9} {:>14} {:>14} {:>9}",
+                        "    {:<9} {:>16} {:>16} {:>9}",
                         label,
                         fig(get(b), unit),
                         fig(get(a), unit),
