@@ -211,3 +211,24 @@ fn replay_of_a_bad_file_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("missing"), "{}", stderr(&o));
 }
+
+#[test]
+fn replay_without_summary_says_where_the_viewer_will_be_and_checks_start() {
+    let f = Fixture::new();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-kyber-switch.ndjson.gz");
+    let demo = demo.to_str().unwrap();
+    let o = f.cmd(&["replay", demo, "--speed", "4"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--summary"), "{err}");
+    let o = f
+        .cmd(&["replay", demo, "--start", "10m", "--summary"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("past the end"), "{}", stderr(&o));
+    let o = f.cmd(&["replay", demo, "--speed", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("out of range"), "{}", stderr(&o));
+}

@@ -27,6 +27,8 @@ const STEPS: usize = 24;
 const OBSERVED_AT: usize = 8;
 /// The step before which this process switches sda to none (TUI-style).
 const OWN_AT: usize = 16;
+/// The step at which a disk sdb is plugged in (a refresh step).
+const HOTPLUG_AT: usize = 20;
 
 /// What the live side saw at one tick.
 struct LiveTick {
@@ -105,12 +107,19 @@ fn record_session(name: &str, only: &[&str]) -> Session {
     for i in 0..STEPS {
         let t = tick_time(i);
         let s = i as u64;
-        tree.set_diskstats(&[
+        let mut lines = vec![
             ("sda", 8, 0, counters(s, 3)),
             ("sda1", 8, 1, counters(s, 2)),
             ("nvme0n1", 259, 0, counters(s * 2, 5)),
-        ])
-        .unwrap();
+        ];
+        if i >= HOTPLUG_AT {
+            if i == HOTPLUG_AT {
+                tree.add(&FakeDisk::new("sdb").dev(8, 16).active("bfq"))
+                    .unwrap();
+            }
+            lines.push(("sdb", 8, 16, counters(s - 10, 1)));
+        }
+        tree.set_diskstats(&lines).unwrap();
         let mut refreshed = i % 4 == 0;
         if i == OBSERVED_AT {
             // Another process (blktune set in another shell) switches sda.
@@ -213,6 +222,20 @@ fn replay_reproduces_the_live_rates_settings_and_marks() {
     // Some figures are real numbers, not just "no data".
     let last = &frames.last().unwrap().snapshot;
     assert!(last.ext("sda").unwrap().r_s > 0.0);
+    assert!(last.ext("sdb").unwrap().r_s > 0.0);
+    // The hot-plugged disk appears in the frame where the live side saw it.
+    let has_sdb = |f: &blktune::record::Frame| f.snapshot.device("sdb").is_some();
+    assert_eq!(frames.iter().position(has_sdb), Some(HOTPLUG_AT));
+    assert_eq!(
+        last.device("sdb")
+            .unwrap()
+            .queue
+            .scheduler
+            .as_ref()
+            .unwrap()
+            .active,
+        "bfq"
+    );
 
     assert_eq!(marks.len(), 2, "{marks:?}");
     let (frame_t, observed) = &marks[0];
@@ -314,6 +337,8 @@ fn summary_compares_before_and_after_each_change() {
     assert!(c.pct["r/s"].unwrap() > 0.0);
     // "after" of the first change stops at the second change of sda.
     assert!(a.secs <= sum.changes[1].t - c.t + 1e-9);
+    let names: Vec<_> = sum.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["nvme0n1", "sda", "sdb"]);
     let sda = sum.devices.iter().find(|d| d.name == "sda").unwrap();
     assert_eq!(sda.scheduler_first.as_deref(), Some("mq-deadline"));
     assert_eq!(sda.scheduler_last.as_deref(), Some("none"));
@@ -365,6 +390,15 @@ fn a_corrupt_line_in_the_middle_is_skipped_and_named() {
     assert!(lines[idx].contains("\"sample\""));
     lines[idx] = lines[idx][..30].to_string() + "\u{0}garbage";
     lines.insert(idx + 2, "{\"type\":\"hologram\",\"t\":1}".into());
+    // A sample whose sda counters have a wrong count is used for the other devices.
+    let bad = lines
+        .iter()
+        .rposition(|l| l.contains("\"sample\""))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&lines[bad]).unwrap();
+    let mut v = v;
+    v["disks"]["sda"].as_array_mut().unwrap().push(0.into());
+    lines[bad] = v.to_string();
     std::fs::write(&s.file, lines.join("\n") + "\n").unwrap();
     let rec = open(&s.file);
     assert_eq!(rec.samples(), STEPS - 1);
@@ -381,7 +415,16 @@ fn a_corrupt_line_in_the_middle_is_skipped_and_named() {
     );
     assert!(rec.end().is_some());
     // The interval after the gap is simply longer; rates stay right.
-    assert!(Player::new(rec).all(|f| f.warnings.is_empty()));
+    let frames: Vec<_> = Player::new(rec).collect();
+    let warned: Vec<_> = frames
+        .iter()
+        .filter(|f| !f.snapshot.warnings.is_empty())
+        .collect();
+    assert_eq!(warned.len(), 1);
+    let w = &warned[0].snapshot.warnings[0];
+    assert!(w.starts_with("sda at ") && w.contains("found 18"), "{w}");
+    assert!(warned[0].snapshot.stats.contains_key("nvme0n1"));
+    assert!(!warned[0].snapshot.stats.contains_key("sda"));
 }
 
 #[test]
@@ -534,7 +577,7 @@ fn a_gzip_file_whose_writer_died_still_yields_its_prefix() {
     );
     // Cut anywhere inside the compressed data: never an error, always a prefix.
     let mut seen = Vec::new();
-    for cut in (30..snapshot.len()).step_by(7) {
+    for cut in (30..snapshot.len()).step_by(7).chain([snapshot.len()]) {
         std::fs::write(&copy, &snapshot[..cut]).unwrap();
         if let Ok(r) = Recording::open(&copy) {
             seen.push(r.samples());

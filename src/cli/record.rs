@@ -59,9 +59,10 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     let mut sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-    // Re-read settings every tick, so a change made by another process
-    // (`blktune set`) is placed within one interval.
-    sampler.set_refresh_every(a.interval);
+    // Re-read settings every tick (half the interval, so that a tick that
+    // comes a little early is still due), so a change made by another
+    // process (`blktune set`) is placed within one interval.
+    sampler.set_refresh_every(a.interval / 2);
     let opts = RecordOptions {
         force: a.force,
         only,

@@ -81,3 +81,17 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     );
     Ok(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_parse_with_or_without_x_and_stay_in_range() {
+        assert_eq!(parse_speed("2"), Ok(2.0));
+        assert_eq!(parse_speed("0.5x"), Ok(0.5));
+        assert!(parse_speed("0").unwrap_err().contains("out of range"));
+        assert!(parse_speed("100").unwrap_err().contains("out of range"));
+        assert!(parse_speed("fast").unwrap_err().contains("'fast'"));
+    }
+}

@@ -29,7 +29,8 @@
 //!   reads, reads merged, sectors read, ms reading, writes, writes merged,
 //!   sectors written, ms writing, in flight, ms doing I/O, weighted ms,
 //!   [discards, discards merged, sectors discarded, ms discarding,
-//!   [flushes, ms flushing]]. Rates are recomputed from these on replay.
+//!   [flushes, ms flushing]]. Rates are recomputed from these on replay, so
+//!   the first sample has none (nothing to compare it with).
 //!
 //! **`settings`** (every device at `t` = 0, then whenever a device's settings differ)
 //! - `t`, `device`, `queue`: `scheduler` (`active`, `available`, or null when the

@@ -8,6 +8,25 @@
 //! snapshots and the marks of its own changes. Seeking back rewinds and
 //! re-runs from the start: the consumer clears its history and takes the
 //! frames [`Player::seek`] returns (rate computation is cheap).
+//!
+//! A viewer's loop, in outline:
+//!
+//! ```text
+//! let rec = Arc::new(Recording::open(path)?);      // rec.notes: show them once
+//! let mut player = Player::new(Arc::clone(&rec));
+//! for f in player.seek(start) { app.ingest(f) }     // history up to --start
+//! let mut clock = Playback::new(Instant::now(), start, speed);
+//! every UI tick:
+//!     for f in player.advance_to(clock.position(now)) { app.ingest(f) }
+//!     header shows player.position() / player.duration()
+//! key ←: app.clear(); for f in player.seek(pos - 10.0) { app.ingest(f) }; clock.jump(now, pos - 10.0)
+//! key →: for f in player.advance_to(pos + 10.0) { app.ingest(f) }; clock.jump(now, pos + 10.0)
+//! key space / + / -: clock.toggle_pause(now) / clock.set_speed(now, ...)
+//! ```
+//!
+//! where `app.ingest(f)` adds `f.marks` to the change marks and then takes
+//! `f.snapshot` like a live snapshot. Like the live sampler's baseline read,
+//! the first frame of a recording has no rates (nothing to compare it with).
 
 use super::RecordError;
 use super::format::{ChangeRecord, DeviceFacts, EndRecord, Header, Record, fields_to_counters};
@@ -139,8 +158,6 @@ pub struct Frame {
     pub snapshot: Snapshot,
     /// Changes recorded since the previous frame, oldest first.
     pub marks: Vec<ChangeMark>,
-    /// Problems with this frame's records (bad counters), as messages.
-    pub warnings: Vec<String>,
 }
 
 /// Plays a [`Recording`] back, frame by frame.
@@ -297,10 +314,9 @@ impl Player {
                             refreshed,
                             stats,
                             iowait_pct: s.iowait_pct,
-                            warnings: warnings.clone(),
+                            warnings,
                         },
                         marks,
-                        warnings,
                     });
                 }
             }

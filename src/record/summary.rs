@@ -5,7 +5,7 @@
 //! into per-device [`DeviceHistory`]s and calling [`history::compare`], the
 //! same comparison the live before/after panel uses.
 
-use super::format::{ChangeSource, HostFacts};
+use super::format::{ChangeSource, DeviceFacts, HostFacts, Record};
 use super::replay::{Player, Recording};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{self, DeviceHistory, Means, Point, pct_change};
@@ -90,7 +90,7 @@ pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
     let mut notes = rec.notes.clone();
     for frame in Player::new(Arc::clone(rec)) {
         let s = &frame.snapshot;
-        notes.extend(frame.warnings);
+        notes.extend(frame.snapshot.warnings.iter().cloned());
         for d in s.devices.iter() {
             let active = d.queue.scheduler.as_ref().map(|x| x.active.clone());
             first_sched
@@ -150,9 +150,19 @@ pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
         })
         .collect();
     let header = &rec.header;
-    let devices = header
-        .devices
-        .iter()
+    // Devices from the header, then any that were plugged in later.
+    let mut facts: Vec<&DeviceFacts> = Vec::new();
+    let later = rec.records.iter().filter_map(|r| match r {
+        Record::Devices(d) => Some(&d.devices),
+        _ => None,
+    });
+    for d in std::iter::once(&header.devices).chain(later).flatten() {
+        if !facts.iter().any(|f| f.name == d.name) {
+            facts.push(d);
+        }
+    }
+    let devices = facts
+        .into_iter()
         .map(|d| DeviceSummary {
             name: d.name.clone(),
             kind: d.kind,
