@@ -62,7 +62,7 @@ pub struct TuiArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 10s.
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
     #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
 
