@@ -443,9 +443,7 @@ impl Tuner {
             source,
         };
         match j.load(dev.as_str()) {
-            Ok(Some(old)) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => {
-                Ok(false)
-            }
+            Ok(Some(old)) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
             // Stale or unreadable: this device's original must be recorded.
             Ok(Some(_)) | Err(_) => j.replace(&entry).map(|()| true).map_err(err),
             Ok(None) => j.save_if_absent(&entry).map_err(err),
@@ -604,7 +602,10 @@ impl Tuner {
         let original = Settings::snapshot_of(before);
         let now = QueueSettings::read(&self.root, dev);
         let (note, restored) = if !self.root.device_dir(dev).exists() {
-            ("nothing to roll back: the device is gone".to_string(), false)
+            (
+                "nothing to roll back: the device is gone".to_string(),
+                false,
+            )
         } else if Settings::snapshot_of(&now) == original {
             ("nothing was changed".to_string(), true)
         } else {

@@ -44,7 +44,10 @@ fn captured_devices_are_discovered_as_the_kernel_described_them() {
     assert_eq!((vda.major, vda.minor), (254, 0));
     assert_eq!(vda.size_bytes, 536_870_912 * 512);
     assert_eq!(vda.serial.as_deref(), Some("overlayblk"));
-    assert_eq!(vda.vendor, None, "virtio's numeric vendor id 0x1af4 is not a name");
+    assert_eq!(
+        vda.vendor, None,
+        "virtio's numeric vendor id 0x1af4 is not a name"
+    );
     assert_eq!(vda.diskseq, Some(9));
     let s = vda.queue.scheduler.as_ref().unwrap();
     assert_eq!(s.active, "mq-deadline");
@@ -76,7 +79,10 @@ fn captured_devices_are_discovered_as_the_kernel_described_them() {
     let z = &devs[2];
     assert_eq!(z.kind, DeviceKind::Zram);
     assert!(!z.queue.has_scheduler());
-    assert_eq!((z.queue.nr_requests, z.queue.read_ahead_kb), (None, Some(128)));
+    assert_eq!(
+        (z.queue.nr_requests, z.queue.read_ahead_kb),
+        (None, Some(128))
+    );
     assert_eq!(z.size_bytes, 0);
 }
 

@@ -110,6 +110,41 @@ pub enum Command {
     Revert(set::RevertArgs),
 }
 
+/// Parse the command line. Help and version print and exit 0 as usual; a
+/// usage error becomes one line on stderr and exit code 2 (clap's own
+/// rendering spans several lines, with a usage block).
+pub fn parse_args() -> Args {
+    match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            // The message is the first paragraph; the usage line names the subcommand.
+            let msg = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            let cmd = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Usage: "))
+                .and_then(|u| {
+                    let mut w = u.split_whitespace();
+                    let first = w.next()?;
+                    let sub = w
+                        .next()
+                        .filter(|s| s.chars().all(|c| c.is_ascii_lowercase()));
+                    Some(sub.map_or_else(|| first.to_string(), |s| format!("{first} {s}")))
+                })
+                .unwrap_or_else(|| "blktune".into());
+            eprintln!("blktune: {msg} (see '{cmd} --help')");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// Run the parsed command line; returns the process exit code.
 pub fn run(args: Args) -> i32 {
     let mut out = Out::stdout();
