@@ -78,7 +78,14 @@ fn record_refuses_to_overwrite_without_force() {
     let file = f.path("old.ndjson");
     std::fs::write(&file, "precious\n").unwrap();
     let o = f
-        .cmd(&["record", file.to_str().unwrap(), "--duration", "200ms"])
+        .cmd(&[
+            "record",
+            file.to_str().unwrap(),
+            "-i",
+            "100ms",
+            "--duration",
+            "200ms",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -122,6 +129,24 @@ fn record_refuses_unknown_devices_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("'sdz'"), "{err}");
     assert!(!file.exists(), "nothing is created for a bad command line");
+    let o = f
+        .cmd(&[
+            "record",
+            file.to_str().unwrap(),
+            "-i",
+            "1s",
+            "--duration",
+            "200ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("shorter than the interval"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!file.exists());
 }
 
 #[test]

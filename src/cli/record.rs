@@ -47,6 +47,16 @@ fn classify(e: RecordError) -> anyhow::Error {
 
 /// Run `blktune record`.
 pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
+    if let Some(d) = a.duration
+        && d < a.interval
+    {
+        return Err(UsageError(format!(
+            "--duration '{}' is shorter than the interval '{}': nothing would be recorded",
+            format_duration(d),
+            format_duration(a.interval)
+        ))
+        .into());
+    }
     let root = g.root();
     let mut only = Vec::new();
     for name in &a.devices {
@@ -54,7 +64,10 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
+        // The first signal asks for a clean end; a second one (the clean end
+        // hangs on a stuck disk) exits at once with code 1.
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
             .context("cannot install the signal handler")?;
     }
     let mut sampler = Sampler::new(root.clone())
@@ -70,13 +83,14 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     let mut rec =
         Recorder::create(&a.file, &root, sampler.devices(), 0.0, &opts).map_err(classify)?;
-    out.line(&format!(
+    // Progress lines are informational: a closed stdout must not stop the recording.
+    let _ = out.line(&format!(
         "recording to {} every {}{}; stop with Ctrl-C",
         a.file.display(),
         format_duration(a.interval),
         a.duration
             .map_or(String::new(), |d| format!(" for {}", format_duration(d)))
-    ))?;
+    ));
     let start = Instant::now();
     let mut next = start + a.interval;
     let reason = loop {
@@ -104,11 +118,11 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     let path = rec.path().to_owned();
     let stats = rec.finish(reason)?;
-    out.line(&format!(
+    let _ = out.line(&format!(
         "wrote {} samples and {} change(s) to {}",
         stats.samples,
         stats.changes,
         path.display()
-    ))?;
+    ));
     Ok(0)
 }

@@ -256,6 +256,9 @@ impl Recorder {
 
     /// Record a change made through blktune in this process, at its exact
     /// time. `mark.after` should be `Settings::snapshot_of(&outcome.after)`.
+    /// Call it as soon as the [`crate::tuner::Tuner`] returns, before the
+    /// next snapshot, so that the snapshot that reads the new settings is
+    /// not recorded as another (observed) change.
     pub fn change(&mut self, mark: &ChangeMark) -> Result<(), RecordError> {
         if self
             .only
