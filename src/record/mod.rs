@@ -72,7 +72,7 @@ pub use format::{
 pub use reader::RecordReader;
 pub use recorder::{RecordOptions, RecordStats, Recorder, unix_secs};
 pub use replay::{Frame, Playback, Player, Recording};
-pub use summary::{ChangeSummary, DeviceSummary, Summary, summarize};
+pub use summary::{BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize};
 pub use writer::{FLUSH_EVERY, RecordWriter, is_gzip_name};
 
 use std::path::{Path, PathBuf};
