@@ -315,7 +315,7 @@ fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
     let j = tempfile::tempdir().unwrap();
     let o = blktune(&["set", &name, "--nr-requests", "64"], j.path());
     assert!(o.status.success(), "{}", stderr(&o));
-    let base = std::env::var_os("CARGO_TARGET_TMPDIR")
+    let base = option_env!("CARGO_TARGET_TMPDIR")
         .map_or_else(std::env::temp_dir, std::path::PathBuf::from);
     let file = tempfile::NamedTempFile::new_in(base).unwrap();
     file.as_file().set_len(32 << 20).unwrap();

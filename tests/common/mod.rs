@@ -44,7 +44,7 @@ impl TestLoop {
     pub fn new(mib: u64) -> Self {
         // Not /tmp on tmpfs: O_DIRECT needs a real filesystem under the file.
         let base =
-            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+            option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
         let dir = tempfile::tempdir_in(base).expect("temp dir");
         let dev = ScratchLoop::create(dir.path(), mib << 20).expect("losetup");
         let lo = Self { dev, _dir: dir };
