@@ -137,7 +137,7 @@ fn interval_forms_250ms_1s_and_bare_seconds() {
 #[test]
 fn rates_follow_the_counters() {
     let (dir, t) = tree();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+    let child = Command::new(env!("CARGO_BIN_EXE_blktune"))
         .args([
             "watch",
             "--json",
