@@ -544,6 +544,21 @@ impl Tuner {
                     path: path.unwrap_or_default(),
                 });
             }
+            // EINVAL on nr_requests with `none` has one usual cause (kernel
+            // `blk_mq_update_nr_requests`): say it, as no pre-check can know the depth.
+            let source = if step.attr == QueueAttr::NrRequests
+                && source.raw_os_error() == Some(nix::libc::EINVAL)
+                && QueueSettings::read(&self.root, dev).active_label() == "none"
+            {
+                io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source}: without a scheduler nr_requests cannot exceed the hardware queue depth"
+                    ),
+                )
+            } else {
+                source
+            };
             return Err(TuneError::WriteFailed {
                 dev: dev.to_string(),
                 attr: step.attr.label(),
