@@ -392,6 +392,15 @@ impl Tuner {
         if want.read_ahead_kb.is_some() {
             attrs.push(QueueAttr::ReadAheadKb);
         }
+        // Tunables of the active scheduler exist now; a new scheduler's only
+        // after the switch, which the scheduler check above already covers.
+        if want.scheduler.is_none() {
+            attrs.extend(
+                want.tunables
+                    .iter()
+                    .map(|(name, _)| QueueAttr::Tunable(name.clone())),
+            );
+        }
         for attr in attrs {
             if !self.root.can_write_queue_attr(dev, &attr) {
                 let path = self

@@ -29,6 +29,9 @@ fn start_load(dev: &str, secs: usize) -> Load {
             &format!("--filename=/dev/{dev}"),
             "--direct=1",
             "--ioengine=libaio",
+            // Jobs as threads of one process, so that killing fio stops them all
+            // (forked job processes would keep the device open after the kill).
+            "--thread",
             "--size=96M",
             "--time_based",
             &format!("--runtime={secs}"),
