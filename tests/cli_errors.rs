@@ -418,11 +418,6 @@ fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "blktune hangs");
-        if path == fifo && entry.exists() {
-            // Validation is done and the original is journalled: unplug.
-            std::fs::rename(f.tree.dev_dir("sda"), &gone).unwrap();
-            path = gone.join(fifo_rel);
-        }
         // Serve one read if blktune is waiting on the FIFO (ENXIO: no reader).
         match std::fs::OpenOptions::new()
             .write(true)
@@ -430,6 +425,13 @@ fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
             .open(&path)
         {
             Ok(mut w) => {
+                // blktune is now blocked reading. If its journal entry exists,
+                // validation is over and this is a read before the writes:
+                // unplug the device before letting it go on.
+                if path == fifo && entry.exists() {
+                    std::fs::rename(f.tree.dev_dir("sda"), &gone).unwrap();
+                    path = gone.join(fifo_rel);
+                }
                 let _ = w.write_all(b"16\n");
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
