@@ -19,7 +19,7 @@
 //! every UI tick:
 //!     for f in player.advance_to(clock.position(now)) { app.ingest(f) }
 //!     header shows player.position() / player.duration()
-//! key ←: app.clear(); for f in player.seek(pos - 10.0) { app.ingest(f) }; clock.jump(now, pos - 10.0)
+//! key ←: app.clear(); for f in player.seek_window(pos - 10.0, KEEP) { app.ingest(f) }; clock.jump(now, pos - 10.0)
 //! key →: for f in player.advance_to(pos + 10.0) { app.ingest(f) }; clock.jump(now, pos + 10.0)
 //! key space / + / -: clock.toggle_pause(now) / clock.set_speed(now, ...)
 //! ```
@@ -234,8 +234,39 @@ impl Player {
     /// Rewind and produce every frame up to `t`: the consumer clears its
     /// state and feeds them all.
     pub fn seek(&mut self, t: f64) -> Vec<Frame> {
+        self.seek_window(t, f64::INFINITY)
+    }
+
+    /// Like [`Player::seek`], but only the frames of the last `keep_secs`
+    /// before `t` are returned (what a bounded history would keep anyway),
+    /// so seeking in a long recording stays light. The change marks of the
+    /// frames left out come with the first frame returned.
+    pub fn seek_window(&mut self, t: f64, keep_secs: f64) -> Vec<Frame> {
         self.rewind();
-        self.advance_to(t)
+        let mut out: Vec<Frame> = Vec::new();
+        let mut carried = Vec::new();
+        while let Some(next_t) = self.next_sample_t() {
+            if next_t > t + 1e-9 {
+                break;
+            }
+            let Some(mut f) = self.next_frame() else {
+                break;
+            };
+            if f.snapshot.t < t - keep_secs {
+                carried.append(&mut f.marks);
+                continue;
+            }
+            if !carried.is_empty() {
+                carried.append(&mut f.marks);
+                f.marks = std::mem::take(&mut carried);
+            }
+            out.push(f);
+        }
+        if let (Some(last), false) = (out.last_mut(), carried.is_empty()) {
+            carried.append(&mut last.marks);
+            last.marks = carried;
+        }
+        out
     }
 
     /// Time of the next frame, if any.
