@@ -14,6 +14,7 @@ pub mod history;
 pub mod host;
 pub mod iostat;
 pub mod journal;
+pub mod load;
 pub mod os;
 pub mod sampler;
 pub mod scratch;
