@@ -18,5 +18,6 @@ pub mod load;
 pub mod os;
 pub mod sampler;
 pub mod scratch;
+pub mod shootout;
 pub mod tuner;
 pub mod units;

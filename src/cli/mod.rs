@@ -1,6 +1,7 @@
 //! The command line: argument types and dispatch. Each subcommand lives in
 //! its own file; this one only wires them together.
 
+mod bench;
 mod list;
 mod out;
 mod set;
@@ -108,6 +109,12 @@ pub enum Command {
     /// Put back the original settings journalled before blktune's first change.
     #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
     Revert(set::RevertArgs),
+
+    /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
+    #[command(
+        after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
+    )]
+    Bench(bench::BenchArgs),
 }
 
 /// Run the parsed command line; returns the process exit code.
@@ -118,6 +125,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         None => list::run(&args.global, &list::ListArgs::default(), &mut out),
     };
     match result {
