@@ -16,6 +16,7 @@ pub mod iostat;
 pub mod journal;
 pub mod load;
 pub mod os;
+pub mod probe;
 pub mod sampler;
 pub mod scratch;
 pub mod shootout;

@@ -236,6 +236,8 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
     assert!(out.lines().any(|l| l.starts_with("kyber")), "{out}");
     assert_eq!(queue_state(lo.name()), before, "settings restored exactly");
     assert!(dir_is_empty(j.path()));
+    // Loop devices keep queue settings across detach: leave it as found.
+    assert!(blktune(&["revert", lo.name()], js.path()).status.success());
 }
 
 #[test]
@@ -364,6 +366,7 @@ fn sigterm_mid_bench_restores_the_device_settings() {
     assert_eq!(code, Some(130), "{err}");
     assert_eq!(queue_state(lo.name()), before);
     assert!(dir_is_empty(j.path()));
+    assert!(blktune(&["revert", lo.name()], js.path()).status.success());
 }
 
 #[test]

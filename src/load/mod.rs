@@ -24,6 +24,7 @@ mod generator;
 pub mod hist;
 pub mod safety;
 
+pub(crate) use generator::{AlignedBuf, Rng};
 pub use generator::{Load, LoadOptions, LoadStats, OpStats};
 pub use hist::{Histogram, LatencySummary};
 pub use safety::{Scratch, Target};
