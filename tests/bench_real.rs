@@ -241,6 +241,41 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
 }
 
 #[test]
+fn export_is_not_wired_yet_and_says_so_after_restoring() {
+    if !require_root("export_is_not_wired_yet_and_says_so_after_restoring") {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let j = tempfile::tempdir().unwrap();
+    let before = queue_state(lo.name());
+    let o = blktune(
+        &[
+            "bench",
+            lo.name(),
+            "--load",
+            "none",
+            "--dwell",
+            "500ms",
+            "--settle",
+            "0s",
+            "--rounds",
+            "1",
+            "--schedulers",
+            "none,kyber",
+            "--export",
+        ],
+        j.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("udev export is not available in this build"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(queue_state(lo.name()), before);
+}
+
+#[test]
 fn write_loads_on_the_vm_disk_are_refused_before_anything_changes() {
     if !require_root("write_loads_on_the_vm_disk_are_refused_before_anything_changes") {
         return;

@@ -66,6 +66,16 @@ fn mixed_load_on_own_scratch_measures_reads_and_writes() {
     );
     assert!(st.read_iops() > 0.0 && st.mb_s() > 0.0);
 
+    let mut opts = LoadOptions::new(Mix::RandRw);
+    opts.duration = Some(Duration::from_millis(500));
+    let st = Load::start(&target, &opts, None).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let st = st.stop();
+    assert_eq!(st.first_error, None);
+    assert!(st.reads.ios > 0 && st.writes.ios > 0, "{st:?}");
+    // Writes keep clear of the head: still no signature, still writable.
+    assert!(Target::writable(&root, s.name()).is_ok());
+
     let file = s.file().to_owned();
     drop(target);
     drop(s);

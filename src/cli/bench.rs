@@ -161,6 +161,8 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         (None, Some(d)) => d.clone(),
         (None, None) => return Err(UsageError("give a DEVICE or --scratch SIZE".into()).into()),
     };
+    // A partition or an unknown name gets the tuner's own message, before any load check.
+    crate::tuner::resolve(&root, &device)?;
     let load_spec = match load {
         LoadChoice::None => None,
         LoadChoice::Mix(mix) => {

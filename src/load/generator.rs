@@ -128,6 +128,11 @@ pub struct Load {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Writes stay clear of the first MiB, so a scratch device never grows
+/// something that looks like a partition table or superblock, and
+/// [`Target::writable`] still accepts it after a load.
+const WRITE_FLOOR: u64 = 1 << 20;
+
 /// What one worker does.
 #[derive(Debug, Clone, Copy)]
 enum Role {
@@ -164,7 +169,7 @@ impl Load {
                 let w = opts.writers.max(1) as u64;
                 let seq = opts.seq_block.max(target.align());
                 for i in 0..w {
-                    let start = (target.size() / w * i) / seq * seq;
+                    let start = ((target.size() / w * i) / seq * seq).max(WRITE_FLOOR);
                     roles.push(Role::SequentialWrite { start });
                 }
             }
@@ -350,6 +355,11 @@ impl Rng {
         let blocks = (size / block).max(1);
         (self.next_u64() % blocks) * block
     }
+
+    /// A random multiple of `block` in `[floor, size)` (`floor` a multiple of `block`).
+    pub(crate) fn offset_from(&mut self, floor: u64, size: u64, block: u64) -> u64 {
+        floor + self.offset(size.saturating_sub(floor), block)
+    }
 }
 
 struct Worker {
@@ -384,11 +394,15 @@ impl Worker {
             let (off, write) = match self.role {
                 Role::RandomRead => (rng.offset(self.size, self.block), false),
                 Role::RandomReadWrite => {
-                    (rng.offset(self.size, self.block), rng.next_u64() & 1 == 1)
+                    if rng.next_u64() & 1 == 1 {
+                        (rng.offset_from(WRITE_FLOOR, self.size, self.block), true)
+                    } else {
+                        (rng.offset(self.size, self.block), false)
+                    }
                 }
                 Role::SequentialWrite { .. } => {
                     if pos + self.seq_block > self.size {
-                        pos = 0;
+                        pos = WRITE_FLOOR;
                     }
                     let p = pos;
                     pos += self.seq_block;
@@ -453,5 +467,9 @@ mod tests {
             seen.insert(o);
         }
         assert_eq!(seen.len(), 10, "every block is reachable");
+        for _ in 0..1000 {
+            let o = r.offset_from(WRITE_FLOOR, 2 * WRITE_FLOOR, 4096);
+            assert!((WRITE_FLOOR..2 * WRITE_FLOOR).contains(&o) && o % 4096 == 0);
+        }
     }
 }

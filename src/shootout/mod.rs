@@ -56,7 +56,8 @@ pub struct LoadSpec {
     pub options: LoadOptions,
 }
 
-/// What to measure and how.
+/// What to measure and how. Each scheduler runs with its default tunables
+/// and nr_requests: a switch resets them (kernel `elevator_switch()`).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub device: String,
