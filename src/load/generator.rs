@@ -469,7 +469,7 @@ mod tests {
         assert_eq!(seen.len(), 10, "every block is reachable");
         for _ in 0..1000 {
             let o = r.offset_from(WRITE_FLOOR, 2 * WRITE_FLOOR, 4096);
-            assert!((WRITE_FLOOR..2 * WRITE_FLOOR).contains(&o) && o % 4096 == 0);
+            assert!((WRITE_FLOOR..2 * WRITE_FLOOR).contains(&o) && o.is_multiple_of(4096));
         }
     }
 }
