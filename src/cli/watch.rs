@@ -152,6 +152,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut probe: Option<Probe> = None;
     let mut next = Instant::now() + a.interval;
     let mut n = 0u64;
+    let mut warned = false;
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         let now = Instant::now();
@@ -162,13 +163,39 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let snap = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        if !warned && !snap.warnings.is_empty() {
+            // A file with no usable line at all is a failure; a few odd lines
+            // among good ones are reported once and skipped.
+            if snap.stats.is_empty() {
+                anyhow::bail!(
+                    "cannot parse {}/diskstats: {}",
+                    root.procfs().display(),
+                    snap.warnings[0]
+                );
+            }
+            for w in &snap.warnings {
+                eprintln!("blktune: warning: {}/{w}; skipped", root.procfs().display());
+            }
+            warned = true;
+        }
+        // Named devices are checked once; the default selection follows
+        // hot-plug (a new device shows "no data" for its first interval).
         let sel = match &names {
             Some(s) => s.clone(),
             None => {
                 let s = selection(g, a, &snap)?;
-                names = Some(s.clone());
-                if a.probe {
-                    let p = Probe::start(&root, &s, a.probe_rate);
+                if !a.devices.is_empty() {
+                    names = Some(s.clone());
+                }
+                s
+            }
+        };
+        if a.probe {
+            match &probe {
+                // The default selection follows hot-plug; so does the probe.
+                Some(p) => p.set_devices(&sel),
+                None => {
+                    let p = Probe::start(&root, &sel, a.probe_rate);
                     if !a.json {
                         out.line(&format!(
                             "probe: {:.1} read-only 4 KiB O_DIRECT reads/s per device at random offsets \
@@ -178,9 +205,8 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     }
                     probe = Some(p);
                 }
-                s
             }
-        };
+        }
         let itv = snap.interval.unwrap_or(0.0);
         let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
         if !a.json {
