@@ -247,7 +247,8 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 if probe.is_some() {
                     if snap.ext(name).is_none() {
                         // Keep the probe columns aligned after a "no data" row.
-                        line = format!("{line:<122}");
+                        let w = header().len();
+                        line = format!("{line:<w$}");
                     }
                     line.push_str(&probe_cells(probed.get(name)));
                 }

@@ -543,8 +543,7 @@ pub fn figures(ext: &ExtStats, load: Option<&LoadStats>) -> Figures {
     Figures {
         r_s: ext.r_s,
         w_s: ext.w_s,
-        // kB here are 1024 bytes (sectors / 2), as in iostat; MB/s = kB/s / 1000 would
-        // mix units, so convert to 10^6 bytes like the load's own MB/s.
+        // iostat's kB are 1024 bytes (sectors / 2); report 10^6-byte MB like the load.
         mb_s: (ext.rkb_s + ext.wkb_s) * 1024.0 / 1e6,
         r_await: ext.r_await,
         w_await: ext.w_await,
@@ -606,6 +605,22 @@ mod tests {
             QueueSettings::read(&root, &root.device("sda").unwrap()),
             before
         );
+    }
+
+    #[test]
+    fn progress_line_rounds_time_left_up() {
+        let p = Progress {
+            device: "loop3".into(),
+            scheduler: "kyber".into(),
+            round: 1,
+            rounds: 2,
+            step: 3,
+            steps: 8,
+            phase: Phase::Measuring,
+            time_left: Duration::from_millis(20_100),
+            done: 0.3,
+        };
+        assert_eq!(p.line(), "round 1/2  kyber (3/8)  measuring  21s left");
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct Figures {
     /// one interval of that length.
     pub r_s: f64,
     pub w_s: f64,
-    /// (rkB/s + wkB/s) / 1000.
+    /// (rkB/s + wkB/s) × 1024 / 10^6: megabytes of 10^6 bytes, like the load's own MB/s.
     pub mb_s: f64,
     pub r_await: f64,
     pub w_await: f64,
