@@ -300,8 +300,9 @@ fn write_loads_on_the_vm_disk_are_refused_before_anything_changes() {
     assert!(dir_is_empty(j.path()));
 }
 
-/// Spawn `blktune bench ARGS`, wait for `ready`, send SIGTERM, return (exit code, stderr).
-fn sigterm_midway(
+/// Spawn `blktune bench ARGS`, wait for `ready`, send `sig`, return (exit code, stderr).
+fn signal_midway(
+    sig: Signal,
     args: &[&str],
     journal: &Path,
     ready: impl Fn() -> bool,
@@ -323,7 +324,7 @@ fn sigterm_midway(
     }
     // Into the measurement of the first scheduler.
     std::thread::sleep(Duration::from_millis(1500));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    kill(Pid::from_raw(child.id() as i32), sig).unwrap();
     let o = child.wait_with_output().unwrap();
     (o.status.code(), stderr(&o))
 }
@@ -335,7 +336,8 @@ fn sigterm_mid_bench_removes_the_scratch_device_and_file() {
     }
     let dir = temp_in_target();
     let j = tempfile::tempdir().unwrap();
-    let (code, err) = sigterm_midway(
+    let (code, err) = signal_midway(
+        Signal::SIGTERM,
         &[
             "bench",
             "--scratch",
@@ -361,8 +363,8 @@ fn sigterm_mid_bench_removes_the_scratch_device_and_file() {
 }
 
 #[test]
-fn sigterm_mid_bench_restores_the_device_settings() {
-    if !require_root("sigterm_mid_bench_restores_the_device_settings") {
+fn ctrl_c_mid_bench_restores_the_device_settings() {
+    if !require_root("ctrl_c_mid_bench_restores_the_device_settings") {
         return;
     }
     let lo = TestLoop::new(64);
@@ -382,7 +384,8 @@ fn sigterm_mid_bench_restores_the_device_settings() {
     assert!(o.status.success(), "{}", stderr(&o));
     let before = queue_state(lo.name());
     let name = lo.name().to_string();
-    let (code, err) = sigterm_midway(
+    let (code, err) = signal_midway(
+        Signal::SIGINT,
         &[
             "bench",
             lo.name(),
