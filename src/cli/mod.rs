@@ -1,6 +1,7 @@
 //! The command line: argument types and dispatch. Each subcommand lives in
 //! its own file; this one only wires them together.
 
+mod bench;
 mod list;
 mod out;
 mod record;
@@ -122,6 +123,12 @@ pub enum Command {
         after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
     )]
     Replay(replay::ReplayArgs),
+
+    /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
+    #[command(
+        after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
+    )]
+    Bench(bench::BenchArgs),
 }
 
 /// Parse the command line. Help and version print and exit 0 as usual; a
@@ -169,6 +176,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
         Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
         Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
+        Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         None => list::run(&args.global, &list::ListArgs::default(), &mut out),
     };
     match result {

@@ -128,3 +128,12 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Is some loop device attached to a file inside `dir` (per `losetup -a`)?
+pub fn loop_over(dir: &std::path::Path) -> bool {
+    let o = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .expect("losetup -a");
+    String::from_utf8_lossy(&o.stdout).contains(&dir.display().to_string())
+}
