@@ -1,0 +1,1 @@
+//! Check a rules file against the devices of this machine.
