@@ -1,6 +1,7 @@
 //! The command line: argument types and dispatch. Each subcommand lives in
 //! its own file; this one only wires them together.
 
+mod export;
 mod list;
 mod out;
 mod set;
@@ -108,6 +109,12 @@ pub enum Command {
     /// Put back the original settings journalled before blktune's first change.
     #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
     Revert(set::RevertArgs),
+
+    /// Write udev rules (or a script) that keep the chosen settings; --check a rules file.
+    #[command(
+        after_help = "Examples:\n  blktune export sda                          sda's live settings as a udev rule\n  blktune export sda -s kyber --nr-requests 64 -o /etc/udev/rules.d/61-blktune.rules\n  blktune export nvme0n1 --match class        every NVMe disk\n  blktune export sda --format script > apply.sh\n  blktune export --check /etc/udev/rules.d/61-blktune.rules\n\nWithout DEVICE: the devices blktune changed (its journal). Rules match the stable id\n(WWN/serial) where there is one; files using ENV{ID_*} must sort after\n60-persistent-storage.rules. Existing files are replaced only with --force."
+    )]
+    Export(export::ExportArgs),
 }
 
 /// Run the parsed command line; returns the process exit code.
@@ -118,6 +125,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
         None => list::run(&args.global, &list::ListArgs::default(), &mut out),
     };
     match result {

@@ -202,6 +202,9 @@ pub struct Rendered {
     pub warnings: Vec<String>,
     /// Where to install it (`DEFAULT_RULES_PATH`, or a script name).
     pub suggested_path: PathBuf,
+    /// Do the rules match on `ENV{ID_*}`? Then the file name must sort after
+    /// [`PERSISTENT_STORAGE_RULES`] (see [`sorts_after_persistent_storage`]).
+    pub uses_udev_env: bool,
 }
 
 /// Why an export was refused.
@@ -311,6 +314,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         text,
         warnings,
         suggested_path,
+        uses_udev_env: blocks.iter().any(|b| b.spec.uses_udev_env()),
     })
 }
 
