@@ -1,6 +1,7 @@
 //! Golden files of generated udev rules and scripts, on a fake tree with one
 //! device of each kind and a fake udev database. Host, version and time are
 //! injected, so the snapshots are the same on every machine.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use blktune::device::{self, BlockDevice};
 use blktune::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};

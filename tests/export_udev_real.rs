@@ -6,6 +6,7 @@
 //! removed by a drop guard, together with what `udevadm test` leaves behind
 //! for our device (its udev database entry and /dev symlinks). The tests run
 //! one at a time: a class rule would also hit a neighbour test's loop device.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
 
@@ -109,6 +110,14 @@ impl Drop for Restore {
     }
 }
 
+/// Start from a known state: scheduler none, whatever another test left on a
+/// reused loopN (a throwaway journal, so the test's own journal records this).
+fn baseline(lo: &TestLoop) {
+    let j = tempfile::tempdir().unwrap();
+    run_ok(&["set", lo.name(), "--scheduler", "none"], j.path());
+    assert_eq!(lo.active_scheduler(), "none");
+}
+
 fn ready(test: &str) -> bool {
     require_root(test) && require_tool(test, "udevadm") && require_tool(test, "losetup")
 }
@@ -170,6 +179,7 @@ fn round_trip(tag: &str, set_args: &[&str], expect: &[(&str, &str)]) {
     let lo = TestLoop::new(64);
     let _restore = Restore::new(&lo);
     let guard = UdevGuard::new(&lo, tag);
+    baseline(&lo);
     let j = tempfile::tempdir().unwrap();
     let dev = lo.name().to_string();
     let defaults = (
@@ -419,6 +429,7 @@ fn script_applies_now_and_is_idempotent() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lo = TestLoop::new(64);
     let _restore = Restore::new(&lo);
+    baseline(&lo);
     let j = tempfile::tempdir().unwrap();
     let dev = lo.name().to_string();
     run_ok(
@@ -482,4 +493,70 @@ fn script_applies_now_and_is_idempotent() {
     assert!(stderr(&o).contains("not the device this script was written for"));
     assert_eq!(lo.active_scheduler(), "none");
     run_ok(&["revert", &dev], j.path());
+}
+
+/// `--check` and udev agree on a distribution-style file: every line the
+/// check says matches for our loop device is one udev applies, in order.
+#[test]
+fn check_agrees_with_udev_on_a_distribution_style_file() {
+    if !ready("check_agrees_with_udev_on_a_distribution_style_file") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lo = TestLoop::new(64);
+    let _restore = Restore::new(&lo);
+    let guard = UdevGuard::new(&lo, "fixture");
+    let j = tempfile::tempdir().unwrap();
+    let dev = lo.name().to_string();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/60-io-scheduler.rules");
+    fs::copy(&fixture, &guard.rule).unwrap();
+    let o = blktune(
+        &["export", "--check", guard.rule.to_str().unwrap(), "--json"],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let change = report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == dev.as_str())
+        .unwrap()["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "change")
+        .unwrap()
+        .clone();
+    let predicted: Vec<(String, String)> = change["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["status"] == "match")
+        .flat_map(|l| l["sets"].as_array().unwrap().clone())
+        .map(|w| {
+            (
+                w["attr"].as_str().unwrap().to_string(),
+                w["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(!predicted.is_empty(), "{change}");
+
+    let (ok, out) = udevadm_test(&dev);
+    assert!(ok, "{out}");
+    // udev refuses the KERNAL line, as the check said.
+    assert_eq!(diagnostics(&out, &guard.rule, &dev).len(), 1, "{out}");
+    let done = writes(&out, &guard.rule, &dev);
+    if change["uncertain"] == false {
+        assert_eq!(done, predicted, "{change}\n{out}");
+    } else {
+        // Lines the check could not evaluate may add writes, but the sure ones
+        // appear in the same order.
+        let mut it = done.iter();
+        for p in &predicted {
+            assert!(it.any(|d| d == p), "{p:?} not applied in order: {done:?}");
+        }
+    }
 }

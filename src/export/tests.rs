@@ -112,7 +112,7 @@ fn unsafe_ids_are_skipped_and_unsafe_models_refused() {
     env.insert("ID_SERIAL".into(), "has\\backslash".into());
     let item = ExportItem::new(d, kyber64(), env);
     // id: the unsafe ENV{ID_SERIAL} is skipped, the clean wwid used.
-    let r = render(&[item.clone()], &opts()).unwrap();
+    let r = render(std::slice::from_ref(&item), &opts()).unwrap();
     assert!(r.text.contains("ATTRS{wwid}==\"naa.1234\""), "{}", r.text);
     assert!(!rule_body(&r.text).contains("ID_SERIAL"), "{}", r.text);
     assert!(r.warnings.iter().any(|w| w.contains("ENV{ID_SERIAL}")));

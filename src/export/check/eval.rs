@@ -74,6 +74,13 @@ fn eval_token(ctx: &Ctx<'_>, t: &Token) -> Option<Tri> {
     if !is_match || t.key == "ATTRS" {
         return None;
     }
+    let evaluable = matches!(
+        (t.key.as_str(), t.attr.is_some()),
+        ("ACTION" | "SUBSYSTEM" | "KERNEL" | "TEST", false) | ("ENV" | "ATTR", true)
+    );
+    if !evaluable {
+        return Some(unknown(t, "cannot evaluate this key"));
+    }
     if has_subst(&t.value) || t.attr.as_deref().is_some_and(has_subst) {
         return Some(unknown(t, "uses a udev substitution"));
     }
@@ -201,9 +208,14 @@ fn order_problems(seq: &[(usize, Write)]) -> Vec<String> {
     for w in seq {
         if w.1.attr == "queue/scheduler" {
             for p in pending.drain(..) {
+                let when = if p.0 == w.0 {
+                    "before it writes the scheduler on the same line".to_string()
+                } else {
+                    format!("before line {} writes the scheduler", w.0)
+                };
                 out.push(format!(
-                    "line {} sets {} before line {} writes the scheduler, which resets it",
-                    p.0, p.1.attr, w.0
+                    "line {} sets {} {when}, which resets it",
+                    p.0, p.1.attr
                 ));
             }
         } else if w.1.attr == "queue/nr_requests" || w.1.attr.starts_with("queue/iosched/") {
@@ -328,7 +340,10 @@ pub(super) fn evaluate(
                 _ => line.other.push(t.display()),
             }
         }
-        out.lines.push(line);
+        // A bare LABEL line does nothing by itself.
+        if !rule.tokens.iter().all(|t| t.key == "LABEL") {
+            out.lines.push(line);
+        }
         if (jump.is_some() || stop) && !sure {
             out.stopped = Some(format!(
                 "line {}: GOTO or OPTIONS=\"last_rule\" under a condition that cannot be evaluated; later lines not evaluated",

@@ -42,13 +42,13 @@ fn fnmatch(p: &[u8], s: &[u8]) -> bool {
                     }
                     None => {}
                 },
-                b'\\' if pi + 1 < p.len() => {
-                    if p[pi + 1] == s[si] {
-                        pi += 2;
-                        si += 1;
-                        continue;
-                    }
+                b'\\' if pi + 1 < p.len() && p[pi + 1] == s[si] => {
+                    pi += 2;
+                    si += 1;
+                    continue;
                 }
+                // An escaped byte that differs: no match here.
+                b'\\' if pi + 1 < p.len() => {}
                 c if c == s[si] => {
                     pi += 1;
                     si += 1;
