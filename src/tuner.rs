@@ -321,6 +321,25 @@ impl Tuner {
     ) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
         let before = QueueSettings::read(&self.root, &dev);
+        let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
+        if needs_scheduler
+            && before.scheduler.is_none()
+            && let Ok(raw) = self.root.read_queue_attr(&dev, &QueueAttr::Scheduler)
+        {
+            // The file is there but says something we cannot parse: do not
+            // pretend the device has no scheduler, and touch nothing.
+            return Err(TuneError::ReadFailed {
+                dev: dev.to_string(),
+                attr: "queue/scheduler".into(),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "unexpected content '{}'",
+                        raw.chars().take(64).collect::<String>().escape_debug()
+                    ),
+                ),
+            });
+        }
         if strict {
             validate(&dev, &before, want)?;
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
@@ -329,22 +348,36 @@ impl Tuner {
             });
         }
         self.check_permission(&dev, want)?;
-        if let Some(j) = &self.journal {
-            self.journal_original(j, &dev, &before)?;
-        }
+        let journalled = match &self.journal {
+            Some(j) => self.journal_original(j, &dev, &before)?,
+            None => false,
+        };
         let mut kernel_time = Duration::ZERO;
         match self.write_all(&dev, want, &mut kernel_time) {
             Ok(()) => {
                 let after = QueueSettings::read(&self.root, &dev);
+                let mut changes = diff(&before, &after);
+                add_requested_tunables(&mut changes, &before, &after, want);
                 Ok(Outcome {
                     device: dev.to_string(),
-                    changes: diff(&before, &after),
+                    changes,
                     before,
                     after,
                     kernel_time,
                 })
             }
-            Err(err) => Err(self.roll_back(&dev, &before, err)),
+            Err(err) => {
+                let (err, restored) = self.roll_back(&dev, &before, err);
+                // The entry written for this change is not needed once the
+                // device is back as it was; an older entry stays.
+                if journalled
+                    && restored
+                    && let Some(j) = &self.journal
+                {
+                    let _ = j.remove(dev.as_str());
+                }
+                Err(err)
+            }
         }
     }
 
@@ -381,31 +414,40 @@ impl Tuner {
         Ok(())
     }
 
+    /// Save the device's original settings before its first change.
+    /// Returns whether a new entry was written. An entry left from an
+    /// earlier incarnation of the device (another boot, another diskseq) is
+    /// replaced: it is not this device's original.
     fn journal_original(
         &self,
         j: &Journal,
         dev: &DeviceName,
         q: &QueueSettings,
-    ) -> Result<(), TuneError> {
+    ) -> Result<bool, TuneError> {
         let info = BlockDevice::read(&self.root, dev);
+        let boot = boot_id(&self.root);
         let entry = JournalEntry {
             version: JOURNAL_VERSION,
             device: dev.to_string(),
             major: info.major,
             minor: info.minor,
             diskseq: info.diskseq,
-            boot_id: boot_id(&self.root),
+            boot_id: boot.clone(),
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             original: Settings::snapshot_of(q),
         };
-        j.save_if_absent(&entry)
-            .map(|_| ())
-            .map_err(|source| TuneError::Journal {
-                dir: j.dir().display().to_string(),
-                source,
-            })
+        let err = |source| TuneError::Journal {
+            dir: j.dir().display().to_string(),
+            source,
+        };
+        match j.load(dev.as_str()) {
+            Ok(Some(old)) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
+            // Stale or unreadable: this device's original must be recorded.
+            Ok(Some(_)) | Err(_) => j.replace(&entry).map(|()| true).map_err(err),
+            Ok(None) => j.save_if_absent(&entry).map_err(err),
+        }
     }
 
     /// Write the scheduler, then (against fresh reads) tunables, nr_requests, read-ahead.
@@ -549,19 +591,31 @@ impl Tuner {
         }
     }
 
-    /// Put `before` back after a failed step and attach what happened to the error.
-    fn roll_back(&self, dev: &DeviceName, before: &QueueSettings, mut err: TuneError) -> TuneError {
+    /// Put `before` back after a failed step and attach what happened to the
+    /// error. Also says whether the device is now as it was before.
+    fn roll_back(
+        &self,
+        dev: &DeviceName,
+        before: &QueueSettings,
+        mut err: TuneError,
+    ) -> (TuneError, bool) {
         let original = Settings::snapshot_of(before);
         let now = QueueSettings::read(&self.root, dev);
-        let note = if !self.root.device_dir(dev).exists() {
-            "nothing to roll back: the device is gone".to_string()
+        let (note, restored) = if !self.root.device_dir(dev).exists() {
+            (
+                "nothing to roll back: the device is gone".to_string(),
+                false,
+            )
         } else if Settings::snapshot_of(&now) == original {
-            "nothing was changed".to_string()
+            ("nothing was changed".to_string(), true)
         } else {
             let mut kt = Duration::ZERO;
             match self.write_all(dev, &original, &mut kt) {
-                Ok(()) => "rolled back to the previous settings".to_string(),
-                Err(e) => format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                Ok(()) => ("rolled back to the previous settings".to_string(), true),
+                Err(e) => (
+                    format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                    false,
+                ),
             }
         };
         match &mut err {
@@ -570,7 +624,40 @@ impl Tuner {
             | TuneError::Vanished { rollback, .. } => *rollback = Some(note),
             _ => {}
         }
-        err
+        (err, restored)
+    }
+}
+
+/// List tunables the caller asked for even when [`diff`] hides them (after a
+/// switch, tunables of the new scheduler have no "before"): the user should
+/// see every value they set.
+fn add_requested_tunables(
+    changes: &mut Vec<ValueChange>,
+    before: &QueueSettings,
+    after: &QueueSettings,
+    want: &Settings,
+) {
+    for (name, _) in &want.tunables {
+        let attr = format!("iosched/{name}");
+        if changes.iter().any(|c| c.attr == attr) {
+            continue;
+        }
+        let b = before.tunables.get(name);
+        let a = after.tunables.get(name);
+        if b == a {
+            continue;
+        }
+        let entry = ValueChange {
+            attr,
+            before: b.cloned().unwrap_or_else(|| "-".into()),
+            after: a.cloned().unwrap_or_else(|| "-".into()),
+        };
+        // Keep the write order: scheduler, tunables, nr_requests, read_ahead_kb.
+        let at = changes
+            .iter()
+            .position(|c| c.attr == "nr_requests" || c.attr == "read_ahead_kb")
+            .unwrap_or(changes.len());
+        changes.insert(at, entry);
     }
 }
 

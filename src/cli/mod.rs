@@ -63,7 +63,7 @@ pub struct TuiArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 10s.
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
     #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
 
@@ -115,6 +115,41 @@ pub enum Command {
         after_help = "Examples:\n  blktune export sda                          sda's live settings as a udev rule\n  blktune export sda -s kyber --nr-requests 64 -o /etc/udev/rules.d/61-blktune.rules\n  blktune export nvme0n1 --match class        every NVMe disk\n  blktune export sda --format script > apply.sh\n  blktune export --check /etc/udev/rules.d/61-blktune.rules\n\nWithout DEVICE: the devices blktune changed (its journal). Rules match the stable id\n(WWN/serial) where there is one; files using ENV{ID_*} must sort after\n60-persistent-storage.rules. Existing files are replaced only with --force."
     )]
     Export(export::ExportArgs),
+}
+
+/// Parse the command line. Help and version print and exit 0 as usual; a
+/// usage error becomes one line on stderr and exit code 2 (clap's own
+/// rendering spans several lines, with a usage block).
+pub fn parse_args() -> Args {
+    match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            // The message is the first paragraph; the usage line names the subcommand.
+            let msg = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            let cmd = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Usage: "))
+                .and_then(|u| {
+                    let mut w = u.split_whitespace();
+                    let first = w.next()?;
+                    let sub = w
+                        .next()
+                        .filter(|s| s.chars().all(|c| c.is_ascii_lowercase()));
+                    Some(sub.map_or_else(|| first.to_string(), |s| format!("{first} {s}")))
+                })
+                .unwrap_or_else(|| "blktune".into());
+            eprintln!("blktune: {msg} (see '{cmd} --help')");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Run the parsed command line; returns the process exit code.

@@ -113,6 +113,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut names: Option<Vec<String>> = None;
     let mut next = Instant::now() + a.interval;
     let mut n = 0u64;
+    let mut warned = false;
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         let now = Instant::now();
@@ -123,11 +124,30 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let snap = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        if !warned && !snap.warnings.is_empty() {
+            // A file with no usable line at all is a failure; a few odd lines
+            // among good ones are reported once and skipped.
+            if snap.stats.is_empty() {
+                anyhow::bail!(
+                    "cannot parse {}/diskstats: {}",
+                    root.procfs().display(),
+                    snap.warnings[0]
+                );
+            }
+            for w in &snap.warnings {
+                eprintln!("blktune: warning: {}/{w}; skipped", root.procfs().display());
+            }
+            warned = true;
+        }
+        // Named devices are checked once; the default selection follows
+        // hot-plug (a new device shows "no data" for its first interval).
         let sel = match &names {
             Some(s) => s.clone(),
             None => {
                 let s = selection(g, a, &snap)?;
-                names = Some(s.clone());
+                if !a.devices.is_empty() {
+                    names = Some(s.clone());
+                }
                 s
             }
         };

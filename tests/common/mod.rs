@@ -47,7 +47,14 @@ impl TestLoop {
             std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
         let dir = tempfile::tempdir_in(base).expect("temp dir");
         let dev = ScratchLoop::create(dir.path(), mib << 20).expect("losetup");
-        Self { dev, _dir: dir }
+        let lo = Self { dev, _dir: dir };
+        // A loop device keeps its queue settings across detach and attach, so
+        // a device reused from an earlier test would start changed: put it
+        // back to the kernel's defaults for a fresh loop device.
+        lo.set_queue("scheduler", "none");
+        lo.set_queue("nr_requests", "128");
+        lo.set_queue("read_ahead_kb", "128");
+        lo
     }
 
     pub fn name(&self) -> &str {
@@ -59,6 +66,41 @@ impl TestLoop {
             .unwrap()
             .trim()
             .to_string()
+    }
+
+    /// Test setup only: write a queue attribute of this test's OWN loop device
+    /// directly (to give it a known "original" state before blktune runs).
+    pub fn set_queue(&self, attr: &str, value: &str) {
+        std::fs::write(format!("/sys/block/{}/queue/{attr}", self.name()), value)
+            .unwrap_or_else(|e| panic!("setup: {attr}={value}: {e}"));
+    }
+
+    /// scheduler, nr_requests, read_ahead_kb and every iosched tunable, as text.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("scheduler".to_string(), self.active_scheduler()),
+            ("nr_requests".into(), self.queue("nr_requests")),
+            ("read_ahead_kb".into(), self.queue("read_ahead_kb")),
+        ];
+        let dir = format!("/sys/block/{}/queue/iosched", self.name());
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut t: Vec<(String, String)> = rd
+                .map(|e| {
+                    let e = e.unwrap();
+                    let name = e.file_name().into_string().unwrap();
+                    (
+                        format!("iosched/{name}"),
+                        std::fs::read_to_string(e.path())
+                            .unwrap()
+                            .trim()
+                            .to_string(),
+                    )
+                })
+                .collect();
+            t.sort();
+            v.extend(t);
+        }
+        v
     }
 
     pub fn active_scheduler(&self) -> String {
