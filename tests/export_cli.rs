@@ -440,3 +440,135 @@ fn check_of_a_missing_file_fails_in_one_line() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stderr(&o).lines().count(), 1);
 }
+
+/// Run an exported script against the fake tree (`BLKTUNE_SYSFS`, `BLKTUNE_UDEV_DB`).
+fn run_script(h: &Host, script: &Path) -> Output {
+    let p = h.dir.path();
+    Command::new("sh")
+        .arg(script)
+        .env("BLKTUNE_SYSFS", p.join("sys"))
+        .env("BLKTUNE_UDEV_DB", p.join("udev-data"))
+        .output()
+        .unwrap()
+}
+
+fn queue(h: &Host, dev: &str, attr: &str) -> String {
+    fs::read_to_string(h.dir.path().join(format!("sys/block/{dev}/queue/{attr}")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn script_selects_like_the_rule_and_is_idempotent() {
+    let h = host();
+    // sda is found by ENV{ID_SERIAL} in the udev db.
+    let s1 = h.out("a.sh");
+    let o = h.run(&[
+        "export",
+        "sda",
+        "-s",
+        "mq-deadline",
+        "-t",
+        "read_expire=100",
+        "--nr-requests",
+        "64",
+        "--read-ahead-kb",
+        "256",
+        "--format",
+        "script",
+        "-o",
+        s1.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_script(&h, &s1);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(queue(&h, "sda", "iosched/read_expire"), "100");
+    assert_eq!(queue(&h, "sda", "nr_requests"), "64");
+    assert_eq!(queue(&h, "sda", "read_ahead_kb"), "256");
+    // Nothing else touched.
+    assert_eq!(queue(&h, "sdb", "nr_requests"), "256");
+    assert_eq!(queue(&h, "loop0", "read_ahead_kb"), "128");
+    let o = run_script(&h, &s1);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "", "second run writes nothing");
+
+    // A model rule finds sdb through its device/ attributes, not sdc.
+    let s4 = h.out("d.sh");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--match",
+        "model",
+        "--read-ahead-kb",
+        "512",
+        "--format",
+        "script",
+        "-o",
+        s4.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(run_script(&h, &s4).status.success());
+    assert_eq!(queue(&h, "sdb", "read_ahead_kb"), "512");
+    assert_eq!(queue(&h, "sdc", "read_ahead_kb"), "128");
+
+    // A class rule for the rotational sdb also matches vda and sdc.
+    let s2 = h.out("b.sh");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--match",
+        "class",
+        "--read-ahead-kb",
+        "1024",
+        "--format",
+        "script",
+        "-o",
+        s2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("also matches sdc, vda"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_script(&h, &s2);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for d in ["sdb", "sdc", "vda"] {
+        assert_eq!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
+    }
+    for d in ["sda", "nvme0n1", "loop0"] {
+        assert_ne!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
+    }
+
+    // A scheduler switch the (fake) kernel does not confirm: exit 1, and the
+    // later steps are not written onto the wrong scheduler.
+    let s3 = h.out("c.sh");
+    let o = h.run(&[
+        "export",
+        "nvme0n1",
+        "-s",
+        "kyber",
+        "--nr-requests",
+        "32",
+        "--format",
+        "script",
+        "-o",
+        s3.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_script(&h, &s3);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nvme0n1: wrote 'kyber' to queue/scheduler but it reads back"));
+    assert_eq!(queue(&h, "nvme0n1", "nr_requests"), "256");
+
+    // The device it was written for is gone: exit 1.
+    fs::remove_dir_all(h.dir.path().join("sys/block/sda")).unwrap();
+    let o = run_script(&h, &s1);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no device matches ENV{ID_SERIAL}"),
+        "{}",
+        stderr(&o)
+    );
+}

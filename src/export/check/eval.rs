@@ -31,7 +31,6 @@ const ALWAYS_MATCH_KEYS: &[&str] = &["IMPORT", "PROGRAM"];
 
 struct Ctx<'a> {
     root: &'a SysRoot,
-    dev: &'a DeviceName,
     action: &'a str,
     name: &'a str,
     env: BTreeMap<String, Known>,
@@ -236,7 +235,6 @@ pub(super) fn evaluate(
 ) -> ActionCheck {
     let mut ctx = Ctx {
         root,
-        dev,
         action,
         name: &d.name,
         env: initial_env(root, dev, d, props, action),
@@ -246,7 +244,6 @@ pub(super) fn evaluate(
         },
         lineage: root.device_lineage(dev),
     };
-    let _ = ctx.dev;
     let mut out = ActionCheck {
         action: action.into(),
         lines: Vec::new(),
@@ -369,4 +366,107 @@ pub(super) fn evaluate(
     }
     out.problems = order_problems(&seq);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::check::parse::parse_rules;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    /// Evaluate `text` for a fake sda (model in device/, serial on the disk).
+    fn run(text: &str, props: Option<&BTreeMap<String, String>>) -> ActionCheck {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        t.add(
+            &FakeDisk::new("sda")
+                .model("M1", Some("ATA"))
+                .ids(Some("S1"), None),
+        )
+        .unwrap();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        let d = BlockDevice::read(&root, &dev);
+        evaluate(&parse_rules(text), &root, &dev, &d, props, "change")
+    }
+
+    fn result(a: &ActionCheck) -> Vec<(&str, &str)> {
+        a.result
+            .iter()
+            .map(|w| (w.attr.as_str(), w.value.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn unreadable_attr_fails_even_with_not_equal() {
+        let a = run(
+            "ATTR{no/such}!=\"x\", ATTR{queue/read_ahead_kb}=\"1\"\n\
+             ATTR{queue/rotational}!=\"1\", ATTR{queue/nr_requests}=\"8\"\n",
+            None,
+        );
+        assert_eq!(result(&a), [("queue/nr_requests", "8")]);
+    }
+
+    #[test]
+    fn goto_skips_to_its_label() {
+        let a = run(
+            "KERNEL==\"sd*\", GOTO=\"end\"\n\
+             ATTR{queue/scheduler}=\"bfq\"\n\
+             LABEL=\"end\"\n\
+             ATTR{queue/scheduler}=\"kyber\"\n",
+            None,
+        );
+        assert_eq!(result(&a), [("queue/scheduler", "kyber")]);
+        assert_eq!(a.lines.len(), 2, "{a:?}");
+    }
+
+    #[test]
+    fn env_set_by_an_earlier_line_is_seen() {
+        let a = run(
+            "KERNEL==\"sda\", ENV{FAST}=\"1\"\n\
+             ENV{FAST}==\"1\", ATTR{queue/scheduler}=\"none\"\n",
+            Some(&BTreeMap::new()),
+        );
+        assert_eq!(result(&a), [("queue/scheduler", "none")]);
+    }
+
+    #[test]
+    fn import_makes_later_env_unknown() {
+        let mut db = BTreeMap::new();
+        db.insert("ID_SERIAL".to_string(), "S1".to_string());
+        let text = "ENV{ID_SERIAL}==\"S1\", ATTR{queue/nr_requests}=\"8\"\n\
+                    IMPORT{builtin}=\"path_id\"\n\
+                    ENV{ID_SERIAL}==\"S1\", ATTR{queue/nr_requests}=\"16\"\n";
+        let a = run(text, Some(&db));
+        assert_eq!(result(&a), [("queue/nr_requests", "8")]);
+        assert!(a.uncertain);
+        assert_eq!(a.lines.last().unwrap().status, Status::CannotEvaluate);
+    }
+
+    #[test]
+    fn attrs_keys_must_match_on_one_device() {
+        // vendor and model sit on device/, serial on the disk itself.
+        let a = run(
+            "ATTRS{vendor}==\"ATA\", ATTRS{model}==\"M1\", ATTR{queue/nr_requests}=\"8\"\n\
+             ATTRS{model}==\"M1\", ATTRS{serial}==\"S1\", ATTR{queue/nr_requests}=\"16\"\n\
+             ATTRS{serial}==\"S1\", ATTR{queue/read_ahead_kb}=\"64\"\n",
+            None,
+        );
+        assert_eq!(
+            result(&a),
+            [("queue/nr_requests", "8"), ("queue/read_ahead_kb", "64")]
+        );
+    }
+
+    #[test]
+    fn unknown_guard_on_goto_stops_evaluation() {
+        let a = run(
+            "PROGRAM==\"/bin/true\", GOTO=\"end\"\n\
+             ATTR{queue/scheduler}=\"bfq\"\n\
+             LABEL=\"end\"\n",
+            None,
+        );
+        assert!(a.stopped.is_some());
+        assert!(a.result.is_empty());
+    }
 }
