@@ -5,7 +5,7 @@
 //! changes nothing), reads every write back and exits 1 on any failure.
 
 use super::matching::MatchKey;
-use super::rules::{Block, common_header, device_line, measured_lines};
+use super::rules::{Block, common_header, device_line, measured_lines, sh_quote};
 use super::safe::comment_text;
 use super::{MatchStrategy, RenderOptions};
 use std::fmt::Write as _;
@@ -130,9 +130,13 @@ pub(super) fn render_script(blocks: &[Block], opts: &RenderOptions, warnings: &[
          # event. Idempotent: values already in place are left alone. Writes in the safe\n\
          # order (scheduler, its tunables, nr_requests, read_ahead_kb: a switch resets\n\
          # the others), reads every value back, exits 1 if a write fails or a device it\n\
-         # was written for is missing or no longer the same.\n\
-         # Run:  sudo sh blktune-apply.sh\n",
+         # was written for is missing or no longer the same.\n",
     );
+    let name = opts.output.as_ref().map_or_else(
+        || "blktune-apply.sh".to_string(),
+        |p| p.display().to_string(),
+    );
+    let _ = writeln!(out, "# Run:  sudo sh {}", comment_text(&sh_quote(&name)));
     if !warnings.is_empty() {
         out.push_str("#\n# Warnings:\n");
         for w in warnings {

@@ -292,3 +292,38 @@ fn id_from_udev_env_needs_a_late_file_name() {
         "/x/60-persistent-storage.rules"
     )));
 }
+
+#[test]
+fn header_install_line_follows_the_output_path() {
+    let mut env = BTreeMap::new();
+    env.insert("ID_WWN".to_string(), "0x5000".to_string());
+    let item = ExportItem::new(device(ssd()), kyber64(), env);
+    let header = |out: Option<&str>| {
+        let o = RenderOptions {
+            output: out.map(PathBuf::from),
+            ..opts()
+        };
+        let text = render(std::slice::from_ref(&item), &o).unwrap().text;
+        text.lines()
+            .find(|l| l.starts_with("# Install:"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        header(None),
+        "# Install:  save this text as /etc/udev/rules.d/61-blktune.rules (mode 0644)"
+    );
+    assert_eq!(
+        header(Some("/etc/udev/rules.d/70-disks.rules")),
+        "# Install:  in place"
+    );
+    assert_eq!(
+        header(Some("/tmp/99-disks.rules")),
+        "# Install:  sudo install -m 0644 /tmp/99-disks.rules /etc/udev/rules.d/99-disks.rules"
+    );
+    // A name that would run before 60-persistent-storage.rules is not suggested.
+    assert_eq!(
+        header(Some("/tmp/10-disks.rules")),
+        "# Install:  sudo install -m 0644 /tmp/10-disks.rules /etc/udev/rules.d/61-blktune.rules"
+    );
+}
