@@ -200,8 +200,13 @@ pub fn parse_line(line: usize, text: &str) -> Rule {
         while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
-        let escaped = i < b.len() && b[i] == b'e' && b.get(i + 1) == Some(&b'"');
-        if escaped {
+        // `e"..."`: C escapes; `r"..."`: no escapes at all.
+        let prefix = (i + 1 < b.len() && b[i + 1] == b'"')
+            .then(|| b[i])
+            .filter(|p| *p == b'e' || *p == b'r');
+        let escaped = prefix == Some(b'e');
+        let raw = prefix == Some(b'r');
+        if prefix.is_some() {
             i += 1;
         }
         if i >= b.len() || b[i] != b'"' {
@@ -218,7 +223,7 @@ pub fn parse_line(line: usize, text: &str) -> Rule {
                     closed = true;
                     break;
                 }
-                '\\' => {
+                '\\' if !raw => {
                     let Some((_, next)) = chars.next() else { break };
                     match (escaped, next) {
                         (_, '"') => value.push('"'),
@@ -288,7 +293,7 @@ mod tests {
     fn operators_and_escapes() {
         let r = parse_line(
             1,
-            r#"ENV{X}!="a\"b", TAG+="t", SYMLINK-="x", OWNER:="root", ENV{Y}=e"1\n2""#,
+            r#"ENV{X}!="a\"b", TAG+="t", SYMLINK-="x", OWNER:="root", ENV{Y}=e"1\n2", ENV{Z}=r"a\b""#,
         );
         assert_eq!(r.invalid, None);
         let ops: Vec<Op> = r.tokens.iter().map(|t| t.op).collect();
@@ -299,11 +304,13 @@ mod tests {
                 Op::Add,
                 Op::Remove,
                 Op::AssignFinal,
+                Op::Assign,
                 Op::Assign
             ]
         );
         assert_eq!(r.tokens[0].value, "a\"b");
         assert_eq!(r.tokens[4].value, "1\n2");
+        assert_eq!(r.tokens[5].value, "a\\b");
     }
 
     #[test]
