@@ -42,6 +42,28 @@ const KNOWN_KEYS: &[&str] = &[
     "OPTIONS",
 ];
 
+/// Keys udev only compares.
+const MATCH_ONLY_KEYS: &[&str] = &[
+    "ACTION",
+    "DEVPATH",
+    "KERNEL",
+    "SUBSYSTEM",
+    "DRIVER",
+    "KERNELS",
+    "SUBSYSTEMS",
+    "DRIVERS",
+    "ATTRS",
+    "TAGS",
+    "CONST",
+    "TEST",
+    "RESULT",
+];
+
+/// Keys udev only assigns.
+const ASSIGN_ONLY_KEYS: &[&str] = &[
+    "LABEL", "GOTO", "RUN", "OPTIONS", "OWNER", "GROUP", "MODE", "SECLABEL",
+];
+
 /// An operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Op {
@@ -209,6 +231,16 @@ pub fn parse_line(line: usize, text: &str) -> Rule {
         if prefix.is_some() {
             i += 1;
         }
+        // Seen with systemd 252: "Invalid key/value pair, ignoring" for r"...".
+        if raw {
+            return invalid(
+                line,
+                tokens,
+                format!(
+                    "raw string r\"...\" for '{key}' (udev 252 ignores such lines; newer versions accept them)"
+                ),
+            );
+        }
         if i >= b.len() || b[i] != b'"' {
             return invalid(line, tokens, format!("the value of '{key}' is not quoted"));
         }
@@ -223,7 +255,7 @@ pub fn parse_line(line: usize, text: &str) -> Rule {
                     closed = true;
                     break;
                 }
-                '\\' if !raw => {
+                '\\' => {
                     let Some((_, next)) = chars.next() else { break };
                     match (escaped, next) {
                         (_, '"') => value.push('"'),
@@ -249,6 +281,17 @@ pub fn parse_line(line: usize, text: &str) -> Rule {
         }
         if !KNOWN_KEYS.contains(&key) {
             return invalid(line, tokens, format!("invalid key '{key}'"));
+        }
+        // udev-rules.c `parse_token`: these keys only compare, those only assign.
+        if MATCH_ONLY_KEYS.contains(&key) && !op.is_match() {
+            return invalid(
+                line,
+                tokens,
+                format!("'{key}' can only be compared (== or !=)"),
+            );
+        }
+        if ASSIGN_ONLY_KEYS.contains(&key) && op.is_match() {
+            return invalid(line, tokens, format!("'{key}' can only be assigned"));
         }
         tokens.push(Token {
             key: key.to_owned(),
@@ -293,7 +336,7 @@ mod tests {
     fn operators_and_escapes() {
         let r = parse_line(
             1,
-            r#"ENV{X}!="a\"b", TAG+="t", SYMLINK-="x", OWNER:="root", ENV{Y}=e"1\n2", ENV{Z}=r"a\b""#,
+            r#"ENV{X}!="a\"b", TAG+="t", SYMLINK-="x", OWNER:="root", ENV{Y}=e"1\n2""#,
         );
         assert_eq!(r.invalid, None);
         let ops: Vec<Op> = r.tokens.iter().map(|t| t.op).collect();
@@ -304,13 +347,11 @@ mod tests {
                 Op::Add,
                 Op::Remove,
                 Op::AssignFinal,
-                Op::Assign,
                 Op::Assign
             ]
         );
         assert_eq!(r.tokens[0].value, "a\"b");
         assert_eq!(r.tokens[4].value, "1\n2");
-        assert_eq!(r.tokens[5].value, "a\\b");
     }
 
     #[test]
@@ -321,6 +362,9 @@ mod tests {
             r#"KERNEL==sda"#,
             r#"KERNEL"sda""#,
             r#"ATTR{x=="1""#,
+            r#"ENV{Z}=r"a\b""#,
+            r#"ACTION="add""#,
+            r#"GOTO=="end""#,
         ] {
             assert!(parse_line(1, bad).invalid.is_some(), "{bad}");
         }
