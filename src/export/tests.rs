@@ -327,3 +327,64 @@ fn header_install_line_follows_the_output_path() {
         "# Install:  sudo install -m 0644 /tmp/10-disks.rules /etc/udev/rules.d/61-blktune.rules"
     );
 }
+
+mod properties {
+    use super::*;
+    use crate::export::check::{parse_rules, udev_match};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A value the safety check lets through means exactly itself to udev:
+        /// it parses back unchanged and matches only itself.
+        #[test]
+        fn safe_values_are_literal(v in "[ !#&'()+,./0-9:;<=>@A-Z^_`a-z{}~-]{1,24}") {
+            prop_assume!(check_match_value(&v).is_none());
+            let line = format!("ENV{{ID_SERIAL}}==\"{v}\", ATTR{{queue/nr_requests}}=\"8\"\n");
+            let rules = parse_rules(&line);
+            prop_assert_eq!(rules.len(), 1);
+            prop_assert_eq!(rules[0].invalid.as_deref(), None);
+            prop_assert_eq!(&rules[0].tokens[0].value, &v);
+            prop_assert!(udev_match(&v, &v));
+            let longer = format!("{v}x");
+            prop_assert!(!udev_match(&v, &longer));
+            prop_assert!(!udev_match(&v, ""));
+        }
+
+        /// Whatever is asked for, the writes come in the safe order.
+        #[test]
+        fn writes_always_in_safe_order(
+            sched in proptest::option::of(prop_oneof!["none", "mq-deadline", "kyber", "bfq"]),
+            nr in proptest::option::of(4u64..2048),
+            ra in proptest::option::of(0u64..4096),
+            tun in proptest::bool::ANY,
+        ) {
+            let tunables = match (&sched, tun) {
+                (Some(s), true) if s == "kyber" => vec![("read_lat_nsec".to_string(), "1000".to_string())],
+                (Some(s), true) if s == "mq-deadline" => vec![("read_expire".to_string(), "100".to_string())],
+                _ => Vec::new(),
+            };
+            let s = Settings { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra };
+            prop_assume!(!s.is_empty());
+            static SSD: std::sync::OnceLock<BlockDevice> = std::sync::OnceLock::new();
+            let d = SSD.get_or_init(|| device(ssd())).clone();
+            let text = render(&[ExportItem::new(d, s, BTreeMap::new())], &opts()).unwrap().text;
+            let rules = parse_rules(&text);
+            let attrs: Vec<String> = rules[0]
+                .tokens
+                .iter()
+                .filter(|t| t.key == "ATTR" && t.op == crate::export::check::Op::Assign)
+                .map(|t| t.attr.clone().unwrap_or_default())
+                .collect();
+            let rank = |a: &str| match a {
+                "queue/scheduler" => 0,
+                "queue/nr_requests" => 2,
+                "queue/read_ahead_kb" => 3,
+                _ => 1,
+            };
+            let ranks: Vec<i32> = attrs.iter().map(|a| rank(a)).collect();
+            let mut sorted = ranks.clone();
+            sorted.sort();
+            prop_assert_eq!(ranks, sorted, "{}", text);
+        }
+    }
+}
