@@ -264,4 +264,65 @@ mod tests {
         let l = j.list().unwrap();
         assert!(matches!(&l[0], Err((n, _)) if n == "sda"));
     }
+
+    #[test]
+    fn path_like_names_never_reach_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        std::fs::write(dir.path().join("x.json"), "{}").unwrap();
+        for bad in ["../x", "a/b", "..", "", "x\n"] {
+            assert!(j.load(bad).is_err(), "{bad:?}");
+            assert!(j.remove(bad).is_err(), "{bad:?}");
+            assert!(j.save_if_absent(&entry(bad, 1)).is_err(), "{bad:?}");
+        }
+        assert!(dir.path().join("x.json").exists());
+    }
+
+    #[test]
+    fn stale_entries_are_recognised() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        let mut d = FakeDisk::new("loop0").dev(7, 0);
+        d.diskseq = Some(9);
+        t.add(&d).unwrap();
+        let root = t.root();
+        let dev = crate::device::BlockDevice::read(&root, &root.device("loop0").unwrap());
+        let mut e = entry("loop0", 128);
+        e.boot_id = Some("b1".into());
+        assert_eq!(e.stale_reason(Some(&dev), Some("b1")), None);
+        assert_eq!(e.stale_reason(Some(&dev), None), None);
+        assert!(e.stale_reason(None, Some("b1")).unwrap().contains("gone"));
+        assert!(
+            e.stale_reason(Some(&dev), Some("b2"))
+                .unwrap()
+                .contains("reboot")
+        );
+        e.diskseq = Some(8);
+        assert!(
+            e.stale_reason(Some(&dev), Some("b1"))
+                .unwrap()
+                .contains("diskseq")
+        );
+        e.diskseq = None;
+        e.minor = 5;
+        assert!(
+            e.stale_reason(Some(&dev), Some("b1"))
+                .unwrap()
+                .contains("number")
+        );
+    }
+
+    #[test]
+    fn replace_overwrites_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path());
+        j.save_if_absent(&entry("sda", 128)).unwrap();
+        j.replace(&entry("sda", 64)).unwrap();
+        assert_eq!(
+            j.load("sda").unwrap().unwrap().original.nr_requests,
+            Some(64)
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 }

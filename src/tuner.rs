@@ -392,6 +392,15 @@ impl Tuner {
         if want.read_ahead_kb.is_some() {
             attrs.push(QueueAttr::ReadAheadKb);
         }
+        // Tunables of the active scheduler exist now; a new scheduler's only
+        // after the switch, which the scheduler check above already covers.
+        if want.scheduler.is_none() {
+            attrs.extend(
+                want.tunables
+                    .iter()
+                    .map(|(name, _)| QueueAttr::Tunable(name.clone())),
+            );
+        }
         for attr in attrs {
             if !self.root.can_write_queue_attr(dev, &attr) {
                 let path = self
@@ -544,6 +553,21 @@ impl Tuner {
                     path: path.unwrap_or_default(),
                 });
             }
+            // EINVAL on nr_requests with `none` has one usual cause (kernel
+            // `blk_mq_update_nr_requests`): say it, as no pre-check can know the depth.
+            let source = if step.attr == QueueAttr::NrRequests
+                && source.raw_os_error() == Some(nix::libc::EINVAL)
+                && QueueSettings::read(&self.root, dev).active_label() == "none"
+            {
+                io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source}: without a scheduler nr_requests cannot exceed the hardware queue depth"
+                    ),
+                )
+            } else {
+                source
+            };
             return Err(TuneError::WriteFailed {
                 dev: dev.to_string(),
                 attr: step.attr.label(),
@@ -707,4 +731,121 @@ pub fn diff(before: &QueueSettings, after: &QueueSettings) -> Vec<ValueChange> {
         after.read_ahead_kb.map(|n| n.to_string()),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    fn setup() -> (tempfile::TempDir, FakeTree, Tuner) {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        let tuner = Tuner::new(t.root(), Some(Journal::new(dir.path().join("j"))));
+        (dir, t, tuner)
+    }
+
+    #[test]
+    fn a_stale_journal_entry_is_replaced_by_the_true_original() {
+        let (_d, _t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let old = JournalEntry {
+            version: JOURNAL_VERSION,
+            device: "sda".into(),
+            major: 8,
+            minor: 0,
+            diskseq: None,
+            boot_id: Some("an-earlier-boot".into()),
+            saved_at: 0.0,
+            original: Settings {
+                scheduler: Some("bfq".into()),
+                ..Settings::default()
+            },
+        };
+        j.save_if_absent(&old).unwrap();
+        tuner
+            .apply(
+                "sda",
+                &Settings {
+                    read_ahead_kb: Some(256),
+                    ..Settings::default()
+                },
+            )
+            .unwrap();
+        let e = j.load("sda").unwrap().unwrap();
+        assert_eq!(e.original.scheduler.as_deref(), Some("mq-deadline"));
+        assert_eq!(e.original.read_ahead_kb, Some(128));
+        assert_eq!(
+            e.boot_id.as_deref(),
+            Some("00000000-0000-0000-0000-000000000001")
+        );
+    }
+
+    #[test]
+    fn a_live_entry_is_kept_on_a_second_change() {
+        let (_d, _t, tuner) = setup();
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        tuner.apply("sda", &ra(256)).unwrap();
+        let o = tuner.apply("sda", &ra(512)).unwrap();
+        assert_eq!(o.changes[0].before, "256");
+        let e = tuner.journal().unwrap().load("sda").unwrap().unwrap();
+        assert_eq!(
+            e.original.read_ahead_kb,
+            Some(128),
+            "the first original wins"
+        );
+    }
+
+    #[test]
+    fn validation_rejects_before_anything_is_read_back() {
+        let (_d, t, _tuner) = setup();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        let q = QueueSettings::read(&root, &dev);
+        let ok = Settings {
+            scheduler: Some("kyber".into()),
+            tunables: vec![("read_lat_nsec".into(), "1000".into())],
+            nr_requests: Some(2048),
+            read_ahead_kb: Some(0),
+        };
+        assert!(validate(&dev, &q, &ok).is_ok());
+        for bad in [
+            Settings {
+                nr_requests: Some(3),
+                ..ok.clone()
+            },
+            Settings {
+                nr_requests: Some(2049),
+                ..ok.clone()
+            },
+            Settings {
+                read_ahead_kb: Some(READ_AHEAD_KB_MAX + page_kb()),
+                ..ok.clone()
+            },
+            Settings {
+                scheduler: Some("cfq".into()),
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_expire".into(), "1".into())],
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_lat_nsec".into(), "1e6".into())],
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_lat_nsec".into(), "".into())],
+                ..ok.clone()
+            },
+        ] {
+            let e = validate(&dev, &q, &bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().starts_with("'sda'"), "{e}");
+        }
+    }
 }

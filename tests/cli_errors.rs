@@ -389,3 +389,68 @@ fn every_command_has_help_with_examples_and_there_is_a_version() {
         format!("blktune {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = Fixture::new();
+    // A FIFO in place of one tunable: every read of the device's settings
+    // blocks until this test serves it, which lets the test remove the device
+    // exactly between the journal write (validation done) and the first write.
+    let fifo_rel = "queue/iosched/fifo_batch";
+    let fifo = f.tree.dev_dir("sda").join(fifo_rel);
+    std::fs::remove_file(&fifo).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let root = f.dir.path().join("root");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["set", "sda", "--scheduler", "kyber", "--sysfs-root"])
+        .arg(root.join("sys"))
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .env("BLKTUNE_JOURNAL_DIR", f.journal())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let entry = f.journal().join("sda.json");
+    let gone = f.dir.path().join("gone");
+    let mut path = fifo.clone();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "blktune hangs");
+        // Serve one read if blktune is waiting on the FIFO (ENXIO: no reader).
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(mut w) => {
+                // blktune is now blocked reading. If its journal entry exists,
+                // validation is over and this is a read before the writes:
+                // unplug the device before letting it go on.
+                if path == fifo && entry.exists() {
+                    std::fs::rename(f.tree.dev_dir("sda"), &gone).unwrap();
+                    path = gone.join(fifo_rel);
+                }
+                let _ = w.write_all(b"16\n");
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+    assert_eq!(
+        path,
+        gone.join(fifo_rel),
+        "the device was unplugged mid-change"
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sda' vanished") && err.contains("the device is gone"),
+        "{err}"
+    );
+    // Nothing was written to the device, wherever it went.
+    let sched = std::fs::read_to_string(gone.join("queue/scheduler")).unwrap();
+    assert_eq!(sched.trim(), "none [mq-deadline] kyber bfq");
+}

@@ -251,6 +251,7 @@ fn not_root_gets_one_line_and_nothing_changes() {
         return;
     }
     let lo = TestLoop::new(64);
+    lo.set_queue("scheduler", "mq-deadline");
     let before = lo.settings();
     // nobody must be able to run the binary: copy it to a world-readable dir.
     let bin_dir = tempfile::tempdir().unwrap();
@@ -263,6 +264,7 @@ fn not_root_gets_one_line_and_nothing_changes() {
         vec!["set", lo.name(), "--scheduler", "kyber"],
         vec!["set", lo.name(), "--nr-requests", "64"],
         vec!["set", lo.name(), "--read-ahead-kb", "256"],
+        vec!["set", lo.name(), "--tunable", "read_expire=100"],
     ] {
         let o = Command::new("setpriv")
             .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
@@ -315,7 +317,7 @@ fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
     let j = tempfile::tempdir().unwrap();
     let o = blktune(&["set", &name, "--nr-requests", "64"], j.path());
     assert!(o.status.success(), "{}", stderr(&o));
-    let base = std::env::var_os("CARGO_TARGET_TMPDIR")
+    let base = option_env!("CARGO_TARGET_TMPDIR")
         .map_or_else(std::env::temp_dir, std::path::PathBuf::from);
     let file = tempfile::NamedTempFile::new_in(base).unwrap();
     file.as_file().set_len(32 << 20).unwrap();

@@ -44,16 +44,16 @@ impl TestLoop {
     pub fn new(mib: u64) -> Self {
         // Not /tmp on tmpfs: O_DIRECT needs a real filesystem under the file.
         let base =
-            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+            option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
         let dir = tempfile::tempdir_in(base).expect("temp dir");
         let dev = ScratchLoop::create(dir.path(), mib << 20).expect("losetup");
         let lo = Self { dev, _dir: dir };
-        // A loop device keeps its queue settings across detach and attach, so
-        // a device reused from an earlier test would start changed: put it
-        // back to the kernel's defaults for a fresh loop device.
+        // A loop device keeps its scheduler and nr_requests across detach and
+        // attach (seen on 6.18; read_ahead_kb is recomputed at attach), so a
+        // device reused from an earlier run would start changed: put back
+        // what a never-used loop device has.
         lo.set_queue("scheduler", "none");
         lo.set_queue("nr_requests", "128");
-        lo.set_queue("read_ahead_kb", "128");
         lo
     }
 
@@ -127,4 +127,13 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Is some loop device attached to a file inside `dir` (per `losetup -a`)?
+pub fn loop_over(dir: &std::path::Path) -> bool {
+    let o = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .expect("losetup -a");
+    String::from_utf8_lossy(&o.stdout).contains(&dir.display().to_string())
 }
