@@ -9,6 +9,7 @@ pub mod cli;
 pub mod device;
 pub mod diskstats;
 pub mod error;
+pub mod export;
 pub mod fake;
 pub mod history;
 pub mod host;

@@ -2,6 +2,7 @@
 //! its own file; this one only wires them together.
 
 mod bench;
+mod export;
 mod list;
 mod out;
 mod record;
@@ -124,6 +125,12 @@ pub enum Command {
     )]
     Replay(replay::ReplayArgs),
 
+    /// Write udev rules (or a script) that keep the chosen settings; --check a rules file.
+    #[command(
+        after_help = "Examples:\n  blktune export sda                          sda's live settings as a udev rule\n  blktune export sda -s kyber --nr-requests 64 -o /etc/udev/rules.d/61-blktune.rules\n  blktune export nvme0n1 --match class        every NVMe disk\n  blktune export sda --format script > apply.sh\n  blktune export --check /etc/udev/rules.d/61-blktune.rules\n\nWithout DEVICE: the devices blktune changed (its journal). Rules match the stable id\n(WWN/serial) where there is one; files using ENV{ID_*} must sort after\n60-persistent-storage.rules. Existing files are replaced only with --force."
+    )]
+    Export(export::ExportArgs),
+
     /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
     #[command(
         after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
@@ -176,6 +183,9 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
         Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
         Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
+
+        Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
+
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         None => list::run(&args.global, &list::ListArgs::default(), &mut out),
     };
