@@ -17,5 +17,6 @@ pub mod journal;
 pub mod os;
 pub mod sampler;
 pub mod scratch;
+pub mod tui;
 pub mod tuner;
 pub mod units;

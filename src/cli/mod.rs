@@ -118,7 +118,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
-        None => list::run(&args.global, &list::ListArgs::default(), &mut out),
+        None => crate::tui::run(&args.global, &args.tui),
     };
     match result {
         Ok(code) => code,
