@@ -70,6 +70,8 @@ pub enum Control {
     Interval(Duration),
     Pause(bool),
     Apply(ApplyRequest),
+    /// Re-read device settings now (someone else changed them).
+    Refresh,
     Stop,
 }
 
@@ -180,6 +182,12 @@ impl LiveSource {
                     }
                     // Show the new settings at once; the short interval is weighted as such.
                     if ok && !self.paused && !self.tick(feed) {
+                        return;
+                    }
+                }
+                Ok(Control::Refresh) => {
+                    self.sampler.invalidate();
+                    if !self.paused && !self.tick(feed) {
                         return;
                     }
                 }
