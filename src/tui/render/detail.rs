@@ -111,7 +111,12 @@ pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String,
     let mut out = vec![(format!("Δ {}  {} ago", mark.label, age(now - mark.t)), true)];
     out.push((format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"), true));
     let (b, a) = (c.before, c.after);
-    let secs = |m: Option<Means>| m.map_or_else(|| "-".into(), |m| format!("{:.0}s", m.secs));
+    let secs = |m: Option<Means>| {
+        m.map_or_else(
+            || "-".into(),
+            |m| if m.secs < 10.0 { format!("{:.1}s", m.secs) } else { format!("{:.0}s", m.secs) },
+        )
+    };
     out.push((format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)), false));
     let rows: [(&str, fn(&Means) -> f64); 5] = [
         ("r_await", |m| m.r_await),
