@@ -1,4 +1,5 @@
 //! Whole-screen snapshots of the TUI on a fake machine with scripted samples.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::source::Feed;
 use crossterm::event::KeyCode;
@@ -46,9 +47,19 @@ fn before_after_panel() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 60, &busy(8));
-    app.on_feed(Feed::Change(m.mark("sda", "none→mq-deadline", "none", "mq-deadline")));
+    app.on_feed(Feed::Change(m.mark(
+        "sda",
+        "none→mq-deadline",
+        "none",
+        "mq-deadline",
+    )));
     m.run(&mut app, 40, &busy(6));
-    app.on_feed(Feed::Change(m.mark("sda", "mq-deadline→kyber", "mq-deadline", "kyber")));
+    app.on_feed(Feed::Change(m.mark(
+        "sda",
+        "mq-deadline→kyber",
+        "mq-deadline",
+        "kyber",
+    )));
     m.run(&mut app, 20, &busy(2));
     let term = screen(&app, 80, 24);
     let s = text(&term);
@@ -66,7 +77,10 @@ fn read_only_mode() {
     press(&mut app, &chars("s"));
     let term = screen(&app, 80, 24);
     let s = text(&term);
-    assert!(s.contains("READ-ONLY: not root; changes are disabled"), "{s}");
+    assert!(
+        s.contains("READ-ONLY: not root; changes are disabled"),
+        "{s}"
+    );
     assert!(s.contains("nothing was changed"), "{s}");
     insta::assert_snapshot!(term.backend());
 }
@@ -80,7 +94,15 @@ fn too_small_terminal() {
 #[test]
 fn tiny_and_odd_sizes_do_not_panic() {
     let (_m, mut app) = main_app();
-    for (w, h) in [(1, 1), (0, 0), (59, 15), (60, 16), (61, 17), (300, 100), (80, 5)] {
+    for (w, h) in [
+        (1, 1),
+        (0, 0),
+        (59, 15),
+        (60, 16),
+        (61, 17),
+        (300, 100),
+        (80, 5),
+    ] {
         screen(&app, w, h);
     }
     press(&mut app, &chars("?"));

@@ -1,5 +1,6 @@
 //! Key sequences drive the app state; changes go through the real tuner on a
 //! fake tree via the live source thread.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::diskstats::Counters;
 use blktune::journal::Journal;
@@ -14,7 +15,10 @@ use std::time::{Duration, Instant};
 use tui_fixture::*;
 
 fn status(app: &blktune::tui::app::App) -> String {
-    app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default()
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -25,7 +29,9 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
     assert_eq!(app.selected.as_deref(), Some("sda"));
     assert!(press(&mut app, &chars("s")).is_empty());
     let cursor = |app: &blktune::tui::app::App| match &app.overlay {
-        Some(Overlay::Picker { cursor, options, .. }) => options[*cursor].clone(),
+        Some(Overlay::Picker {
+            cursor, options, ..
+        }) => options[*cursor].clone(),
         o => panic!("no picker: {o:?}"),
     };
     assert_eq!(cursor(&app), "mq-deadline");
@@ -72,8 +78,15 @@ fn invalid_edits_are_refused_with_the_reason() {
     keys.extend(chars("5000"));
     keys.push(KeyCode::Enter);
     assert!(press(&mut app, &keys).is_empty());
-    assert!(matches!(app.overlay, Some(Overlay::Edit(_))), "editor stays open");
-    assert!(status(&app).contains("out of range: 4 to 2048"), "{}", status(&app));
+    assert!(
+        matches!(app.overlay, Some(Overlay::Edit(_))),
+        "editor stays open"
+    );
+    assert!(
+        status(&app).contains("out of range: 4 to 2048"),
+        "{}",
+        status(&app)
+    );
     assert_eq!(app.status.as_ref().unwrap().kind, StatusKind::Error);
     let mut keys = vec![KeyCode::Backspace; 4];
     keys.extend(chars("64"));
@@ -92,7 +105,15 @@ fn invalid_edits_are_refused_with_the_reason() {
     assert!(press(&mut app, &keys).is_empty());
     assert!(status(&app).contains("page size"), "{}", status(&app));
     press(&mut app, &[KeyCode::Esc]);
-    press(&mut app, &[KeyCode::Char('t'), KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
+    press(
+        &mut app,
+        &[
+            KeyCode::Char('t'),
+            KeyCode::Down,
+            KeyCode::Down,
+            KeyCode::Enter,
+        ],
+    );
     match &app.overlay {
         Some(Overlay::Edit(e)) => assert_eq!(e.field.label(), "front_merges"),
         o => panic!("{o:?}"),
@@ -113,7 +134,10 @@ fn read_only_explains_instead_of_changing() {
         assert!(press(&mut app, &chars(k)).is_empty(), "{k}");
         assert!(app.overlay.is_none(), "{k}");
         let s = status(&app);
-        assert!(s.contains("read-only (not root)") && s.contains("nothing was changed"), "{k}: {s}");
+        assert!(
+            s.contains("read-only (not root)") && s.contains("nothing was changed"),
+            "{k}: {s}"
+        );
     }
 }
 
@@ -125,7 +149,11 @@ fn devices_without_a_queue_explain() {
     press(&mut app, &[KeyCode::End, KeyCode::Char('s')]);
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     assert!(app.overlay.is_none());
-    assert!(status(&app).contains("has no I/O scheduler"), "{}", status(&app));
+    assert!(
+        status(&app).contains("has no I/O scheduler"),
+        "{}",
+        status(&app)
+    );
 }
 
 #[test]
@@ -182,7 +210,10 @@ fn a_vanished_selected_device_moves_the_selection() {
     m.run(&mut app, 1, &busy(4));
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     assert!(status(&app).contains("'sdb' vanished"), "{}", status(&app));
-    assert!(app.overlay.is_none(), "the picker of a vanished device closes");
+    assert!(
+        app.overlay.is_none(),
+        "the picker of a vanished device closes"
+    );
     assert!(!app.histories.contains_key("sdb"));
 }
 
@@ -202,10 +233,17 @@ fn settle(
         }
     }
     for d in ["sda", "sdb"] {
-        m.tree.settle(d, &["none", "mq-deadline", "kyber", "bfq"], 256).unwrap();
+        m.tree
+            .settle(d, &["none", "mq-deadline", "kyber", "bfq"], 256)
+            .unwrap();
     }
     ctl.send(Control::Refresh).unwrap();
-    while app.devices.iter().any(|d| d.queue.scheduler.as_ref().is_some_and(|s| s.available.len() < 4)) {
+    while app.devices.iter().any(|d| {
+        d.queue
+            .scheduler
+            .as_ref()
+            .is_some_and(|s| s.available.len() < 4)
+    }) {
         assert!(Instant::now() < deadline, "no refresh from the source");
         if let Ok(f) = rx.recv_timeout(Duration::from_millis(50)) {
             app.on_feed(f);
@@ -225,22 +263,31 @@ fn change_undo_and_revert_all_through_the_tuner() {
     let tuner = Tuner::new(root.clone(), Some(Journal::new(journal.path())));
     let (ftx, frx) = mpsc::channel();
     let (ctx, crx) = mpsc::channel();
-    let handle = LiveSource::new(Sampler::new(root).unwrap(), Some(tuner), Duration::from_millis(100))
-        .spawn(ftx, crx)
-        .unwrap();
+    let handle = LiveSource::new(
+        Sampler::new(root).unwrap(),
+        Some(tuner),
+        Duration::from_millis(100),
+    )
+    .spawn(ftx, crx)
+    .unwrap();
     let mut app = m.app(None);
     while app.samples == 0 {
         app.on_feed(frx.recv_timeout(Duration::from_secs(5)).unwrap());
     }
     let active = |d: &str| {
         let line = std::fs::read_to_string(m.tree.dev_dir(d).join("queue/scheduler")).unwrap();
-        blktune::device::SchedulerState::parse(&line).unwrap().active
+        blktune::device::SchedulerState::parse(&line)
+            .unwrap()
+            .active
     };
     let sched = || active("sda");
     let send = |ctl: Vec<Control>| ctl.into_iter().for_each(|c| ctx.send(c).unwrap());
 
     let attr = |d: &str, a: &str| {
-        std::fs::read_to_string(m.tree.dev_dir(d).join("queue").join(a)).unwrap().trim().to_string()
+        std::fs::read_to_string(m.tree.dev_dir(d).join("queue").join(a))
+            .unwrap()
+            .trim()
+            .to_string()
     };
     let edit = |key: char, value: &str| {
         let mut k = vec![KeyCode::Char(key)];
@@ -255,12 +302,24 @@ fn change_undo_and_revert_all_through_the_tuner() {
     send(press(&mut app, &edit('n', "64")));
     settle(&mut app, &frx, &ctx, &m);
     assert_eq!(attr("sda", "nr_requests"), "64", "status: {}", status(&app));
-    assert!(status(&app).contains("sda: nr_requests 256→64"), "{}", status(&app));
-    let j = Journal::new(journal.path()).load("sda").unwrap().expect("original journalled");
+    assert!(
+        status(&app).contains("sda: nr_requests 256→64"),
+        "{}",
+        status(&app)
+    );
+    let j = Journal::new(journal.path())
+        .load("sda")
+        .unwrap()
+        .expect("original journalled");
     assert_eq!(j.original.nr_requests, Some(256));
     send(press(&mut app, &chars("u")));
     settle(&mut app, &frx, &ctx, &m);
-    assert_eq!(attr("sda", "nr_requests"), "256", "status: {}", status(&app));
+    assert_eq!(
+        attr("sda", "nr_requests"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
     assert!(status(&app).starts_with("undo: sda"), "{}", status(&app));
     assert!(app.session().is_empty());
     send(press(&mut app, &chars("u")));
@@ -275,23 +334,48 @@ fn change_undo_and_revert_all_through_the_tuner() {
     keys.extend(edit('r', "256"));
     send(press(&mut app, &keys));
     settle(&mut app, &frx, &ctx, &m);
-    assert_eq!(attr("sdb", "read_ahead_kb"), "256", "status: {}", status(&app));
+    assert_eq!(
+        attr("sdb", "read_ahead_kb"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
     assert_eq!(app.session().len(), 2, "{}", status(&app));
-    assert_eq!(app.session()[0].labels, ["nr_requests 256→32", "nr_requests 32→48"]);
+    assert_eq!(
+        app.session()[0].labels,
+        ["nr_requests 256→32", "nr_requests 32→48"]
+    );
     assert!(press(&mut app, &chars("U")).is_empty());
     assert!(matches!(app.overlay, Some(Overlay::Confirm { .. })));
     send(press(&mut app, &chars("y")));
     settle(&mut app, &frx, &ctx, &m);
-    assert_eq!(attr("sda", "nr_requests"), "256", "status: {}", status(&app));
+    assert_eq!(
+        attr("sda", "nr_requests"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
     assert_eq!(attr("sdb", "read_ahead_kb"), "128");
     assert!(app.session().is_empty());
     assert_eq!(app.marks["sda"].len(), 5, "every change stays marked");
 
     // A scheduler switch goes through the tuner and is marked.
-    send(press(&mut app, &[KeyCode::Up, KeyCode::Char('s'), KeyCode::Down, KeyCode::Enter]));
+    send(press(
+        &mut app,
+        &[
+            KeyCode::Up,
+            KeyCode::Char('s'),
+            KeyCode::Down,
+            KeyCode::Enter,
+        ],
+    ));
     settle(&mut app, &frx, &ctx, &m);
     assert_eq!(sched(), "kyber", "status: {}", status(&app));
-    assert!(status(&app).contains("sda: mq-deadline→kyber"), "{}", status(&app));
+    assert!(
+        status(&app).contains("sda: mq-deadline→kyber"),
+        "{}",
+        status(&app)
+    );
     assert_eq!(app.marks["sda"].last().unwrap().label, "mq-deadline→kyber");
     ctx.send(Control::Stop).unwrap();
     handle.join().unwrap();

@@ -1,5 +1,6 @@
 //! End to end: the real binary in tmux (80x24) on a loop device this test
 //! creates, under fio load. Root only; skips otherwise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -42,17 +43,28 @@ impl Tmux {
     }
 
     fn line(&self, text: &str) {
-        assert!(self.cmd(&["send-keys", "-t", "e2e", "-l", text]).status().unwrap().success());
+        assert!(
+            self.cmd(&["send-keys", "-t", "e2e", "-l", text])
+                .status()
+                .unwrap()
+                .success()
+        );
         self.keys(&["Enter"]);
     }
 
     fn capture(&self) -> String {
-        let o = self.cmd(&["capture-pane", "-p", "-t", "e2e"]).output().unwrap();
+        let o = self
+            .cmd(&["capture-pane", "-p", "-t", "e2e"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
     fn alternate_on(&self) -> bool {
-        let o = self.cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"]).output().unwrap();
+        let o = self
+            .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&o.stdout).trim() == "1"
     }
 
@@ -64,7 +76,10 @@ impl Tmux {
             if pred(&s) {
                 return s;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; screen:\n{s}");
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -73,11 +88,18 @@ impl Tmux {
     fn wait_restored(&self, what: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(15);
         while self.alternate_on() {
-            assert!(Instant::now() < deadline, "{what}: still on the alternate screen:\n{}", self.capture());
+            assert!(
+                Instant::now() < deadline,
+                "{what}: still on the alternate screen:\n{}",
+                self.capture()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         self.wait_for(&format!("{what}: the prompt back"), |s| {
-            s.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.starts_with(PROMPT))
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with(PROMPT))
         })
     }
 }
@@ -94,7 +116,12 @@ struct Fio(Child);
 impl Fio {
     fn start(dev: &str) -> Self {
         let child = Command::new("fio")
-            .args(["--direct=1", "--time_based", "--runtime=60", "--ioengine=psync"])
+            .args([
+                "--direct=1",
+                "--time_based",
+                "--runtime=60",
+                "--ioengine=psync",
+            ])
             // Jobs as threads of one process, so killing it stops all I/O.
             .arg("--thread")
             .arg(format!("--filename=/dev/{dev}"))
@@ -137,7 +164,10 @@ fn row<'a>(screen: &'a str, dev: &str) -> Option<&'a str> {
 fn pid_of(file: &Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(p) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()) {
+        if let Some(p) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
             return p;
         }
         assert!(Instant::now() < deadline, "no pid file");
@@ -148,7 +178,11 @@ fn pid_of(file: &Path) -> i32 {
 fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
     let deadline = Instant::now() + Duration::from_secs(15);
     while lo.active_scheduler() != want {
-        assert!(Instant::now() < deadline, "sysfs never said {want}; screen:\n{}", screen());
+        assert!(
+            Instant::now() < deadline,
+            "sysfs never said {want}; screen:\n{}",
+            screen()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -156,8 +190,14 @@ fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
 /// Keys to move the picker's cursor from the active scheduler to `to`.
 fn moves(lo: &TestLoop, to: &str) -> Vec<&'static str> {
     let line = lo.queue("scheduler");
-    let names: Vec<String> = line.split_whitespace().map(|w| w.trim_matches(['[', ']']).to_string()).collect();
-    let from = names.iter().position(|n| *n == lo.active_scheduler()).unwrap();
+    let names: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .collect();
+    let from = names
+        .iter()
+        .position(|n| *n == lo.active_scheduler())
+        .unwrap();
     let to = names.iter().position(|n| n == to).expect("kyber available");
     let key = if to > from { "Down" } else { "Up" };
     vec![key; from.abs_diff(to)]
@@ -217,18 +257,26 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.keys(&moves(&lo, "kyber"));
     t.keys(&["Enter"]);
     wait_sysfs(&lo, "kyber", || t.capture());
-    t.wait_for("the status of the switch", |s| s.contains(&format!("{dev}: {orig}→kyber")));
+    t.wait_for("the status of the switch", |s| {
+        s.contains(&format!("{dev}: {orig}→kyber"))
+    });
     t.keys(&["q"]);
     let s = t.wait_restored("after q");
     assert!(s.contains(&format!("  {dev}: {orig}→kyber")), "{s}");
-    assert!(s.contains(&format!("to revert: sudo blktune revert {dev}")), "{s}");
+    assert!(
+        s.contains(&format!("to revert: sudo blktune revert {dev}")),
+        "{s}"
+    );
     assert_eq!(lo.active_scheduler(), "kyber", "quitting keeps the change");
     let o = blktune(&["revert", &dev], &journal);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.active_scheduler(), orig);
 
     // SIGTERM and SIGHUP restore the terminal.
-    for sig in [nix::sys::signal::Signal::SIGTERM, nix::sys::signal::Signal::SIGHUP] {
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ] {
         t.line("clear");
         let (pid, _) = start(&t);
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
@@ -244,8 +292,13 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     drop(fio);
     let loopdev = lo.dev;
     loopdev.remove().unwrap();
-    t.wait_for("the vanished device in the status line", |s| s.contains(&format!("'{dev}' vanished")));
-    assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(), "still running");
+    t.wait_for("the vanished device in the status line", |s| {
+        s.contains(&format!("'{dev}' vanished"))
+    });
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(),
+        "still running"
+    );
     t.keys(&["q"]);
     t.wait_restored("after q with the device gone");
     t.line("echo rc=$?");
@@ -270,9 +323,13 @@ fn tui_as_nobody_is_read_only_and_changes_nothing() {
         journal.display(),
         bin.display()
     ));
-    t.wait_for("the read-only banner", |s| s.contains("READ-ONLY: not root; changes are disabled"));
+    t.wait_for("the read-only banner", |s| {
+        s.contains("READ-ONLY: not root; changes are disabled")
+    });
     t.keys(&["s"]);
-    t.wait_for("the explanation", |s| s.contains("read-only (not root)") && s.contains("nothing was changed"));
+    t.wait_for("the explanation", |s| {
+        s.contains("read-only (not root)") && s.contains("nothing was changed")
+    });
     t.keys(&["Enter", "Down", "Enter", "n", "u"]);
     t.keys(&["q"]);
     let s = t.wait_restored("after q");

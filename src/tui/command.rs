@@ -96,63 +96,350 @@ use Key::{Char as C, Code as K};
 
 /// The main view's commands, in help order.
 pub const MAIN: &[Binding] = &[
-    b(&[K(KeyCode::Up), C('k')], "↑/k", None, "select the previous device", Action::Up, false),
-    b(&[K(KeyCode::Down), C('j')], "↓/j", None, "select the next device", Action::Down, false),
-    b(&[K(KeyCode::PageUp)], "PgUp", None, "a page up", Action::PageUp, false),
-    b(&[K(KeyCode::PageDown)], "PgDn", None, "a page down", Action::PageDown, false),
-    b(&[K(KeyCode::Home)], "Home", None, "first device", Action::Home, false),
-    b(&[K(KeyCode::End)], "End", None, "last device", Action::End, false),
-    b(&[C('s'), K(KeyCode::Enter)], "s/Enter", Some("sched"), "pick the scheduler", Action::Picker, true),
-    b(&[C('n')], "n", Some("nr"), "edit nr_requests", Action::EditNr, true),
-    b(&[C('r')], "r", Some("ra"), "edit read_ahead_kb", Action::EditRa, true),
-    b(&[C('t')], "t", Some("tun"), "edit the active scheduler's tunables", Action::EditTunables, true),
-    b(&[C('u')], "u", Some("undo"), "undo the last change of this device", Action::Undo, true),
-    b(&[C('U')], "U", None, "revert every change of this session", Action::RevertAll, true),
-    b(&[C('e')], "e", None, "export the settings as a udev rule", Action::Export, false),
-    b(&[C('b')], "b", None, "scheduler shoot-out on this device", Action::ShootOut, false),
-    b(&[C('R')], "R", None, "record this session to a file", Action::Record, false),
-    b(&[C('o')], "o", Some("sort"), "cycle the sort column", Action::Sort, false),
-    b(&[C('/')], "/", Some("filter"), "filter devices by name (Esc clears)", Action::Filter, false),
-    b(&[K(KeyCode::Esc)], "Esc", None, "clear the filter", Action::Cancel, false),
-    b(&[C('+'), C('=')], "+", None, "sample faster (down to 100 ms)", Action::Faster, false),
-    b(&[C('-')], "-", None, "sample slower (up to 10 s)", Action::Slower, false),
-    b(&[C('p'), C(' ')], "p/space", Some("pause"), "pause or resume sampling", Action::Pause, false),
-    b(&[C('?')], "?", Some("help"), "this help", Action::Help, false),
-    b(&[C('q'), Key::Ctrl('c')], "q/Ctrl-C", Some("quit"), "quit (changes stay; the revert command is printed)", Action::Quit, false),
+    b(
+        &[K(KeyCode::Up), C('k')],
+        "↑/k",
+        None,
+        "select the previous device",
+        Action::Up,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Down), C('j')],
+        "↓/j",
+        None,
+        "select the next device",
+        Action::Down,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageUp)],
+        "PgUp",
+        None,
+        "a page up",
+        Action::PageUp,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageDown)],
+        "PgDn",
+        None,
+        "a page down",
+        Action::PageDown,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Home)],
+        "Home",
+        None,
+        "first device",
+        Action::Home,
+        false,
+    ),
+    b(
+        &[K(KeyCode::End)],
+        "End",
+        None,
+        "last device",
+        Action::End,
+        false,
+    ),
+    b(
+        &[C('s'), K(KeyCode::Enter)],
+        "s/Enter",
+        Some("sched"),
+        "pick the scheduler",
+        Action::Picker,
+        true,
+    ),
+    b(
+        &[C('n')],
+        "n",
+        Some("nr"),
+        "edit nr_requests",
+        Action::EditNr,
+        true,
+    ),
+    b(
+        &[C('r')],
+        "r",
+        Some("ra"),
+        "edit read_ahead_kb",
+        Action::EditRa,
+        true,
+    ),
+    b(
+        &[C('t')],
+        "t",
+        Some("tun"),
+        "edit the active scheduler's tunables",
+        Action::EditTunables,
+        true,
+    ),
+    b(
+        &[C('u')],
+        "u",
+        Some("undo"),
+        "undo the last change of this device",
+        Action::Undo,
+        true,
+    ),
+    b(
+        &[C('U')],
+        "U",
+        None,
+        "revert every change of this session",
+        Action::RevertAll,
+        true,
+    ),
+    b(
+        &[C('e')],
+        "e",
+        None,
+        "export the settings as a udev rule",
+        Action::Export,
+        false,
+    ),
+    b(
+        &[C('b')],
+        "b",
+        None,
+        "scheduler shoot-out on this device",
+        Action::ShootOut,
+        false,
+    ),
+    b(
+        &[C('R')],
+        "R",
+        None,
+        "record this session to a file",
+        Action::Record,
+        false,
+    ),
+    b(
+        &[C('o')],
+        "o",
+        Some("sort"),
+        "cycle the sort column",
+        Action::Sort,
+        false,
+    ),
+    b(
+        &[C('/')],
+        "/",
+        Some("filter"),
+        "filter devices by name (Esc clears)",
+        Action::Filter,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Esc)],
+        "Esc",
+        None,
+        "clear the filter",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[C('+'), C('=')],
+        "+",
+        None,
+        "sample faster (down to 100 ms)",
+        Action::Faster,
+        false,
+    ),
+    b(
+        &[C('-')],
+        "-",
+        None,
+        "sample slower (up to 10 s)",
+        Action::Slower,
+        false,
+    ),
+    b(
+        &[C('p'), C(' ')],
+        "p/space",
+        Some("pause"),
+        "pause or resume sampling",
+        Action::Pause,
+        false,
+    ),
+    b(
+        &[C('?')],
+        "?",
+        Some("help"),
+        "this help",
+        Action::Help,
+        false,
+    ),
+    b(
+        &[C('q'), Key::Ctrl('c')],
+        "q/Ctrl-C",
+        Some("quit"),
+        "quit (changes stay; the revert command is printed)",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Keys of lists (scheduler picker, tunables).
 pub const LIST: &[Binding] = &[
-    b(&[K(KeyCode::Up), C('k')], "↑/k", Some("move"), "previous entry", Action::Up, false),
-    b(&[K(KeyCode::Down), C('j')], "↓/j", None, "next entry", Action::Down, false),
-    b(&[K(KeyCode::Enter)], "Enter", Some("apply"), "choose", Action::Confirm, false),
-    b(&[K(KeyCode::Esc), C('q')], "Esc", Some("cancel"), "close", Action::Cancel, false),
-    b(&[Key::Ctrl('c')], "Ctrl-C", None, "quit", Action::Quit, false),
+    b(
+        &[K(KeyCode::Up), C('k')],
+        "↑/k",
+        Some("move"),
+        "previous entry",
+        Action::Up,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Down), C('j')],
+        "↓/j",
+        None,
+        "next entry",
+        Action::Down,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Enter)],
+        "Enter",
+        Some("apply"),
+        "choose",
+        Action::Confirm,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Esc), C('q')],
+        "Esc",
+        Some("cancel"),
+        "close",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('c')],
+        "Ctrl-C",
+        None,
+        "quit",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Keys of text fields (value editors, the name filter).
 pub const TEXT: &[Binding] = &[
-    b(&[K(KeyCode::Enter)], "Enter", Some("apply"), "use the value", Action::Confirm, false),
-    b(&[K(KeyCode::Esc)], "Esc", Some("cancel"), "cancel", Action::Cancel, false),
-    b(&[K(KeyCode::Backspace)], "Bksp", None, "delete a character", Action::Backspace, false),
-    b(&[Key::Ctrl('c')], "Ctrl-C", None, "quit", Action::Quit, false),
+    b(
+        &[K(KeyCode::Enter)],
+        "Enter",
+        Some("apply"),
+        "use the value",
+        Action::Confirm,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Esc)],
+        "Esc",
+        Some("cancel"),
+        "cancel",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Backspace)],
+        "Bksp",
+        None,
+        "delete a character",
+        Action::Backspace,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('c')],
+        "Ctrl-C",
+        None,
+        "quit",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Keys of the help overlay.
 pub const HELP: &[Binding] = &[
-    b(&[K(KeyCode::Up), C('k')], "↑/k", Some("scroll"), "scroll up", Action::Up, false),
-    b(&[K(KeyCode::Down), C('j')], "↓/j", None, "scroll down", Action::Down, false),
-    b(&[K(KeyCode::PageUp)], "PgUp", None, "page up", Action::PageUp, false),
-    b(&[K(KeyCode::PageDown), C(' ')], "PgDn", None, "page down", Action::PageDown, false),
-    b(&[K(KeyCode::Esc), C('q'), C('?')], "Esc", Some("close"), "close the help", Action::Cancel, false),
-    b(&[Key::Ctrl('c')], "Ctrl-C", None, "quit", Action::Quit, false),
+    b(
+        &[K(KeyCode::Up), C('k')],
+        "↑/k",
+        Some("scroll"),
+        "scroll up",
+        Action::Up,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Down), C('j')],
+        "↓/j",
+        None,
+        "scroll down",
+        Action::Down,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageUp)],
+        "PgUp",
+        None,
+        "page up",
+        Action::PageUp,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageDown), C(' ')],
+        "PgDn",
+        None,
+        "page down",
+        Action::PageDown,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Esc), C('q'), C('?')],
+        "Esc",
+        Some("close"),
+        "close the help",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('c')],
+        "Ctrl-C",
+        None,
+        "quit",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Keys of a yes/no question.
 pub const CONFIRM: &[Binding] = &[
-    b(&[C('y'), K(KeyCode::Enter)], "y", Some("yes"), "do it", Action::Confirm, false),
-    b(&[C('n'), K(KeyCode::Esc), C('q')], "n/Esc", Some("no"), "cancel", Action::Cancel, false),
-    b(&[Key::Ctrl('c')], "Ctrl-C", None, "quit", Action::Quit, false),
+    b(
+        &[C('y'), K(KeyCode::Enter)],
+        "y",
+        Some("yes"),
+        "do it",
+        Action::Confirm,
+        false,
+    ),
+    b(
+        &[C('n'), K(KeyCode::Esc), C('q')],
+        "n/Esc",
+        Some("no"),
+        "cancel",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('c')],
+        "Ctrl-C",
+        None,
+        "quit",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Which binding list is in force.
@@ -213,13 +500,34 @@ mod tests {
 
     #[test]
     fn keys_map_per_mode() {
-        assert_eq!(action_for(Mode::Main, &key(KeyCode::Char('s'))), Some(Action::Picker));
-        assert_eq!(action_for(Mode::Main, &key(KeyCode::Enter)), Some(Action::Picker));
-        assert_eq!(action_for(Mode::List, &key(KeyCode::Enter)), Some(Action::Confirm));
-        assert_eq!(action_for(Mode::Text, &key(KeyCode::Char('q'))), Some(Action::Input('q')));
-        assert_eq!(action_for(Mode::Main, &key(KeyCode::Char('q'))), Some(Action::Quit));
+        assert_eq!(
+            action_for(Mode::Main, &key(KeyCode::Char('s'))),
+            Some(Action::Picker)
+        );
+        assert_eq!(
+            action_for(Mode::Main, &key(KeyCode::Enter)),
+            Some(Action::Picker)
+        );
+        assert_eq!(
+            action_for(Mode::List, &key(KeyCode::Enter)),
+            Some(Action::Confirm)
+        );
+        assert_eq!(
+            action_for(Mode::Text, &key(KeyCode::Char('q'))),
+            Some(Action::Input('q'))
+        );
+        assert_eq!(
+            action_for(Mode::Main, &key(KeyCode::Char('q'))),
+            Some(Action::Quit)
+        );
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        for m in [Mode::Main, Mode::List, Mode::Text, Mode::Help, Mode::Confirm] {
+        for m in [
+            Mode::Main,
+            Mode::List,
+            Mode::Text,
+            Mode::Help,
+            Mode::Confirm,
+        ] {
             assert_eq!(action_for(m, &ctrl_c), Some(Action::Quit), "{m:?}");
         }
         assert_eq!(action_for(Mode::Main, &key(KeyCode::Char('Z'))), None);
@@ -227,8 +535,18 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_a_mode() {
-        for m in [Mode::Main, Mode::List, Mode::Text, Mode::Help, Mode::Confirm] {
-            let keys: Vec<Key> = m.bindings().iter().flat_map(|b| b.keys.iter().copied()).collect();
+        for m in [
+            Mode::Main,
+            Mode::List,
+            Mode::Text,
+            Mode::Help,
+            Mode::Confirm,
+        ] {
+            let keys: Vec<Key> = m
+                .bindings()
+                .iter()
+                .flat_map(|b| b.keys.iter().copied())
+                .collect();
             for (i, k) in keys.iter().enumerate() {
                 assert!(!keys[i + 1..].contains(k), "{m:?}: {k:?} bound twice");
             }

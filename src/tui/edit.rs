@@ -111,7 +111,11 @@ mod tests {
         let nr = Field::NrRequests;
         assert_eq!(check(&nr, "64", 4).unwrap().nr_requests, Some(64));
         assert!(check(&nr, "5000", 4).unwrap_err().contains("4 to 2048"));
-        assert!(check(&nr, "abc", 4).unwrap_err().contains("not a whole number"));
+        assert!(
+            check(&nr, "abc", 4)
+                .unwrap_err()
+                .contains("not a whole number")
+        );
         assert!(check(&nr, "", 4).is_err());
         let ra = Field::ReadAheadKb;
         assert_eq!(check(&ra, "256", 4).unwrap().read_ahead_kb, Some(256));

@@ -31,7 +31,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 /// Shortest and longest sample interval of the TUI.
-pub const INTERVAL_RANGE: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(10));
+pub const INTERVAL_RANGE: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(10));
 /// Longest wait for input, so signals and feed messages are seen quickly.
 const POLL: Duration = Duration::from_millis(40);
 
@@ -139,7 +140,12 @@ pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let session = app.session();
     if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
-        return Ok(revert_on_exit(&mut out, &Tuner::new(root, None), &journal, &session));
+        return Ok(revert_on_exit(
+            &mut out,
+            &Tuner::new(root, None),
+            &journal,
+            &session,
+        ));
     }
     // Errors writing to a terminal that went away (SIGHUP) are ignored.
     let _ = write_summary(&mut out, &session);
@@ -216,7 +222,10 @@ where
         }
         if dirty {
             let size = term.size()?;
-            if let Some(a) = render::layout(ratatui::layout::Rect::new(0, 0, size.width, size.height), app) {
+            if let Some(a) = render::layout(
+                ratatui::layout::Rect::new(0, 0, size.width, size.height),
+                app,
+            ) {
                 app.page_rows = a.table.height.saturating_sub(1).max(1) as usize;
             }
             term.draw(|f| render::draw(f, app))?;

@@ -74,9 +74,18 @@ impl Machine {
     /// The usual three disks: an SSD, an HDD, and a zram without a queue.
     pub fn three() -> Self {
         Self::new(&[
-            FakeDisk::new("sda").model("Samsung SSD 870", None).dev(8, 0),
-            FakeDisk::new("sdb").rotational(true).active("bfq").dev(8, 16).size_bytes(4 << 40),
-            FakeDisk::new("zram0").no_queue().dev(252, 0).size_bytes(8 << 30),
+            FakeDisk::new("sda")
+                .model("Samsung SSD 870", None)
+                .dev(8, 0),
+            FakeDisk::new("sdb")
+                .rotational(true)
+                .active("bfq")
+                .dev(8, 16)
+                .size_bytes(4 << 40),
+            FakeDisk::new("zram0")
+                .no_queue()
+                .dev(252, 0)
+                .size_bytes(8 << 30),
         ])
     }
 
@@ -150,8 +159,14 @@ impl Machine {
             device: dev.into(),
             t: self.t,
             label: label.into(),
-            before: Settings { scheduler: Some(from.into()), ..Settings::default() },
-            after: Settings { scheduler: Some(to.into()), ..Settings::default() },
+            before: Settings {
+                scheduler: Some(from.into()),
+                ..Settings::default()
+            },
+            after: Settings {
+                scheduler: Some(to.into()),
+                ..Settings::default()
+            },
         }
     }
 }

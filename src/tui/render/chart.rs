@@ -78,16 +78,34 @@ pub fn render_bars(
     put(buf, area.x, area.y, name, gutter - 1, t.heading());
     if area.height > 1 {
         let now = latest.map_or_else(|| "-".into(), |v| format!("{}{unit}", num(v)));
-        put(buf, area.x, area.y + 1, &now, gutter - 1, ratatui::style::Style::new());
+        put(
+            buf,
+            area.x,
+            area.y + 1,
+            &now,
+            gutter - 1,
+            ratatui::style::Style::new(),
+        );
     }
     if area.height > 2 {
-        put(buf, area.x, area.y + 2, &format!("↑{}", num(max)), gutter - 1, t.dim());
+        put(
+            buf,
+            area.x,
+            area.y + 2,
+            &format!("↑{}", num(max)),
+            gutter - 1,
+            t.dim(),
+        );
     }
     let rows = area.height as usize;
     let levels = rows * 8;
     const EIGHTHS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
     let x0 = area.x + gutter;
-    for (c, v) in values.iter().enumerate().take((area.width - gutter) as usize) {
+    for (c, v) in values
+        .iter()
+        .enumerate()
+        .take((area.width - gutter) as usize)
+    {
         let x = x0 + c as u16;
         let filled = match v {
             // Headroom above the highest bar leaves space for change markers.
@@ -109,12 +127,26 @@ pub fn render_bars(
 }
 
 /// The time axis: span on the left, `now` on the right, a `▲` and label per change.
-pub fn render_axis(buf: &mut Buffer, area: Rect, gutter: u16, span: f64, marks: &[(usize, String)], t: Theme) {
+pub fn render_axis(
+    buf: &mut Buffer,
+    area: Rect,
+    gutter: u16,
+    span: f64,
+    marks: &[(usize, String)],
+    t: Theme,
+) {
     let w = area.width.saturating_sub(gutter) as usize;
     if w == 0 {
         return;
     }
-    put(buf, area.x, area.y, &format!("-{}", super::age(span)), gutter - 1, t.dim());
+    put(
+        buf,
+        area.x,
+        area.y,
+        &format!("-{}", super::age(span)),
+        gutter - 1,
+        t.dim(),
+    );
     let mut line: Vec<char> = vec!['─'; w];
     let now = "now";
     for (i, ch) in now.chars().enumerate() {
@@ -170,8 +202,19 @@ mod tests {
     fn points_land_in_their_columns_and_are_averaged() {
         let mut h = DeviceHistory::default();
         for i in 1..=8 {
-            let s = ExtStats { r_s: 10.0, r_await: i as f64, ..ExtStats::default() };
-            h.push(Point { t: i as f64, itv: 1.0, stats: Some(s) }, 600.0);
+            let s = ExtStats {
+                r_s: 10.0,
+                r_await: i as f64,
+                ..ExtStats::default()
+            };
+            h.push(
+                Point {
+                    t: i as f64,
+                    itv: 1.0,
+                    stats: Some(s),
+                },
+                600.0,
+            );
         }
         // 8 seconds in 4 columns: two points per column.
         let s = bucket(&h, 8.0, 8.0, 4);

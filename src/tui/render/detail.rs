@@ -28,7 +28,13 @@ pub fn title(d: &BlockDevice) -> String {
             let names: Vec<String> = s
                 .available
                 .iter()
-                .map(|n| if *n == s.active { format!("[{n}]") } else { n.clone() })
+                .map(|n| {
+                    if *n == s.active {
+                        format!("[{n}]")
+                    } else {
+                        n.clone()
+                    }
+                })
                 .collect();
             format!("sched {}", names.join(" "))
         }
@@ -53,7 +59,11 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     let Some(d) = app.selected_device() else {
         return;
     };
-    let line = format!("{:─<w$}", format!("─ {} ", title(d)), w = area.width as usize);
+    let line = format!(
+        "{:─<w$}",
+        format!("─ {} ", title(d)),
+        w = area.width as usize
+    );
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
     let side_w = (body.width * 2 / 5).clamp(33, 64);
@@ -96,10 +106,27 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
     for (i, (label, unit, vals)) in charts.iter().enumerate() {
         let hgt = each + u16::from((i as u16) < extra);
         let r = Rect::new(area.x, y, area.width, hgt);
-        render_bars(buf, r, GUTTER, label, unit, vals, &mark_cols, t.series(i), t);
+        render_bars(
+            buf,
+            r,
+            GUTTER,
+            label,
+            unit,
+            vals,
+            &mark_cols,
+            t.series(i),
+            t,
+        );
         y += hgt;
     }
-    render_axis(buf, Rect::new(area.x, y, area.width, 1), GUTTER, span, &marks, t);
+    render_axis(
+        buf,
+        Rect::new(area.x, y, area.width, 1),
+        GUTTER,
+        span,
+        &marks,
+        t,
+    );
 }
 
 fn pct(before: f64, after: f64) -> String {
@@ -109,16 +136,29 @@ fn pct(before: f64, after: f64) -> String {
 /// Lines of the before/after table of one change.
 pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String, bool)> {
     let mut out = vec![(format!("Δ {}  {} ago", mark.label, age(now - mark.t)), true)];
-    out.push((format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"), true));
+    out.push((
+        format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"),
+        true,
+    ));
     let (b, a) = (c.before, c.after);
     let secs = |m: Option<Means>| {
         m.map_or_else(
             || "-".into(),
-            |m| if m.secs < 10.0 { format!("{:.1}s", m.secs) } else { format!("{:.0}s", m.secs) },
+            |m| {
+                if m.secs < 10.0 {
+                    format!("{:.1}s", m.secs)
+                } else {
+                    format!("{:.0}s", m.secs)
+                }
+            },
         )
     };
-    out.push((format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)), false));
-    let rows: [(&str, fn(&Means) -> f64); 5] = [
+    out.push((
+        format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)),
+        false,
+    ));
+    type Figure = fn(&Means) -> f64;
+    let rows: [(&str, Figure); 5] = [
         ("r_await", |m| m.r_await),
         ("w_await", |m| m.w_await),
         ("%util", |m| m.util),
@@ -150,7 +190,10 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
                     (Some(b), Some(a)) => format!(" {}", pct(b.r_await, a.r_await)),
                     _ => String::new(),
                 };
-                lines.push((format!("-{} {}{eff}", age(app.now - m.t), m.label), Style::new()));
+                lines.push((
+                    format!("-{} {}{eff}", age(app.now - m.t), m.label),
+                    Style::new(),
+                ));
             }
         }
         lines.push((String::new(), Style::new()));

@@ -10,7 +10,10 @@ use ratatui::style::Style;
 /// Draw the status line and the hints.
 pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme) {
     let (text, st) = if app.filter_typing && app.overlay.is_none() {
-        (format!("filter: {}▏  (Enter keeps it, Esc clears)", app.filter), t.heading())
+        (
+            format!("filter: {}▏  (Enter keeps it, Esc clears)", app.filter),
+            t.heading(),
+        )
     } else if let Some(s) = &app.status {
         let st = match s.kind {
             StatusKind::Info => Style::new(),
@@ -19,13 +22,23 @@ pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme)
         };
         (s.text.clone(), st)
     } else if !app.filter.is_empty() {
-        (format!("filter: {}  (Esc clears)", app.filter), Style::new())
+        (
+            format!("filter: {}  (Esc clears)", app.filter),
+            Style::new(),
+        )
     } else if app.samples == 0 {
         ("waiting for the first sample…".into(), t.dim())
     } else {
         (String::new(), Style::new())
     };
-    put(buf, status.x + 1, status.y, &text, status.width.saturating_sub(1), st);
+    put(
+        buf,
+        status.x + 1,
+        status.y,
+        &text,
+        status.width.saturating_sub(1),
+        st,
+    );
 
     let mode = app.mode();
     let mut x = footer.x + 1;

@@ -11,7 +11,11 @@ use ratatui::widgets::Paragraph;
 
 /// The header's text, joined with `│`, shortened to fit `width`.
 pub fn header_text(app: &App, width: usize) -> String {
-    let mode = if app.read_only.is_some() { "READ-ONLY" } else { "root" };
+    let mode = if app.read_only.is_some() {
+        "READ-ONLY"
+    } else {
+        "root"
+    };
     let mut parts = vec!["blktune".to_string(), mode.to_string()];
     if !app.host.hostname.is_empty() {
         parts.push(app.host.hostname.clone());
@@ -57,7 +61,10 @@ pub fn header_text(app: &App, width: usize) -> String {
 pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: Theme) {
     let w = area.width as usize;
     let text = format!("{:<w$}", header_text(app, w));
-    f.render_widget(Paragraph::new(Line::from(Span::styled(text, t.bar()))), area);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(text, t.bar()))),
+        area,
+    );
     if let (Some(b), Some(why)) = (banner, &app.read_only) {
         let msg = format!(" READ-ONLY: {why}; changes are disabled");
         f.render_widget(

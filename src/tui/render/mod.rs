@@ -145,8 +145,11 @@ pub fn draw(f: &mut Frame, app: &App) {
             area.width, area.height
         );
         f.render_widget(
-            Paragraph::new(vec![Line::raw(msg), Line::raw("enlarge it, or press q to quit")])
-                .wrap(ratatui::widgets::Wrap { trim: true }),
+            Paragraph::new(vec![
+                Line::raw(msg),
+                Line::raw("enlarge it, or press q to quit"),
+            ])
+            .wrap(ratatui::widgets::Wrap { trim: true }),
             area,
         );
         return;

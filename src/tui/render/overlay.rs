@@ -17,7 +17,12 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
-    Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h)
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
 }
 
 fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
@@ -30,47 +35,102 @@ fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
 pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
     match &app.overlay {
         None => {}
-        Some(Overlay::Picker { device, options, active, cursor }) => {
+        Some(Overlay::Picker {
+            device,
+            options,
+            active,
+            cursor,
+        }) => {
             let mut lines = Vec::new();
             for (i, o) in options.iter().enumerate() {
                 let cur = if i == *cursor { "▶" } else { " " };
                 let act = if o == active { "●" } else { " " };
                 let text = format!("{cur} {act} {o:<12}{}", scheduler_help(o));
-                let st = if i == *cursor { t.selected() } else { Style::new() };
+                let st = if i == *cursor {
+                    t.selected()
+                } else {
+                    Style::new()
+                };
                 lines.push(Line::from(Span::styled(text, st)));
             }
             lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled("● active   ↑↓ move   Enter apply   Esc cancel", t.dim())));
+            lines.push(Line::from(Span::styled(
+                "● active   ↑↓ move   Enter apply   Esc cancel",
+                t.dim(),
+            )));
             let h = options.len() as u16 + 4;
-            boxed(f, centered(area, 78, h), &format!("scheduler of {device}"), lines, t);
+            boxed(
+                f,
+                centered(area, 78, h),
+                &format!("scheduler of {device}"),
+                lines,
+                t,
+            );
         }
-        Some(Overlay::Tunables { device, scheduler, items, cursor }) => {
+        Some(Overlay::Tunables {
+            device,
+            scheduler,
+            items,
+            cursor,
+        }) => {
             let mut lines = Vec::new();
             let room = area.height.saturating_sub(6) as usize;
             let skip = (*cursor + 1).saturating_sub(room);
             for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
                 let cur = if i == *cursor { "▶" } else { " " };
                 let text = format!("{cur} {k:<18}{v:>9}  {}", tunable_help(k));
-                let st = if i == *cursor { t.selected() } else { Style::new() };
+                let st = if i == *cursor {
+                    t.selected()
+                } else {
+                    Style::new()
+                };
                 lines.push(Line::from(Span::styled(text, st)));
             }
             lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled("↑↓ move   Enter edit   Esc cancel", t.dim())));
+            lines.push(Line::from(Span::styled(
+                "↑↓ move   Enter edit   Esc cancel",
+                t.dim(),
+            )));
             let h = lines.len() as u16 + 2;
-            boxed(f, centered(area, 78, h), &format!("{scheduler} tunables of {device}"), lines, t);
+            boxed(
+                f,
+                centered(area, 78, h),
+                &format!("{scheduler} tunables of {device}"),
+                lines,
+                t,
+            );
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, t),
         Some(Overlay::Help { scroll }) => {
-            let r = Rect::new(area.x + 1, area.y + 1, area.width.saturating_sub(2), area.height.saturating_sub(2));
+            let r = Rect::new(
+                area.x + 1,
+                area.y + 1,
+                area.width.saturating_sub(2),
+                area.height.saturating_sub(2),
+            );
             let lines = help_lines(t);
-            let max = lines.len().saturating_sub(r.height.saturating_sub(2) as usize);
+            let max = lines
+                .len()
+                .saturating_sub(r.height.saturating_sub(2) as usize);
             let skip = (*scroll as usize).min(max);
-            boxed(f, r, "help  ↑↓ PgUp PgDn scroll  Esc close", lines.into_iter().skip(skip).collect(), t);
+            boxed(
+                f,
+                r,
+                "help  ↑↓ PgUp PgDn scroll  Esc close",
+                lines.into_iter().skip(skip).collect(),
+                t,
+            );
         }
         Some(Overlay::Confirm { devices }) => {
-            let mut lines = vec![Line::raw("Put back the settings from before this session on:")];
+            let mut lines = vec![Line::raw(
+                "Put back the settings from before this session on:",
+            )];
             for s in app.session() {
-                lines.push(Line::raw(format!("  {}: {}", s.device, s.labels.join(", "))));
+                lines.push(Line::raw(format!(
+                    "  {}: {}",
+                    s.device,
+                    s.labels.join(", ")
+                )));
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled("y revert   n cancel", t.heading())));
@@ -93,12 +153,24 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, t: Theme) {
     };
     let lines = vec![
         Line::raw(format!("now  {}", e.current)),
-        Line::from(vec![Span::raw("new  "), Span::styled(format!("{}▏", e.input), t.heading())]),
+        Line::from(vec![
+            Span::raw("new  "),
+            Span::styled(format!("{}▏", e.input), t.heading()),
+        ]),
         verdict,
         Line::from(Span::styled(range, t.dim())),
-        Line::from(Span::styled("Enter apply   Esc cancel   Bksp delete", t.dim())),
+        Line::from(Span::styled(
+            "Enter apply   Esc cancel   Bksp delete",
+            t.dim(),
+        )),
     ];
-    boxed(f, centered(area, 66, 7), &format!("{} of {}", e.field.label(), e.device), lines, t);
+    boxed(
+        f,
+        centered(area, 66, 7),
+        &format!("{} of {}", e.field.label(), e.device),
+        lines,
+        t,
+    );
 }
 
 /// Every line of the help: keys (from the command lists), schedulers, tunables.
@@ -107,7 +179,10 @@ pub fn help_lines(t: Theme) -> Vec<Line<'static>> {
     for b in MAIN {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
-    out.push(Line::from(Span::styled("In lists and editors", t.heading())));
+    out.push(Line::from(Span::styled(
+        "In lists and editors",
+        t.heading(),
+    )));
     for b in LIST.iter().chain(TEXT).filter(|b| b.hint.is_some()) {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
@@ -116,7 +191,10 @@ pub fn help_lines(t: Theme) -> Vec<Line<'static>> {
         out.push(Line::raw(format!("  {s:<12}{}", scheduler_help(s))));
     }
     for s in SCHEDULERS.iter().skip(1) {
-        out.push(Line::from(Span::styled(format!("{s} tunables"), t.heading())));
+        out.push(Line::from(Span::styled(
+            format!("{s} tunables"),
+            t.heading(),
+        )));
         for k in known_tunables(s) {
             out.push(Line::raw(format!("  {k:<18}{}", tunable_help(k))));
         }

@@ -35,18 +35,90 @@ enum ColId {
 }
 
 const COLS: [Col; 12] = [
-    Col { head: "DEVICE", width: 9, prio: 0, right: false, id: ColId::Name },
-    Col { head: "TYPE", width: 5, prio: 3, right: false, id: ColId::Kind },
-    Col { head: "SIZE", width: 5, prio: 4, right: true, id: ColId::Size },
-    Col { head: "SCHED", width: 12, prio: 0, right: false, id: ColId::Sched },
-    Col { head: "NR", width: 4, prio: 5, right: true, id: ColId::Nr },
-    Col { head: "RA", width: 5, prio: 5, right: true, id: ColId::Ra },
-    Col { head: "r/s", width: 7, prio: 1, right: true, id: ColId::Rs },
-    Col { head: "w/s", width: 7, prio: 1, right: true, id: ColId::Ws },
-    Col { head: "r_await", width: 7, prio: 0, right: true, id: ColId::RAwait },
-    Col { head: "w_await", width: 7, prio: 0, right: true, id: ColId::WAwait },
-    Col { head: "aqu-sz", width: 6, prio: 2, right: true, id: ColId::Aqu },
-    Col { head: "%util", width: 6, prio: 0, right: true, id: ColId::Util },
+    Col {
+        head: "DEVICE",
+        width: 9,
+        prio: 0,
+        right: false,
+        id: ColId::Name,
+    },
+    Col {
+        head: "TYPE",
+        width: 5,
+        prio: 3,
+        right: false,
+        id: ColId::Kind,
+    },
+    Col {
+        head: "SIZE",
+        width: 5,
+        prio: 4,
+        right: true,
+        id: ColId::Size,
+    },
+    Col {
+        head: "SCHED",
+        width: 12,
+        prio: 0,
+        right: false,
+        id: ColId::Sched,
+    },
+    Col {
+        head: "NR",
+        width: 4,
+        prio: 5,
+        right: true,
+        id: ColId::Nr,
+    },
+    Col {
+        head: "RA",
+        width: 5,
+        prio: 5,
+        right: true,
+        id: ColId::Ra,
+    },
+    Col {
+        head: "r/s",
+        width: 7,
+        prio: 1,
+        right: true,
+        id: ColId::Rs,
+    },
+    Col {
+        head: "w/s",
+        width: 7,
+        prio: 1,
+        right: true,
+        id: ColId::Ws,
+    },
+    Col {
+        head: "r_await",
+        width: 7,
+        prio: 0,
+        right: true,
+        id: ColId::RAwait,
+    },
+    Col {
+        head: "w_await",
+        width: 7,
+        prio: 0,
+        right: true,
+        id: ColId::WAwait,
+    },
+    Col {
+        head: "aqu-sz",
+        width: 6,
+        prio: 2,
+        right: true,
+        id: ColId::Aqu,
+    },
+    Col {
+        head: "%util",
+        width: 6,
+        prio: 0,
+        right: true,
+        id: ColId::Util,
+    },
 ];
 
 /// Narrowest sparkline worth drawing.
@@ -57,9 +129,13 @@ const SPARK_MAX: u16 = 30;
 /// and the sparkline width.
 fn fit(width: u16) -> (Vec<Col>, u16) {
     for max_prio in (0..=5u8).rev() {
-        let cols: Vec<Col> = COLS.iter().copied().filter(|c| c.prio <= max_prio).collect();
+        let cols: Vec<Col> = COLS
+            .iter()
+            .copied()
+            .filter(|c| c.prio <= max_prio)
+            .collect();
         let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>();
-        if used + SPARK_MIN + 1 <= width {
+        if used + SPARK_MIN < width {
             return (cols, (width - used - 1).min(SPARK_MAX));
         }
         if max_prio == 0 {
