@@ -22,5 +22,6 @@ pub mod record;
 pub mod sampler;
 pub mod scratch;
 pub mod shootout;
+pub mod tui;
 pub mod tuner;
 pub mod units;

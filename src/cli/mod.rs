@@ -183,11 +183,9 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
         Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
         Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
-
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
-
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
-        None => list::run(&args.global, &list::ListArgs::default(), &mut out),
+        None => crate::tui::run(&args.global, &args.tui),
     };
     match result {
         Ok(code) => code,
