@@ -241,15 +241,17 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
 }
 
 #[test]
-fn export_is_not_wired_yet_and_says_so_after_restoring() {
-    if !require_root("export_is_not_wired_yet_and_says_so_after_restoring") {
+fn export_writes_the_winner_as_a_rule_without_clobbering() {
+    if !require_root("export_writes_the_winner_as_a_rule_without_clobbering") {
         return;
     }
     let lo = TestLoop::new(16);
     let j = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let rules = out.path().join("61-blktune-test.rules");
     let before = queue_state(lo.name());
-    let o = blktune(
-        &[
+    let run = |force: bool| {
+        let mut args = vec![
             "bench",
             lo.name(),
             "--load",
@@ -263,15 +265,42 @@ fn export_is_not_wired_yet_and_says_so_after_restoring() {
             "--schedulers",
             "none,kyber",
             "--export",
-        ],
-        j.path(),
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+            "--export-output",
+            rules.to_str().unwrap(),
+        ];
+        if force {
+            args.push("--force");
+        }
+        blktune(&args, j.path())
+    };
+    let o = run(false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let winner = table
+        .lines()
+        .find_map(|l| l.strip_prefix("winner for read-latency (r_await): "))
+        .and_then(|l| l.split(',').next())
+        .unwrap_or_else(|| panic!("no winner line: {table}"))
+        .to_string();
+    let text = std::fs::read_to_string(&rules).unwrap();
     assert!(
-        stderr(&o).contains("udev export is not available in this build"),
-        "{}",
-        stderr(&o)
+        text.contains(&format!("ATTR{{queue/scheduler}}=\"{winner}\"")),
+        "{text}"
     );
+    // A loop device has no stable id: the default match is its kernel name.
+    assert!(text.contains(&format!("KERNEL==\"{}\"", lo.name())), "{text}");
+    assert!(text.contains("measured: blktune bench (passive)"), "{text}");
+    assert!(stderr(&o).contains("apply with: sudo udevadm control --reload"));
+    assert_eq!(queue_state(lo.name()), before);
+    // The file is there now: refused without --force, replaced with it.
+    std::fs::write(&rules, "old\n").unwrap();
+    let o = run(false);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&rules).unwrap(), "old\n");
+    let o = run(true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&rules).unwrap().contains("ATTR{queue/scheduler}"));
     assert_eq!(queue_state(lo.name()), before);
 }
 

@@ -66,9 +66,18 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "scratch")]
     pub apply: bool,
 
-    /// Write the winner as a udev rule.
+    /// Write the winner as a udev rule (default file /etc/udev/rules.d/61-blktune.rules,
+    /// never replaced without --force).
     #[arg(long, conflicts_with = "scratch")]
     pub export: bool,
+
+    /// With --export: write the rule to FILE instead of the default path.
+    #[arg(long, value_name = "FILE", requires = "export")]
+    pub export_output: Option<PathBuf>,
+
+    /// With --export: replace the rules file if it exists.
+    #[arg(long, requires = "export")]
+    pub force: bool,
 
     /// Print the whole result as JSON.
     #[arg(long)]
@@ -240,8 +249,24 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 ..Default::default()
             })
             .ok_or_else(|| UsageError("no winner to export".into()))?;
-        let msg = shootout::export_winner(&root, &device, &winner)?;
-        eprintln!("{msg}");
+        let to = shootout::WinnerExport {
+            output: a.export_output.clone(),
+            force: a.force,
+            measured: result.verdict.as_ref().map(|v| {
+                format!(
+                    "blktune bench ({}): {}",
+                    result
+                        .load
+                        .as_ref()
+                        .map_or("passive".to_string(), |l| l.describe()),
+                    shootout::verdict_text(v)
+                )
+            }),
+            udev_db: None,
+        };
+        for line in shootout::export_winner(&root, &device, &winner, &to)?.lines() {
+            eprintln!("blktune: {line}");
+        }
     }
     if let Some(s) = scratch {
         s.remove()

@@ -35,9 +35,10 @@ pub use verdict::{
     verdict,
 };
 
-use crate::device::QueueSettings;
+use crate::device::{BlockDevice, QueueSettings};
 use crate::diskstats;
 use crate::error::TuneError;
+use crate::export::{self, ExportItem, RenderOptions, UdevDb};
 use crate::iostat::ExtStats;
 use crate::journal::Journal;
 use crate::load::{Load, LoadError, LoadOptions, LoadStats, Target};
@@ -45,6 +46,7 @@ use crate::os::SysRoot;
 use crate::sampler::RateTracker;
 use crate::tuner::{self, Settings, Tuner};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -192,13 +194,67 @@ impl ShootoutError {
     }
 }
 
-/// INTEGRATION POINT (udev export): write the winner of a shoot-out on
-/// `device` as a udev rule and return a one-line description of what was
-/// written. The export code (`src/export/`) is built on another branch; until
-/// the lead wires it here, this fails, and `blktune bench --export` with it.
-pub fn export_winner(root: &SysRoot, device: &str, winner: &Settings) -> anyhow::Result<String> {
-    let _ = (root, device, winner);
-    anyhow::bail!("udev export is not available in this build")
+/// Where and how [`export_winner`] writes the rule.
+#[derive(Debug, Clone, Default)]
+pub struct WinnerExport {
+    /// The rules file; `None`: [`crate::export::DEFAULT_RULES_PATH`].
+    pub output: Option<PathBuf>,
+    /// Replace an existing file (otherwise it is refused, never clobbered).
+    pub force: bool,
+    /// What the shoot-out measured, for the rule's header.
+    pub measured: Option<String>,
+    /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`].
+    pub udev_db: Option<PathBuf>,
+}
+
+/// Write the winner of a shoot-out on `device` as a udev rule (default match
+/// strategy: `id` where the device has one, else `kernel`), atomically and
+/// without clobbering unless `to.force`; returns what was written and how to
+/// apply it, one line each (warnings first).
+pub fn export_winner(
+    root: &SysRoot,
+    device: &str,
+    winner: &Settings,
+    to: &WinnerExport,
+) -> anyhow::Result<String> {
+    let dev = tuner::resolve(root, device)?;
+    let d = BlockDevice::read(root, &dev);
+    // The live settings are the originals again: the winner replaces the
+    // scheduler and drops what the switch resets (see `with_overrides`).
+    let settings = export::with_overrides(&export::live_settings(&d), winner);
+    let db = UdevDb::new(
+        to.udev_db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(UdevDb::DEFAULT_DIR)),
+    );
+    let env = db.properties(d.major, d.minor);
+    let mut item = ExportItem::new(d, settings, env);
+    item.measured = to.measured.clone();
+    let path = to
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
+    let opts = RenderOptions {
+        output: Some(path.clone()),
+        host_devices: crate::device::discover(root).unwrap_or_default(),
+        ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
+    };
+    let r = export::render(&[item], &opts)?;
+    if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
+        anyhow::bail!(
+            "{}: the rule matches on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
+            path.display(),
+            export::PERSISTENT_STORAGE_RULES
+        );
+    }
+    export::write_rules(&path, &r.text, to.force)?;
+    let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
+    out.push(format!(
+        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
+        winner.summary(),
+        path.display()
+    ));
+    Ok(out.join("\n"))
 }
 
 /// Run a shoot-out. `progress` is called from this thread; `cancel` is polled
