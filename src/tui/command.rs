@@ -39,6 +39,14 @@ pub enum Action {
     /// A typed character in a text field.
     Input(char),
     Backspace,
+    /// Dialogs: the next option (match strategy, load).
+    Cycle,
+    /// Export dialog: this device / every changed device.
+    Toggle,
+    /// Export dialog: edit the path.
+    EditPath,
+    /// Shoot-out results: apply the winner.
+    ApplyWinner,
 }
 
 /// A key as the bindings spell it.
@@ -450,6 +458,10 @@ pub enum Mode {
     Text,
     Help,
     Confirm,
+    /// The export dialog ([`super::dialog_keys::EXPORT`]).
+    Export,
+    /// The shoot-out dialog ([`super::dialog_keys::BENCH`]).
+    Bench,
 }
 
 impl Mode {
@@ -461,6 +473,8 @@ impl Mode {
             Mode::Text => TEXT,
             Mode::Help => HELP,
             Mode::Confirm => CONFIRM,
+            Mode::Export => super::dialog_keys::EXPORT,
+            Mode::Bench => super::dialog_keys::BENCH,
         }
     }
 }
@@ -541,6 +555,8 @@ mod tests {
             Mode::Text,
             Mode::Help,
             Mode::Confirm,
+            Mode::Export,
+            Mode::Bench,
         ] {
             let keys: Vec<Key> = m
                 .bindings()

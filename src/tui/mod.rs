@@ -7,8 +7,12 @@
 //! hook), SIGTERM, SIGHUP and SIGINT.
 
 pub mod app;
+pub mod bench_dialog;
+pub mod bench_worker;
 pub mod command;
+pub mod dialog_keys;
 pub mod edit;
+pub mod export_dialog;
 pub mod render;
 pub mod source;
 pub mod text;
@@ -111,6 +115,10 @@ pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
         color: color_allowed(),
         select: a.device.clone(),
     });
+    // The udev database belongs to the real /sys only; a fake tree has none.
+    if root.sysfs() == std::path::Path::new("/sys") {
+        app.udev_db = Some(crate::export::UdevDb::default());
+    }
     let signals = Signals::register().context("cannot install signal handlers")?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();

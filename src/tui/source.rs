@@ -3,7 +3,12 @@
 //! the same screen. The live source also runs the tuner, on its own thread,
 //! so a slow scheduler switch never blocks a key press.
 
+use super::bench_dialog::BenchRequest;
+use super::bench_worker::{self, BenchFeed, BenchHandle};
+use super::export_dialog::WriteError;
+use crate::export::ExportError;
 use crate::history::ChangeMark;
+use std::path::PathBuf;
 use crate::sampler::{Sampler, Snapshot};
 use crate::tuner::{Outcome, Settings, Tuner};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -34,6 +39,10 @@ pub enum Feed {
     Position(ReplayPosition),
     /// The source cannot read (diskstats vanished); shown in the status line.
     Error(String),
+    /// From the shoot-out thread ([`Control::StartShootout`]).
+    Bench(BenchFeed),
+    /// The answer to a [`Control::WriteExport`]: the path written, or why not.
+    ExportWritten(Result<PathBuf, WriteError>),
 }
 
 /// What kind of change a request is.
@@ -73,6 +82,16 @@ pub enum Control {
     /// Re-read device settings now (someone else changed them).
     Refresh,
     Stop,
+    /// Write an exported rules file (atomic; an existing file only with `force`).
+    WriteExport {
+        path: PathBuf,
+        text: String,
+        force: bool,
+    },
+    /// Start a shoot-out on its own thread (answers with [`Feed::Bench`]).
+    StartShootout(BenchRequest),
+    /// Cancel the running shoot-out (it restores the originals).
+    CancelShootout,
 }
 
 /// The live source: owns the sampler and the tuner on one thread.
@@ -84,6 +103,8 @@ pub struct LiveSource {
     paused: bool,
     /// When the last snapshot was taken, and its time on the sampler's clock.
     last: Option<(Instant, f64)>,
+    /// The running shoot-out, if any (dropping it cancels and restores).
+    bench: Option<BenchHandle>,
 }
 
 impl LiveSource {
@@ -95,6 +116,7 @@ impl LiveSource {
             interval,
             paused: false,
             last: None,
+            bench: None,
         }
     }
 
@@ -110,6 +132,13 @@ impl LiveSource {
     }
 
     fn tick(&mut self, feed: &Sender<Feed>) -> bool {
+        // A shoot-out switches schedulers behind the sampler's back: re-read settings.
+        if self.bench.is_some() {
+            self.sampler.invalidate();
+            if self.bench.as_ref().is_some_and(BenchHandle::finished) {
+                self.bench = None;
+            }
+        }
         let msg = match self.sampler.tick() {
             Ok(s) => {
                 self.last = Some((Instant::now(), s.t));
@@ -160,6 +189,33 @@ impl LiveSource {
         }
     }
 
+    /// Start the shoot-out thread; `Some(reason)` when it cannot start.
+    fn start_shootout(&mut self, req: BenchRequest, feed: &Sender<Feed>) -> Option<String> {
+        if self.bench.as_ref().is_some_and(|b| !b.finished()) {
+            return Some("a shoot-out is already running".into());
+        }
+        let Some(tuner) = &self.tuner else {
+            return Some("read-only: the shoot-out is disabled".into());
+        };
+        let epoch = self.last.map_or_else(Instant::now, |(i, t)| {
+            i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
+                .unwrap_or(i)
+        });
+        match bench_worker::spawn(
+            tuner.root().clone(),
+            tuner.journal().cloned(),
+            req,
+            epoch,
+            feed.clone(),
+        ) {
+            Ok(h) => {
+                self.bench = Some(h);
+                None
+            }
+            Err(e) => Some(format!("cannot start the shoot-out thread: {e}")),
+        }
+    }
+
     fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
         let mut next = Instant::now() + self.interval;
         loop {
@@ -185,6 +241,22 @@ impl LiveSource {
                         return;
                     }
                 }
+                Ok(Control::WriteExport { path, text, force }) => {
+                    let r = write_export(path, &text, force);
+                    if feed.send(Feed::ExportWritten(r)).is_err() {
+                        return;
+                    }
+                }
+                Ok(Control::StartShootout(req)) => {
+                    if let Some(msg) = self.start_shootout(req, feed) {
+                        let _ = feed.send(Feed::Bench(BenchFeed::Done(Err(msg))));
+                    }
+                }
+                Ok(Control::CancelShootout) => {
+                    if let Some(b) = &self.bench {
+                        b.cancel();
+                    }
+                }
                 Ok(Control::Refresh) => {
                     self.sampler.invalidate();
                     if !self.paused && !self.tick(feed) {
@@ -207,5 +279,14 @@ impl LiveSource {
                 }
             }
         }
+    }
+}
+
+/// Write an exported file; an existing one is reported apart so the dialog can ask.
+fn write_export(path: PathBuf, text: &str, force: bool) -> Result<PathBuf, WriteError> {
+    match crate::export::write_rules(&path, text, force) {
+        Ok(()) => Ok(path),
+        Err(ExportError::AlreadyExists { path }) => Err(WriteError::Exists(path)),
+        Err(e) => Err(WriteError::Failed(e.to_string())),
     }
 }

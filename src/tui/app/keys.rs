@@ -43,7 +43,7 @@ impl App {
     }
 
     /// Why a change key cannot act now, if it cannot.
-    fn refuse_change(&self, a: Action) -> Option<String> {
+    pub(super) fn refuse_change(&self, a: Action) -> Option<String> {
         let key = main_binding(a).map_or("", |b| b.shown);
         if let Some(why) = &self.read_only {
             return Some(format!(
@@ -59,7 +59,7 @@ impl App {
         None
     }
 
-    fn request(&mut self, device: &str, settings: Settings, kind: ApplyKind) -> Control {
+    pub(super) fn request(&mut self, device: &str, settings: Settings, kind: ApplyKind) -> Control {
         self.pending += 1;
         let id = self.next_id;
         self.next_id += 1;
@@ -92,8 +92,14 @@ impl App {
                 }
                 return self.change_action(a);
             }
-            Action::Export => self.say(StatusKind::Info, "export: not available yet"),
-            Action::ShootOut => self.say(StatusKind::Info, "shoot-out: not available yet"),
+            Action::Export => {
+                if let Some(name) = self.selected.clone() {
+                    self.open_export(&name, None);
+                } else {
+                    self.say(StatusKind::Error, "no device selected");
+                }
+            }
+            Action::ShootOut => self.open_bench(),
             Action::Record => self.say(StatusKind::Info, "record: not available yet"),
             Action::Faster | Action::Slower => {
                 let ms = self.interval.as_millis() as u64;
@@ -244,6 +250,9 @@ impl App {
     }
 
     fn overlay_action(&mut self, a: Action) -> Vec<Control> {
+        if matches!(self.overlay, Some(Overlay::Export(_) | Overlay::Bench(_))) {
+            return self.dialog_action(a);
+        }
         let Some(ov) = self.overlay.take() else {
             return Vec::new();
         };
@@ -390,6 +399,8 @@ impl App {
                     Some(Overlay::Confirm { devices })
                 }
             }
+            // Handled by `dialog_action` before this match.
+            d @ (Overlay::Export(_) | Overlay::Bench(_)) => Some(d),
         };
         self.overlay = keep;
         out

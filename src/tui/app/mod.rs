@@ -3,9 +3,13 @@
 //! and answers with [`Control`](super::source::Control) messages for the source. Rendering borrows it.
 //! Key handling lives in [`keys`].
 
+mod dialogs;
 mod keys;
 
+use super::bench_dialog::BenchDialog;
 use super::command::Mode;
+use super::export_dialog::{ExportDialog, Focus};
+use crate::export::UdevDb;
 use super::edit::Editor;
 use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
 use crate::device::BlockDevice;
@@ -83,6 +87,10 @@ pub enum Overlay {
     Confirm {
         devices: Vec<String>,
     },
+    /// The udev export dialog (`e`).
+    Export(Box<ExportDialog>),
+    /// The scheduler shoot-out (`b`).
+    Bench(Box<BenchDialog>),
 }
 
 /// How a status message reads.
@@ -156,6 +164,8 @@ pub struct App {
     /// Rows of the device table on screen (page size for PgUp/PgDn).
     pub page_rows: usize,
     pub quit: bool,
+    /// Where the export dialog reads udev properties (`None`: none, as in tests).
+    pub udev_db: Option<UdevDb>,
     next_id: u64,
     want_select: Option<String>,
 }
@@ -188,6 +198,7 @@ impl App {
             replay: None,
             page_rows: 10,
             quit: false,
+            udev_db: None,
             next_id: 1,
             want_select: cfg.select,
         }
@@ -200,6 +211,12 @@ impl App {
             Some(Overlay::Edit(_)) => Mode::Text,
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
+            Some(Overlay::Export(d)) => match d.focus {
+                Focus::Path { .. } => Mode::Text,
+                Focus::Overwrite => Mode::Confirm,
+                Focus::Options | Focus::Writing => Mode::Export,
+            },
+            Some(Overlay::Bench(_)) => Mode::Bench,
             None if self.filter_typing => Mode::Text,
             None => Mode::Main,
         }
@@ -296,6 +313,8 @@ impl App {
             Feed::Applied(r) => self.on_applied(*r),
             Feed::Position(p) => self.replay = Some(p),
             Feed::Error(e) => self.say(StatusKind::Error, e),
+            Feed::Bench(b) => self.on_bench_feed(b),
+            Feed::ExportWritten(r) => self.on_export_written(r),
         }
     }
 

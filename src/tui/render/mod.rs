@@ -19,6 +19,7 @@
 
 mod chart;
 mod detail;
+pub mod dialogs;
 mod footer;
 mod header;
 mod overlay;

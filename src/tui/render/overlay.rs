@@ -101,6 +101,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             );
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, t),
+        Some(Overlay::Export(d)) => super::dialogs::export(f, area, d, t),
+        Some(Overlay::Bench(d)) => super::dialogs::bench(f, area, d, t),
         Some(Overlay::Help { scroll }) => {
             let r = Rect::new(
                 area.x + 1,

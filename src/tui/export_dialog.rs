@@ -1,0 +1,248 @@
+//! The `e` dialog: a udev rule for the selected device (or every device changed
+//! in this session), with the match strategy, a live preview and the path.
+//!
+//! The state is pure: opening it renders the preview with
+//! [`crate::export::render`] (no I/O: the udev properties are read once by the
+//! caller), and `Enter` only produces a [`Control::WriteExport`] for the source
+//! thread, which writes through [`crate::export::write_rules`] (atomic, no
+//! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
+//! back as [`WriteError::Exists`] and the dialog asks before writing with force.
+//!
+//! [`Control::WriteExport`]: super::source::Control::WriteExport
+//! [`Feed::ExportWritten`]: super::source::Feed::ExportWritten
+
+use crate::device::BlockDevice;
+use crate::export::{
+    self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
+};
+use crate::history::{Comparison, pct_change};
+use crate::tuner::Settings;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The strategies `m` cycles through, in order.
+pub const STRATEGIES: [MatchStrategy; 4] = [
+    MatchStrategy::Id,
+    MatchStrategy::Model,
+    MatchStrategy::Class,
+    MatchStrategy::Kernel,
+];
+
+/// The command that makes udev re-read rules and apply them to block devices.
+pub const APPLY_HINT: &str =
+    "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block";
+
+/// One device the dialog can export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub device: BlockDevice,
+    /// What the rule sets (live settings, or a shoot-out winner).
+    pub settings: Settings,
+    pub udev_env: BTreeMap<String, String>,
+    /// Before/after of the device's last change, or the shoot-out's verdict.
+    pub measured: Option<String>,
+}
+
+impl Candidate {
+    fn item(&self) -> ExportItem {
+        let mut i = ExportItem::new(
+            self.device.clone(),
+            self.settings.clone(),
+            self.udev_env.clone(),
+        );
+        i.measured = self.measured.clone();
+        i
+    }
+}
+
+/// Which field has the keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Focus {
+    /// Keys choose options (m, a, p, Enter, ...).
+    Options,
+    /// Typing edits the path; the path before editing is kept for Esc.
+    Path { before: String },
+    /// The file exists: y overwrites, n goes back.
+    Overwrite,
+    /// A write was sent; waiting for the answer.
+    Writing,
+}
+
+/// The export dialog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportDialog {
+    /// The selected device.
+    pub one: Candidate,
+    /// Every device changed in this session (may include the selected one).
+    pub changed: Vec<Candidate>,
+    /// Export `changed` instead of `one`.
+    pub all: bool,
+    pub strategy: MatchStrategy,
+    pub path: String,
+    /// Lines of the preview scrolled away.
+    pub scroll: u16,
+    pub focus: Focus,
+    /// The preview (or why there is none).
+    pub preview: Result<Rendered, String>,
+    /// Host name and every device, for the header and the "also matches" warnings.
+    pub host: String,
+    pub host_devices: Vec<BlockDevice>,
+    /// Why writing is not possible as this user, shown in the dialog.
+    pub read_only: Option<String>,
+}
+
+/// How a write went wrong (the source's answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteError {
+    /// The file exists and `force` was not given.
+    Exists(String),
+    /// Any other failure, as one line.
+    Failed(String),
+}
+
+/// The default strategy for the candidates: `id` when every one has one, else `kernel`.
+pub fn default_strategy(cands: &[&Candidate]) -> MatchStrategy {
+    let all_have_id = cands
+        .iter()
+        .all(|c| match_spec(&c.item(), MatchStrategy::Id).is_ok());
+    if all_have_id {
+        MatchStrategy::Id
+    } else {
+        MatchStrategy::Kernel
+    }
+}
+
+impl ExportDialog {
+    /// A dialog for `one`; `changed` feeds the "all changed devices" toggle.
+    pub fn new(
+        one: Candidate,
+        changed: Vec<Candidate>,
+        host: String,
+        host_devices: Vec<BlockDevice>,
+        read_only: Option<String>,
+    ) -> Self {
+        let strategy = default_strategy(&[&one]);
+        let mut d = Self {
+            one,
+            changed,
+            all: false,
+            strategy,
+            path: DEFAULT_RULES_PATH.to_string(),
+            scroll: 0,
+            focus: Focus::Options,
+            preview: Err(String::new()),
+            host,
+            host_devices,
+            read_only,
+        };
+        d.refresh();
+        d.scroll_to_rules();
+        d
+    }
+
+    /// The devices being exported.
+    pub fn candidates(&self) -> Vec<&Candidate> {
+        if self.all && !self.changed.is_empty() {
+            self.changed.iter().collect()
+        } else {
+            vec![&self.one]
+        }
+    }
+
+    /// Render the preview again (after any change of the options).
+    pub fn refresh(&mut self) {
+        let items: Vec<ExportItem> = self.candidates().iter().map(|c| c.item()).collect();
+        let opts = RenderOptions {
+            strategy: Some(self.strategy),
+            output: Some(PathBuf::from(self.path.trim())),
+            host_devices: self.host_devices.clone(),
+            ..RenderOptions::new(&self.host)
+        };
+        self.preview = export::render(&items, &opts).map_err(|e| e.to_string());
+    }
+
+    /// Scroll to the first rule (past the file's common header; ↑ shows it).
+    pub fn scroll_to_rules(&mut self) {
+        self.scroll = self.preview.as_ref().map_or(0, |r| {
+            r.text
+                .lines()
+                .position(str::is_empty)
+                .map_or(0, |i| (i + 1) as u16)
+        });
+    }
+
+    /// `m`: the next match strategy.
+    pub fn cycle_strategy(&mut self) {
+        let i = STRATEGIES
+            .iter()
+            .position(|s| *s == self.strategy)
+            .unwrap_or(0);
+        self.strategy = STRATEGIES[(i + 1) % STRATEGIES.len()];
+        self.refresh();
+        self.scroll_to_rules();
+    }
+
+    /// `a`: this device / every device changed in this session.
+    pub fn toggle_all(&mut self) -> Result<(), String> {
+        if self.changed.is_empty() {
+            return Err("no device was changed in this session; exporting the selected one".into());
+        }
+        self.all = !self.all;
+        self.strategy = default_strategy(&self.candidates());
+        self.refresh();
+        self.scroll_to_rules();
+        Ok(())
+    }
+
+    /// Scroll the preview by `delta` lines, within the text.
+    pub fn scroll_by(&mut self, delta: i32) {
+        let lines = self.preview.as_ref().map_or(0, |r| r.text.lines().count());
+        let max = lines.saturating_sub(1) as i32;
+        self.scroll = (i32::from(self.scroll) + delta).clamp(0, max) as u16;
+    }
+
+    /// Can the text be written to the path? The text to write, or why not.
+    pub fn ready(&self) -> Result<(PathBuf, String), String> {
+        let r = self.preview.as_ref().map_err(|e| format!("cannot export: {e}"))?;
+        let p = self.path.trim();
+        if p.is_empty() {
+            return Err("type a path first (p)".into());
+        }
+        let path = PathBuf::from(p);
+        if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
+            return Err(format!(
+                "{p}: the rule matches on ENV{{ID_*}}, set by {}; the name must sort after it (e.g. 61-blktune.rules)",
+                export::PERSISTENT_STORAGE_RULES
+            ));
+        }
+        Ok((path, r.text.clone()))
+    }
+
+    /// Names of the exported devices, for the status line.
+    pub fn names(&self) -> String {
+        self.candidates()
+            .iter()
+            .map(|c| c.device.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The before/after of a change as header text:
+/// `after mq-deadline→kyber: r_await 4.20→1.10 ms (-74%), ...`.
+pub fn measured_text(label: &str, c: &Comparison) -> Option<String> {
+    let (b, a) = (c.before?, c.after?);
+    let f = |name: &str, x: f64, y: f64, unit: &str| {
+        let pct = pct_change(x, y).map_or(String::new(), |p| format!(" ({p:+.0}%)"));
+        format!("{name} {x:.2}→{y:.2}{unit}{pct}")
+    };
+    Some(format!(
+        "after {label}: {}, {}, {}, {} (means over {:.0}s before, {:.0}s after)",
+        f("r_await", b.r_await, a.r_await, " ms"),
+        f("w_await", b.w_await, a.w_await, " ms"),
+        f("r/s", b.r_s, a.r_s, ""),
+        f("%util", b.util, a.util, ""),
+        b.secs,
+        a.secs
+    ))
+}

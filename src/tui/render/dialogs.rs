@@ -1,0 +1,279 @@
+//! The export (`e`) and shoot-out (`b`) dialogs.
+//!
+//! ```text
+//! ┌ export a udev rule ──────────────────────────────────────────────────────┐
+//! │devices  loop3 (this device)                         a: all changed (0)   │
+//! │match    kernel        m: id model class kernel                           │
+//! │path     /etc/udev/rules.d/61-blktune.rules                    p: edit    │
+//! │! warning: KERNEL names are not stable ...                                │
+//! │── preview ───────────────────────────────────────────────── 1-12 of 30 ──│
+//! │# udev rules written by blktune ...                                       │
+//! │Enter write  m match  a all  p path  ↑↓ scroll  Esc close                 │
+//! └──────────────────────────────────────────────────────────────────────────┘
+//! ```
+//! The shoot-out box shows its setup, then a progress bar, then the results.
+
+use super::{Theme, num};
+use crate::shootout::{Metric, ShootoutResult, verdict_text};
+use crate::tui::bench_dialog::{BenchDialog, DWELL, ROUNDS, SETTLE, Stage};
+use crate::tui::export_dialog::{ExportDialog, Focus, STRATEGIES};
+use crate::units::format_duration;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+
+fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, wrap: bool) {
+    f.render_widget(Clear, r);
+    let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
+    let p = Paragraph::new(lines).block(block);
+    let p = if wrap {
+        p.wrap(Wrap { trim: false })
+    } else {
+        p
+    };
+    f.render_widget(p, r);
+}
+
+/// Nearly the whole screen, leaving the status and hint lines visible.
+fn big(area: Rect) -> Rect {
+    Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(3),
+    )
+}
+
+/// Draw the export dialog.
+pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
+    let r = big(area);
+    let inner_h = r.height.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    let scope = if d.all && !d.changed.is_empty() {
+        format!("{} (changed in this session)", d.names())
+    } else {
+        format!("{} (this device)", d.names())
+    };
+    lines.push(Line::from(vec![
+        Span::styled("devices  ", t.dim()),
+        Span::raw(format!("{scope:<44}")),
+        Span::styled(format!("a: all changed ({})", d.changed.len()), t.dim()),
+    ]));
+    let choices: Vec<&str> = STRATEGIES.iter().map(|s| s.label()).collect();
+    lines.push(Line::from(vec![
+        Span::styled("match    ", t.dim()),
+        Span::styled(format!("{:<14}", d.strategy.label()), t.heading()),
+        Span::styled(format!("m: {}", choices.join(" ")), t.dim()),
+    ]));
+    let path = match &d.focus {
+        Focus::Path { .. } => Line::from(vec![
+            Span::styled("path     ", t.dim()),
+            Span::styled(format!("{}▏", d.path), t.heading()),
+            Span::styled("  Enter keep  Esc undo", t.dim()),
+        ]),
+        _ => Line::from(vec![
+            Span::styled("path     ", t.dim()),
+            Span::raw(format!("{:<52}", d.path)),
+            Span::styled("p: edit", t.dim()),
+        ]),
+    };
+    lines.push(path);
+    if let Some(why) = &d.read_only {
+        lines.push(Line::from(Span::styled(
+            format!("read-only ({why}): only a file is written, no device changes; /etc needs root"),
+            t.dim(),
+        )));
+    }
+    let (text, warnings): (Vec<&str>, Vec<String>) = match &d.preview {
+        Ok(p) => (p.text.lines().collect(), p.warnings.clone()),
+        Err(e) => (Vec::new(), vec![format!("cannot export: {e}")]),
+    };
+    for w in warnings.iter().take(2) {
+        lines.push(Line::from(Span::styled(format!("! {w}"), t.error())));
+    }
+    let room = inner_h.saturating_sub(lines.len() + 2);
+    let skip = (d.scroll as usize).min(text.len().saturating_sub(1));
+    let shown = text.len().saturating_sub(skip).min(room);
+    let pos = if text.is_empty() {
+        "empty".to_string()
+    } else {
+        format!("{}-{} of {}", skip + 1, skip + shown, text.len())
+    };
+    let w = r.width.saturating_sub(2) as usize;
+    let label = format!("── preview {pos} ");
+    lines.push(Line::from(Span::styled(
+        format!("{label}{}", "─".repeat(w.saturating_sub(label.chars().count()))),
+        t.dim(),
+    )));
+    for l in text.iter().skip(skip).take(room) {
+        lines.push(Line::raw(l.to_string()));
+    }
+    while lines.len() < inner_h.saturating_sub(1) {
+        lines.push(Line::raw(""));
+    }
+    let hint = match d.focus {
+        Focus::Overwrite => Line::from(Span::styled(
+            format!("{} exists: y overwrite   n keep it", d.path.trim()),
+            t.error(),
+        )),
+        Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
+        Focus::Path { .. } => Line::from(Span::styled(
+            "type the path   Enter keep   Esc undo   Bksp delete",
+            t.dim(),
+        )),
+        Focus::Options => Line::from(Span::styled(
+            "Enter write  m match  a all  p path  ↑↓ scroll  Esc close",
+            t.heading(),
+        )),
+    };
+    lines.push(hint);
+    boxed(f, r, "export a udev rule", lines, t, false);
+}
+
+/// A text progress bar of `w` cells.
+pub fn bar(done: f64, w: usize) -> String {
+    let filled = ((done.clamp(0.0, 1.0) * w as f64).round() as usize).min(w);
+    format!("{}{}", "█".repeat(filled), "░".repeat(w - filled))
+}
+
+/// Draw the shoot-out dialog.
+pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
+    let r = big(area);
+    let w = r.width.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    let title = format!("scheduler shoot-out on {}", d.device);
+    match &d.stage {
+        Stage::Setup => {
+            lines.push(Line::raw(format!(
+                "schedulers  {}",
+                d.schedulers.join(" ")
+            )));
+            lines.push(Line::from(vec![
+                Span::raw(format!("load        {:<48}", d.load.label())),
+                Span::styled("l/Tab: change", t.dim()),
+            ]));
+            lines.push(Line::raw(format!(
+                "timing      {ROUNDS} round, settle {} + dwell {} each: about {}",
+                format_duration(SETTLE),
+                format_duration(DWELL),
+                format_duration(d.planned())
+            )));
+            lines.push(Line::raw(""));
+            for l in [
+                "Each scheduler is switched in through the tuner (journalled) and measured",
+                "from diskstats; the charts mark every switch. At the end, or on Esc, the",
+                "original settings come back. Passive adds no I/O; randread adds reads",
+                "only. One short round is a demo: use 'blktune bench' to decide.",
+            ] {
+                lines.push(Line::from(Span::styled(l, t.dim())));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                "Enter start   l/Tab load   Esc close",
+                t.heading(),
+            )));
+        }
+        Stage::Running {
+            progress,
+            cancelling,
+        } => {
+            let (line, done, left) = progress.as_ref().map_or(
+                ("starting…".to_string(), 0.0, d.planned()),
+                |p| (p.line(), p.done, p.time_left),
+            );
+            lines.push(Line::raw(format!("load   {}", d.load.label())));
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(line, t.heading()));
+            let pct = format!(" {:>3.0}%", done * 100.0);
+            lines.push(Line::raw(format!(
+                "{}{pct}",
+                bar(done, w.saturating_sub(pct.len()))
+            )));
+            lines.push(Line::raw(format!(
+                "time left about {}",
+                format_duration(std::time::Duration::from_secs(left.as_secs_f64().ceil() as u64))
+            )));
+            lines.push(Line::raw(""));
+            let hint = if *cancelling {
+                "cancelling: restoring the original settings…"
+            } else {
+                "Esc cancels and restores the original settings"
+            };
+            lines.push(Line::from(Span::styled(hint, t.heading())));
+        }
+        Stage::Done(res) => {
+            lines.extend(results_lines(res, t));
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                "a apply the winner   e export it as a udev rule   Esc close",
+                t.heading(),
+            )));
+        }
+        Stage::Failed(e) => {
+            lines.push(Line::from(Span::styled(e.clone(), t.error())));
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled("Esc close", t.heading())));
+        }
+    }
+    let h = (lines.len() as u16 + 4).min(r.height);
+    let boxr = Rect::new(r.x, r.y + (r.height - h) / 2, r.width, h);
+    boxed(f, boxr, &title, lines, t, true);
+}
+
+/// The results table (means per scheduler), the verdict and what the device was left with.
+pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
+    const COLS: [Metric; 6] = [
+        Metric::RS,
+        Metric::WS,
+        Metric::MbS,
+        Metric::RAwait,
+        Metric::WAwait,
+        Metric::Util,
+    ];
+    let mut head = format!("{:<12}", "scheduler");
+    for m in COLS {
+        head.push_str(&format!("{:>9}", m.label()));
+    }
+    let winner = r.verdict.as_ref().map(|v| v.winner.clone());
+    let mut out = vec![Line::styled(head, t.heading())];
+    for s in &r.schedulers {
+        let mark = if winner.as_deref() == Some(s.scheduler.as_str()) {
+            "★"
+        } else {
+            " "
+        };
+        let mut row = format!("{mark}{:<11}", s.scheduler);
+        for m in COLS {
+            let v = s.get(m).map_or("-".to_string(), |sp| num(sp.mean));
+            row.push_str(&format!("{v:>9}"));
+        }
+        out.push(Line::raw(row));
+    }
+    out.push(Line::styled(
+        format!(
+            "{} round of {:.0}s each; r_await/w_await in ms",
+            r.rounds, r.dwell_s
+        ),
+        t.dim(),
+    ));
+    match &r.verdict {
+        Some(v) => {
+            for l in verdict_text(v).lines() {
+                let st = if l.starts_with("WARNING") {
+                    t.error()
+                } else {
+                    Style::new()
+                };
+                out.push(Line::styled(l.to_string(), st));
+            }
+        }
+        None => out.push(Line::raw(format!(
+            "no winner for {}: its figure was not measured",
+            r.goal
+        ))),
+    }
+    out.push(Line::styled(r.final_settings.clone(), t.done()));
+    out
+}

@@ -1,0 +1,362 @@
+//! The export (`e`) and shoot-out (`b`) dialogs: key sequences drive the app
+//! state (pure; the writes and the shoot-out are Control messages), and 80x24
+//! snapshots of each dialog on deterministic fake data.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::shootout::{
+    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
+};
+use blktune::tui::app::{App, Overlay};
+use blktune::tui::bench_dialog::{LoadChoice, Stage};
+use blktune::tui::bench_worker::BenchFeed;
+use blktune::tui::command::Mode;
+use blktune::tui::export_dialog::{Focus, WriteError};
+use blktune::tui::source::{ApplyKind, Control, Feed};
+use blktune::tuner::Settings;
+use crossterm::event::KeyCode;
+use std::path::PathBuf;
+use std::time::Duration;
+use tui_fixture::*;
+
+fn status(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+fn dialog(app: &App) -> &blktune::tui::export_dialog::ExportDialog {
+    match &app.overlay {
+        Some(Overlay::Export(d)) => d,
+        o => panic!("no export dialog: {o:?}"),
+    }
+}
+
+fn bench(app: &App) -> &blktune::tui::bench_dialog::BenchDialog {
+    match &app.overlay {
+        Some(Overlay::Bench(d)) => d,
+        o => panic!("no shoot-out dialog: {o:?}"),
+    }
+}
+
+fn preview(app: &App) -> String {
+    dialog(app).preview.as_ref().unwrap().text.clone()
+}
+
+fn started() -> (Machine, App) {
+    let mut m = Machine::three();
+    let app_ro = m.app(None);
+    let mut app = app_ro;
+    m.run(&mut app, 3, &busy(4));
+    (m, app)
+}
+
+/// Replace the dialog's path with `p` through the keys.
+fn type_path(app: &mut App, p: &str) {
+    press(app, &chars("p"));
+    assert_eq!(mode(app), Mode::Text);
+    let n = dialog(app).path.len();
+    press(app, &vec![KeyCode::Backspace; n]);
+    press(app, &chars(p));
+    press(app, &[KeyCode::Enter]);
+    assert_eq!(mode(app), Mode::Export);
+}
+
+#[test]
+fn export_dialog_cycles_strategies_and_previews_live() {
+    let (_m, mut app) = started();
+    assert!(press(&mut app, &chars("e")).is_empty());
+    assert_eq!(mode(&app), Mode::Export);
+    let d = dialog(&app);
+    assert_eq!(d.path, "/etc/udev/rules.d/61-blktune.rules");
+    // sda has no WWN/serial: the default is its kernel name, with the warning.
+    assert_eq!(d.strategy.label(), "kernel");
+    let p = preview(&app);
+    assert!(p.contains("KERNEL==\"sda\""), "{p}");
+    assert!(p.contains("ATTR{queue/scheduler}=\"mq-deadline\""), "{p}");
+    press(&mut app, &chars("m"));
+    assert_eq!(dialog(&app).strategy.label(), "id");
+    assert!(dialog(&app).preview.is_err(), "sda has no id to match on");
+    press(&mut app, &chars("m"));
+    assert_eq!(dialog(&app).strategy.label(), "model");
+    assert!(preview(&app).contains("ATTRS{model}==\"Samsung SSD 870\""));
+    press(&mut app, &[KeyCode::Tab]);
+    assert_eq!(dialog(&app).strategy.label(), "class");
+    assert!(preview(&app).contains("ATTR{queue/rotational}==\"0\""), "{}", preview(&app));
+    press(&mut app, &chars("m"));
+    assert_eq!(dialog(&app).strategy.label(), "kernel");
+    // The preview opens at the rule; ↑ shows the header, and scrolling stays inside the text.
+    let first = dialog(&app).scroll as usize;
+    assert!(p.lines().nth(first).unwrap().starts_with("# sda: ssd"), "{p}");
+    press(&mut app, &[KeyCode::PageUp, KeyCode::PageUp, KeyCode::PageUp, KeyCode::Up]);
+    assert_eq!(dialog(&app).scroll, 0);
+    press(&mut app, &[KeyCode::PageDown, KeyCode::Down]);
+    assert_eq!(dialog(&app).scroll, 11);
+    press(&mut app, &vec![KeyCode::PageDown; 10]);
+    assert_eq!(dialog(&app).scroll as usize, p.lines().count() - 1);
+    press(&mut app, &[KeyCode::Esc]);
+    assert!(app.overlay.is_none());
+}
+
+#[test]
+fn enter_writes_and_an_existing_file_is_asked_about() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    type_path(&mut app, "/tmp/x/61-test.rules");
+    // Esc while editing restores the old path.
+    press(&mut app, &chars("p"));
+    press(&mut app, &chars("zzz"));
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(dialog(&app).path, "/tmp/x/61-test.rules");
+    assert!(preview(&app).contains("/tmp/x/61-test.rules"), "install line names the path");
+    let ctl = press(&mut app, &[KeyCode::Enter]);
+    let text = preview(&app);
+    match &ctl[..] {
+        [Control::WriteExport { path, text: t, force }] => {
+            assert_eq!(path, &PathBuf::from("/tmp/x/61-test.rules"));
+            assert_eq!(t, &text);
+            assert!(!force);
+        }
+        c => panic!("{c:?}"),
+    }
+    assert_eq!(dialog(&app).focus, Focus::Writing);
+    app.on_feed(Feed::ExportWritten(Err(WriteError::Exists(
+        "/tmp/x/61-test.rules".into(),
+    ))));
+    assert_eq!(mode(&app), Mode::Confirm);
+    assert!(status(&app).contains("exists: y overwrites"), "{}", status(&app));
+    // n keeps the file and goes back to the options.
+    assert!(press(&mut app, &chars("n")).is_empty());
+    assert_eq!(mode(&app), Mode::Export);
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::ExportWritten(Err(WriteError::Exists("f".into()))));
+    let ctl = press(&mut app, &chars("y"));
+    assert!(
+        matches!(&ctl[..], [Control::WriteExport { force: true, .. }]),
+        "{ctl:?}"
+    );
+    app.on_feed(Feed::ExportWritten(Ok(PathBuf::from("/tmp/x/61-test.rules"))));
+    assert!(app.overlay.is_none());
+    let s = status(&app);
+    assert!(s.starts_with("wrote /tmp/x/61-test.rules (sda)"), "{s}");
+    assert!(s.contains("udevadm control --reload && udevadm trigger"), "{s}");
+}
+
+#[test]
+fn a_failed_write_keeps_the_dialog_and_says_why() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    type_path(&mut app, "");
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert!(status(&app).contains("type a path"), "{}", status(&app));
+    type_path(&mut app, "/nope/61-x.rules");
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::ExportWritten(Err(WriteError::Failed(
+        "/nope/61-x.rules: No such file or directory".into(),
+    ))));
+    assert_eq!(mode(&app), Mode::Export);
+    assert!(status(&app).starts_with("not written: /nope"), "{}", status(&app));
+}
+
+#[test]
+fn all_changed_devices_and_the_measured_change_go_into_the_rule() {
+    let (mut m, mut app) = started();
+    press(&mut app, &chars("a"));
+    // Nothing changed yet: the toggle says so and stays on the device.
+    press(&mut app, &chars("e"));
+    press(&mut app, &chars("a"));
+    assert!(status(&app).contains("no device was changed"), "{}", status(&app));
+    press(&mut app, &[KeyCode::Esc]);
+    let mark = m.mark("sdb", "bfq→mq-deadline", "bfq", "mq-deadline");
+    app.undo.insert("sdb".into(), vec![mark.clone()]);
+    app.on_feed(Feed::Change(mark));
+    m.run(&mut app, 3, &busy(4));
+    press(&mut app, &chars("e"));
+    assert!(!dialog(&app).all);
+    press(&mut app, &chars("a"));
+    assert!(dialog(&app).all);
+    assert_eq!(dialog(&app).names(), "sdb");
+    let p = preview(&app);
+    assert!(p.contains("KERNEL==\"sdb\""), "{p}");
+    assert!(p.contains("measured: after bfq→mq-deadline: r_await 12.00→12.00 ms"), "{p}");
+    press(&mut app, &chars("a"));
+    assert_eq!(dialog(&app).names(), "sda");
+}
+
+#[test]
+fn read_only_shows_the_preview_and_refuses_the_shoot_out() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 2, &busy(4));
+    assert!(press(&mut app, &chars("b")).is_empty());
+    assert!(app.overlay.is_none());
+    assert!(status(&app).starts_with("read-only (not root)"), "{}", status(&app));
+    press(&mut app, &chars("e"));
+    assert_eq!(dialog(&app).read_only.as_deref(), Some("not root"));
+    let screen = text(&screen(&app, 80, 24));
+    assert!(screen.contains("read-only (not root): only a file is written"), "{screen}");
+}
+
+fn progress(step: usize, sched: &str, left: u64, done: f64) -> Progress {
+    Progress {
+        device: "sda".into(),
+        scheduler: sched.into(),
+        round: 1,
+        rounds: 1,
+        step,
+        steps: 4,
+        phase: Phase::Measuring,
+        time_left: Duration::from_secs(left),
+        done,
+    }
+}
+
+fn result() -> ShootoutResult {
+    let fig = |r_await: f64, r_s: f64| Figures {
+        r_s,
+        w_s: 40.0,
+        mb_s: 3.4,
+        r_await,
+        w_await: 10.0,
+        aqu_sz: 3.0,
+        util: 88.0,
+        load: None,
+    };
+    let schedulers = vec![
+        SchedulerSummary::new("none", vec![fig(4.2, 790.0)]),
+        SchedulerSummary::new("mq-deadline", vec![fig(4.0, 800.0)]),
+        SchedulerSummary::new("kyber", vec![fig(1.1, 812.0)]),
+        SchedulerSummary::new("bfq", vec![fig(6.5, 610.0)]),
+    ];
+    ShootoutResult {
+        device: "sda".into(),
+        scratch: false,
+        load: None,
+        goal: Goal::ReadLatency,
+        rounds: 1,
+        settle_s: 1.0,
+        dwell_s: 5.0,
+        original: Settings {
+            scheduler: Some("mq-deadline".into()),
+            ..Settings::default()
+        },
+        measurements: Vec::new(),
+        verdict: verdict(Goal::ReadLatency, &schedulers),
+        schedulers,
+        applied: None,
+        final_settings: "original settings restored (scheduler=mq-deadline)".into(),
+        elapsed_s: 24.0,
+    }
+}
+
+#[test]
+fn shoot_out_starts_in_the_background_and_esc_cancels() {
+    let (_m, mut app) = started();
+    assert!(press(&mut app, &chars("b")).is_empty());
+    assert_eq!(mode(&app), Mode::Bench);
+    assert_eq!(bench(&app).load, LoadChoice::Passive);
+    assert_eq!(bench(&app).schedulers, ["none", "mq-deadline", "kyber", "bfq"]);
+    press(&mut app, &[KeyCode::Tab]);
+    assert_eq!(bench(&app).load, LoadChoice::RandRead);
+    press(&mut app, &chars("l"));
+    assert_eq!(bench(&app).load, LoadChoice::Passive);
+    let ctl = press(&mut app, &[KeyCode::Enter]);
+    match &ctl[..] {
+        [Control::StartShootout(r)] => {
+            assert_eq!(r.device, "sda");
+            assert_eq!(r.load, LoadChoice::Passive);
+        }
+        c => panic!("{c:?}"),
+    }
+    // The load cannot change while it runs; other keys do nothing.
+    press(&mut app, &[KeyCode::Tab]);
+    assert_eq!(bench(&app).load, LoadChoice::Passive);
+    assert!(press(&mut app, &chars("a")).is_empty());
+    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(3, "kyber", 11, 0.55))));
+    assert!(matches!(
+        &bench(&app).stage,
+        Stage::Running { progress: Some(p), cancelling: false } if p.scheduler == "kyber"
+    ));
+    assert_eq!(press(&mut app, &[KeyCode::Esc]), [Control::CancelShootout]);
+    assert!(press(&mut app, &[KeyCode::Esc]).is_empty(), "asked once");
+    assert!(app.overlay.is_some(), "stays open until the restore is done");
+    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
+        "shoot-out on 'sda' cancelled; original settings restored (scheduler=mq-deadline)".into(),
+    ))));
+    assert!(app.overlay.is_none());
+    assert!(status(&app).contains("cancelled; original settings restored"));
+}
+
+#[test]
+fn results_offer_apply_and_export_of_the_winner() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    assert_eq!(bench(&app).winner(), Some("kyber"));
+    assert!(status(&app).contains("winner kyber"), "{}", status(&app));
+    // e: the export dialog, prefilled with the winner and the verdict.
+    assert!(press(&mut app, &chars("e")).is_empty());
+    let p = preview(&app);
+    assert!(p.contains("ATTR{queue/scheduler}=\"kyber\""), "{p}");
+    assert!(p.contains("measured: blktune shoot-out (passive): winner for read-latency"), "{p}");
+    press(&mut app, &[KeyCode::Esc]);
+    // a: a change through the tuner, like the picker.
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    let ctl = press(&mut app, &chars("a"));
+    match &ctl[..] {
+        [Control::Apply(r)] => {
+            assert_eq!(r.device, "sda");
+            assert_eq!(r.settings.scheduler.as_deref(), Some("kyber"));
+            assert_eq!(r.kind, ApplyKind::Change);
+        }
+        c => panic!("{c:?}"),
+    }
+    assert!(app.overlay.is_none());
+    assert_eq!(app.pending, 1);
+}
+
+#[test]
+fn a_failed_shoot_out_is_shown_until_closed() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Done(Err("'sda': the load failed".into()))));
+    assert!(matches!(bench(&app).stage, Stage::Failed(_)));
+    press(&mut app, &[KeyCode::Esc]);
+    assert!(app.overlay.is_none());
+}
+
+#[test]
+fn snapshot_export_dialog() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    insta::assert_snapshot!(screen(&app, 80, 24).backend());
+}
+
+#[test]
+fn snapshot_shoot_out_setup() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    insta::assert_snapshot!(screen(&app, 80, 24).backend());
+}
+
+#[test]
+fn snapshot_shoot_out_progress() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(3, "kyber", 11, 0.55))));
+    insta::assert_snapshot!(screen(&app, 80, 24).backend());
+}
+
+#[test]
+fn snapshot_shoot_out_results() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    insta::assert_snapshot!(screen(&app, 80, 24).backend());
+}
