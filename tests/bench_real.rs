@@ -288,7 +288,10 @@ fn export_writes_the_winner_as_a_rule_without_clobbering() {
         "{text}"
     );
     // A loop device has no stable id: the default match is its kernel name.
-    assert!(text.contains(&format!("KERNEL==\"{}\"", lo.name())), "{text}");
+    assert!(
+        text.contains(&format!("KERNEL==\"{}\"", lo.name())),
+        "{text}"
+    );
     assert!(text.contains("measured: blktune bench (passive)"), "{text}");
     assert!(stderr(&o).contains("apply with: sudo udevadm control --reload"));
     assert_eq!(queue_state(lo.name()), before);
@@ -300,7 +303,11 @@ fn export_writes_the_winner_as_a_rule_without_clobbering() {
     assert_eq!(std::fs::read_to_string(&rules).unwrap(), "old\n");
     let o = run(true);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(std::fs::read_to_string(&rules).unwrap().contains("ATTR{queue/scheduler}"));
+    assert!(
+        std::fs::read_to_string(&rules)
+            .unwrap()
+            .contains("ATTR{queue/scheduler}")
+    );
     assert_eq!(queue_state(lo.name()), before);
 }
 

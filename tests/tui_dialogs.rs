@@ -82,13 +82,28 @@ fn export_dialog_cycles_strategies_and_previews_live() {
     assert!(preview(&app).contains("ATTRS{model}==\"Samsung SSD 870\""));
     press(&mut app, &[KeyCode::Tab]);
     assert_eq!(dialog(&app).strategy.label(), "class");
-    assert!(preview(&app).contains("ATTR{queue/rotational}==\"0\""), "{}", preview(&app));
+    assert!(
+        preview(&app).contains("ATTR{queue/rotational}==\"0\""),
+        "{}",
+        preview(&app)
+    );
     press(&mut app, &chars("m"));
     assert_eq!(dialog(&app).strategy.label(), "kernel");
     // The preview opens at the rule; ↑ shows the header, and scrolling stays inside the text.
     let first = dialog(&app).scroll as usize;
-    assert!(p.lines().nth(first).unwrap().starts_with("# sda: ssd"), "{p}");
-    press(&mut app, &[KeyCode::PageUp, KeyCode::PageUp, KeyCode::PageUp, KeyCode::Up]);
+    assert!(
+        p.lines().nth(first).unwrap().starts_with("# sda: ssd"),
+        "{p}"
+    );
+    press(
+        &mut app,
+        &[
+            KeyCode::PageUp,
+            KeyCode::PageUp,
+            KeyCode::PageUp,
+            KeyCode::Up,
+        ],
+    );
     assert_eq!(dialog(&app).scroll, 0);
     press(&mut app, &[KeyCode::PageDown, KeyCode::Down]);
     assert_eq!(dialog(&app).scroll, 11);
@@ -108,11 +123,20 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     press(&mut app, &chars("zzz"));
     press(&mut app, &[KeyCode::Esc]);
     assert_eq!(dialog(&app).path, "/tmp/x/61-test.rules");
-    assert!(preview(&app).contains("/tmp/x/61-test.rules"), "install line names the path");
+    assert!(
+        preview(&app).contains("/tmp/x/61-test.rules"),
+        "install line names the path"
+    );
     let ctl = press(&mut app, &[KeyCode::Enter]);
     let text = preview(&app);
     match &ctl[..] {
-        [Control::WriteExport { path, text: t, force }] => {
+        [
+            Control::WriteExport {
+                path,
+                text: t,
+                force,
+            },
+        ] => {
             assert_eq!(path, &PathBuf::from("/tmp/x/61-test.rules"));
             assert_eq!(t, &text);
             assert!(!force);
@@ -124,7 +148,11 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
         "/tmp/x/61-test.rules".into(),
     ))));
     assert_eq!(mode(&app), Mode::Confirm);
-    assert!(status(&app).contains("exists: y overwrites"), "{}", status(&app));
+    assert!(
+        status(&app).contains("exists: y overwrites"),
+        "{}",
+        status(&app)
+    );
     // n keeps the file and goes back to the options.
     assert!(press(&mut app, &chars("n")).is_empty());
     assert_eq!(mode(&app), Mode::Export);
@@ -135,11 +163,16 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
         matches!(&ctl[..], [Control::WriteExport { force: true, .. }]),
         "{ctl:?}"
     );
-    app.on_feed(Feed::ExportWritten(Ok(PathBuf::from("/tmp/x/61-test.rules"))));
+    app.on_feed(Feed::ExportWritten(Ok(PathBuf::from(
+        "/tmp/x/61-test.rules",
+    ))));
     assert!(app.overlay.is_none());
     let s = status(&app);
     assert!(s.starts_with("wrote /tmp/x/61-test.rules (sda)"), "{s}");
-    assert!(s.contains("udevadm control --reload && udevadm trigger"), "{s}");
+    assert!(
+        s.contains("udevadm control --reload && udevadm trigger"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -155,7 +188,11 @@ fn a_failed_write_keeps_the_dialog_and_says_why() {
         "/nope/61-x.rules: No such file or directory".into(),
     ))));
     assert_eq!(mode(&app), Mode::Export);
-    assert!(status(&app).starts_with("not written: /nope"), "{}", status(&app));
+    assert!(
+        status(&app).starts_with("not written: /nope"),
+        "{}",
+        status(&app)
+    );
 }
 
 #[test]
@@ -165,7 +202,11 @@ fn all_changed_devices_and_the_measured_change_go_into_the_rule() {
     // Nothing changed yet: the toggle says so and stays on the device.
     press(&mut app, &chars("e"));
     press(&mut app, &chars("a"));
-    assert!(status(&app).contains("no device was changed"), "{}", status(&app));
+    assert!(
+        status(&app).contains("no device was changed"),
+        "{}",
+        status(&app)
+    );
     press(&mut app, &[KeyCode::Esc]);
     let mark = m.mark("sdb", "bfq→mq-deadline", "bfq", "mq-deadline");
     app.undo.insert("sdb".into(), vec![mark.clone()]);
@@ -178,7 +219,10 @@ fn all_changed_devices_and_the_measured_change_go_into_the_rule() {
     assert_eq!(dialog(&app).names(), "sdb");
     let p = preview(&app);
     assert!(p.contains("KERNEL==\"sdb\""), "{p}");
-    assert!(p.contains("measured: after bfq→mq-deadline: r_await 12.00→12.00 ms"), "{p}");
+    assert!(
+        p.contains("measured: after bfq→mq-deadline: r_await 12.00→12.00 ms"),
+        "{p}"
+    );
     press(&mut app, &chars("a"));
     assert_eq!(dialog(&app).names(), "sda");
 }
@@ -190,11 +234,18 @@ fn read_only_shows_the_preview_and_refuses_the_shoot_out() {
     m.run(&mut app, 2, &busy(4));
     assert!(press(&mut app, &chars("b")).is_empty());
     assert!(app.overlay.is_none());
-    assert!(status(&app).starts_with("read-only (not root)"), "{}", status(&app));
+    assert!(
+        status(&app).starts_with("read-only (not root)"),
+        "{}",
+        status(&app)
+    );
     press(&mut app, &chars("e"));
     assert_eq!(dialog(&app).read_only.as_deref(), Some("not root"));
     let screen = text(&screen(&app, 80, 24));
-    assert!(screen.contains("read-only (not root): only a file is written"), "{screen}");
+    assert!(
+        screen.contains("read-only (not root): only a file is written"),
+        "{screen}"
+    );
 }
 
 fn progress(step: usize, sched: &str, left: u64, done: f64) -> Progress {
@@ -255,7 +306,10 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
     assert!(press(&mut app, &chars("b")).is_empty());
     assert_eq!(mode(&app), Mode::Bench);
     assert_eq!(bench(&app).load, LoadChoice::Passive);
-    assert_eq!(bench(&app).schedulers, ["none", "mq-deadline", "kyber", "bfq"]);
+    assert_eq!(
+        bench(&app).schedulers,
+        ["none", "mq-deadline", "kyber", "bfq"]
+    );
     press(&mut app, &[KeyCode::Tab]);
     assert_eq!(bench(&app).load, LoadChoice::RandRead);
     press(&mut app, &chars("l"));
@@ -272,14 +326,19 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
     press(&mut app, &[KeyCode::Tab]);
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     assert!(press(&mut app, &chars("a")).is_empty());
-    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(3, "kyber", 11, 0.55))));
+    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(
+        3, "kyber", 11, 0.55,
+    ))));
     assert!(matches!(
         &bench(&app).stage,
         Stage::Running { progress: Some(p), cancelling: false } if p.scheduler == "kyber"
     ));
     assert_eq!(press(&mut app, &[KeyCode::Esc]), [Control::CancelShootout]);
     assert!(press(&mut app, &[KeyCode::Esc]).is_empty(), "asked once");
-    assert!(app.overlay.is_some(), "stays open until the restore is done");
+    assert!(
+        app.overlay.is_some(),
+        "stays open until the restore is done"
+    );
     app.on_feed(Feed::Bench(BenchFeed::Done(Err(
         "shoot-out on 'sda' cancelled; original settings restored (scheduler=mq-deadline)".into(),
     ))));
@@ -299,7 +358,10 @@ fn results_offer_apply_and_export_of_the_winner() {
     assert!(press(&mut app, &chars("e")).is_empty());
     let p = preview(&app);
     assert!(p.contains("ATTR{queue/scheduler}=\"kyber\""), "{p}");
-    assert!(p.contains("measured: blktune shoot-out (passive): winner for read-latency"), "{p}");
+    assert!(
+        p.contains("measured: blktune shoot-out (passive): winner for read-latency"),
+        "{p}"
+    );
     press(&mut app, &[KeyCode::Esc]);
     // a: a change through the tuner, like the picker.
     press(&mut app, &chars("b"));
@@ -323,7 +385,9 @@ fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Err("'sda': the load failed".into()))));
+    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
+        "'sda': the load failed".into()
+    ))));
     assert!(matches!(bench(&app).stage, Stage::Failed(_)));
     press(&mut app, &[KeyCode::Esc]);
     assert!(app.overlay.is_none());
@@ -348,7 +412,9 @@ fn snapshot_shoot_out_progress() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(3, "kyber", 11, 0.55))));
+    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(
+        3, "kyber", 11, 0.55,
+    ))));
     insta::assert_snapshot!(screen(&app, 80, 24).backend());
 }
 

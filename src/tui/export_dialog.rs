@@ -203,7 +203,10 @@ impl ExportDialog {
 
     /// Can the text be written to the path? The text to write, or why not.
     pub fn ready(&self) -> Result<(PathBuf, String), String> {
-        let r = self.preview.as_ref().map_err(|e| format!("cannot export: {e}"))?;
+        let r = self
+            .preview
+            .as_ref()
+            .map_err(|e| format!("cannot export: {e}"))?;
         let p = self.path.trim();
         if p.is_empty() {
             return Err("type a path first (p)".into());

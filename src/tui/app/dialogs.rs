@@ -285,7 +285,13 @@ impl App {
                 self.say(StatusKind::Done, msg);
             }
             BenchFeed::Done(Err(e)) => {
-                let cancelled = matches!(d.stage, Stage::Running { cancelling: true, .. });
+                let cancelled = matches!(
+                    d.stage,
+                    Stage::Running {
+                        cancelling: true,
+                        ..
+                    }
+                );
                 d.stage = Stage::Failed(e.clone());
                 if cancelled {
                     self.overlay = None;

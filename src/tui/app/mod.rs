@@ -8,11 +8,11 @@ mod keys;
 
 use super::bench_dialog::BenchDialog;
 use super::command::Mode;
-use super::export_dialog::{ExportDialog, Focus};
-use crate::export::UdevDb;
 use super::edit::Editor;
+use super::export_dialog::{ExportDialog, Focus};
 use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
 use crate::device::BlockDevice;
+use crate::export::UdevDb;
 use crate::history::{ChangeMark, Comparison, DeviceHistory, Point, compare};
 use crate::host::HostInfo;
 use crate::iostat::ExtStats;

@@ -82,7 +82,9 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     lines.push(path);
     if let Some(why) = &d.read_only {
         lines.push(Line::from(Span::styled(
-            format!("read-only ({why}): only a file is written, no device changes; /etc needs root"),
+            format!(
+                "read-only ({why}): only a file is written, no device changes; /etc needs root"
+            ),
             t.dim(),
         )));
     }
@@ -104,7 +106,10 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     let w = r.width.saturating_sub(2) as usize;
     let label = format!("── preview {pos} ");
     lines.push(Line::from(Span::styled(
-        format!("{label}{}", "─".repeat(w.saturating_sub(label.chars().count()))),
+        format!(
+            "{label}{}",
+            "─".repeat(w.saturating_sub(label.chars().count()))
+        ),
         t.dim(),
     )));
     for l in text.iter().skip(skip).take(room) {
@@ -146,10 +151,7 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
     let title = format!("scheduler shoot-out on {}", d.device);
     match &d.stage {
         Stage::Setup => {
-            lines.push(Line::raw(format!(
-                "schedulers  {}",
-                d.schedulers.join(" ")
-            )));
+            lines.push(Line::raw(format!("schedulers  {}", d.schedulers.join(" "))));
             lines.push(Line::from(vec![
                 Span::raw(format!("load        {:<48}", d.load.label())),
                 Span::styled("l/Tab: change", t.dim()),
@@ -179,10 +181,11 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
             progress,
             cancelling,
         } => {
-            let (line, done, left) = progress.as_ref().map_or(
-                ("starting…".to_string(), 0.0, d.planned()),
-                |p| (p.line(), p.done, p.time_left),
-            );
+            let (line, done, left) = progress
+                .as_ref()
+                .map_or(("starting…".to_string(), 0.0, d.planned()), |p| {
+                    (p.line(), p.done, p.time_left)
+                });
             lines.push(Line::raw(format!("load   {}", d.load.label())));
             lines.push(Line::raw(""));
             lines.push(Line::styled(line, t.heading()));
@@ -193,7 +196,9 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
             )));
             lines.push(Line::raw(format!(
                 "time left about {}",
-                format_duration(std::time::Duration::from_secs(left.as_secs_f64().ceil() as u64))
+                format_duration(std::time::Duration::from_secs(
+                    left.as_secs_f64().ceil() as u64
+                ))
             )));
             lines.push(Line::raw(""));
             let hint = if *cancelling {
