@@ -107,7 +107,7 @@ fn export_dialog_cycles_strategies_and_previews_live() {
     assert_eq!(dialog(&app).scroll, 0);
     press(&mut app, &[KeyCode::PageDown, KeyCode::Down]);
     assert_eq!(dialog(&app).scroll, 11);
-    press(&mut app, &vec![KeyCode::PageDown; 10]);
+    press(&mut app, &[KeyCode::PageDown; 10]);
     assert_eq!(dialog(&app).scroll as usize, p.lines().count() - 1);
     press(&mut app, &[KeyCode::Esc]);
     assert!(app.overlay.is_none());

@@ -192,18 +192,16 @@ impl App {
                     }));
                 }
             }
-            (Stage::Running { cancelling, .. }, Action::Cancel) => {
-                if !*cancelling {
-                    *cancelling = true;
-                    out.push(Control::CancelShootout);
-                    self.say(
-                        StatusKind::Info,
-                        format!(
-                            "cancelling the shoot-out on {}: restoring the original settings…",
-                            d.device
-                        ),
-                    );
-                }
+            (Stage::Running { cancelling, .. }, Action::Cancel) if !*cancelling => {
+                *cancelling = true;
+                out.push(Control::CancelShootout);
+                self.say(
+                    StatusKind::Info,
+                    format!(
+                        "cancelling the shoot-out on {}: restoring the original settings…",
+                        d.device
+                    ),
+                );
             }
             (Stage::Done(r), Action::ApplyWinner) => {
                 let Some(v) = &r.verdict else {
