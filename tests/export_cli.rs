@@ -149,12 +149,9 @@ fn unknown_tunable_and_bad_numbers() {
 
 #[test]
 fn bad_match() {
-    let o = host().run(&["export", "sda", "--match", "serial"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("invalid value 'serial'"),
-        "{}",
-        stderr(&o)
+    bad_input(
+        &host().run(&["export", "sda", "--match", "serial"]),
+        "invalid value 'serial'",
     );
 }
 
