@@ -569,3 +569,23 @@ fn script_selects_like_the_rule_and_is_idempotent() {
         stderr(&o)
     );
 }
+
+#[test]
+fn fake_tree_without_udev_db_flag_ignores_the_real_database() {
+    // The real /run/udev/data may hold a b8:0 for another disk: with a
+    // --sysfs-root that is not /sys, no database is read unless given.
+    let h = host();
+    let p = h.dir.path();
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--sysfs-root")
+        .arg(p.join("sys"))
+        .arg("--proc-root")
+        .arg(p.join("proc"))
+        .args(["export", "sda"])
+        .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("ENV{ID_"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("'sda' has no stable id"), "{}", stderr(&o));
+}
