@@ -587,5 +587,9 @@ fn fake_tree_without_udev_db_flag_ignores_the_real_database() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains("ENV{ID_"), "{}", stdout(&o));
-    assert!(stderr(&o).contains("'sda' has no stable id"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'sda' has no stable id"),
+        "{}",
+        stderr(&o)
+    );
 }
