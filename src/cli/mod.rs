@@ -5,6 +5,8 @@ mod bench;
 mod export;
 mod list;
 mod out;
+mod record;
+mod replay;
 mod set;
 mod watch;
 
@@ -111,6 +113,18 @@ pub enum Command {
     #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
     Revert(set::RevertArgs),
 
+    /// Record samples, settings and changes to a file, for replay anywhere.
+    #[command(
+        after_help = "Examples:\n  sudo blktune record incident.ndjson.gz\n  blktune record -i 500ms --duration 2m sda.ndjson sda\n\nStops after --duration or on Ctrl-C/SIGTERM, writing an end record. Settings changes\nmade meanwhile (also by 'blktune set' from another shell) are recorded as changes."
+    )]
+    Record(record::RecordArgs),
+
+    /// Play a recording back (no root needed), or summarise it.
+    #[command(
+        after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
+    )]
+    Replay(replay::ReplayArgs),
+
     /// Write udev rules (or a script) that keep the chosen settings; --check a rules file.
     #[command(
         after_help = "Examples:\n  blktune export sda                          sda's live settings as a udev rule\n  blktune export sda -s kyber --nr-requests 64 -o /etc/udev/rules.d/61-blktune.rules\n  blktune export nvme0n1 --match class        every NVMe disk\n  blktune export sda --format script > apply.sh\n  blktune export --check /etc/udev/rules.d/61-blktune.rules\n\nWithout DEVICE: the devices blktune changed (its journal). Rules match the stable id\n(WWN/serial) where there is one; files using ENV{ID_*} must sort after\n60-persistent-storage.rules. Existing files are replaced only with --force."
@@ -167,10 +181,11 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
+        Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
-
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
-        None => list::run(&args.global, &list::ListArgs::default(), &mut out),
+        None => crate::tui::run(&args.global, &args.tui),
     };
     match result {
         Ok(code) => code,

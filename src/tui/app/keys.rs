@@ -1,0 +1,405 @@
+//! Applying key actions to the [`App`]: navigation, overlays and the change
+//! requests sent to the source.
+
+use super::{App, INTERVALS_MS, Overlay, StatusKind, fmt_interval};
+use crate::tui::command::{Action, Mode, main_binding};
+use crate::tui::edit::{Editor, Field, MAX_INPUT};
+use crate::tui::source::{ApplyKind, ApplyRequest, Control};
+use crate::tuner::Settings;
+use std::time::Duration;
+
+impl App {
+    /// Apply an action; returns what the source must do.
+    pub fn on_action(&mut self, a: Action) -> Vec<Control> {
+        if a == Action::Quit {
+            self.quit = true;
+            return Vec::new();
+        }
+        match self.mode() {
+            Mode::Main => self.main_action(a),
+            Mode::Text if self.overlay.is_none() => {
+                self.filter_action(a);
+                Vec::new()
+            }
+            _ => self.overlay_action(a),
+        }
+    }
+
+    fn select_by(&mut self, delta: isize, absolute: Option<usize>) {
+        let names: Vec<String> = self.visible().iter().map(|d| d.name.clone()).collect();
+        if names.is_empty() {
+            return;
+        }
+        let cur = self
+            .selected
+            .as_ref()
+            .and_then(|s| names.iter().position(|n| n == s))
+            .unwrap_or(0);
+        let pos = absolute
+            .unwrap_or_else(|| (cur as isize + delta).clamp(0, names.len() as isize - 1) as usize);
+        let pos = pos.min(names.len() - 1);
+        self.selected = Some(names[pos].clone());
+        self.selected_pos = pos;
+    }
+
+    /// Why a change key cannot act now, if it cannot.
+    fn refuse_change(&self, a: Action) -> Option<String> {
+        let key = main_binding(a).map_or("", |b| b.shown);
+        if let Some(why) = &self.read_only {
+            return Some(format!(
+                "read-only ({why}): '{key}' would change settings; nothing was changed"
+            ));
+        }
+        if self.replay.is_some() {
+            return Some("replay: a recording cannot be changed".into());
+        }
+        if self.pending > 0 {
+            return Some("busy: a change is being applied; try again in a moment".into());
+        }
+        None
+    }
+
+    fn request(&mut self, device: &str, settings: Settings, kind: ApplyKind) -> Control {
+        self.pending += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        Control::Apply(ApplyRequest {
+            id,
+            device: device.to_string(),
+            settings,
+            kind,
+        })
+    }
+
+    fn main_action(&mut self, a: Action) -> Vec<Control> {
+        let page = self.page_rows.max(1) as isize;
+        match a {
+            Action::Up => self.select_by(-1, None),
+            Action::Down => self.select_by(1, None),
+            Action::PageUp => self.select_by(-page, None),
+            Action::PageDown => self.select_by(page, None),
+            Action::Home => self.select_by(0, Some(0)),
+            Action::End => self.select_by(0, Some(usize::MAX)),
+            Action::Picker
+            | Action::EditNr
+            | Action::EditRa
+            | Action::EditTunables
+            | Action::Undo
+            | Action::RevertAll => {
+                if let Some(why) = self.refuse_change(a) {
+                    self.say(StatusKind::Error, why);
+                    return Vec::new();
+                }
+                return self.change_action(a);
+            }
+            Action::Export => self.say(StatusKind::Info, "export: not available yet"),
+            Action::ShootOut => self.say(StatusKind::Info, "shoot-out: not available yet"),
+            Action::Record => self.say(StatusKind::Info, "record: not available yet"),
+            Action::Faster | Action::Slower => {
+                let ms = self.interval.as_millis() as u64;
+                let next = if a == Action::Faster {
+                    INTERVALS_MS
+                        .iter()
+                        .rev()
+                        .find(|&&i| i < ms)
+                        .copied()
+                        .unwrap_or(INTERVALS_MS[0])
+                } else {
+                    INTERVALS_MS
+                        .iter()
+                        .find(|&&i| i > ms)
+                        .copied()
+                        .unwrap_or(INTERVALS_MS[6])
+                };
+                self.interval = Duration::from_millis(next);
+                self.say(
+                    StatusKind::Info,
+                    format!("sampling every {}", fmt_interval(self.interval)),
+                );
+                return vec![Control::Interval(self.interval)];
+            }
+            Action::Pause => {
+                self.paused = !self.paused;
+                let word = if self.paused { "paused" } else { "resumed" };
+                self.say(StatusKind::Info, format!("sampling {word}"));
+                return vec![Control::Pause(self.paused)];
+            }
+            Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Action::Sort => {
+                self.sort = self.sort.next();
+                self.say(StatusKind::Info, format!("sorted by {}", self.sort.label()));
+            }
+            Action::Filter => self.filter_typing = true,
+            Action::Cancel if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.say(StatusKind::Info, "filter cleared");
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn change_action(&mut self, a: Action) -> Vec<Control> {
+        let Some(d) = self.selected_device().cloned() else {
+            self.say(StatusKind::Error, "no device selected");
+            return Vec::new();
+        };
+        let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
+        if needs_sched && !d.queue.has_scheduler() {
+            self.say(
+                StatusKind::Error,
+                format!(
+                    "'{}' has no I/O scheduler (bio-based device); only read_ahead_kb can be set",
+                    d.name
+                ),
+            );
+            return Vec::new();
+        }
+        match a {
+            Action::Picker => {
+                if let Some(s) = &d.queue.scheduler {
+                    self.overlay = Some(Overlay::Picker {
+                        device: d.name.clone(),
+                        cursor: s.available.iter().position(|n| *n == s.active).unwrap_or(0),
+                        options: s.available.clone(),
+                        active: s.active.clone(),
+                    });
+                }
+            }
+            Action::EditNr | Action::EditRa => {
+                let (field, cur) = if a == Action::EditNr {
+                    (Field::NrRequests, d.queue.nr_requests)
+                } else {
+                    (Field::ReadAheadKb, d.queue.read_ahead_kb)
+                };
+                let current = cur.map_or_else(|| "-".into(), |n| n.to_string());
+                self.overlay = Some(Overlay::Edit(Editor {
+                    device: d.name.clone(),
+                    field,
+                    input: current.clone(),
+                    current,
+                }));
+            }
+            Action::EditTunables => {
+                if d.queue.tunables.is_empty() {
+                    self.say(
+                        StatusKind::Info,
+                        format!("'{}': {} has no tunables", d.name, d.queue.active_label()),
+                    );
+                    return Vec::new();
+                }
+                self.overlay = Some(Overlay::Tunables {
+                    device: d.name.clone(),
+                    scheduler: d.queue.active_label().to_string(),
+                    items: d
+                        .queue
+                        .tunables
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    cursor: 0,
+                });
+            }
+            Action::Undo => {
+                let Some(m) = self.undo.get(&d.name).and_then(|s| s.last()).cloned() else {
+                    self.say(StatusKind::Info, format!("nothing to undo on '{}'", d.name));
+                    return Vec::new();
+                };
+                self.say(
+                    StatusKind::Info,
+                    format!("applying: undo {} on {}…", m.label, d.name),
+                );
+                return vec![self.request(&d.name, m.before, ApplyKind::Undo)];
+            }
+            Action::RevertAll => {
+                let devices: Vec<String> = self.session().into_iter().map(|s| s.device).collect();
+                if devices.is_empty() {
+                    self.say(
+                        StatusKind::Info,
+                        "nothing to revert: no changes in this session",
+                    );
+                } else {
+                    self.overlay = Some(Overlay::Confirm { devices });
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn filter_action(&mut self, a: Action) {
+        match a {
+            Action::Input(c) if self.filter.len() < 32 => self.filter.push(c),
+            Action::Backspace => {
+                self.filter.pop();
+            }
+            Action::Confirm => self.filter_typing = false,
+            Action::Cancel => {
+                self.filter.clear();
+                self.filter_typing = false;
+            }
+            _ => {}
+        }
+        self.reconcile_selection();
+    }
+
+    fn overlay_action(&mut self, a: Action) -> Vec<Control> {
+        let Some(ov) = self.overlay.take() else {
+            return Vec::new();
+        };
+        if a == Action::Cancel {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let keep = match ov {
+            Overlay::Picker {
+                device,
+                options,
+                active,
+                mut cursor,
+            } => match a {
+                Action::Up | Action::Down => {
+                    cursor = step(cursor, options.len(), a == Action::Down);
+                    Some(Overlay::Picker {
+                        device,
+                        options,
+                        active,
+                        cursor,
+                    })
+                }
+                Action::Confirm => {
+                    let choice = options.get(cursor).cloned().unwrap_or_default();
+                    if choice == active {
+                        self.say(
+                            StatusKind::Info,
+                            format!("'{device}': {choice} is already active"),
+                        );
+                    } else {
+                        self.say(
+                            StatusKind::Info,
+                            format!("applying: {device} {active}→{choice}…"),
+                        );
+                        let s = Settings {
+                            scheduler: Some(choice),
+                            ..Settings::default()
+                        };
+                        out.push(self.request(&device, s, ApplyKind::Change));
+                    }
+                    None
+                }
+                _ => Some(Overlay::Picker {
+                    device,
+                    options,
+                    active,
+                    cursor,
+                }),
+            },
+            Overlay::Tunables {
+                device,
+                scheduler,
+                items,
+                mut cursor,
+            } => match a {
+                Action::Up | Action::Down => {
+                    cursor = step(cursor, items.len(), a == Action::Down);
+                    Some(Overlay::Tunables {
+                        device,
+                        scheduler,
+                        items,
+                        cursor,
+                    })
+                }
+                Action::Confirm => items.get(cursor).map(|(k, v)| {
+                    Overlay::Edit(Editor {
+                        device: device.clone(),
+                        field: Field::Tunable(k.clone()),
+                        current: v.clone(),
+                        input: v.clone(),
+                    })
+                }),
+                _ => Some(Overlay::Tunables {
+                    device,
+                    scheduler,
+                    items,
+                    cursor,
+                }),
+            },
+            Overlay::Edit(mut e) => match a {
+                Action::Input(c) => {
+                    if e.input.len() < MAX_INPUT {
+                        e.input.push(c);
+                    }
+                    Some(Overlay::Edit(e))
+                }
+                Action::Backspace => {
+                    e.input.pop();
+                    Some(Overlay::Edit(e))
+                }
+                Action::Confirm => match e.check(self.page_kb) {
+                    Err(why) => {
+                        self.say(
+                            StatusKind::Error,
+                            format!("'{}': {why}; nothing was changed", e.device),
+                        );
+                        Some(Overlay::Edit(e))
+                    }
+                    Ok(_) if e.input.trim() == e.current => {
+                        self.say(
+                            StatusKind::Info,
+                            format!("'{}': {} unchanged", e.device, e.field.label()),
+                        );
+                        None
+                    }
+                    Ok(s) => {
+                        self.say(
+                            StatusKind::Info,
+                            format!(
+                                "applying: {} {} → {}…",
+                                e.device,
+                                e.field.label(),
+                                e.input.trim()
+                            ),
+                        );
+                        out.push(self.request(&e.device, s, ApplyKind::Change));
+                        None
+                    }
+                },
+                _ => Some(Overlay::Edit(e)),
+            },
+            Overlay::Help { scroll } => {
+                let s = match a {
+                    Action::Up => scroll.saturating_sub(1),
+                    Action::Down => scroll.saturating_add(1),
+                    Action::PageUp => scroll.saturating_sub(10),
+                    Action::PageDown => scroll.saturating_add(10),
+                    _ => scroll,
+                };
+                Some(Overlay::Help { scroll: s })
+            }
+            Overlay::Confirm { devices } => {
+                if a == Action::Confirm {
+                    for s in self.session() {
+                        out.push(self.request(&s.device, s.original, ApplyKind::RevertAll));
+                    }
+                    self.say(
+                        StatusKind::Info,
+                        format!("applying: reverting {} device(s)…", devices.len()),
+                    );
+                    None
+                } else {
+                    Some(Overlay::Confirm { devices })
+                }
+            }
+        };
+        self.overlay = keep;
+        out
+    }
+}
+
+fn step(cursor: usize, len: usize, down: bool) -> usize {
+    if down {
+        (cursor + 1).min(len.saturating_sub(1))
+    } else {
+        cursor.saturating_sub(1)
+    }
+}

@@ -1,0 +1,462 @@
+//! The whole state of the screen in one struct, with no I/O: it takes
+//! [`Feed`] messages from a source (live or replay) and [`Action`](super::command::Action)s from keys,
+//! and answers with [`Control`](super::source::Control) messages for the source. Rendering borrows it.
+//! Key handling lives in [`keys`].
+
+mod keys;
+
+use super::command::Mode;
+use super::edit::Editor;
+use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
+use crate::device::BlockDevice;
+use crate::history::{ChangeMark, Comparison, DeviceHistory, Point, compare};
+use crate::host::HostInfo;
+use crate::iostat::ExtStats;
+use crate::sampler::Snapshot;
+use crate::tuner::Settings;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Seconds of history kept per device (the charts show up to this).
+pub const KEEP_SECS: f64 = 600.0;
+/// Above this many devices only the selected and changed ones keep a long history.
+pub const FULL_HISTORY_DEVICES: usize = 64;
+/// Points kept for the table's sparkline of other devices.
+pub const SHORT_POINTS: f64 = 24.0;
+/// Seconds before a change that the before/after table looks at, at most.
+pub const BEFORE_WINDOW: f64 = 60.0;
+/// The sample intervals `+` and `-` step through.
+pub const INTERVALS_MS: [u64; 7] = [100, 250, 500, 1000, 2000, 5000, 10000];
+
+/// The table's sort column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Name,
+    Util,
+    Await,
+    Iops,
+}
+
+impl SortKey {
+    /// The next column `o` moves to.
+    pub fn next(self) -> Self {
+        match self {
+            SortKey::Name => SortKey::Util,
+            SortKey::Util => SortKey::Await,
+            SortKey::Await => SortKey::Iops,
+            SortKey::Iops => SortKey::Name,
+        }
+    }
+
+    /// How the status line names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Name => "name",
+            SortKey::Util => "%util",
+            SortKey::Await => "await",
+            SortKey::Iops => "IOPS",
+        }
+    }
+}
+
+/// A box drawn over the main view; it takes the keys first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Overlay {
+    Picker {
+        device: String,
+        options: Vec<String>,
+        active: String,
+        cursor: usize,
+    },
+    Tunables {
+        device: String,
+        scheduler: String,
+        items: Vec<(String, String)>,
+        cursor: usize,
+    },
+    Edit(Editor),
+    Help {
+        scroll: u16,
+    },
+    Confirm {
+        devices: Vec<String>,
+    },
+}
+
+/// How a status message reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusKind {
+    Info,
+    Done,
+    Error,
+}
+
+/// The status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub text: String,
+    pub kind: StatusKind,
+}
+
+/// What the app is started with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub host: HostInfo,
+    /// Why changes are disabled, or `None` when they are allowed.
+    pub read_only: Option<String>,
+    pub interval: Duration,
+    /// Page size in KiB (read_ahead_kb is kept in pages).
+    pub page_kb: u64,
+    pub color: bool,
+    /// Device to select at start.
+    pub select: Option<String>,
+}
+
+/// One device's changes in this session that are still in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionChange {
+    pub device: String,
+    /// The settings before the session's first change.
+    pub original: Settings,
+    pub labels: Vec<String>,
+}
+
+/// The state of the screen.
+#[derive(Debug)]
+pub struct App {
+    pub host: HostInfo,
+    pub read_only: Option<String>,
+    pub interval: Duration,
+    pub page_kb: u64,
+    pub color: bool,
+    pub paused: bool,
+    pub devices: Arc<Vec<BlockDevice>>,
+    pub histories: HashMap<String, DeviceHistory>,
+    /// Every change seen, per device, oldest first.
+    pub marks: HashMap<String, Vec<ChangeMark>>,
+    /// Changes of this session not undone, per device, oldest first.
+    pub undo: HashMap<String, Vec<ChangeMark>>,
+    pub selected: Option<String>,
+    selected_pos: usize,
+    pub sort: SortKey,
+    pub filter: String,
+    pub filter_typing: bool,
+    pub overlay: Option<Overlay>,
+    pub status: Option<Status>,
+    /// Changes sent to the source and not answered yet.
+    pub pending: usize,
+    /// Monotonic seconds of the newest snapshot.
+    pub now: f64,
+    pub iowait: Option<f64>,
+    pub samples: u64,
+    /// Set by a replay source; shown in the header.
+    pub replay: Option<ReplayPosition>,
+    /// Rows of the device table on screen (page size for PgUp/PgDn).
+    pub page_rows: usize,
+    pub quit: bool,
+    next_id: u64,
+    want_select: Option<String>,
+}
+
+impl App {
+    /// A fresh app with no data yet.
+    pub fn new(cfg: Config) -> Self {
+        Self {
+            host: cfg.host,
+            read_only: cfg.read_only,
+            interval: cfg.interval,
+            page_kb: cfg.page_kb,
+            color: cfg.color,
+            paused: false,
+            devices: Arc::new(Vec::new()),
+            histories: HashMap::new(),
+            marks: HashMap::new(),
+            undo: HashMap::new(),
+            selected: None,
+            selected_pos: 0,
+            sort: SortKey::Name,
+            filter: String::new(),
+            filter_typing: false,
+            overlay: None,
+            status: None,
+            pending: 0,
+            now: 0.0,
+            iowait: None,
+            samples: 0,
+            replay: None,
+            page_rows: 10,
+            quit: false,
+            next_id: 1,
+            want_select: cfg.select,
+        }
+    }
+
+    /// Which key bindings are in force.
+    pub fn mode(&self) -> Mode {
+        match &self.overlay {
+            Some(Overlay::Picker { .. } | Overlay::Tunables { .. }) => Mode::List,
+            Some(Overlay::Edit(_)) => Mode::Text,
+            Some(Overlay::Help { .. }) => Mode::Help,
+            Some(Overlay::Confirm { .. }) => Mode::Confirm,
+            None if self.filter_typing => Mode::Text,
+            None => Mode::Main,
+        }
+    }
+
+    fn say(&mut self, kind: StatusKind, text: impl Into<String>) {
+        self.status = Some(Status {
+            text: text.into(),
+            kind,
+        });
+    }
+
+    // ---- what the screen shows -------------------------------------------
+
+    /// Devices in the table, filtered and sorted.
+    pub fn visible(&self) -> Vec<&BlockDevice> {
+        let f = self.filter.to_lowercase();
+        let mut v: Vec<&BlockDevice> = self
+            .devices
+            .iter()
+            .filter(|d| d.size_bytes > 0 && (f.is_empty() || d.name.contains(&f)))
+            .collect();
+        let metric = |d: &BlockDevice| -> f64 {
+            self.latest(&d.name).map_or(-1.0, |s| match self.sort {
+                SortKey::Name => 0.0,
+                SortKey::Util => s.util,
+                SortKey::Await => s.max_await(),
+                SortKey::Iops => s.iops(),
+            })
+        };
+        v.sort_by(|a, b| {
+            let by_metric = metric(b).partial_cmp(&metric(a)).unwrap_or(Ordering::Equal);
+            by_metric.then_with(|| natural_cmp(&a.name, &b.name))
+        });
+        v
+    }
+
+    /// The selected device, if any is shown.
+    pub fn selected_device(&self) -> Option<&BlockDevice> {
+        let name = self.selected.as_deref()?;
+        self.devices.iter().find(|d| d.name == name)
+    }
+
+    /// The newest statistics of a device.
+    pub fn latest(&self, name: &str) -> Option<&ExtStats> {
+        self.histories.get(name)?.last()?.stats.as_ref()
+    }
+
+    /// The newest change of a device and its before/after comparison.
+    pub fn last_change(&self, name: &str) -> Option<(&ChangeMark, Comparison)> {
+        self.changes_with_comparison(name).pop()
+    }
+
+    /// Every change of a device with its comparison, oldest first.
+    pub fn changes_with_comparison(&self, name: &str) -> Vec<(&ChangeMark, Comparison)> {
+        let (Some(marks), Some(h)) = (self.marks.get(name), self.histories.get(name)) else {
+            return Vec::new();
+        };
+        marks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let prev = i.checked_sub(1).map(|p| marks[p].t);
+                let next = marks.get(i + 1).map(|n| n.t);
+                (m, compare(h, m.t, BEFORE_WINDOW, prev, next))
+            })
+            .collect()
+    }
+
+    /// Changes still in force, for the summary printed on exit.
+    pub fn session(&self) -> Vec<SessionChange> {
+        let mut v: Vec<SessionChange> = self
+            .undo
+            .iter()
+            .filter_map(|(dev, stack)| {
+                Some(SessionChange {
+                    device: dev.clone(),
+                    original: stack.first()?.before.clone(),
+                    labels: stack.iter().map(|m| m.label.clone()).collect(),
+                })
+            })
+            .collect();
+        v.sort_by(|a, b| natural_cmp(&a.device, &b.device));
+        v
+    }
+
+    // ---- feed from the source --------------------------------------------
+
+    /// Take one message of the source.
+    pub fn on_feed(&mut self, feed: Feed) {
+        match feed {
+            Feed::Snapshot(s) => self.on_snapshot(&s),
+            Feed::Change(mark) => self.add_mark(mark),
+            Feed::Applied(r) => self.on_applied(*r),
+            Feed::Position(p) => self.replay = Some(p),
+            Feed::Error(e) => self.say(StatusKind::Error, e),
+        }
+    }
+
+    fn add_mark(&mut self, mark: ChangeMark) {
+        self.marks
+            .entry(mark.device.clone())
+            .or_default()
+            .push(mark);
+    }
+
+    fn keep_secs(&self, name: &str) -> f64 {
+        let long = self.devices.len() <= FULL_HISTORY_DEVICES
+            || self.selected.as_deref() == Some(name)
+            || self.marks.contains_key(name);
+        if long {
+            KEEP_SECS
+        } else {
+            SHORT_POINTS * self.interval.as_secs_f64()
+        }
+    }
+
+    fn on_snapshot(&mut self, s: &Snapshot) {
+        self.now = s.t;
+        self.iowait = s.iowait_pct;
+        self.samples += 1;
+        if !Arc::ptr_eq(&self.devices, &s.devices) {
+            self.devices = Arc::clone(&s.devices);
+            let devs = Arc::clone(&self.devices);
+            self.histories
+                .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            self.close_overlay_of_vanished();
+        }
+        if let Some(itv) = s.interval {
+            let devs = Arc::clone(&self.devices);
+            for d in devs.iter().filter(|d| d.size_bytes > 0) {
+                let keep = self.keep_secs(&d.name);
+                let p = Point {
+                    t: s.t,
+                    itv,
+                    stats: s.ext(&d.name).copied(),
+                };
+                self.histories
+                    .entry(d.name.clone())
+                    .or_default()
+                    .push(p, keep);
+            }
+        }
+        self.reconcile_selection();
+    }
+
+    fn close_overlay_of_vanished(&mut self) {
+        let dev = match &self.overlay {
+            Some(Overlay::Picker { device, .. } | Overlay::Tunables { device, .. }) => device,
+            Some(Overlay::Edit(e)) => &e.device,
+            _ => return,
+        };
+        if !self
+            .devices
+            .iter()
+            .any(|d| &d.name == dev && d.size_bytes > 0)
+        {
+            self.overlay = None;
+        }
+    }
+
+    /// Keep the selection on a shown device; say so when it vanished.
+    fn reconcile_selection(&mut self) {
+        let names: Vec<String> = self.visible().iter().map(|d| d.name.clone()).collect();
+        if let Some(want) = self.want_select.take() {
+            if names.contains(&want) {
+                self.selected = Some(want);
+            } else {
+                self.say(
+                    StatusKind::Error,
+                    format!("'{want}' is not shown (no such device, or size 0)"),
+                );
+            }
+        }
+        match &self.selected {
+            Some(sel) if names.contains(sel) => {}
+            old => {
+                let vanished = old.clone().filter(|o| {
+                    !self
+                        .devices
+                        .iter()
+                        .any(|d| &d.name == o && d.size_bytes > 0)
+                });
+                let pos = self.selected_pos.min(names.len().saturating_sub(1));
+                self.selected = names.get(pos).cloned();
+                if let Some(v) = vanished {
+                    let now = self.selected.as_deref().unwrap_or("nothing");
+                    self.say(StatusKind::Error, format!("'{v}' vanished; selected {now}"));
+                }
+            }
+        }
+        if let Some(sel) = &self.selected {
+            self.selected_pos = names.iter().position(|n| n == sel).unwrap_or(0);
+        }
+    }
+
+    fn on_applied(&mut self, r: ApplyReport) {
+        self.pending = self.pending.saturating_sub(1);
+        let dev = r.request.device.clone();
+        match r.result {
+            Err(e) => self.say(StatusKind::Error, e),
+            Ok((o, mark)) => {
+                let ms = o.kernel_time.as_secs_f64() * 1000.0;
+                let label = mark.label.clone();
+                let what = match r.request.kind {
+                    ApplyKind::Change => "",
+                    ApplyKind::Undo => "undo: ",
+                    ApplyKind::RevertAll => "reverted: ",
+                };
+                if o.changes.is_empty() {
+                    self.say(StatusKind::Info, format!("{what}{dev}: no change"));
+                    return;
+                }
+                match r.request.kind {
+                    ApplyKind::Change => {
+                        self.undo.entry(dev.clone()).or_default().push(mark.clone())
+                    }
+                    ApplyKind::Undo => {
+                        if let Some(stack) = self.undo.get_mut(&dev) {
+                            stack.pop();
+                        }
+                    }
+                    ApplyKind::RevertAll => {
+                        self.undo.remove(&dev);
+                    }
+                }
+                self.undo.retain(|_, s| !s.is_empty());
+                self.add_mark(mark);
+                self.say(
+                    StatusKind::Done,
+                    format!("{what}{dev}: {label} (kernel {ms:.1} ms)"),
+                );
+            }
+        }
+    }
+}
+
+/// `250ms`, `1s`, `10s`.
+pub fn fmt_interval(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 || !ms.is_multiple_of(1000) {
+        format!("{ms}ms")
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}
+
+/// Names with their numbers in order: `loop2` before `loop10`.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let split = |s: &str| {
+        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (head, num) = s.split_at(s.len() - digits);
+        (
+            head.to_string(),
+            num.parse::<u64>().unwrap_or(0),
+            s.to_string(),
+        )
+    };
+    split(a).cmp(&split(b))
+}

@@ -1,0 +1,253 @@
+//! The full-screen tuner (`blktune` with no subcommand).
+//!
+//! Threads: a source thread ([`source::LiveSource`]) samples and applies
+//! changes; the main thread only receives [`source::Feed`] messages, updates
+//! the [`app::App`], draws, and maps keys to actions ([`command`]). The
+//! terminal is restored on every way out: quit, error, panic (ratatui's
+//! hook), SIGTERM, SIGHUP and SIGINT.
+
+pub mod app;
+pub mod command;
+pub mod edit;
+pub mod render;
+pub mod source;
+pub mod text;
+
+use crate::cli::{Global, TuiArgs};
+use crate::host::HostInfo;
+use crate::journal::Journal;
+use crate::sampler::Sampler;
+use crate::tuner::{self, Tuner};
+use anyhow::Context;
+use app::{App, Config};
+use crossterm::event::{self, Event};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use source::{Control, Feed, LiveSource};
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// Shortest and longest sample interval of the TUI.
+pub const INTERVAL_RANGE: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(10));
+/// Longest wait for input, so signals and feed messages are seen quickly.
+const POLL: Duration = Duration::from_millis(40);
+
+/// Puts the terminal back when dropped, whatever happened.
+struct RestoreGuard;
+
+impl Drop for RestoreGuard {
+    fn drop(&mut self) {
+        // The terminal may be gone (SIGHUP): nothing useful to do on error.
+        let _ = ratatui::try_restore();
+    }
+}
+
+/// Flags set by signal handlers, checked by the event loop.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    pub term: Arc<AtomicBool>,
+}
+
+impl Signals {
+    /// Register SIGTERM, SIGHUP and SIGINT.
+    pub fn register() -> std::io::Result<Self> {
+        let s = Self::default();
+        for sig in [
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+            signal_hook::consts::SIGINT,
+        ] {
+            signal_hook::flag::register(sig, Arc::clone(&s.term))?;
+        }
+        Ok(s)
+    }
+
+    fn raised(&self) -> bool {
+        self.term.load(Ordering::Relaxed)
+    }
+}
+
+/// Is NO_COLOR unset (or empty)? <https://no-color.org>
+pub fn color_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn page_kb() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .map_or(4, |p| (p as u64 / 1024).max(1))
+}
+
+/// Run the TUI; returns the exit code.
+pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
+    let root = g.root();
+    if let Some(dev) = &a.device {
+        tuner::resolve(&root, dev)?;
+    }
+    let read_only = if a.read_only {
+        Some("--read-only".to_string())
+    } else if !crate::os::is_root() {
+        Some("not root".to_string())
+    } else {
+        None
+    };
+    let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
+    let sampler = Sampler::new(root.clone())
+        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    let journal = Journal::from_env();
+    let tuner = read_only
+        .is_none()
+        .then(|| Tuner::new(root.clone(), Some(journal.clone())));
+    let mut app = App::new(Config {
+        host: HostInfo::read(&root),
+        read_only: read_only.clone(),
+        interval,
+        page_kb: page_kb(),
+        color: color_allowed(),
+        select: a.device.clone(),
+    });
+    let signals = Signals::register().context("cannot install signal handlers")?;
+    let (feed_tx, feed_rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let handle = LiveSource::new(sampler, tuner, interval)
+        .spawn(feed_tx, ctl_rx)
+        .context("cannot start the sampler thread")?;
+
+    let result = {
+        let mut term = ratatui::try_init().context("cannot set up the terminal")?;
+        let _guard = RestoreGuard;
+        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
+    };
+    // Answers to changes still in flight belong in the summary.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while app.pending > 0 && Instant::now() < deadline {
+        match feed_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(f) => app.on_feed(f),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let _ = ctl_tx.send(Control::Stop);
+    drop(feed_rx);
+    let _ = handle.join();
+    result?;
+
+    let mut out = std::io::stdout().lock();
+    let session = app.session();
+    if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
+        return Ok(revert_on_exit(
+            &mut out,
+            &Tuner::new(root, None),
+            &journal,
+            &session,
+        ));
+    }
+    // Errors writing to a terminal that went away (SIGHUP) are ignored.
+    let _ = write_summary(&mut out, &session);
+    Ok(0)
+}
+
+/// Print what this session changed and the command that reverts it.
+pub fn write_summary(out: &mut impl Write, session: &[app::SessionChange]) -> std::io::Result<()> {
+    if session.is_empty() {
+        return writeln!(out, "blktune: no settings were changed in this session");
+    }
+    writeln!(out, "blktune: changed in this session (still in force):")?;
+    for s in session {
+        writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
+    }
+    let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
+    writeln!(out, "to revert: sudo blktune revert {}", devs.join(" "))
+}
+
+fn revert_on_exit(
+    out: &mut impl Write,
+    tuner: &Tuner,
+    journal: &Journal,
+    session: &[app::SessionChange],
+) -> i32 {
+    let mut failed = 0;
+    for s in session {
+        match tuner.restore(&s.device, &s.original) {
+            Ok(o) => {
+                let _ = writeln!(out, "blktune: reverted {}: {}", s.device, o.label());
+                // The journal's original is now in force again: forget it.
+                if journal
+                    .load(&s.device)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|e| e.original == s.original)
+                {
+                    let _ = journal.remove(&s.device);
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "blktune: cannot revert '{}': {e}; try 'sudo blktune revert {}'",
+                    s.device,
+                    s.device
+                );
+            }
+        }
+    }
+    i32::from(failed > 0)
+}
+
+/// Receive, update, draw, read keys; until quit or a signal.
+pub fn event_loop<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut App,
+    feed: &Receiver<Feed>,
+    ctl: &Sender<Control>,
+    signals: &Signals,
+) -> anyhow::Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let mut dirty = true;
+    loop {
+        if signals.raised() {
+            return Ok(());
+        }
+        while let Ok(f) = feed.try_recv() {
+            app.on_feed(f);
+            dirty = true;
+        }
+        if dirty {
+            let size = term.size()?;
+            if let Some(a) = render::layout(
+                ratatui::layout::Rect::new(0, 0, size.width, size.height),
+                app,
+            ) {
+                app.page_rows = a.table.height.saturating_sub(1).max(1) as usize;
+            }
+            term.draw(|f| render::draw(f, app))?;
+            dirty = false;
+        }
+        if event::poll(POLL)? {
+            match event::read()? {
+                Event::Key(k) => {
+                    if let Some(action) = command::action_for(app.mode(), &k) {
+                        for c in app.on_action(action) {
+                            // A gone source thread shows up as a missing answer; keep drawing.
+                            let _ = ctl.send(c);
+                        }
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        if app.quit {
+            return Ok(());
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The detail pane of the selected device: a title with its schedulers and
+//! queue settings, four charts with change markers on a shared time axis, and
+//! a side panel with the before/after table of the newest change, older
+//! changes and the active scheduler's tunables.
+
+use super::chart::{bucket, column, render_axis, render_bars};
+use super::{Theme, age, num, put};
+use crate::device::{BlockDevice, human_size};
+use crate::history::{ChangeMark, Comparison, Means, pct_change};
+use crate::tui::app::{App, KEEP_SECS};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+
+/// Width of the charts' left gutter.
+const GUTTER: u16 = 9;
+
+/// Seconds the charts span for `cols` columns: at least two minutes.
+pub fn chart_span(app: &App, cols: usize) -> f64 {
+    (cols as f64 * app.interval.as_secs_f64()).clamp(120.0, KEEP_SECS)
+}
+
+/// `sda  ssd 20G  sched none [mq-deadline] kyber bfq  nr 256  ra 128`
+pub fn title(d: &BlockDevice) -> String {
+    let sched = match &d.queue.scheduler {
+        None => "no scheduler".to_string(),
+        Some(s) => {
+            let names: Vec<String> = s
+                .available
+                .iter()
+                .map(|n| {
+                    if *n == s.active {
+                        format!("[{n}]")
+                    } else {
+                        n.clone()
+                    }
+                })
+                .collect();
+            format!("sched {}", names.join(" "))
+        }
+    };
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
+    format!(
+        "{}  {} {}  {}  nr {}  ra {}",
+        d.name,
+        d.kind.label(),
+        human_size(d.size_bytes),
+        sched,
+        opt(d.queue.nr_requests),
+        opt(d.queue.read_ahead_kb)
+    )
+}
+
+/// Draw the pane.
+pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
+    if area.height < 3 {
+        return;
+    }
+    let Some(d) = app.selected_device() else {
+        return;
+    };
+    let line = format!(
+        "{:─<w$}",
+        format!("─ {} ", title(d)),
+        w = area.width as usize
+    );
+    put(buf, area.x, area.y, &line, area.width, t.heading());
+    let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
+    let side_w = (body.width * 2 / 5).clamp(33, 64);
+    let charts = Rect::new(body.x, body.y, body.width - side_w - 1, body.height);
+    let side = Rect::new(body.x + charts.width + 1, body.y, side_w, body.height);
+    render_charts(buf, charts, app, &d.name, t);
+    render_side(buf, side, app, d, t);
+}
+
+fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) {
+    let Some(h) = app.histories.get(name) else {
+        return;
+    };
+    if area.height < 5 || area.width <= GUTTER + 4 {
+        return;
+    }
+    let cols = (area.width - GUTTER) as usize;
+    let span = chart_span(app, cols);
+    let s = bucket(h, app.now, span, cols);
+    let marks: Vec<(usize, String)> = app
+        .marks
+        .get(name)
+        .map(|ms| {
+            ms.iter()
+                .filter_map(|m| Some((column(m.t, app.now, span, cols)?, m.label.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mark_cols: Vec<usize> = marks.iter().map(|(c, _)| *c).collect();
+    let rows = area.height - 1;
+    let each = rows / 4;
+    let extra = rows % 4;
+    let charts: [(&str, &str, &Vec<Option<f64>>); 4] = [
+        ("r_await", "ms", &s.r_await),
+        ("w_await", "ms", &s.w_await),
+        ("%util", "%", &s.util),
+        ("IOPS", "", &s.iops),
+    ];
+    let mut y = area.y;
+    for (i, (label, unit, vals)) in charts.iter().enumerate() {
+        let hgt = each + u16::from((i as u16) < extra);
+        let r = Rect::new(area.x, y, area.width, hgt);
+        render_bars(
+            buf,
+            r,
+            GUTTER,
+            label,
+            unit,
+            vals,
+            &mark_cols,
+            t.series(i),
+            t,
+        );
+        y += hgt;
+    }
+    render_axis(
+        buf,
+        Rect::new(area.x, y, area.width, 1),
+        GUTTER,
+        span,
+        &marks,
+        t,
+    );
+}
+
+fn pct(before: f64, after: f64) -> String {
+    pct_change(before, after).map_or_else(|| "n/a".into(), |p| format!("{p:+.0}%"))
+}
+
+/// Lines of the before/after table of one change.
+pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String, bool)> {
+    let mut out = vec![(format!("Δ {}  {} ago", mark.label, age(now - mark.t)), true)];
+    out.push((
+        format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"),
+        true,
+    ));
+    let (b, a) = (c.before, c.after);
+    let secs = |m: Option<Means>| {
+        m.map_or_else(
+            || "-".into(),
+            |m| {
+                if m.secs < 10.0 {
+                    format!("{:.1}s", m.secs)
+                } else {
+                    format!("{:.0}s", m.secs)
+                }
+            },
+        )
+    };
+    out.push((
+        format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)),
+        false,
+    ));
+    type Figure = fn(&Means) -> f64;
+    let rows: [(&str, Figure); 5] = [
+        ("r_await", |m| m.r_await),
+        ("w_await", |m| m.w_await),
+        ("%util", |m| m.util),
+        ("r/s", |m| m.r_s),
+        ("w/s", |m| m.w_s),
+    ];
+    for (label, f) in rows {
+        let v = |m: Option<Means>| m.map_or_else(|| "-".into(), |m| num(f(&m)));
+        let d = match (b, a) {
+            (Some(b), Some(a)) => pct(f(&b), f(&a)),
+            _ => String::new(),
+        };
+        out.push((format!("{label:<8}{:>8}{:>8}{d:>7}", v(b), v(a)), false));
+    }
+    out
+}
+
+fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Theme) {
+    let mut lines: Vec<(String, Style)> = Vec::new();
+    let changes = app.changes_with_comparison(&d.name);
+    if let Some((mark, cmp)) = changes.last() {
+        for (l, head) in before_after(mark, cmp, app.now) {
+            lines.push((l, if head { t.heading() } else { Style::new() }));
+        }
+        if changes.len() > 1 {
+            lines.push(("earlier changes (r_await)".into(), t.heading()));
+            for (m, c) in changes.iter().rev().skip(1) {
+                let eff = match (c.before, c.after) {
+                    (Some(b), Some(a)) => format!(" {}", pct(b.r_await, a.r_await)),
+                    _ => String::new(),
+                };
+                lines.push((
+                    format!("-{} {}{eff}", age(app.now - m.t), m.label),
+                    Style::new(),
+                ));
+            }
+        }
+        lines.push((String::new(), Style::new()));
+    }
+    match &d.queue.scheduler {
+        None => lines.push(("no I/O scheduler: bio-based device".into(), t.dim())),
+        Some(s) if d.queue.tunables.is_empty() => {
+            lines.push((format!("{}: no tunables", s.active), t.heading()))
+        }
+        Some(s) => {
+            lines.push((format!("{} tunables", s.active), t.heading()));
+            for (k, v) in &d.queue.tunables {
+                lines.push((format!("{k:<18}{v:>10}"), Style::new()));
+            }
+        }
+    }
+    if changes.is_empty() && d.queue.has_scheduler() {
+        lines.push((String::new(), Style::new()));
+        lines.push(("no change yet (s: scheduler)".into(), t.dim()));
+    }
+    for (i, (l, st)) in lines.iter().take(area.height as usize).enumerate() {
+        put(buf, area.x, area.y + i as u16, l, area.width, *st);
+    }
+    for y in area.y..area.bottom() {
+        put(buf, area.x - 1, y, "│", 1, t.dim());
+    }
+}

@@ -1,0 +1,203 @@
+//! Boxes over the main view: scheduler picker, tunables list, value editor,
+//! help and the revert confirmation. Each clears its area first.
+
+use super::Theme;
+use crate::tui::app::{App, Overlay};
+use crate::tui::command::{LIST, MAIN, TEXT};
+use crate::tui::edit::{Editor, Field};
+use crate::tui::text::{SCHEDULERS, scheduler_help, tunable_help};
+use crate::tuner::known_tunables;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+/// A `w` x `h` box in the middle of `area`, clipped to it.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
+    f.render_widget(Clear, r);
+    let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
+    f.render_widget(Paragraph::new(lines).block(block), r);
+}
+
+/// Draw the open overlay, if any.
+pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
+    match &app.overlay {
+        None => {}
+        Some(Overlay::Picker {
+            device,
+            options,
+            active,
+            cursor,
+        }) => {
+            let mut lines = Vec::new();
+            for (i, o) in options.iter().enumerate() {
+                let cur = if i == *cursor { "▶" } else { " " };
+                let act = if o == active { "●" } else { " " };
+                let text = format!("{cur} {act} {o:<12}{}", scheduler_help(o));
+                let st = if i == *cursor {
+                    t.selected()
+                } else {
+                    Style::new()
+                };
+                lines.push(Line::from(Span::styled(text, st)));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                "● active   ↑↓ move   Enter apply   Esc cancel",
+                t.dim(),
+            )));
+            let h = options.len() as u16 + 4;
+            boxed(
+                f,
+                centered(area, 78, h),
+                &format!("scheduler of {device}"),
+                lines,
+                t,
+            );
+        }
+        Some(Overlay::Tunables {
+            device,
+            scheduler,
+            items,
+            cursor,
+        }) => {
+            let mut lines = Vec::new();
+            let room = area.height.saturating_sub(6) as usize;
+            let skip = (*cursor + 1).saturating_sub(room);
+            for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
+                let cur = if i == *cursor { "▶" } else { " " };
+                let text = format!("{cur} {k:<18}{v:>9}  {}", tunable_help(k));
+                let st = if i == *cursor {
+                    t.selected()
+                } else {
+                    Style::new()
+                };
+                lines.push(Line::from(Span::styled(text, st)));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                "↑↓ move   Enter edit   Esc cancel",
+                t.dim(),
+            )));
+            let h = lines.len() as u16 + 2;
+            boxed(
+                f,
+                centered(area, 78, h),
+                &format!("{scheduler} tunables of {device}"),
+                lines,
+                t,
+            );
+        }
+        Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, t),
+        Some(Overlay::Help { scroll }) => {
+            let r = Rect::new(
+                area.x + 1,
+                area.y + 1,
+                area.width.saturating_sub(2),
+                area.height.saturating_sub(2),
+            );
+            let lines = help_lines(t);
+            let max = lines
+                .len()
+                .saturating_sub(r.height.saturating_sub(2) as usize);
+            let skip = (*scroll as usize).min(max);
+            boxed(
+                f,
+                r,
+                "help  ↑↓ PgUp PgDn scroll  Esc close",
+                lines.into_iter().skip(skip).collect(),
+                t,
+            );
+        }
+        Some(Overlay::Confirm { devices }) => {
+            let mut lines = vec![Line::raw(
+                "Put back the settings from before this session on:",
+            )];
+            for s in app.session() {
+                lines.push(Line::raw(format!(
+                    "  {}: {}",
+                    s.device,
+                    s.labels.join(", ")
+                )));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled("y revert   n cancel", t.heading())));
+            let h = devices.len() as u16 + 5;
+            boxed(f, centered(area, 70, h), "revert every change?", lines, t);
+        }
+    }
+}
+
+fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, t: Theme) {
+    let range = match &e.field {
+        Field::NrRequests => "4 to 2048; the kernel raises smaller values to 4".to_string(),
+        Field::ReadAheadKb => format!("KiB, a multiple of the page size ({page_kb} KiB)"),
+        Field::Tunable(n) => tunable_help(n).to_string(),
+    };
+    let verdict = match e.check(page_kb) {
+        Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
+        Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", t.done())),
+        Err(why) => Line::from(Span::styled(format!("✗ {why}"), t.error())),
+    };
+    let lines = vec![
+        Line::raw(format!("now  {}", e.current)),
+        Line::from(vec![
+            Span::raw("new  "),
+            Span::styled(format!("{}▏", e.input), t.heading()),
+        ]),
+        verdict,
+        Line::from(Span::styled(range, t.dim())),
+        Line::from(Span::styled(
+            "Enter apply   Esc cancel   Bksp delete",
+            t.dim(),
+        )),
+    ];
+    boxed(
+        f,
+        centered(area, 66, 7),
+        &format!("{} of {}", e.field.label(), e.device),
+        lines,
+        t,
+    );
+}
+
+/// Every line of the help: keys (from the command lists), schedulers, tunables.
+pub fn help_lines(t: Theme) -> Vec<Line<'static>> {
+    let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
+    for b in MAIN {
+        out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
+    }
+    out.push(Line::from(Span::styled(
+        "In lists and editors",
+        t.heading(),
+    )));
+    for b in LIST.iter().chain(TEXT).filter(|b| b.hint.is_some()) {
+        out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
+    }
+    out.push(Line::from(Span::styled("Schedulers", t.heading())));
+    for s in SCHEDULERS {
+        out.push(Line::raw(format!("  {s:<12}{}", scheduler_help(s))));
+    }
+    for s in SCHEDULERS.iter().skip(1) {
+        out.push(Line::from(Span::styled(
+            format!("{s} tunables"),
+            t.heading(),
+        )));
+        for k in known_tunables(s) {
+            out.push(Line::raw(format!("  {k:<18}{}", tunable_help(k))));
+        }
+    }
+    out
+}

@@ -1,0 +1,276 @@
+//! The device table: one row per device, columns dropped by priority when the
+//! terminal is narrow, an inline sparkline of await at the end.
+
+use super::{Theme, num, put};
+use crate::device::{BlockDevice, human_size};
+use crate::iostat::ExtStats;
+use crate::tui::app::{App, SortKey};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+/// A column: heading, width, priority (0 = always shown), right-aligned?
+#[derive(Debug, Clone, Copy)]
+struct Col {
+    head: &'static str,
+    width: u16,
+    prio: u8,
+    right: bool,
+    id: ColId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ColId {
+    Name,
+    Kind,
+    Size,
+    Sched,
+    Nr,
+    Ra,
+    Rs,
+    Ws,
+    RAwait,
+    WAwait,
+    Aqu,
+    Util,
+}
+
+const COLS: [Col; 12] = [
+    Col {
+        head: "DEVICE",
+        width: 9,
+        prio: 0,
+        right: false,
+        id: ColId::Name,
+    },
+    Col {
+        head: "TYPE",
+        width: 5,
+        prio: 3,
+        right: false,
+        id: ColId::Kind,
+    },
+    Col {
+        head: "SIZE",
+        width: 5,
+        prio: 4,
+        right: true,
+        id: ColId::Size,
+    },
+    Col {
+        head: "SCHED",
+        width: 12,
+        prio: 0,
+        right: false,
+        id: ColId::Sched,
+    },
+    Col {
+        head: "NR",
+        width: 4,
+        prio: 5,
+        right: true,
+        id: ColId::Nr,
+    },
+    Col {
+        head: "RA",
+        width: 5,
+        prio: 5,
+        right: true,
+        id: ColId::Ra,
+    },
+    Col {
+        head: "r/s",
+        width: 7,
+        prio: 1,
+        right: true,
+        id: ColId::Rs,
+    },
+    Col {
+        head: "w/s",
+        width: 7,
+        prio: 1,
+        right: true,
+        id: ColId::Ws,
+    },
+    Col {
+        head: "r_await",
+        width: 7,
+        prio: 0,
+        right: true,
+        id: ColId::RAwait,
+    },
+    Col {
+        head: "w_await",
+        width: 7,
+        prio: 0,
+        right: true,
+        id: ColId::WAwait,
+    },
+    Col {
+        head: "aqu-sz",
+        width: 6,
+        prio: 2,
+        right: true,
+        id: ColId::Aqu,
+    },
+    Col {
+        head: "%util",
+        width: 6,
+        prio: 0,
+        right: true,
+        id: ColId::Util,
+    },
+];
+
+/// Narrowest sparkline worth drawing.
+const SPARK_MIN: u16 = 8;
+const SPARK_MAX: u16 = 30;
+
+/// The columns that fit `width` (after the one-character selection marker),
+/// and the sparkline width.
+fn fit(width: u16) -> (Vec<Col>, u16) {
+    for max_prio in (0..=5u8).rev() {
+        let cols: Vec<Col> = COLS
+            .iter()
+            .copied()
+            .filter(|c| c.prio <= max_prio)
+            .collect();
+        let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>();
+        if used + SPARK_MIN < width {
+            return (cols, (width - used - 1).min(SPARK_MAX));
+        }
+        if max_prio == 0 {
+            return (cols, width.saturating_sub(used + 1));
+        }
+    }
+    (Vec::new(), 0)
+}
+
+fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
+    let stat = |f: fn(&ExtStats) -> f64| s.map_or_else(|| "-".into(), |s| num(f(s)));
+    match id {
+        ColId::Name => d.name.clone(),
+        ColId::Kind => d.kind.label().to_string(),
+        ColId::Size => human_size(d.size_bytes),
+        ColId::Sched => d.queue.active_label().to_string(),
+        ColId::Nr => opt(d.queue.nr_requests),
+        ColId::Ra => opt(d.queue.read_ahead_kb),
+        ColId::Rs => stat(|s| s.r_s),
+        ColId::Ws => stat(|s| s.w_s),
+        ColId::RAwait => stat(|s| s.r_await),
+        ColId::WAwait => stat(|s| s.w_await),
+        ColId::Aqu => stat(|s| s.aqu_sz),
+        ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
+    }
+}
+
+/// Eighth-block sparkline of `values`, scaled to their maximum.
+pub fn sparkline(values: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().fold(0.0, f64::max);
+    values
+        .iter()
+        .map(|&v| {
+            if max <= 0.0 {
+                BARS[0]
+            } else {
+                BARS[((v / max * 7.0).round() as usize).min(7)]
+            }
+        })
+        .collect()
+}
+
+/// Draw the table into `area` (first row: headings).
+pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
+    let (cols, spark_w) = fit(area.width);
+    let sort_col = match app.sort {
+        SortKey::Name => ColId::Name,
+        SortKey::Util => ColId::Util,
+        SortKey::Await => ColId::RAwait,
+        SortKey::Iops => ColId::Rs,
+    };
+    let mut x = area.x + 1;
+    for c in &cols {
+        let head = if c.id == sort_col {
+            format!("{}↓", c.head)
+        } else {
+            c.head.to_string()
+        };
+        let s = if c.right {
+            format!("{head:>w$}", w = c.width as usize)
+        } else {
+            format!("{head:<w$}", w = c.width as usize)
+        };
+        put(buf, x, area.y, &s, c.width, t.heading());
+        x += c.width + 1;
+    }
+    if spark_w >= 4 {
+        put(buf, x, area.y, "await", spark_w, t.heading());
+    }
+    let devs = app.visible();
+    let rows = area.height.saturating_sub(1) as usize;
+    if devs.is_empty() {
+        let msg = if app.filter.is_empty() {
+            "no block devices with a size (waiting for the first sample?)".to_string()
+        } else {
+            format!("no device matches '{}' (Esc clears the filter)", app.filter)
+        };
+        put(buf, area.x + 1, area.y + 1, &msg, area.width - 1, t.dim());
+        return;
+    }
+    let sel = app
+        .selected
+        .as_ref()
+        .and_then(|s| devs.iter().position(|d| &d.name == s))
+        .unwrap_or(0);
+    let offset = (sel + 1).saturating_sub(rows);
+    for (i, d) in devs.iter().enumerate().skip(offset).take(rows) {
+        let y = area.y + 1 + (i - offset) as u16;
+        let selected = i == sel && app.selected.is_some();
+        let style = if selected {
+            t.selected()
+        } else if !d.queue.has_scheduler() {
+            t.dim()
+        } else {
+            ratatui::style::Style::new()
+        };
+        if selected {
+            buf.set_style(Rect::new(area.x, y, area.width, 1), style);
+        }
+        put(buf, area.x, y, if selected { "▶" } else { " " }, 1, style);
+        let s = app.latest(&d.name);
+        let mut x = area.x + 1;
+        for c in &cols {
+            let v = cell(d, s, c.id);
+            let text = if c.right {
+                format!("{v:>w$}", w = c.width as usize)
+            } else {
+                format!("{v:<w$}", w = c.width as usize)
+            };
+            put(buf, x, y, &text, c.width, style);
+            x += c.width + 1;
+        }
+        if let Some(h) = app.histories.get(&d.name) {
+            let vals = h.tail(spark_w as usize, ExtStats::max_await);
+            put(buf, x, y, &sparkline(&vals), spark_w, style);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_fit_the_width() {
+        for w in [60u16, 80, 100, 160, 250] {
+            let (cols, spark) = fit(w);
+            let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>() + spark;
+            assert!(used <= w, "{w}: {used}");
+            assert!(cols.iter().any(|c| c.id == ColId::RAwait));
+        }
+        assert!(fit(160).0.len() == COLS.len());
+        assert_eq!(sparkline(&[0.0, 1.0, 2.0]), "▁▅█");
+        assert_eq!(sparkline(&[0.0, 0.0]), "▁▁");
+    }
+}

@@ -1,0 +1,211 @@
+//! Where snapshots come from. The app only sees [`Feed`] messages on one
+//! channel, so the live sampler here and a replay of a recording can drive
+//! the same screen. The live source also runs the tuner, on its own thread,
+//! so a slow scheduler switch never blocks a key press.
+
+use crate::history::ChangeMark;
+use crate::sampler::{Sampler, Snapshot};
+use crate::tuner::{Outcome, Settings, Tuner};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Position of a replay, shown in the header instead of live facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayPosition {
+    /// Seconds from the start of the recording.
+    pub at: f64,
+    /// Length of the recording in seconds.
+    pub total: f64,
+    /// Playback speed factor (1.0 = real time).
+    pub speed: f64,
+}
+
+/// What a source tells the app.
+#[derive(Debug)]
+pub enum Feed {
+    /// One sample of every device.
+    Snapshot(Box<Snapshot>),
+    /// A change that happened (recorded, or made by someone else).
+    Change(ChangeMark),
+    /// The answer to a [`Control::Apply`].
+    Applied(Box<ApplyReport>),
+    /// Replay only: where playback is.
+    Position(ReplayPosition),
+    /// The source cannot read (diskstats vanished); shown in the status line.
+    Error(String),
+}
+
+/// What kind of change a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyKind {
+    /// A new setting, validated by the tuner.
+    Change,
+    /// Back to the settings before the last change.
+    Undo,
+    /// Back to the settings before the session's first change.
+    RevertAll,
+}
+
+/// A change the app wants made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyRequest {
+    pub id: u64,
+    pub device: String,
+    pub settings: Settings,
+    pub kind: ApplyKind,
+}
+
+/// How a request went.
+#[derive(Debug)]
+pub struct ApplyReport {
+    pub request: ApplyRequest,
+    /// The outcome and its mark on the sampler's clock, or the error line.
+    pub result: Result<(Outcome, ChangeMark), String>,
+}
+
+/// What the app tells a source.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    Interval(Duration),
+    Pause(bool),
+    Apply(ApplyRequest),
+    /// Re-read device settings now (someone else changed them).
+    Refresh,
+    Stop,
+}
+
+/// The live source: owns the sampler and the tuner on one thread.
+#[derive(Debug)]
+pub struct LiveSource {
+    sampler: Sampler,
+    tuner: Option<Tuner>,
+    interval: Duration,
+    paused: bool,
+    /// When the last snapshot was taken, and its time on the sampler's clock.
+    last: Option<(Instant, f64)>,
+}
+
+impl LiveSource {
+    /// A source over `sampler`; `tuner` is `None` in read-only mode.
+    pub fn new(sampler: Sampler, tuner: Option<Tuner>, interval: Duration) -> Self {
+        Self {
+            sampler,
+            tuner,
+            interval,
+            paused: false,
+            last: None,
+        }
+    }
+
+    /// Run on a new thread until [`Control::Stop`] or the app hangs up.
+    pub fn spawn(
+        self,
+        feed: Sender<Feed>,
+        control: Receiver<Control>,
+    ) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("blktune-sampler".into())
+            .spawn(move || self.run(&feed, &control))
+    }
+
+    fn tick(&mut self, feed: &Sender<Feed>) -> bool {
+        let msg = match self.sampler.tick() {
+            Ok(s) => {
+                self.last = Some((Instant::now(), s.t));
+                Feed::Snapshot(Box::new(s))
+            }
+            Err(e) => Feed::Error(format!("cannot read diskstats: {e}")),
+        };
+        feed.send(msg).is_ok()
+    }
+
+    /// Seconds on the sampler's clock for `at`.
+    fn clock(&self, at: Instant) -> f64 {
+        self.last.map_or(0.0, |(i, t)| {
+            t + at.saturating_duration_since(i).as_secs_f64()
+        })
+    }
+
+    fn apply(&mut self, req: ApplyRequest) -> ApplyReport {
+        let result = match &self.tuner {
+            None => Err("read-only: changes are disabled".to_string()),
+            Some(tuner) => {
+                let started = Instant::now();
+                let r = match req.kind {
+                    ApplyKind::Change => tuner.apply(&req.device, &req.settings),
+                    ApplyKind::Undo | ApplyKind::RevertAll => {
+                        tuner.restore(&req.device, &req.settings)
+                    }
+                };
+                // The mark sits where the kernel's writes began.
+                let t = self.clock(started);
+                r.map(|o| {
+                    let mark = ChangeMark {
+                        device: o.device.clone(),
+                        t,
+                        label: o.label(),
+                        before: Settings::snapshot_of(&o.before),
+                        after: Settings::snapshot_of(&o.after),
+                    };
+                    (o, mark)
+                })
+                .map_err(|e| e.to_string())
+            }
+        };
+        self.sampler.invalidate();
+        ApplyReport {
+            request: req,
+            result,
+        }
+    }
+
+    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
+        let mut next = Instant::now() + self.interval;
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            match control.recv_timeout(wait) {
+                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Control::Interval(d)) => {
+                    self.interval = d;
+                    next = self.last.map_or_else(Instant::now, |(i, _)| i) + d;
+                }
+                Ok(Control::Pause(p)) => {
+                    self.paused = p;
+                    next = Instant::now();
+                }
+                Ok(Control::Apply(req)) => {
+                    let report = self.apply(req);
+                    let ok = report.result.is_ok();
+                    if feed.send(Feed::Applied(Box::new(report))).is_err() {
+                        return;
+                    }
+                    // Show the new settings at once; the short interval is weighted as such.
+                    if ok && !self.paused && !self.tick(feed) {
+                        return;
+                    }
+                }
+                Ok(Control::Refresh) => {
+                    self.sampler.invalidate();
+                    if !self.paused && !self.tick(feed) {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if !self.paused && !self.tick(feed) {
+                        return;
+                    }
+                    next += self.interval;
+                    let now = Instant::now();
+                    if next < now {
+                        // Fell behind (slow sysfs, suspended): skip, do not burst.
+                        next = now + self.interval;
+                    }
+                    if self.paused {
+                        next = now + Duration::from_millis(200);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! A scripted fake machine for the TUI tests: fake sysfs tree, scripted
+//! diskstats counters on a scripted clock, so screens are deterministic.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use blktune::device::{self, BlockDevice};
+use blktune::diskstats::{Counters, DiskStatsLine};
+use blktune::fake::{FakeDisk, FakeTree};
+use blktune::history::ChangeMark;
+use blktune::host::HostInfo;
+use blktune::sampler::{RateTracker, Snapshot};
+use blktune::tui::app::{App, Config};
+use blktune::tui::command::{Mode, action_for};
+use blktune::tui::render;
+use blktune::tui::source::{Control, Feed};
+use blktune::tuner::Settings;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Per-second load of one device.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Load {
+    pub reads: u64,
+    pub read_ms: u32,
+    pub writes: u64,
+    pub write_ms: u32,
+    pub busy_ms: u32,
+}
+
+pub fn load(reads: u64, r_await: u32, writes: u64, w_await: u32, util: u32) -> Load {
+    Load {
+        reads,
+        read_ms: reads as u32 * r_await,
+        writes,
+        write_ms: writes as u32 * w_await,
+        busy_ms: util * 10,
+    }
+}
+
+pub struct Machine {
+    pub dir: tempfile::TempDir,
+    pub tree: FakeTree,
+    rates: RateTracker,
+    pub t: f64,
+    counters: BTreeMap<String, Counters>,
+    pub devices: Arc<Vec<BlockDevice>>,
+    iowait: f64,
+}
+
+impl Machine {
+    pub fn new(disks: &[FakeDisk]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(dir.path()).unwrap();
+        for d in disks {
+            tree.add(d).unwrap();
+        }
+        let devices = Arc::new(device::discover(&tree.root()).unwrap());
+        let mut m = Self {
+            dir,
+            tree,
+            rates: RateTracker::default(),
+            t: 0.0,
+            counters: BTreeMap::new(),
+            devices,
+            iowait: 3.5,
+        };
+        m.rates.update(0.0, &m.lines());
+        m
+    }
+
+    /// The usual three disks: an SSD, an HDD, and a zram without a queue.
+    pub fn three() -> Self {
+        Self::new(&[
+            FakeDisk::new("sda")
+                .model("Samsung SSD 870", None)
+                .dev(8, 0),
+            FakeDisk::new("sdb")
+                .rotational(true)
+                .active("bfq")
+                .dev(8, 16)
+                .size_bytes(4 << 40),
+            FakeDisk::new("zram0")
+                .no_queue()
+                .dev(252, 0)
+                .size_bytes(8 << 30),
+        ])
+    }
+
+    pub fn refresh(&mut self) {
+        self.devices = Arc::new(device::discover(&self.tree.root()).unwrap());
+    }
+
+    fn lines(&self) -> Vec<DiskStatsLine> {
+        self.devices
+            .iter()
+            .map(|d| DiskStatsLine {
+                major: d.major,
+                minor: d.minor,
+                name: d.name.clone(),
+                counters: self.counters.get(&d.name).copied().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// Advance the clock by `dt` seconds with these loads and make a snapshot.
+    pub fn step(&mut self, dt: f64, loads: &[(&str, Load)]) -> Snapshot {
+        for (name, l) in loads {
+            let c = self.counters.entry(name.to_string()).or_default();
+            let k = |v: u64| (v as f64 * dt) as u64;
+            c.rd_ios += k(l.reads);
+            c.rd_ticks += k(l.read_ms as u64) as u32;
+            c.wr_ios += k(l.writes);
+            c.wr_ticks += k(l.write_ms as u64) as u32;
+            c.io_ticks += k(l.busy_ms as u64) as u32;
+            c.time_in_queue += k(l.read_ms as u64 + l.write_ms as u64) as u32;
+            c.rd_sectors += k(l.reads * 8);
+            c.wr_sectors += k(l.writes * 256);
+        }
+        let prev = self.t;
+        self.t += dt;
+        let stats = self.rates.update(self.t, &self.lines());
+        Snapshot {
+            wall: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            t: self.t,
+            interval: Some(self.t - prev),
+            devices: Arc::clone(&self.devices),
+            refreshed: true,
+            stats,
+            iowait_pct: Some(self.iowait),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Feed `n` one-second samples of the same loads.
+    pub fn run(&mut self, app: &mut App, n: usize, loads: &[(&str, Load)]) {
+        for _ in 0..n {
+            let s = self.step(1.0, loads);
+            app.on_feed(Feed::Snapshot(Box::new(s)));
+        }
+    }
+
+    pub fn app(&self, read_only: Option<&str>) -> App {
+        App::new(Config {
+            host: HostInfo::read(&self.tree.root()),
+            read_only: read_only.map(String::from),
+            interval: Duration::from_secs(1),
+            page_kb: 4,
+            color: false,
+            select: None,
+        })
+    }
+
+    /// A change mark at the current time.
+    pub fn mark(&self, dev: &str, label: &str, from: &str, to: &str) -> ChangeMark {
+        ChangeMark {
+            device: dev.into(),
+            t: self.t,
+            label: label.into(),
+            before: Settings {
+                scheduler: Some(from.into()),
+                ..Settings::default()
+            },
+            after: Settings {
+                scheduler: Some(to.into()),
+                ..Settings::default()
+            },
+        }
+    }
+}
+
+/// The usual load: sda busy with reads and some writes, sdb slow writes.
+pub fn busy(r_await: u32) -> Vec<(&'static str, Load)> {
+    vec![
+        ("sda", load(800, r_await, 40, 10, 88)),
+        ("sdb", load(20, 12, 150, 30, 95)),
+        ("zram0", load(100, 0, 100, 0, 1)),
+    ]
+}
+
+/// Press keys (a string of chars, or named keys) and collect the controls.
+pub fn press(app: &mut App, keys: &[KeyCode]) -> Vec<Control> {
+    let mut out = Vec::new();
+    for k in keys {
+        let ev = KeyEvent::new(*k, KeyModifiers::NONE);
+        if let Some(a) = action_for(app.mode(), &ev) {
+            out.extend(app.on_action(a));
+        }
+    }
+    out
+}
+
+pub fn chars(s: &str) -> Vec<KeyCode> {
+    s.chars().map(KeyCode::Char).collect()
+}
+
+pub fn mode(app: &App) -> Mode {
+    app.mode()
+}
+
+/// Render the app at `w` x `h` and return the terminal (its Display is the screen).
+pub fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render::draw(f, app)).unwrap();
+    term
+}
+
+pub fn text(term: &Terminal<TestBackend>) -> String {
+    term.backend().to_string()
+}

@@ -1,0 +1,382 @@
+//! Key sequences drive the app state; changes go through the real tuner on a
+//! fake tree via the live source thread.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::diskstats::Counters;
+use blktune::journal::Journal;
+use blktune::sampler::Sampler;
+use blktune::tui::app::{Overlay, SortKey, StatusKind};
+use blktune::tui::command::Mode;
+use blktune::tui::source::{ApplyKind, Control, Feed, LiveSource};
+use blktune::tuner::Tuner;
+use crossterm::event::KeyCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tui_fixture::*;
+
+fn status(app: &blktune::tui::app::App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn picker_starts_on_the_active_scheduler_and_moves() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    assert!(press(&mut app, &chars("s")).is_empty());
+    let cursor = |app: &blktune::tui::app::App| match &app.overlay {
+        Some(Overlay::Picker {
+            cursor, options, ..
+        }) => options[*cursor].clone(),
+        o => panic!("no picker: {o:?}"),
+    };
+    assert_eq!(cursor(&app), "mq-deadline");
+    press(&mut app, &[KeyCode::Down, KeyCode::Down, KeyCode::Down]);
+    assert_eq!(cursor(&app), "bfq", "stops at the last entry");
+    press(&mut app, &[KeyCode::Up]);
+    assert_eq!(cursor(&app), "kyber");
+    let ctl = press(&mut app, &[KeyCode::Enter]);
+    assert!(app.overlay.is_none());
+    match &ctl[..] {
+        [Control::Apply(r)] => {
+            assert_eq!(r.device, "sda");
+            assert_eq!(r.settings.scheduler.as_deref(), Some("kyber"));
+            assert_eq!(r.kind, ApplyKind::Change);
+        }
+        c => panic!("{c:?}"),
+    }
+    assert_eq!(app.pending, 1);
+    assert!(status(&app).contains("applying"), "{}", status(&app));
+    // While it is in flight, another change is refused with a reason.
+    assert!(press(&mut app, &chars("s")).is_empty());
+    assert!(status(&app).contains("busy"), "{}", status(&app));
+}
+
+#[test]
+fn esc_cancels_and_choosing_the_active_one_changes_nothing() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert!(press(&mut app, &[KeyCode::Char('s'), KeyCode::Esc]).is_empty());
+    assert!(app.overlay.is_none());
+    assert!(press(&mut app, &[KeyCode::Enter, KeyCode::Enter]).is_empty());
+    assert!(status(&app).contains("already active"), "{}", status(&app));
+}
+
+#[test]
+fn invalid_edits_are_refused_with_the_reason() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &chars("n"));
+    assert_eq!(app.mode(), Mode::Text);
+    let mut keys = vec![KeyCode::Backspace; 3];
+    keys.extend(chars("5000"));
+    keys.push(KeyCode::Enter);
+    assert!(press(&mut app, &keys).is_empty());
+    assert!(
+        matches!(app.overlay, Some(Overlay::Edit(_))),
+        "editor stays open"
+    );
+    assert!(
+        status(&app).contains("out of range: 4 to 2048"),
+        "{}",
+        status(&app)
+    );
+    assert_eq!(app.status.as_ref().unwrap().kind, StatusKind::Error);
+    let mut keys = vec![KeyCode::Backspace; 4];
+    keys.extend(chars("64"));
+    keys.push(KeyCode::Enter);
+    match &press(&mut app, &keys)[..] {
+        [Control::Apply(r)] => assert_eq!(r.settings.nr_requests, Some(64)),
+        c => panic!("{c:?}"),
+    }
+    // read_ahead_kb must be a page multiple; tunables of the active scheduler.
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    let mut keys = chars("r");
+    keys.extend([KeyCode::Backspace; 3]);
+    keys.extend(chars("6"));
+    keys.push(KeyCode::Enter);
+    assert!(press(&mut app, &keys).is_empty());
+    assert!(status(&app).contains("page size"), "{}", status(&app));
+    press(&mut app, &[KeyCode::Esc]);
+    press(
+        &mut app,
+        &[
+            KeyCode::Char('t'),
+            KeyCode::Down,
+            KeyCode::Down,
+            KeyCode::Enter,
+        ],
+    );
+    match &app.overlay {
+        Some(Overlay::Edit(e)) => assert_eq!(e.field.label(), "front_merges"),
+        o => panic!("{o:?}"),
+    }
+    let mut keys = vec![KeyCode::Backspace];
+    keys.extend(chars("7"));
+    keys.push(KeyCode::Enter);
+    assert!(press(&mut app, &keys).is_empty());
+    assert!(status(&app).contains("0 or 1"), "{}", status(&app));
+}
+
+#[test]
+fn read_only_explains_instead_of_changing() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 2, &busy(4));
+    for k in ["s", "n", "r", "t", "u", "U"] {
+        assert!(press(&mut app, &chars(k)).is_empty(), "{k}");
+        assert!(app.overlay.is_none(), "{k}");
+        let s = status(&app);
+        assert!(
+            s.contains("read-only (not root)") && s.contains("nothing was changed"),
+            "{k}: {s}"
+        );
+    }
+}
+
+#[test]
+fn devices_without_a_queue_explain() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &[KeyCode::End, KeyCode::Char('s')]);
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    assert!(app.overlay.is_none());
+    assert!(
+        status(&app).contains("has no I/O scheduler"),
+        "{}",
+        status(&app)
+    );
+}
+
+#[test]
+fn navigation_filter_sort_and_hooks() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    press(&mut app, &[KeyCode::Char('k'), KeyCode::Char('k')]);
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    press(&mut app, &[KeyCode::PageDown]);
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    press(&mut app, &[KeyCode::Home]);
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    let mut keys = chars("/zr");
+    keys.push(KeyCode::Enter);
+    press(&mut app, &keys);
+    let names: Vec<&str> = app.visible().iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["zram0"]);
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(app.visible().len(), 3);
+    press(&mut app, &chars("o"));
+    assert_eq!(app.sort, SortKey::Util);
+    assert_eq!(app.visible()[0].name, "sdb", "sdb is 95% busy");
+    for (k, what) in [("e", "export"), ("b", "shoot-out"), ("R", "record")] {
+        press(&mut app, &chars(k));
+        assert_eq!(status(&app), format!("{what}: not available yet"));
+    }
+    let ctl = press(&mut app, &chars("+-p"));
+    assert_eq!(
+        ctl,
+        [
+            Control::Interval(Duration::from_millis(500)),
+            Control::Interval(Duration::from_secs(1)),
+            Control::Pause(true)
+        ]
+    );
+    press(&mut app, &chars("q"));
+    assert!(app.quit);
+}
+
+#[test]
+fn a_vanished_selected_device_moves_the_selection() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    press(&mut app, &chars("s"));
+    m.tree.remove("sdb").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    assert!(status(&app).contains("'sdb' vanished"), "{}", status(&app));
+    assert!(
+        app.overlay.is_none(),
+        "the picker of a vanished device closes"
+    );
+    assert!(!app.histories.contains_key("sdb"));
+}
+
+/// Feed the app from the source until no change is pending, then do what the
+/// kernel does after a scheduler write and wait for the app to see it.
+fn settle(
+    app: &mut blktune::tui::app::App,
+    rx: &mpsc::Receiver<Feed>,
+    ctl: &mpsc::Sender<Control>,
+    m: &Machine,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.pending > 0 {
+        assert!(Instant::now() < deadline, "no answer from the source");
+        if let Ok(f) = rx.recv_timeout(Duration::from_millis(50)) {
+            app.on_feed(f);
+        }
+    }
+    for d in ["sda", "sdb"] {
+        m.tree
+            .settle(d, &["none", "mq-deadline", "kyber", "bfq"], 256)
+            .unwrap();
+    }
+    ctl.send(Control::Refresh).unwrap();
+    while app.devices.iter().any(|d| {
+        d.queue
+            .scheduler
+            .as_ref()
+            .is_some_and(|s| s.available.len() < 4)
+    }) {
+        assert!(Instant::now() < deadline, "no refresh from the source");
+        if let Ok(f) = rx.recv_timeout(Duration::from_millis(50)) {
+            app.on_feed(f);
+        }
+    }
+}
+
+#[test]
+fn change_undo_and_revert_all_through_the_tuner() {
+    let m = Machine::three();
+    let c = Counters::default();
+    m.tree
+        .set_diskstats(&[("sda", 8, 0, c), ("sdb", 8, 16, c), ("zram0", 252, 0, c)])
+        .unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let root = m.tree.root();
+    let tuner = Tuner::new(root.clone(), Some(Journal::new(journal.path())));
+    let (ftx, frx) = mpsc::channel();
+    let (ctx, crx) = mpsc::channel();
+    let handle = LiveSource::new(
+        Sampler::new(root).unwrap(),
+        Some(tuner),
+        Duration::from_millis(100),
+    )
+    .spawn(ftx, crx)
+    .unwrap();
+    let mut app = m.app(None);
+    while app.samples == 0 {
+        app.on_feed(frx.recv_timeout(Duration::from_secs(5)).unwrap());
+    }
+    let active = |d: &str| {
+        let line = std::fs::read_to_string(m.tree.dev_dir(d).join("queue/scheduler")).unwrap();
+        blktune::device::SchedulerState::parse(&line)
+            .unwrap()
+            .active
+    };
+    let sched = || active("sda");
+    let send = |ctl: Vec<Control>| ctl.into_iter().for_each(|c| ctx.send(c).unwrap());
+
+    let attr = |d: &str, a: &str| {
+        std::fs::read_to_string(m.tree.dev_dir(d).join("queue").join(a))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let edit = |key: char, value: &str| {
+        let mut k = vec![KeyCode::Char(key)];
+        k.extend([KeyCode::Backspace; 4]);
+        k.extend(chars(value));
+        k.push(KeyCode::Enter);
+        k
+    };
+
+    // A change and its undo. (The fake tree does not emulate a scheduler
+    // switch mid-write, so undoing a switch is covered by the tmux test.)
+    send(press(&mut app, &edit('n', "64")));
+    settle(&mut app, &frx, &ctx, &m);
+    assert_eq!(attr("sda", "nr_requests"), "64", "status: {}", status(&app));
+    assert!(
+        status(&app).contains("sda: nr_requests 256→64"),
+        "{}",
+        status(&app)
+    );
+    let j = Journal::new(journal.path())
+        .load("sda")
+        .unwrap()
+        .expect("original journalled");
+    assert_eq!(j.original.nr_requests, Some(256));
+    send(press(&mut app, &chars("u")));
+    settle(&mut app, &frx, &ctx, &m);
+    assert_eq!(
+        attr("sda", "nr_requests"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
+    assert!(status(&app).starts_with("undo: sda"), "{}", status(&app));
+    assert!(app.session().is_empty());
+    send(press(&mut app, &chars("u")));
+    assert!(status(&app).contains("nothing to undo"), "{}", status(&app));
+
+    // Changes on two devices, then revert everything.
+    send(press(&mut app, &edit('n', "32")));
+    settle(&mut app, &frx, &ctx, &m);
+    send(press(&mut app, &edit('n', "48")));
+    settle(&mut app, &frx, &ctx, &m);
+    let mut keys = vec![KeyCode::Down];
+    keys.extend(edit('r', "256"));
+    send(press(&mut app, &keys));
+    settle(&mut app, &frx, &ctx, &m);
+    assert_eq!(
+        attr("sdb", "read_ahead_kb"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
+    assert_eq!(app.session().len(), 2, "{}", status(&app));
+    assert_eq!(
+        app.session()[0].labels,
+        ["nr_requests 256→32", "nr_requests 32→48"]
+    );
+    assert!(press(&mut app, &chars("U")).is_empty());
+    assert!(matches!(app.overlay, Some(Overlay::Confirm { .. })));
+    send(press(&mut app, &chars("y")));
+    settle(&mut app, &frx, &ctx, &m);
+    assert_eq!(
+        attr("sda", "nr_requests"),
+        "256",
+        "status: {}",
+        status(&app)
+    );
+    assert_eq!(attr("sdb", "read_ahead_kb"), "128");
+    assert!(app.session().is_empty());
+    assert_eq!(app.marks["sda"].len(), 5, "every change stays marked");
+
+    // A scheduler switch goes through the tuner and is marked.
+    send(press(
+        &mut app,
+        &[
+            KeyCode::Up,
+            KeyCode::Char('s'),
+            KeyCode::Down,
+            KeyCode::Enter,
+        ],
+    ));
+    settle(&mut app, &frx, &ctx, &m);
+    assert_eq!(sched(), "kyber", "status: {}", status(&app));
+    assert!(
+        status(&app).contains("sda: mq-deadline→kyber"),
+        "{}",
+        status(&app)
+    );
+    assert_eq!(app.marks["sda"].last().unwrap().label, "mq-deadline→kyber");
+    ctx.send(Control::Stop).unwrap();
+    handle.join().unwrap();
+}

@@ -1,0 +1,339 @@
+//! End to end: the real binary in tmux (80x24) on a loop device this test
+//! creates, under fio load. Root only; skips otherwise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private tmux server with one 80x24 pane running a plain shell.
+struct Tmux {
+    sock: String,
+}
+
+/// The shell prompt (`PS1` plus a space, which capture-pane trims).
+const PROMPT: &str = "e2e$";
+
+impl Tmux {
+    fn new(tag: &str) -> Self {
+        let sock = format!("blktune-{tag}-{}", std::process::id());
+        let t = Self { sock };
+        let ok = t
+            .cmd(&["-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e"])
+            .arg(format!("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=xterm-256color PS1='{PROMPT} ' bash --norc --noprofile"))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        t.wait_for("the shell prompt", |s| s.contains(PROMPT));
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-L").arg(&self.sock).args(args);
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend(keys);
+        assert!(self.cmd(&args).status().unwrap().success());
+    }
+
+    fn line(&self, text: &str) {
+        assert!(
+            self.cmd(&["send-keys", "-t", "e2e", "-l", text])
+                .status()
+                .unwrap()
+                .success()
+        );
+        self.keys(&["Enter"]);
+    }
+
+    fn capture(&self) -> String {
+        let o = self
+            .cmd(&["capture-pane", "-p", "-t", "e2e"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn alternate_on(&self) -> bool {
+        let o = self
+            .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim() == "1"
+    }
+
+    /// Poll the pane until `pred` holds; panic with the screen after 15 s.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let s = self.capture();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Wait until the TUI has left the alternate screen and the prompt is back.
+    fn wait_restored(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.alternate_on() {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: still on the alternate screen:\n{}",
+                self.capture()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait_for(&format!("{what}: the prompt back"), |s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with(PROMPT))
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
+
+/// fio load on our own loop device, killed on drop.
+struct Fio(Child);
+
+impl Fio {
+    fn start(dev: &str) -> Self {
+        let child = Command::new("fio")
+            .args([
+                "--direct=1",
+                "--time_based",
+                "--runtime=60",
+                "--ioengine=psync",
+            ])
+            // Jobs as threads of one process, so killing it stops all I/O.
+            .arg("--thread")
+            .arg(format!("--filename=/dev/{dev}"))
+            .args(["--name=randread", "--rw=randread", "--bs=4k"])
+            .args(["--name=seqwrite", "--rw=write", "--bs=1M"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(child)
+    }
+}
+
+impl Drop for Fio {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A copy of the binary that any user can run.
+fn public_binary(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("blktune");
+    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The row of the device table for `dev` (selected or not).
+fn row<'a>(screen: &'a str, dev: &str) -> Option<&'a str> {
+    screen.lines().find(|l| {
+        let mut c = l.chars();
+        c.next();
+        c.as_str().starts_with(&format!("{dev} ")) && !l.contains("sched ")
+    })
+}
+
+fn pid_of(file: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(p) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no pid file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while lo.active_scheduler() != want {
+        assert!(
+            Instant::now() < deadline,
+            "sysfs never said {want}; screen:\n{}",
+            screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Keys to move the picker's cursor from the active scheduler to `to`.
+fn moves(lo: &TestLoop, to: &str) -> Vec<&'static str> {
+    let line = lo.queue("scheduler");
+    let names: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .collect();
+    let from = names
+        .iter()
+        .position(|n| *n == lo.active_scheduler())
+        .unwrap();
+    let to = names.iter().position(|n| n == to).expect("kyber available");
+    let key = if to > from { "Down" } else { "Up" };
+    vec![key; from.abs_diff(to)]
+}
+
+#[test]
+fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
+    let name = "tui_switches_undoes_quits_and_survives_signals_and_hot_unplug";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "fio") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let orig = lo.active_scheduler();
+    let fio = Fio::start(&dev);
+    let tmp = tempfile::tempdir().unwrap();
+    let journal = tmp.path().join("journal");
+    let bin = public_binary(tmp.path());
+    let pidfile = tmp.path().join("pid");
+    let start = |t: &Tmux| {
+        let _ = std::fs::remove_file(&pidfile);
+        t.line(&format!(
+            "sh -c 'echo $$ > {}; exec env BLKTUNE_JOURNAL_DIR={} {} --device {dev} --interval 250ms'",
+            pidfile.display(),
+            journal.display(),
+            bin.display()
+        ));
+        let s = t.wait_for("the TUI with the loop device", |s| {
+            s.contains("every 250ms") && s.contains(&format!("▶{dev} ")) && s.contains("r_await")
+        });
+        assert!(t.alternate_on());
+        (pid_of(&pidfile), s)
+    };
+    let t = Tmux::new("main");
+
+    // Switch to kyber with three keys: s, arrows, Enter.
+    let (_pid, _) = start(&t);
+    t.keys(&["s"]);
+    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
+    t.keys(&moves(&lo, "kyber"));
+    t.keys(&["Enter"]);
+    wait_sysfs(&lo, "kyber", || t.capture());
+    let s = t.wait_for("kyber in the row and a marker on the time axis", |s| {
+        row(s, &dev).is_some_and(|r| r.contains("kyber"))
+            && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
+    });
+    println!("80x24 after the switch:\n{s}");
+
+    // Undo puts the original back.
+    t.keys(&["u"]);
+    wait_sysfs(&lo, &orig, || t.capture());
+    t.wait_for("the undo status", |s| s.contains(&format!("undo: {dev}")));
+
+    // Switch again and quit: the summary names the change and the revert command.
+    t.keys(&["s"]);
+    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
+    t.keys(&moves(&lo, "kyber"));
+    t.keys(&["Enter"]);
+    wait_sysfs(&lo, "kyber", || t.capture());
+    t.wait_for("the status of the switch", |s| {
+        s.contains(&format!("{dev}: {orig}→kyber"))
+    });
+    t.keys(&["q"]);
+    let s = t.wait_restored("after q");
+    assert!(s.contains(&format!("  {dev}: {orig}→kyber")), "{s}");
+    assert!(
+        s.contains(&format!("to revert: sudo blktune revert {dev}")),
+        "{s}"
+    );
+    assert_eq!(lo.active_scheduler(), "kyber", "quitting keeps the change");
+    let o = blktune(&["revert", &dev], &journal);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.active_scheduler(), orig);
+
+    // SIGTERM and SIGHUP restore the terminal.
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ] {
+        t.line("clear");
+        let (pid, _) = start(&t);
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+        let s = t.wait_restored(&format!("after {sig}"));
+        assert!(s.contains("no settings were changed"), "{sig}: {s}");
+        t.line("echo rc=$?");
+        t.wait_for("the exit code", |s| s.contains("rc=0"));
+    }
+
+    // Detaching the loop device while the TUI shows it does not crash it.
+    t.line("clear");
+    let (pid, _) = start(&t);
+    drop(fio);
+    let loopdev = lo.dev;
+    loopdev.remove().unwrap();
+    t.wait_for("the vanished device in the status line", |s| {
+        s.contains(&format!("'{dev}' vanished"))
+    });
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(),
+        "still running"
+    );
+    t.keys(&["q"]);
+    t.wait_restored("after q with the device gone");
+    t.line("echo rc=$?");
+    t.wait_for("the exit code", |s| s.contains("rc=0"));
+}
+
+#[test]
+fn tui_as_nobody_is_read_only_and_changes_nothing() {
+    let name = "tui_as_nobody_is_read_only_and_changes_nothing";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "setpriv") {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let dev = lo.name().to_string();
+    let before = (lo.queue("scheduler"), lo.queue("nr_requests"));
+    let tmp = tempfile::tempdir().unwrap();
+    let journal = tmp.path().join("journal");
+    let bin = public_binary(tmp.path());
+    let t = Tmux::new("nobody");
+    t.line(&format!(
+        "setpriv --reuid=nobody --regid=nogroup --clear-groups env BLKTUNE_JOURNAL_DIR={} {} --device {dev}",
+        journal.display(),
+        bin.display()
+    ));
+    t.wait_for("the read-only banner", |s| {
+        s.contains("READ-ONLY: not root; changes are disabled")
+    });
+    t.keys(&["s"]);
+    t.wait_for("the explanation", |s| {
+        s.contains("read-only (not root)") && s.contains("nothing was changed")
+    });
+    t.keys(&["Enter", "Down", "Enter", "n", "u"]);
+    t.keys(&["q"]);
+    let s = t.wait_restored("after q");
+    assert!(s.contains("no settings were changed"), "{s}");
+    assert_eq!((lo.queue("scheduler"), lo.queue("nr_requests")), before);
+    assert!(!journal.exists() || std::fs::read_dir(&journal).unwrap().next().is_none());
+}
