@@ -74,7 +74,6 @@ fn main() {
         let mut sampler = Sampler::new(tree.root()).unwrap();
         sampler.set_refresh_every(Duration::from_secs(3600));
         let reps = if n > 1000 { 20 } else { 200 };
-        let mut step = 2;
         // Parse and compute cost does not depend on the values.
         let tick = time_ms(reps, || {
             black_box(sampler.tick().unwrap());
@@ -96,9 +95,8 @@ fn main() {
         // keeps long history only for the selected and changed ones there).
         let mut snaps = Vec::new();
         let history = if n > 1000 { 60 } else { 600 };
-        for _ in 0..history {
+        for step in 2..2 + history {
             write_stats(&tree, &names, step);
-            step += 1;
             snaps.push(sampler.tick().unwrap());
         }
         let mut it = snaps.into_iter();
