@@ -88,12 +88,25 @@ impl SchedulerState {
     pub fn parse(line: &str) -> Option<Self> {
         let mut active = None;
         let mut available = Vec::new();
+        // Elevator names are short identifiers (`mq-deadline`, `bfq`); anything
+        // else means the file is not what we think it is.
+        let plausible = |w: &str| {
+            !w.is_empty()
+                && w.len() <= 32
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b))
+        };
         for word in line.split_ascii_whitespace() {
             if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                if active.is_some() || !plausible(inner) {
+                    return None;
+                }
                 active = Some(inner.to_owned());
                 available.push(inner.to_owned());
-            } else {
+            } else if plausible(word) {
                 available.push(word.to_owned());
+            } else {
+                return None;
             }
         }
         let active = match active {
@@ -267,6 +280,10 @@ mod tests {
         assert_eq!(SchedulerState::parse("none").unwrap().active, "none");
         assert_eq!(SchedulerState::parse("a b"), None);
         assert_eq!(SchedulerState::parse(""), None);
+        assert_eq!(SchedulerState::parse("[none] [kyber]"), None);
+        assert_eq!(SchedulerState::parse("garbage\0here"), None);
+        assert_eq!(SchedulerState::parse("none [../x]"), None);
+        assert_eq!(SchedulerState::parse("[[[ ]]]"), None);
     }
 
     #[test]

@@ -81,7 +81,9 @@ impl FromStr for DiskStatsLine {
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
         let cols: Vec<&str> = line.split_ascii_whitespace().collect();
-        if !matches!(cols.len(), 14 | 18 | 20) {
+        // Fields are only ever appended (4.18, 5.5), so a longer line from a
+        // future kernel still starts with the 20 we know; the rest is ignored.
+        if !matches!(cols.len(), 14 | 18 | 20..=64) {
             return Err(ParseError::Columns(cols.len()));
         }
         let mut counters = Counters {
@@ -107,7 +109,7 @@ impl FromStr for DiskStatsLine {
                 ticks: num(&cols, 17)?,
             });
         }
-        if cols.len() == 20 {
+        if cols.len() >= 20 {
             counters.flush = Some(FlushCounters {
                 ios: num(&cols, 18)?,
                 ticks: num(&cols, 19)?,
@@ -188,6 +190,19 @@ mod tests {
             .unwrap();
         assert_eq!(l18.counters.discard.unwrap().ticks, 15);
         assert_eq!(l18.counters.flush, None);
+    }
+
+    #[test]
+    fn longer_lines_of_a_future_kernel_keep_the_known_fields() {
+        let l: DiskStatsLine = "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19"
+            .parse()
+            .unwrap();
+        assert_eq!(l.counters.rd_ios, 1);
+        assert_eq!(l.counters.flush, Some(FlushCounters { ios: 16, ticks: 17 }));
+        for n in [15, 16, 17, 19] {
+            let line = format!("8 0 sda{}", " 1".repeat(n - 3));
+            assert_eq!(line.parse::<DiskStatsLine>(), Err(ParseError::Columns(n)));
+        }
     }
 
     #[test]

@@ -281,12 +281,15 @@ impl FakeTree {
             out.push_str(&diskstats_line(name, *major, *minor, c));
             out.push('\n');
         }
-        write(&self.base.join("proc/diskstats"), &out)
+        self.set_diskstats_raw(&out)
     }
 
-    /// Write `/proc/diskstats` verbatim.
+    /// Write `/proc/diskstats` verbatim. Atomically (temp file and rename), as
+    /// a reader of the real file never sees half a line.
     pub fn set_diskstats_raw(&self, text: &str) -> io::Result<()> {
-        write(&self.base.join("proc/diskstats"), text)
+        let tmp = self.base.join("proc/.diskstats.tmp");
+        write(&tmp, text)?;
+        fs::rename(tmp, self.base.join("proc/diskstats"))
     }
 
     /// Do what the kernel does after a write to `queue/scheduler` of a fake

@@ -7,6 +7,8 @@
 //! device is reverted. It records the boot id and the device's `diskseq`, so an
 //! entry for a device that was re-created since is recognised as stale.
 
+use crate::device::BlockDevice;
+use crate::os::is_plausible_device_name;
 use crate::tuner::Settings;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -39,6 +41,36 @@ pub struct JournalEntry {
     pub original: Settings,
 }
 
+impl JournalEntry {
+    /// Why this entry no longer describes the device now called by its name
+    /// (so applying it would put another device's settings on this one), or
+    /// `None` when it still does. `current` is `None` when the device is gone;
+    /// `boot_id` is the running kernel's.
+    pub fn stale_reason(
+        &self,
+        current: Option<&BlockDevice>,
+        boot_id: Option<&str>,
+    ) -> Option<&'static str> {
+        let Some(d) = current else {
+            return Some("the device is gone");
+        };
+        if let (Some(saved), Some(now)) = (self.boot_id.as_deref(), boot_id)
+            && saved != now
+        {
+            return Some("it was saved before the last reboot");
+        }
+        if let (Some(saved), Some(now)) = (self.diskseq, d.diskseq)
+            && saved != now
+        {
+            return Some("the device was re-created since (diskseq changed)");
+        }
+        if (d.major, d.minor) != (self.major, self.minor) {
+            return Some("the device number changed");
+        }
+        None
+    }
+}
+
 /// The journal directory.
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -63,13 +95,21 @@ impl Journal {
         &self.dir
     }
 
-    fn path(&self, device: &str) -> PathBuf {
-        self.dir.join(format!("{device}.json"))
+    /// The entry file of a device. Names that are not plausible kernel names
+    /// (`../x`, `a/b`) are refused, so no input reaches a file outside the journal.
+    fn path(&self, device: &str) -> io::Result<PathBuf> {
+        if !is_plausible_device_name(device) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("'{}' is not a device name", device.escape_debug()),
+            ));
+        }
+        Ok(self.dir.join(format!("{device}.json")))
     }
 
     /// The entry of a device, if any.
     pub fn load(&self, device: &str) -> io::Result<Option<JournalEntry>> {
-        match fs::read_to_string(self.path(device)) {
+        match fs::read_to_string(self.path(device)?) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
@@ -80,9 +120,12 @@ impl Journal {
 
     /// Write `entry` unless the device already has one (the first original
     /// wins: a second change must not overwrite the true original).
-    /// Returns whether it wrote.
+    /// Returns whether it wrote. Two processes racing for the same device
+    /// cannot both win: the entry is published with `link(2)`, which never
+    /// replaces an existing file.
     pub fn save_if_absent(&self, entry: &JournalEntry) -> io::Result<bool> {
-        if self.path(&entry.device).exists() {
+        let path = self.path(&entry.device)?;
+        if path.exists() {
             return Ok(false);
         }
         fs::DirBuilder::new()
@@ -101,13 +144,44 @@ impl Journal {
                 .open(&tmp)?;
             f.write_all(&json)?;
             f.sync_all()?;
-            fs::rename(&tmp, self.path(&entry.device))?;
+            let linked = match fs::hard_link(&tmp, &path) {
+                Ok(()) => true,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+                Err(e) => return Err(e),
+            };
+            fs::remove_file(&tmp)?;
+            fs::File::open(&self.dir)?.sync_all()?;
+            Ok(linked)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// Replace a stale entry (see [`JournalEntry::stale_reason`]) with `entry`,
+    /// atomically (temp file, fsync, rename).
+    pub fn replace(&self, entry: &JournalEntry) -> io::Result<()> {
+        let path = self.path(&entry.device)?;
+        let json = serde_json::to_vec_pretty(entry).map_err(io::Error::other)?;
+        let tmp = self
+            .dir
+            .join(format!(".{}.json.tmp{}", entry.device, std::process::id()));
+        let result = (|| {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&json)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)?;
             fs::File::open(&self.dir)?.sync_all()
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        result.map(|()| true)
+        result
     }
 
     /// Every entry, sorted by device. Unreadable files are reported, not skipped silently.
@@ -136,7 +210,7 @@ impl Journal {
 
     /// Remove a device's entry (after a successful revert).
     pub fn remove(&self, device: &str) -> io::Result<()> {
-        match fs::remove_file(self.path(device)) {
+        match fs::remove_file(self.path(device)?) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -189,5 +263,66 @@ mod tests {
         let j = Journal::new(dir.path());
         let l = j.list().unwrap();
         assert!(matches!(&l[0], Err((n, _)) if n == "sda"));
+    }
+
+    #[test]
+    fn path_like_names_never_reach_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        std::fs::write(dir.path().join("x.json"), "{}").unwrap();
+        for bad in ["../x", "a/b", "..", "", "x\n"] {
+            assert!(j.load(bad).is_err(), "{bad:?}");
+            assert!(j.remove(bad).is_err(), "{bad:?}");
+            assert!(j.save_if_absent(&entry(bad, 1)).is_err(), "{bad:?}");
+        }
+        assert!(dir.path().join("x.json").exists());
+    }
+
+    #[test]
+    fn stale_entries_are_recognised() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        let mut d = FakeDisk::new("loop0").dev(7, 0);
+        d.diskseq = Some(9);
+        t.add(&d).unwrap();
+        let root = t.root();
+        let dev = crate::device::BlockDevice::read(&root, &root.device("loop0").unwrap());
+        let mut e = entry("loop0", 128);
+        e.boot_id = Some("b1".into());
+        assert_eq!(e.stale_reason(Some(&dev), Some("b1")), None);
+        assert_eq!(e.stale_reason(Some(&dev), None), None);
+        assert!(e.stale_reason(None, Some("b1")).unwrap().contains("gone"));
+        assert!(
+            e.stale_reason(Some(&dev), Some("b2"))
+                .unwrap()
+                .contains("reboot")
+        );
+        e.diskseq = Some(8);
+        assert!(
+            e.stale_reason(Some(&dev), Some("b1"))
+                .unwrap()
+                .contains("diskseq")
+        );
+        e.diskseq = None;
+        e.minor = 5;
+        assert!(
+            e.stale_reason(Some(&dev), Some("b1"))
+                .unwrap()
+                .contains("number")
+        );
+    }
+
+    #[test]
+    fn replace_overwrites_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path());
+        j.save_if_absent(&entry("sda", 128)).unwrap();
+        j.replace(&entry("sda", 64)).unwrap();
+        assert_eq!(
+            j.load("sda").unwrap().unwrap().original.nr_requests,
+            Some(64)
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -1,8 +1,6 @@
 //! blktune's entry point: parse the command line and run.
 
-use clap::Parser;
-
 fn main() {
-    let args = blktune::cli::Args::parse();
+    let args = blktune::cli::parse_args();
     std::process::exit(blktune::cli::run(args));
 }

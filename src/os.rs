@@ -214,6 +214,45 @@ impl SysRoot {
             .find(|d| self.device_dir(d).join(name).join("partition").exists())
     }
 
+    /// The device directory and its parents in the device tree, nearest first,
+    /// for udev's `ATTRS{}` lookups (udev(7): "the device and its parents").
+    /// On real sysfs `<sysfs>/block/<dev>` links into `<sysfs>/devices/...`, so
+    /// the parents are that path's ancestors; in a fake tree (a plain directory)
+    /// they are the `device`, `device/device`, ... sub-directories.
+    pub fn device_lineage(&self, dev: &DeviceName) -> Vec<PathBuf> {
+        let dir = self.device_dir(dev);
+        let (Ok(real), Ok(sys)) = (fs::canonicalize(&dir), fs::canonicalize(&self.sysfs)) else {
+            return vec![dir];
+        };
+        let devices = sys.join("devices");
+        if real.starts_with(&devices) {
+            let mut v: Vec<PathBuf> = real
+                .ancestors()
+                .take_while(|p| *p != devices.as_path())
+                .map(Path::to_path_buf)
+                .collect();
+            v.truncate(32);
+            return v;
+        }
+        let mut v = vec![dir.clone()];
+        let mut p = dir.join("device");
+        while p.is_dir() && v.len() < 8 {
+            v.push(p.clone());
+            p = p.join("device");
+        }
+        v
+    }
+
+    /// Read an attribute in a directory returned by [`SysRoot::device_lineage`],
+    /// trailing whitespace removed (as udev compares it). `attr` must be a
+    /// plain relative path.
+    pub fn read_lineage_attr(&self, dir: &Path, attr: &str) -> io::Result<String> {
+        if attr.is_empty() || attr.starts_with('/') || attr.split('/').any(|c| c == "..") {
+            return Err(bad_attr());
+        }
+        Ok(fs::read_to_string(dir.join(attr))?.trim_end().to_owned())
+    }
+
     /// Absolute path of a queue attribute, or `None` for a malformed tunable name.
     pub fn queue_attr_path(&self, dev: &DeviceName, attr: &QueueAttr) -> Option<PathBuf> {
         attr.rel_path().map(|rel| self.dev_path(dev, &rel))

@@ -258,4 +258,95 @@ mod tests {
         let out = r.update(2.0, &[line("a", 13, 0)]);
         assert_eq!(out["a"].stats.unwrap().r_s, 10.0);
     }
+
+    mod cache {
+        use super::super::*;
+        use crate::fake::{FakeDisk, FakeTree};
+
+        fn nr_of(snap: &Snapshot, name: &str) -> Option<u64> {
+            snap.device(name).and_then(|d| d.queue.nr_requests)
+        }
+
+        fn tree() -> (tempfile::TempDir, FakeTree) {
+            let dir = tempfile::tempdir().unwrap();
+            let t = FakeTree::new(dir.path()).unwrap();
+            t.add(&FakeDisk::new("sda")).unwrap();
+            t.set_diskstats(&[("sda", 8, 0, Counters::default())])
+                .unwrap();
+            (dir, t)
+        }
+
+        #[test]
+        fn queue_settings_are_cached_until_invalidated() {
+            let (_d, t) = tree();
+            let mut s = Sampler::new(t.root()).unwrap();
+            s.set_refresh_every(Duration::from_secs(3600));
+            std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "64\n").unwrap();
+            let snap = s.tick().unwrap();
+            assert!(!snap.refreshed);
+            assert_eq!(nr_of(&snap, "sda"), Some(256), "not re-read every tick");
+            s.invalidate();
+            let snap = s.tick().unwrap();
+            assert!(snap.refreshed);
+            assert_eq!(nr_of(&snap, "sda"), Some(64));
+            let snap = s.tick().unwrap();
+            assert!(!snap.refreshed, "one refresh per invalidate");
+        }
+
+        #[test]
+        fn queue_settings_are_re_read_after_the_refresh_period() {
+            let (_d, t) = tree();
+            let mut s = Sampler::new(t.root()).unwrap();
+            s.set_refresh_every(Duration::from_millis(50));
+            std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "32\n").unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+            let snap = s.tick().unwrap();
+            assert!(snap.refreshed);
+            assert_eq!(nr_of(&snap, "sda"), Some(32));
+        }
+
+        #[test]
+        fn hot_plug_refreshes_and_the_new_device_has_no_data_yet() {
+            let (_d, t) = tree();
+            let mut s = Sampler::new(t.root()).unwrap();
+            s.set_refresh_every(Duration::from_secs(3600));
+            t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+            t.set_diskstats(&[
+                ("sda", 8, 0, Counters::default()),
+                (
+                    "sdb",
+                    8,
+                    16,
+                    Counters {
+                        rd_ios: 1_000_000,
+                        ..Counters::default()
+                    },
+                ),
+            ])
+            .unwrap();
+            let snap = s.tick().unwrap();
+            assert!(snap.refreshed, "a new name in diskstats is hot-plug");
+            assert!(snap.device("sdb").is_some());
+            assert_eq!(snap.stats["sdb"].stats, Err(NoData::FirstSample));
+            assert!(snap.stats["sda"].stats.is_ok());
+            // and when it goes away
+            t.remove("sdb").unwrap();
+            t.set_diskstats(&[("sda", 8, 0, Counters::default())])
+                .unwrap();
+            let snap = s.tick().unwrap();
+            assert!(snap.refreshed);
+            assert!(snap.device("sdb").is_none() && !snap.stats.contains_key("sdb"));
+        }
+
+        #[test]
+        fn the_first_tick_after_new_is_a_real_interval() {
+            let (_d, t) = tree();
+            let mut s = Sampler::new(t.root()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            let snap = s.tick().unwrap();
+            let itv = snap.interval.unwrap();
+            assert!((0.1..1.0).contains(&itv), "{itv}");
+            assert!(snap.stats["sda"].stats.is_ok());
+        }
+    }
 }

@@ -105,6 +105,19 @@ impl ScratchLoop {
                 _ => std::thread::sleep(std::time::Duration::from_millis(100)),
             }
         }
+        // On a device that is still open (an fio just killed, whose direct
+        // I/O is completing), LOOP_CLR_FD only marks it autoclear and returns
+        // at once; wait a little for the real detach so that callers (and
+        // `losetup -a` checks) see it gone.
+        let backing = PathBuf::from("/sys/block")
+            .join(&self.name)
+            .join("loop/backing_file");
+        for _ in 0..50 {
+            if !backing.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         let _ = fs::remove_file(&self.file);
         result
     }

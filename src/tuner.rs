@@ -321,6 +321,25 @@ impl Tuner {
     ) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
         let before = QueueSettings::read(&self.root, &dev);
+        let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
+        if needs_scheduler
+            && before.scheduler.is_none()
+            && let Ok(raw) = self.root.read_queue_attr(&dev, &QueueAttr::Scheduler)
+        {
+            // The file is there but says something we cannot parse: do not
+            // pretend the device has no scheduler, and touch nothing.
+            return Err(TuneError::ReadFailed {
+                dev: dev.to_string(),
+                attr: "queue/scheduler".into(),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "unexpected content '{}'",
+                        raw.chars().take(64).collect::<String>().escape_debug()
+                    ),
+                ),
+            });
+        }
         if strict {
             validate(&dev, &before, want)?;
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
@@ -329,22 +348,36 @@ impl Tuner {
             });
         }
         self.check_permission(&dev, want)?;
-        if let Some(j) = &self.journal {
-            self.journal_original(j, &dev, &before)?;
-        }
+        let journalled = match &self.journal {
+            Some(j) => self.journal_original(j, &dev, &before)?,
+            None => false,
+        };
         let mut kernel_time = Duration::ZERO;
         match self.write_all(&dev, want, &mut kernel_time) {
             Ok(()) => {
                 let after = QueueSettings::read(&self.root, &dev);
+                let mut changes = diff(&before, &after);
+                add_requested_tunables(&mut changes, &before, &after, want);
                 Ok(Outcome {
                     device: dev.to_string(),
-                    changes: diff(&before, &after),
+                    changes,
                     before,
                     after,
                     kernel_time,
                 })
             }
-            Err(err) => Err(self.roll_back(&dev, &before, err)),
+            Err(err) => {
+                let (err, restored) = self.roll_back(&dev, &before, err);
+                // The entry written for this change is not needed once the
+                // device is back as it was; an older entry stays.
+                if journalled
+                    && restored
+                    && let Some(j) = &self.journal
+                {
+                    let _ = j.remove(dev.as_str());
+                }
+                Err(err)
+            }
         }
     }
 
@@ -358,6 +391,15 @@ impl Tuner {
         }
         if want.read_ahead_kb.is_some() {
             attrs.push(QueueAttr::ReadAheadKb);
+        }
+        // Tunables of the active scheduler exist now; a new scheduler's only
+        // after the switch, which the scheduler check above already covers.
+        if want.scheduler.is_none() {
+            attrs.extend(
+                want.tunables
+                    .iter()
+                    .map(|(name, _)| QueueAttr::Tunable(name.clone())),
+            );
         }
         for attr in attrs {
             if !self.root.can_write_queue_attr(dev, &attr) {
@@ -381,31 +423,40 @@ impl Tuner {
         Ok(())
     }
 
+    /// Save the device's original settings before its first change.
+    /// Returns whether a new entry was written. An entry left from an
+    /// earlier incarnation of the device (another boot, another diskseq) is
+    /// replaced: it is not this device's original.
     fn journal_original(
         &self,
         j: &Journal,
         dev: &DeviceName,
         q: &QueueSettings,
-    ) -> Result<(), TuneError> {
+    ) -> Result<bool, TuneError> {
         let info = BlockDevice::read(&self.root, dev);
+        let boot = boot_id(&self.root);
         let entry = JournalEntry {
             version: JOURNAL_VERSION,
             device: dev.to_string(),
             major: info.major,
             minor: info.minor,
             diskseq: info.diskseq,
-            boot_id: boot_id(&self.root),
+            boot_id: boot.clone(),
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             original: Settings::snapshot_of(q),
         };
-        j.save_if_absent(&entry)
-            .map(|_| ())
-            .map_err(|source| TuneError::Journal {
-                dir: j.dir().display().to_string(),
-                source,
-            })
+        let err = |source| TuneError::Journal {
+            dir: j.dir().display().to_string(),
+            source,
+        };
+        match j.load(dev.as_str()) {
+            Ok(Some(old)) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
+            // Stale or unreadable: this device's original must be recorded.
+            Ok(Some(_)) | Err(_) => j.replace(&entry).map(|()| true).map_err(err),
+            Ok(None) => j.save_if_absent(&entry).map_err(err),
+        }
     }
 
     /// Write the scheduler, then (against fresh reads) tunables, nr_requests, read-ahead.
@@ -502,6 +553,21 @@ impl Tuner {
                     path: path.unwrap_or_default(),
                 });
             }
+            // EINVAL on nr_requests with `none` has one usual cause (kernel
+            // `blk_mq_update_nr_requests`): say it, as no pre-check can know the depth.
+            let source = if step.attr == QueueAttr::NrRequests
+                && source.raw_os_error() == Some(nix::libc::EINVAL)
+                && QueueSettings::read(&self.root, dev).active_label() == "none"
+            {
+                io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source}: without a scheduler nr_requests cannot exceed the hardware queue depth"
+                    ),
+                )
+            } else {
+                source
+            };
             return Err(TuneError::WriteFailed {
                 dev: dev.to_string(),
                 attr: step.attr.label(),
@@ -549,19 +615,31 @@ impl Tuner {
         }
     }
 
-    /// Put `before` back after a failed step and attach what happened to the error.
-    fn roll_back(&self, dev: &DeviceName, before: &QueueSettings, mut err: TuneError) -> TuneError {
+    /// Put `before` back after a failed step and attach what happened to the
+    /// error. Also says whether the device is now as it was before.
+    fn roll_back(
+        &self,
+        dev: &DeviceName,
+        before: &QueueSettings,
+        mut err: TuneError,
+    ) -> (TuneError, bool) {
         let original = Settings::snapshot_of(before);
         let now = QueueSettings::read(&self.root, dev);
-        let note = if !self.root.device_dir(dev).exists() {
-            "nothing to roll back: the device is gone".to_string()
+        let (note, restored) = if !self.root.device_dir(dev).exists() {
+            (
+                "nothing to roll back: the device is gone".to_string(),
+                false,
+            )
         } else if Settings::snapshot_of(&now) == original {
-            "nothing was changed".to_string()
+            ("nothing was changed".to_string(), true)
         } else {
             let mut kt = Duration::ZERO;
             match self.write_all(dev, &original, &mut kt) {
-                Ok(()) => "rolled back to the previous settings".to_string(),
-                Err(e) => format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                Ok(()) => ("rolled back to the previous settings".to_string(), true),
+                Err(e) => (
+                    format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                    false,
+                ),
             }
         };
         match &mut err {
@@ -570,7 +648,40 @@ impl Tuner {
             | TuneError::Vanished { rollback, .. } => *rollback = Some(note),
             _ => {}
         }
-        err
+        (err, restored)
+    }
+}
+
+/// List tunables the caller asked for even when [`diff`] hides them (after a
+/// switch, tunables of the new scheduler have no "before"): the user should
+/// see every value they set.
+fn add_requested_tunables(
+    changes: &mut Vec<ValueChange>,
+    before: &QueueSettings,
+    after: &QueueSettings,
+    want: &Settings,
+) {
+    for (name, _) in &want.tunables {
+        let attr = format!("iosched/{name}");
+        if changes.iter().any(|c| c.attr == attr) {
+            continue;
+        }
+        let b = before.tunables.get(name);
+        let a = after.tunables.get(name);
+        if b == a {
+            continue;
+        }
+        let entry = ValueChange {
+            attr,
+            before: b.cloned().unwrap_or_else(|| "-".into()),
+            after: a.cloned().unwrap_or_else(|| "-".into()),
+        };
+        // Keep the write order: scheduler, tunables, nr_requests, read_ahead_kb.
+        let at = changes
+            .iter()
+            .position(|c| c.attr == "nr_requests" || c.attr == "read_ahead_kb")
+            .unwrap_or(changes.len());
+        changes.insert(at, entry);
     }
 }
 
@@ -620,4 +731,121 @@ pub fn diff(before: &QueueSettings, after: &QueueSettings) -> Vec<ValueChange> {
         after.read_ahead_kb.map(|n| n.to_string()),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    fn setup() -> (tempfile::TempDir, FakeTree, Tuner) {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        let tuner = Tuner::new(t.root(), Some(Journal::new(dir.path().join("j"))));
+        (dir, t, tuner)
+    }
+
+    #[test]
+    fn a_stale_journal_entry_is_replaced_by_the_true_original() {
+        let (_d, _t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let old = JournalEntry {
+            version: JOURNAL_VERSION,
+            device: "sda".into(),
+            major: 8,
+            minor: 0,
+            diskseq: None,
+            boot_id: Some("an-earlier-boot".into()),
+            saved_at: 0.0,
+            original: Settings {
+                scheduler: Some("bfq".into()),
+                ..Settings::default()
+            },
+        };
+        j.save_if_absent(&old).unwrap();
+        tuner
+            .apply(
+                "sda",
+                &Settings {
+                    read_ahead_kb: Some(256),
+                    ..Settings::default()
+                },
+            )
+            .unwrap();
+        let e = j.load("sda").unwrap().unwrap();
+        assert_eq!(e.original.scheduler.as_deref(), Some("mq-deadline"));
+        assert_eq!(e.original.read_ahead_kb, Some(128));
+        assert_eq!(
+            e.boot_id.as_deref(),
+            Some("00000000-0000-0000-0000-000000000001")
+        );
+    }
+
+    #[test]
+    fn a_live_entry_is_kept_on_a_second_change() {
+        let (_d, _t, tuner) = setup();
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        tuner.apply("sda", &ra(256)).unwrap();
+        let o = tuner.apply("sda", &ra(512)).unwrap();
+        assert_eq!(o.changes[0].before, "256");
+        let e = tuner.journal().unwrap().load("sda").unwrap().unwrap();
+        assert_eq!(
+            e.original.read_ahead_kb,
+            Some(128),
+            "the first original wins"
+        );
+    }
+
+    #[test]
+    fn validation_rejects_before_anything_is_read_back() {
+        let (_d, t, _tuner) = setup();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        let q = QueueSettings::read(&root, &dev);
+        let ok = Settings {
+            scheduler: Some("kyber".into()),
+            tunables: vec![("read_lat_nsec".into(), "1000".into())],
+            nr_requests: Some(2048),
+            read_ahead_kb: Some(0),
+        };
+        assert!(validate(&dev, &q, &ok).is_ok());
+        for bad in [
+            Settings {
+                nr_requests: Some(3),
+                ..ok.clone()
+            },
+            Settings {
+                nr_requests: Some(2049),
+                ..ok.clone()
+            },
+            Settings {
+                read_ahead_kb: Some(READ_AHEAD_KB_MAX + page_kb()),
+                ..ok.clone()
+            },
+            Settings {
+                scheduler: Some("cfq".into()),
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_expire".into(), "1".into())],
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_lat_nsec".into(), "1e6".into())],
+                ..ok.clone()
+            },
+            Settings {
+                tunables: vec![("read_lat_nsec".into(), "".into())],
+                ..ok.clone()
+            },
+        ] {
+            let e = validate(&dev, &q, &bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().starts_with("'sda'"), "{e}");
+        }
+    }
 }

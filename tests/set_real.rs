@@ -1,6 +1,25 @@
-//! `set` and `revert` on a real loop device this test creates (root only).
+//! `set` and `revert` on real loop devices these tests create (root only).
+//! Every test works on its own `TestLoop`; no other device is touched.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Give a fresh loop device a known, non-default original state, so that a
+/// revert that merely resets to defaults would be caught.
+fn known_original(lo: &TestLoop) -> Vec<(String, String)> {
+    lo.set_queue("scheduler", "mq-deadline");
+    // read_expire is kept in jiffies: a whole second reads back exactly at any HZ.
+    lo.set_queue("iosched/read_expire", "1000");
+    lo.set_queue("iosched/fifo_batch", "7");
+    lo.set_queue("nr_requests", "100");
+    lo.set_queue("read_ahead_kb", "512");
+    let s = lo.settings();
+    assert!(s.contains(&("iosched/read_expire".into(), "1000".into())));
+    s
+}
 
 #[test]
 fn set_switches_scheduler_and_orders_nr_requests_after_it() {
@@ -38,4 +57,295 @@ fn set_switches_scheduler_and_orders_nr_requests_after_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.active_scheduler(), orig_sched);
     assert_eq!(lo.queue("nr_requests"), orig_nr);
+}
+
+#[test]
+fn set_writes_tunables_of_the_new_scheduler_and_prints_them() {
+    if !require_root("set_writes_tunables_of_the_new_scheduler_and_prints_them") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    lo.set_queue("scheduler", "none");
+    let o = blktune(
+        &[
+            "set",
+            lo.name(),
+            "-s",
+            "kyber",
+            "-t",
+            "read_lat_nsec=1000000",
+            "--nr-requests",
+            "32",
+            "--read-ahead-kb",
+            "256",
+        ],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.queue("iosched/read_lat_nsec"), "1000000");
+    assert_eq!(lo.queue("nr_requests"), "32");
+    assert_eq!(lo.queue("read_ahead_kb"), "256");
+    let out = stdout(&o);
+    for want in [
+        "scheduler              none -> kyber",
+        "iosched/read_lat_nsec  - -> 1000000",
+        "nr_requests            128 -> 32",
+        "-> 256",
+    ] {
+        assert!(out.contains(want), "{want:?} missing in:\n{out}");
+    }
+}
+
+#[test]
+fn a_step_the_kernel_refuses_rolls_everything_back() {
+    if !require_root("a_step_the_kernel_refuses_rolls_everything_back") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let original = known_original(&lo);
+    // With `none`, nr_requests may not exceed the queue depth (128 for loop):
+    // the kernel accepts the switch to none, then refuses 256 with EINVAL.
+    // Validation cannot know the depth, so this is a real mid-change failure.
+    let o = blktune(
+        &[
+            "set",
+            lo.name(),
+            "--scheduler",
+            "none",
+            "--nr-requests",
+            "256",
+        ],
+        j.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("'{}'", lo.name())) && err.contains("'256'"),
+        "{err}"
+    );
+    assert!(err.contains("rolled back"), "{err}");
+    // The scheduler is back, and so are the tunables and nr_requests that
+    // the switch back to mq-deadline reset to defaults.
+    assert_eq!(lo.settings(), original);
+    assert_eq!(
+        std::fs::read_dir(j.path()).unwrap().count(),
+        0,
+        "a cleanly rolled back change leaves no journal entry"
+    );
+}
+
+#[test]
+fn revert_restores_every_original_and_the_first_original_wins() {
+    if !require_root("revert_restores_every_original_and_the_first_original_wins") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let original = known_original(&lo);
+    let o = blktune(
+        &[
+            "set",
+            lo.name(),
+            "-s",
+            "kyber",
+            "--nr-requests",
+            "64",
+            "--read-ahead-kb",
+            "1024",
+        ],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A second change must not replace the journalled original.
+    let o = blktune(
+        &["set", lo.name(), "-s", "bfq", "-t", "slice_idle=0"],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.active_scheduler(), "bfq");
+    assert_ne!(lo.settings(), original);
+    let o = blktune(&["revert", lo.name()], j.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.settings(), original);
+    assert!(stdout(&o).contains("bfq -> mq-deadline"), "{}", stdout(&o));
+    // The entry is gone: a second revert has nothing to do.
+    let o = blktune(&["revert", lo.name()], j.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nothing to revert"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_journal_survives_a_killed_process() {
+    if !require_root("the_journal_survives_a_killed_process") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let original = known_original(&lo);
+    let entry = j.path().join(format!("{}.json", lo.name()));
+    // Start a change and SIGKILL the process the moment its journal entry
+    // exists: the entry is written before the first sysfs write, so the
+    // process dies before or in the middle of its writes (a scheduler switch
+    // takes tens of ms: it drains and freezes the queue).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args([
+            "set",
+            lo.name(),
+            "-s",
+            "kyber",
+            "-t",
+            "read_lat_nsec=3000000",
+            "--nr-requests",
+            "48",
+            "--read-ahead-kb",
+            "2048",
+        ])
+        .env("BLKTUNE_JOURNAL_DIR", j.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !entry.exists() {
+        assert!(Instant::now() < deadline, "no journal entry appeared");
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("blktune ended ({st}) before its journal entry was seen");
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    child.kill().unwrap(); // SIGKILL
+    let st = child.wait().unwrap();
+    let mid = lo.settings();
+    eprintln!(
+        "killed ({st}); state at the kill: {}",
+        if mid == original {
+            "nothing written yet"
+        } else {
+            "mid-change or done"
+        }
+    );
+    // The entry is complete JSON with the true original.
+    let text = std::fs::read_to_string(&entry).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["original"]["scheduler"], "mq-deadline");
+    assert_eq!(v["original"]["nr_requests"], 100);
+    assert_eq!(v["original"]["read_ahead_kb"], 512);
+    assert_eq!(v["original"]["tunables"][0][0], "async_depth");
+    // A new process puts everything back.
+    let o = blktune(&["revert", "--all"], j.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.settings(), original);
+    assert!(!entry.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(j.path()).unwrap().collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn not_root_gets_one_line_and_nothing_changes() {
+    if !require_root("not_root_gets_one_line_and_nothing_changes")
+        || !require_tool("not_root_gets_one_line_and_nothing_changes", "setpriv")
+    {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    lo.set_queue("scheduler", "mq-deadline");
+    let before = lo.settings();
+    // nobody must be able to run the binary: copy it to a world-readable dir.
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = bin_dir.path().join("blktune");
+    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let j = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["set", lo.name(), "--scheduler", "kyber"],
+        vec!["set", lo.name(), "--nr-requests", "64"],
+        vec!["set", lo.name(), "--read-ahead-kb", "256"],
+        vec!["set", lo.name(), "--tunable", "read_expire=100"],
+    ] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(&bin)
+            .args(&args)
+            .env("BLKTUNE_JOURNAL_DIR", j.path().join("j"))
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("'{}'", lo.name()))
+                && err.contains("permission denied")
+                && err.contains("needs root"),
+            "{err}"
+        );
+        assert_eq!(lo.settings(), before, "{args:?} changed something");
+    }
+    // Reading works for anyone.
+    let o = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(&bin)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(lo.name()));
+}
+
+/// Detaches a loop device on drop (for a device a test attached by hand).
+struct Detach(String);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+#[test]
+fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
+    if !require_root("an_entry_of_a_re_created_device_is_dropped_not_applied") {
+        return;
+    }
+    // Change a loop device, detach it, attach another file under the same
+    // name: the kernel gives it a new diskseq, so it is another device and
+    // the old original must not be applied to it.
+    let lo = TestLoop::new(64);
+    let name = lo.name().to_string();
+    let j = tempfile::tempdir().unwrap();
+    let o = blktune(&["set", &name, "--nr-requests", "64"], j.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let base = option_env!("CARGO_TARGET_TMPDIR")
+        .map_or_else(std::env::temp_dir, std::path::PathBuf::from);
+    let file = tempfile::NamedTempFile::new_in(base).unwrap();
+    file.as_file().set_len(32 << 20).unwrap();
+    lo.dev.remove().unwrap_or_else(|e| panic!("detach: {e}"));
+    let dev = format!("/dev/{name}");
+    let st = Command::new("losetup")
+        .arg(&dev)
+        .arg(file.path())
+        .status()
+        .unwrap();
+    if !st.success() {
+        // Someone else took the name in between: nothing to test here.
+        eprintln!("SKIPPED: {name} was taken by another process");
+        return;
+    }
+    let _guard = Detach(dev);
+    let nr_now = std::fs::read_to_string(format!("/sys/block/{name}/queue/nr_requests")).unwrap();
+    let o = blktune(&["revert", &name], j.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("journal entry dropped, not applied") && out.contains("diskseq"),
+        "expected a stale entry: {out}"
+    );
+    assert!(!j.path().join(format!("{name}.json")).exists());
+    assert_eq!(
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/nr_requests")).unwrap(),
+        nr_now,
+        "the new device was left alone"
+    );
 }

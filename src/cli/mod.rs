@@ -1,8 +1,12 @@
 //! The command line: argument types and dispatch. Each subcommand lives in
 //! its own file; this one only wires them together.
 
+mod bench;
+mod export;
 mod list;
 mod out;
+mod record;
+mod replay;
 mod set;
 mod watch;
 
@@ -62,7 +66,7 @@ pub struct TuiArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 10s.
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
     #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
 
@@ -108,6 +112,65 @@ pub enum Command {
     /// Put back the original settings journalled before blktune's first change.
     #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
     Revert(set::RevertArgs),
+
+    /// Record samples, settings and changes to a file, for replay anywhere.
+    #[command(
+        after_help = "Examples:\n  sudo blktune record incident.ndjson.gz\n  blktune record -i 500ms --duration 2m sda.ndjson sda\n\nStops after --duration or on Ctrl-C/SIGTERM, writing an end record. Settings changes\nmade meanwhile (also by 'blktune set' from another shell) are recorded as changes."
+    )]
+    Record(record::RecordArgs),
+
+    /// Play a recording back (no root needed), or summarise it.
+    #[command(
+        after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
+    )]
+    Replay(replay::ReplayArgs),
+
+    /// Write udev rules (or a script) that keep the chosen settings; --check a rules file.
+    #[command(
+        after_help = "Examples:\n  blktune export sda                          sda's live settings as a udev rule\n  blktune export sda -s kyber --nr-requests 64 -o /etc/udev/rules.d/61-blktune.rules\n  blktune export nvme0n1 --match class        every NVMe disk\n  blktune export sda --format script > apply.sh\n  blktune export --check /etc/udev/rules.d/61-blktune.rules\n\nWithout DEVICE: the devices blktune changed (its journal). Rules match the stable id\n(WWN/serial) where there is one; files using ENV{ID_*} must sort after\n60-persistent-storage.rules. Existing files are replaced only with --force."
+    )]
+    Export(export::ExportArgs),
+
+    /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
+    #[command(
+        after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
+    )]
+    Bench(bench::BenchArgs),
+}
+
+/// Parse the command line. Help and version print and exit 0 as usual; a
+/// usage error becomes one line on stderr and exit code 2 (clap's own
+/// rendering spans several lines, with a usage block).
+pub fn parse_args() -> Args {
+    match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            // The message is the first paragraph; the usage line names the subcommand.
+            let msg = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            let cmd = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Usage: "))
+                .and_then(|u| {
+                    let mut w = u.split_whitespace();
+                    let first = w.next()?;
+                    let sub = w
+                        .next()
+                        .filter(|s| s.chars().all(|c| c.is_ascii_lowercase()));
+                    Some(sub.map_or_else(|| first.to_string(), |s| format!("{first} {s}")))
+                })
+                .unwrap_or_else(|| "blktune".into());
+            eprintln!("blktune: {msg} (see '{cmd} --help')");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Run the parsed command line; returns the process exit code.
@@ -118,6 +181,10 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
+        Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
+        Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
+        Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         None => crate::tui::run(&args.global, &args.tui),
     };
     match result {

@@ -130,6 +130,17 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     };
     let mut failed = 0;
     let boot = tuner::boot_id(&root);
+    // Check every name before reverting anything (no path tricks into the journal dir).
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !crate::os::is_plausible_device_name(n))
+    {
+        return Err(UsageError(format!(
+            "'{}' is not a device name (see 'blktune list')",
+            bad.escape_debug()
+        ))
+        .into());
+    }
     for name in &names {
         let entry = journal
             .load(name)
@@ -145,21 +156,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         let current = root
             .device(name)
             .map(|d| crate::device::BlockDevice::read(&root, &d));
-        let stale = match &current {
-            None => Some("the device is gone"),
-            Some(_) if entry.boot_id.is_some() && boot.is_some() && entry.boot_id != boot => {
-                Some("it was saved before the last reboot")
-            }
-            Some(d)
-                if entry.diskseq.is_some() && d.diskseq.is_some() && d.diskseq != entry.diskseq =>
-            {
-                Some("the device was re-created since (diskseq changed)")
-            }
-            Some(d) if (d.major, d.minor) != (entry.major, entry.minor) => {
-                Some("the device number changed")
-            }
-            _ => None,
-        };
+        let stale = entry.stale_reason(current.as_ref(), boot.as_deref());
         if let Some(why) = stale {
             out.line(&format!(
                 "{name}: journal entry dropped, not applied: {why}"

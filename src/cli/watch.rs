@@ -2,6 +2,7 @@
 
 use super::{Global, Out, UsageError, parse_interval};
 use crate::iostat::{ExtStats, NoData};
+use crate::probe::{Probe, ProbeStats};
 use crate::sampler::{Sampler, Snapshot};
 use crate::units::rfc3339;
 use anyhow::Context;
@@ -23,6 +24,16 @@ pub struct WatchArgs {
     #[arg(long, short = 'c', value_name = "N")]
     pub count: Option<u64>,
 
+    /// Also time a few 4 KiB O_DIRECT reads per second at random offsets of each
+    /// device (read-only) and show their latency percentiles: what an application
+    /// sees, next to the diskstats averages. The probe's reads count in r/s.
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Probe reads per second per device (0.1 to 100).
+    #[arg(long, value_name = "N", default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    pub probe_rate: f64,
+
     /// Devices (default: every disk with a scheduler and a non-zero size).
     pub devices: Vec<String>,
 }
@@ -41,6 +52,9 @@ pub struct WatchRecord<'a> {
     pub no_data: Option<NoData>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub stats: Option<ExtStats>,
+    /// With `--probe`: the probe's reads in this interval (latencies in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<&'a ProbeStats>,
 }
 
 /// Which names to show.
@@ -84,6 +98,30 @@ fn header() -> String {
     )
 }
 
+/// Extra header columns of `--probe`.
+fn probe_header() -> String {
+    format!(
+        " {:>7} {:>7} {:>7} {:>6}",
+        "pr_p50", "pr_p99", "pr_max", "pr_r/s"
+    )
+}
+
+/// Extra cells of `--probe`: the probe's read latencies (ms) and its own rate.
+fn probe_cells(p: Option<&ProbeStats>) -> String {
+    match p {
+        Some(ProbeStats {
+            latency: Some(l),
+            reads_per_sec,
+            ..
+        }) => format!(
+            " {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
+            l.p50, l.p99, l.max, reads_per_sec
+        ),
+        Some(ProbeStats { error: Some(e), .. }) => format!("  probe: {e}"),
+        _ => format!(" {:>7} {:>7} {:>7} {:>6}", "-", "-", "-", "-"),
+    }
+}
+
 fn row(name: &str, sched: &str, s: Option<&ExtStats>) -> String {
     match s {
         Some(s) => format!(
@@ -111,8 +149,10 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     let mut names: Option<Vec<String>> = None;
+    let mut probe: Option<Probe> = None;
     let mut next = Instant::now() + a.interval;
     let mut n = 0u64;
+    let mut warned = false;
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         let now = Instant::now();
@@ -123,18 +163,59 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let snap = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        if !warned && !snap.warnings.is_empty() {
+            // A file with no usable line at all is a failure; a few odd lines
+            // among good ones are reported once and skipped.
+            if snap.stats.is_empty() {
+                anyhow::bail!(
+                    "cannot parse {}/diskstats: {}",
+                    root.procfs().display(),
+                    snap.warnings[0]
+                );
+            }
+            for w in &snap.warnings {
+                eprintln!("blktune: warning: {}/{w}; skipped", root.procfs().display());
+            }
+            warned = true;
+        }
+        // Named devices are checked once; the default selection follows
+        // hot-plug (a new device shows "no data" for its first interval).
         let sel = match &names {
             Some(s) => s.clone(),
             None => {
                 let s = selection(g, a, &snap)?;
-                names = Some(s.clone());
+                if !a.devices.is_empty() {
+                    names = Some(s.clone());
+                }
                 s
             }
         };
+        if a.probe {
+            match &probe {
+                // The default selection follows hot-plug; so does the probe.
+                Some(p) => p.set_devices(&sel),
+                None => {
+                    let p = Probe::start(&root, &sel, a.probe_rate);
+                    if !a.json {
+                        out.line(&format!(
+                            "probe: {:.1} read-only 4 KiB O_DIRECT reads/s per device at random offsets \
+                             (counted in r/s); pr_* are their latencies in ms",
+                            p.rate()
+                        ))?;
+                    }
+                    probe = Some(p);
+                }
+            }
+        }
         let itv = snap.interval.unwrap_or(0.0);
+        let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
         if !a.json {
             out.line(&format!("\n{}  interval {:.3}s", rfc3339(snap.wall), itv))?;
-            out.line(&header())?;
+            if probe.is_some() {
+                out.line(&(header() + &probe_header()))?;
+            } else {
+                out.line(&header())?;
+            }
         }
         for name in &sel {
             let dev = snap.device(name);
@@ -158,10 +239,20 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     read_ahead_kb: q.and_then(|q| q.read_ahead_kb),
                     no_data,
                     stats,
+                    probe: probed.get(name),
                 };
                 out.line(&serde_json::to_string(&rec)?)?;
             } else {
-                out.line(&row(name, sched.unwrap_or("-"), snap.ext(name)))?;
+                let mut line = row(name, sched.unwrap_or("-"), snap.ext(name));
+                if probe.is_some() {
+                    if snap.ext(name).is_none() {
+                        // Keep the probe columns aligned after a "no data" row.
+                        let w = header().len();
+                        line = format!("{line:<w$}");
+                    }
+                    line.push_str(&probe_cells(probed.get(name)));
+                }
+                out.line(&line)?;
             }
         }
         n += 1;

@@ -44,10 +44,17 @@ impl TestLoop {
     pub fn new(mib: u64) -> Self {
         // Not /tmp on tmpfs: O_DIRECT needs a real filesystem under the file.
         let base =
-            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+            option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
         let dir = tempfile::tempdir_in(base).expect("temp dir");
         let dev = ScratchLoop::create(dir.path(), mib << 20).expect("losetup");
-        Self { dev, _dir: dir }
+        let lo = Self { dev, _dir: dir };
+        // A loop device keeps its scheduler and nr_requests across detach and
+        // attach (seen on 6.18; read_ahead_kb is recomputed at attach), so a
+        // device reused from an earlier run would start changed: put back
+        // what a never-used loop device has.
+        lo.set_queue("scheduler", "none");
+        lo.set_queue("nr_requests", "128");
+        lo
     }
 
     pub fn name(&self) -> &str {
@@ -59,6 +66,41 @@ impl TestLoop {
             .unwrap()
             .trim()
             .to_string()
+    }
+
+    /// Test setup only: write a queue attribute of this test's OWN loop device
+    /// directly (to give it a known "original" state before blktune runs).
+    pub fn set_queue(&self, attr: &str, value: &str) {
+        std::fs::write(format!("/sys/block/{}/queue/{attr}", self.name()), value)
+            .unwrap_or_else(|e| panic!("setup: {attr}={value}: {e}"));
+    }
+
+    /// scheduler, nr_requests, read_ahead_kb and every iosched tunable, as text.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("scheduler".to_string(), self.active_scheduler()),
+            ("nr_requests".into(), self.queue("nr_requests")),
+            ("read_ahead_kb".into(), self.queue("read_ahead_kb")),
+        ];
+        let dir = format!("/sys/block/{}/queue/iosched", self.name());
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut t: Vec<(String, String)> = rd
+                .map(|e| {
+                    let e = e.unwrap();
+                    let name = e.file_name().into_string().unwrap();
+                    (
+                        format!("iosched/{name}"),
+                        std::fs::read_to_string(e.path())
+                            .unwrap()
+                            .trim()
+                            .to_string(),
+                    )
+                })
+                .collect();
+            t.sort();
+            v.extend(t);
+        }
+        v
     }
 
     pub fn active_scheduler(&self) -> String {
@@ -85,4 +127,13 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Is some loop device attached to a file inside `dir` (per `losetup -a`)?
+pub fn loop_over(dir: &std::path::Path) -> bool {
+    let o = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .expect("losetup -a");
+    String::from_utf8_lossy(&o.stdout).contains(&dir.display().to_string())
 }

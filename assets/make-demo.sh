@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Re-create the demo recording: a loop device this script creates itself,
+# fio's mixed load on it (random 4k reads + sequential 1M writes, direct I/O),
+# recorded at 500 ms for 90 s while 'blktune set' switches the scheduler
+# mq-deadline -> kyber at ~30 s and kyber -> bfq at ~60 s from another process.
+# Needs root (losetup, scheduler writes). Removes the loop device and its file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-target/release/blktune}
+OUT=${1:-assets/demo-kyber-switch.ndjson.gz}
+work=$(mktemp -d /var/tmp/blktune-demo.XXXXXX)  # not tmpfs: O_DIRECT needs a real fs
+img=$work/blktune-scratch-demo.img
+truncate -s 256M "$img"
+dev=$(losetup --find --show --direct-io=on "$img")
+name=${dev#/dev/}
+export BLKTUNE_JOURNAL_DIR=$work/journal
+rec_pid="" fio_pid=""
+cleanup() {
+  [ -n "$fio_pid" ] && kill "$fio_pid" 2>/dev/null || true
+  [ -n "$rec_pid" ] && kill "$rec_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  losetup -d "$dev" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+echo "scratch device: $name"
+# Fill the file so that reads hit real blocks, not holes.
+fio --name=fill --filename="$dev" --rw=write --bs=1M --direct=1 --size=256M >/dev/null
+"$BIN" set "$name" --scheduler mq-deadline
+"$BIN" record "$OUT" --force --interval 500ms --duration 90s "$name" &
+rec_pid=$!
+fio --filename="$dev" --direct=1 --ioengine=libaio --time_based --runtime=100 \
+    --name=randread --rw=randread --bs=4k --iodepth=16 \
+    --name=seqwrite --rw=write --bs=1M --iodepth=4 --rate=40m >/dev/null &
+fio_pid=$!
+sleep 30
+"$BIN" set "$name" --scheduler kyber
+sleep 30
+"$BIN" set "$name" --scheduler bfq
+wait "$rec_pid"
+rec_pid=""
+"$BIN" revert "$name"

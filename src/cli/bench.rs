@@ -1,0 +1,277 @@
+//! `blktune bench`: the scheduler shoot-out on one device, or on a scratch
+//! loop device blktune creates (and removes, also on Ctrl-C and SIGTERM).
+
+use super::{Global, Out, UsageError};
+use crate::journal::Journal;
+use crate::load::{LoadOptions, Mix, Scratch, Target};
+use crate::shootout::{self, Config, Goal, LoadSpec, ShootoutError};
+use crate::units::{format_duration, parse_duration, parse_size};
+use anyhow::Context;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Arguments of `blktune bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The whole device to bench (omit with --scratch).
+    #[arg(required_unless_present = "scratch", conflicts_with = "scratch")]
+    pub device: Option<String>,
+
+    /// Bench a scratch loop device of this size (256M, 1G) that blktune creates
+    /// over a temp file and removes afterwards; the only place write loads may run.
+    #[arg(long, value_name = "SIZE", value_parser = parse_scratch_size)]
+    pub scratch: Option<u64>,
+
+    /// Directory for the scratch file (not tmpfs: O_DIRECT needs a real filesystem).
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub scratch_dir: PathBuf,
+
+    /// Schedulers to compare, comma-separated (default: every available one).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub schedulers: Vec<String>,
+
+    /// Measuring time per scheduler and round.
+    #[arg(long, value_name = "DUR", value_parser = parse_dwell, default_value = "10s")]
+    pub dwell: Duration,
+
+    /// Time after each switch before measuring.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "1s")]
+    pub settle: Duration,
+
+    /// Rounds; round 2 measures in reverse order, round 3 forward again, ...
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub rounds: u16,
+
+    /// none (passive: the device's own workload), randread, mixed or randrw
+    /// (default: mixed on --scratch, none on a DEVICE).
+    #[arg(long, value_name = "LOAD", value_parser = parse_load)]
+    pub load: Option<LoadChoice>,
+
+    /// Random-I/O workers of the built-in load (in-flight I/Os).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub queue_depth: u16,
+
+    /// Confirm a read-only built-in load (randread) on a DEVICE: it adds real reads.
+    #[arg(long)]
+    pub allow_read_load: bool,
+
+    /// read-latency (r_await), write-latency (w_await), throughput (MB/s) or p99 (the load's reads).
+    #[arg(long, value_name = "GOAL", default_value = "read-latency", value_parser = parse_goal)]
+    pub goal: Goal,
+
+    /// Leave the winner applied (journalled: 'blktune revert DEVICE' undoes it).
+    #[arg(long, conflicts_with = "scratch")]
+    pub apply: bool,
+
+    /// Write the winner as a udev rule.
+    #[arg(long, conflicts_with = "scratch")]
+    pub export: bool,
+
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--load`: passive or a built-in mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadChoice {
+    None,
+    Mix(Mix),
+}
+
+fn parse_load(s: &str) -> Result<LoadChoice, String> {
+    if s == "none" {
+        return Ok(LoadChoice::None);
+    }
+    s.parse::<Mix>()
+        .map(LoadChoice::Mix)
+        .map_err(|_| format!("unknown load '{s}'; choose none, randread, mixed or randrw"))
+}
+
+fn parse_goal(s: &str) -> Result<Goal, String> {
+    s.parse()
+}
+
+fn parse_dwell(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(500) {
+        return Err(format!("dwell '{s}' is too short: at least 500ms"));
+    }
+    Ok(d)
+}
+
+fn parse_scratch_size(s: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if !(16 << 20..=64 << 30).contains(&n) {
+        return Err(format!("scratch size '{s}' is out of range: 16M to 64G"));
+    }
+    Ok(n)
+}
+
+/// Ctrl-C and SIGTERM set this flag instead of killing the process, so the
+/// shoot-out restores the settings and the scratch guard removes the device.
+fn signal_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("cannot install the Ctrl-C handler")?;
+    }
+    Ok(flag)
+}
+
+/// Run `blktune bench`.
+pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let cancel = signal_flag()?;
+    let root = g.root();
+    let load = a.load.unwrap_or(if a.scratch.is_some() {
+        LoadChoice::Mix(Mix::Mixed)
+    } else {
+        LoadChoice::None
+    });
+    if a.goal == Goal::P99 && load == LoadChoice::None {
+        return Err(UsageError(
+            "--goal p99 ranks by the built-in load's own latencies: choose --load randread|mixed|randrw".into(),
+        )
+        .into());
+    }
+    // The guard lives until this function returns: normal end, error, or a
+    // signal (the flag stops the shoot-out, then the guard drops).
+    let scratch = match a.scratch {
+        Some(size) => {
+            if !crate::os::is_root() {
+                return Err(UsageError(
+                    "--scratch needs root: it creates a loop device (losetup)".into(),
+                )
+                .into());
+            }
+            Some(Scratch::create(&a.scratch_dir, size).with_context(|| {
+                format!(
+                    "cannot create a scratch loop device in {}",
+                    a.scratch_dir.display()
+                )
+            })?)
+        }
+        None => None,
+    };
+    let device = match (&scratch, &a.device) {
+        (Some(s), _) => s.name().to_owned(),
+        (None, Some(d)) => d.clone(),
+        (None, None) => return Err(UsageError("give a DEVICE or --scratch SIZE".into()).into()),
+    };
+    // A partition or an unknown name gets the tuner's own message, before any load check.
+    crate::tuner::resolve(&root, &device)?;
+    let load_spec = match load {
+        LoadChoice::None => None,
+        LoadChoice::Mix(mix) => {
+            let target = if mix.writes() {
+                // Refused for anything but our own, clean scratch device.
+                Target::writable(&root, &device).map_err(|e| UsageError(e.to_string()))?
+            } else if scratch.is_some() || a.allow_read_load {
+                Target::read_only(&root, &device).map_err(|e| UsageError(e.to_string()))?
+            } else {
+                return Err(UsageError(format!(
+                    "the '{mix}' load issues real reads to '{device}'; add --allow-read-load to confirm, or use --scratch SIZE"
+                ))
+                .into());
+            };
+            let mut options = LoadOptions::new(mix);
+            options.queue_depth = a.queue_depth.into();
+            Some(LoadSpec { target, options })
+        }
+    };
+    let cfg = Config {
+        device: device.clone(),
+        schedulers: a.schedulers.clone(),
+        rounds: a.rounds.into(),
+        settle: a.settle,
+        dwell: a.dwell,
+        load: load_spec,
+        goal: a.goal,
+        apply: a.apply,
+        scratch: scratch.is_some(),
+    };
+    let live = !a.json && std::io::stderr().is_terminal();
+    // Said once the request passed validation (the first progress report),
+    // so a refused request prints only its one error line.
+    let mut said = a.json;
+    let res = shootout::run(
+        &root,
+        Some(Journal::from_env()),
+        &cfg,
+        |p| {
+            if !said {
+                said = true;
+                eprintln!("{}", intro(&cfg, a, scratch.is_some()));
+            }
+            if live {
+                eprint!("\r\x1b[K{}", p.line());
+            }
+        },
+        &cancel,
+    );
+    if live {
+        eprint!("\r\x1b[K");
+    }
+    let result = match res {
+        Ok(r) => r,
+        Err(e @ ShootoutError::Cancelled { .. }) => {
+            drop(scratch);
+            eprintln!("blktune: {e}");
+            return Ok(e.exit_code());
+        }
+        Err(ShootoutError::Tune(t)) => return Err(t.into()),
+        Err(e @ ShootoutError::Usage(_)) => return Err(UsageError(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        out.line(&serde_json::to_string_pretty(&result)?)?;
+    } else {
+        out.text(&shootout::table(&result))?;
+    }
+    if a.export {
+        let winner = result
+            .verdict
+            .as_ref()
+            .map(|v| crate::tuner::Settings {
+                scheduler: Some(v.winner.clone()),
+                ..Default::default()
+            })
+            .ok_or_else(|| UsageError("no winner to export".into()))?;
+        let msg = shootout::export_winner(&root, &device, &winner)?;
+        eprintln!("{msg}");
+    }
+    if let Some(s) = scratch {
+        s.remove()
+            .with_context(|| format!("cannot remove the scratch device '{device}'"))?;
+    }
+    Ok(0)
+}
+
+/// `benching loop3 (scratch, 256 MiB): load mixed: ...; settle 1s, dwell 10s, 2 rounds; ...`
+fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
+    let what = cfg
+        .load
+        .as_ref()
+        .map_or("passive (the device's own workload)".to_string(), |l| {
+            shootout::LoadInfo::of(&l.options).describe()
+        });
+    let size = if scratch {
+        format!(
+            " (scratch, {})",
+            crate::device::human_size(a.scratch.unwrap_or(0))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "benching {}{size}: load {what}; settle {}, dwell {}, {} round{}; Ctrl-C stops and restores",
+        cfg.device,
+        format_duration(a.settle),
+        format_duration(a.dwell),
+        a.rounds,
+        if a.rounds == 1 { "" } else { "s" }
+    )
+}

@@ -1,0 +1,200 @@
+//! `blktune export`: write udev rules (or a script) that keep the chosen
+//! settings, and `blktune export --check FILE` to see what a rules file does.
+
+use super::set::parse_tunable;
+use super::{Global, Out, UsageError};
+use crate::device::{self, BlockDevice};
+use crate::export::{self, ExportError, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb};
+use crate::host::HostInfo;
+use crate::journal::Journal;
+use crate::tuner::{self, Settings};
+use anyhow::Context;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Arguments of `blktune export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Whole devices to export (default: the devices blktune changed, from its journal).
+    pub devices: Vec<String>,
+
+    /// How the rule finds the device again: id (WWN/serial; default where there is
+    /// one), model, class (NVMe/rotational/non-rotational) or kernel (not stable).
+    #[arg(long = "match", value_enum, value_name = "HOW")]
+    pub strategy: Option<MatchStrategy>,
+
+    /// Export this scheduler instead of the active one (drops the live
+    /// nr_requests and tunables: the switch resets them).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scheduler: Option<String>,
+
+    /// Export this queue/nr_requests (4 to 2048).
+    #[arg(long, value_name = "N")]
+    pub nr_requests: Option<u64>,
+
+    /// Export this queue/read_ahead_kb (a multiple of the page size).
+    #[arg(long, value_name = "N")]
+    pub read_ahead_kb: Option<u64>,
+
+    /// A tunable of the exported scheduler, e.g. read_expire=100 (repeatable).
+    #[arg(long = "tunable", short = 't', value_name = "NAME=VALUE", value_parser = parse_tunable)]
+    pub tunables: Vec<(String, String)>,
+
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists.
+    #[arg(long, requires = "output")]
+    pub force: bool,
+
+    /// udev rules, or a POSIX sh script that applies the settings now.
+    #[arg(long, value_enum, default_value = "udev")]
+    pub format: Format,
+
+    /// Instead of exporting: show which lines of a rules FILE match each device
+    /// of this machine (for ACTION add and change) and what they would set.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
+    pub check: Option<PathBuf>,
+
+    /// With --check: print JSON.
+    #[arg(long, requires = "check")]
+    pub json: bool,
+
+    /// The udev database (properties such as ID_WWN).
+    #[arg(long, value_name = "DIR", default_value = UdevDb::DEFAULT_DIR)]
+    pub udev_db: PathBuf,
+}
+
+/// An export error with the CLI's exit codes (2 bad input, 1 failure).
+fn cli_error(e: ExportError) -> anyhow::Error {
+    match e {
+        ExportError::Tune(t) => t.into(),
+        e if e.exit_code() == 2 => UsageError(e.to_string()).into(),
+        e => anyhow::anyhow!(e.to_string()),
+    }
+}
+
+/// `SOURCE_DATE_EPOCH` (reproducible builds convention) or now.
+fn generated_at() -> String {
+    let t = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or_else(SystemTime::now, |s| UNIX_EPOCH + Duration::from_secs(s));
+    crate::units::rfc3339(t)
+}
+
+/// Run `blktune export`.
+pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = g.root();
+    let db = UdevDb::new(&a.udev_db);
+    if let Some(file) = &a.check {
+        return run_check(&root, &db, file, a.json, out);
+    }
+    let names = if a.devices.is_empty() {
+        journal_devices()?
+    } else {
+        a.devices.clone()
+    };
+    let over = Settings {
+        scheduler: a.scheduler.clone(),
+        tunables: a.tunables.clone(),
+        nr_requests: a.nr_requests,
+        read_ahead_kb: a.read_ahead_kb,
+    };
+    let mut items = Vec::new();
+    for name in &names {
+        let dev = tuner::resolve(&root, name)?;
+        let d = BlockDevice::read(&root, &dev);
+        tuner::validate(&dev, &d.queue, &over)?;
+        let settings = export::with_overrides(&export::live_settings(&d), &over);
+        let env = db.properties(d.major, d.minor);
+        items.push(ExportItem::new(d, settings, env));
+    }
+    let opts = RenderOptions {
+        strategy: a.strategy,
+        format: a.format,
+        host: HostInfo::read(&root).hostname,
+        version: env!("CARGO_PKG_VERSION").into(),
+        generated: Some(generated_at()),
+        output: a.output.clone(),
+        host_devices: device::discover(&root).unwrap_or_default(),
+    };
+    let r = export::render(&items, &opts).map_err(cli_error)?;
+    if let (Some(path), Format::Udev) = (&a.output, a.format) {
+        if r.uses_udev_env && !export::sorts_after_persistent_storage(path) {
+            return Err(UsageError(format!(
+                "{}: the rules match on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
+                path.display(),
+                export::PERSISTENT_STORAGE_RULES
+            ))
+            .into());
+        }
+        if path.extension().is_none_or(|e| e != "rules") {
+            eprintln!(
+                "blktune: warning: {}: udev only reads files whose names end in .rules",
+                path.display()
+            );
+        }
+    }
+    for w in &r.warnings {
+        eprintln!("blktune: warning: {w}");
+    }
+    let Some(path) = &a.output else {
+        out.text(&r.text)?;
+        return Ok(0);
+    };
+    export::write_rules(path, &r.text, a.force).map_err(cli_error)?;
+    match a.format {
+        Format::Udev => out.line(&format!(
+            "wrote {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
+            path.display()
+        ))?,
+        Format::Script => out.line(&format!(
+            "wrote {}; run it with: sudo sh {}",
+            path.display(),
+            path.display()
+        ))?,
+    }
+    Ok(0)
+}
+
+/// The devices blktune changed (journalled originals).
+fn journal_devices() -> anyhow::Result<Vec<String>> {
+    let journal = Journal::from_env();
+    let names: Vec<String> = journal
+        .list()
+        .with_context(|| format!("cannot read the journal in {}", journal.dir().display()))?
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.device)
+        .collect();
+    if names.is_empty() {
+        return Err(UsageError(
+            "no devices given, and blktune has changed none (its journal is empty): name the devices to export".into(),
+        )
+        .into());
+    }
+    Ok(names)
+}
+
+/// Run `blktune export --check FILE`.
+fn run_check(
+    root: &crate::os::SysRoot,
+    db: &UdevDb,
+    file: &std::path::Path,
+    json: bool,
+    out: &mut Out,
+) -> anyhow::Result<i32> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let devices = device::discover(root)
+        .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
+    let report = export::check::check(&text, &file.display().to_string(), root, db, &devices);
+    if json {
+        out.line(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.text(&export::check::render_text(&report))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,128 @@
+//! `blktune record`: sample every interval and write a recording until
+//! `--duration` passes or SIGINT/SIGTERM arrives.
+
+use super::{Global, Out, UsageError, parse_interval};
+use crate::record::{RecordError, RecordOptions, Recorder};
+use crate::sampler::Sampler;
+use crate::units::{format_duration, parse_duration};
+use anyhow::Context;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest sleep between checks for a stop signal.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Arguments of `blktune record`.
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// File to write: NDJSON, gzip-compressed when the name ends in .gz.
+    pub file: PathBuf,
+
+    /// Sample interval: 250ms, 1s, 2 (seconds).
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
+    pub interval: Duration,
+
+    /// Stop after this long (default: until Ctrl-C or SIGTERM).
+    #[arg(long, short = 'd', value_name = "DUR", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Whole devices to record, with their partitions (default: all).
+    pub devices: Vec<String>,
+}
+
+/// Map recorder errors to exit codes: an existing file or an unknown device is usage.
+fn classify(e: RecordError) -> anyhow::Error {
+    match e {
+        RecordError::Exists(_) | RecordError::UnknownDevice(_) => UsageError(e.to_string()).into(),
+        e => e.into(),
+    }
+}
+
+/// Run `blktune record`.
+pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
+    if let Some(d) = a.duration
+        && d < a.interval
+    {
+        return Err(UsageError(format!(
+            "--duration '{}' is shorter than the interval '{}': nothing would be recorded",
+            format_duration(d),
+            format_duration(a.interval)
+        ))
+        .into());
+    }
+    let root = g.root();
+    let mut only = Vec::new();
+    for name in &a.devices {
+        only.push(crate::tuner::resolve(&root, name)?.to_string());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // The first signal asks for a clean end; a second one (the clean end
+        // hangs on a stuck disk) exits at once with code 1.
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
+            .context("cannot install the signal handler")?;
+    }
+    let mut sampler = Sampler::new(root.clone())
+        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    // Re-read settings every tick (half the interval, so that a tick that
+    // comes a little early is still due), so a change made by another
+    // process (`blktune set`) is placed within one interval.
+    sampler.set_refresh_every(a.interval / 2);
+    let opts = RecordOptions {
+        force: a.force,
+        only,
+        interval: a.interval,
+    };
+    let mut rec =
+        Recorder::create(&a.file, &root, sampler.devices(), 0.0, &opts).map_err(classify)?;
+    // Progress lines are informational: a closed stdout must not stop the recording.
+    let _ = out.line(&format!(
+        "recording to {} every {}{}; stop with Ctrl-C",
+        a.file.display(),
+        format_duration(a.interval),
+        a.duration
+            .map_or(String::new(), |d| format!(" for {}", format_duration(d)))
+    ));
+    let start = Instant::now();
+    let mut next = start + a.interval;
+    let reason = loop {
+        if a.duration
+            .is_some_and(|d| next > start + d + Duration::from_millis(1))
+        {
+            break "duration";
+        }
+        // Sleep to absolute deadlines (no drift), waking often enough to see a signal.
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep((next - now).min(SIGNAL_POLL));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break "signal";
+        }
+        next += a.interval;
+        let snap = sampler
+            .tick()
+            .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        rec.snapshot(&snap)?;
+    };
+    let path = rec.path().to_owned();
+    let stats = rec.finish(reason)?;
+    let _ = out.line(&format!(
+        "wrote {} samples and {} change(s) to {}",
+        stats.samples,
+        stats.changes,
+        path.display()
+    ));
+    Ok(0)
+}

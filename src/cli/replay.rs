@@ -1,0 +1,97 @@
+//! `blktune replay`: play a recording back. `--summary` prints devices,
+//! changes and their before/after figures; the full-screen replay opens the
+//! TUI on the recording.
+
+use super::{Global, Out, UsageError};
+use crate::host::HostInfo;
+use crate::record::{Recording, summarize};
+use crate::units::{format_duration, parse_duration};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `blktune replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// A recording made by `blktune record` (plain or .gz).
+    pub file: PathBuf,
+
+    /// Print a summary (devices, changes, before/after figures) instead of playing.
+    #[arg(long)]
+    pub summary: bool,
+
+    /// With --summary: print JSON.
+    #[arg(long, requires = "summary")]
+    pub json: bool,
+
+    /// Playback speed: 0.25 to 64 times real time (2 or 2x).
+    #[arg(long, value_name = "N", value_parser = parse_speed, default_value = "1")]
+    pub speed: f64,
+
+    /// Start this far into the recording: 30s, 1.5m.
+    #[arg(long, value_name = "OFFSET", value_parser = parse_duration)]
+    pub start: Option<Duration>,
+}
+
+/// A speed factor between 0.25 and 64; `2x` works too.
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches(['x', 'X'])
+        .parse()
+        .map_err(|_| format!("speed '{s}' is not a number (examples: 0.5, 2, 8x)"))?;
+    if !(0.25..=64.0).contains(&v) {
+        return Err(format!("speed '{s}' is out of range: 0.25 to 64"));
+    }
+    Ok(v)
+}
+
+/// Run `blktune replay`.
+pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let rec = Arc::new(Recording::open(&a.file)?);
+    // Notes (cut-off end, skipped lines) go to stderr, one line each.
+    for n in &rec.notes {
+        eprintln!("blktune: note: {n}");
+    }
+    if let Some(start) = a.start
+        && start.as_secs_f64() > rec.duration()
+    {
+        return Err(UsageError(format!(
+            "--start '{}' is past the end of '{}' ({} long)",
+            format_duration(start),
+            a.file.display(),
+            format_duration(Duration::from_secs_f64(rec.duration()))
+        ))
+        .into());
+    }
+    if a.summary {
+        let local = HostInfo::read(&g.root()).hostname;
+        let s = summarize(&rec, (!local.is_empty()).then_some(local.as_str()));
+        if a.json {
+            out.line(&serde_json::to_string_pretty(&s)?)?;
+        } else {
+            out.text(&s.to_text())?;
+        }
+        return Ok(0);
+    }
+    eprintln!(
+        "blktune: the full-screen replay of '{}' is not available in this build yet; use 'blktune replay {} --summary'",
+        a.file.display(),
+        a.file.display()
+    );
+    Ok(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_parse_with_or_without_x_and_stay_in_range() {
+        assert_eq!(parse_speed("2"), Ok(2.0));
+        assert_eq!(parse_speed("0.5x"), Ok(0.5));
+        assert!(parse_speed("0").unwrap_err().contains("out of range"));
+        assert!(parse_speed("100").unwrap_err().contains("out of range"));
+        assert!(parse_speed("fast").unwrap_err().contains("'fast'"));
+    }
+}

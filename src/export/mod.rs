@@ -1,0 +1,330 @@
+//! Export: turn chosen queue settings into a udev rules file (or a shell
+//! script that applies them now), write it safely, and check a rules file
+//! against the devices of this machine.
+//!
+//! Library API (used by `blktune export` and by the TUI's export dialog):
+//! - [`ExportItem::live`] / [`ExportItem::new`]: one device, its settings and its
+//!   udev properties (read with [`UdevDb`]).
+//! - [`render`]`(&items, &RenderOptions) -> Result<`[`Rendered`]`, `[`ExportError`]`>`:
+//!   the file text, warnings for the user (kernel names are not stable, a class
+//!   rule hits other disks, ...) and the suggested install path. Pure: no I/O.
+//! - [`write_rules`]`(path, text, force)`: atomic no-clobber write; an existing
+//!   file without `force` gives [`ExportError::AlreadyExists`], so a dialog can
+//!   ask before overwriting.
+//! - [`check`]: parse a rules file and tell, per device, which lines match and
+//!   what they would set.
+//!
+//! Why the rules look the way they do (udev(7), kernel `Documentation/ABI/stable/sysfs-block`):
+//! - Guards `ACTION=="add|change"` (so `udevadm trigger --action=change` re-applies),
+//!   `SUBSYSTEM=="block"`, `ENV{DEVTYPE}=="disk"` (never a partition) and
+//!   `TEST=="queue/scheduler"` (only devices that have a scheduler). A device
+//!   without one can only get `read_ahead_kb`; its guard is
+//!   `TEST=="queue/read_ahead_kb"`, because `TEST=="queue/scheduler"` would never
+//!   be true for it and the rule would silently do nothing.
+//! - Assignments run left to right when the line matches. Switching the scheduler
+//!   resets `nr_requests` and every `queue/iosched/*` tunable (`block/elevator.c`),
+//!   so the only safe order is scheduler, tunables, nr_requests, read_ahead_kb.
+
+pub mod check;
+mod matching;
+mod rules;
+mod safe;
+mod script;
+mod udevdb;
+mod write;
+
+pub use matching::{MatchKey, MatchSpec, MatchStrategy, match_spec};
+pub use safe::{check_assign_value, check_match_value};
+pub use udevdb::{UdevDb, parse_db};
+pub use write::write_rules;
+
+use crate::device::BlockDevice;
+use crate::error::TuneError;
+use crate::tuner::Settings;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Default install path. `61-` sorts after `60-persistent-storage.rules`, which
+/// sets `ENV{ID_WWN}` and `ENV{ID_SERIAL}`: udev reads all rules files in the
+/// lexical order of their names, so a rule matching on those must come later.
+pub const DEFAULT_RULES_PATH: &str = "/etc/udev/rules.d/61-blktune.rules";
+
+/// The rules file that sets the `ENV{ID_*}` properties the `id` match uses.
+pub const PERSISTENT_STORAGE_RULES: &str = "60-persistent-storage.rules";
+
+/// Tunables whose default the kernel derives from the queue (mq-deadline's
+/// `async_depth` follows nr_requests); never exported unless asked for.
+const DERIVED_TUNABLES: &[&str] = &["async_depth"];
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// A udev rules file.
+    #[default]
+    Udev,
+    /// A POSIX sh script that applies the settings now.
+    Script,
+}
+
+/// One device to export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportItem {
+    /// The device as discovered.
+    pub device: BlockDevice,
+    /// What the rule sets; `None` fields are left out.
+    pub settings: Settings,
+    /// The device's udev properties (`E:` lines of the udev database), maybe empty.
+    pub udev_env: BTreeMap<String, String>,
+    /// What was measured before and after the change, for the header (free text).
+    pub measured: Option<String>,
+}
+
+impl ExportItem {
+    /// An item with explicit settings.
+    pub fn new(
+        device: BlockDevice,
+        settings: Settings,
+        udev_env: BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            device,
+            settings,
+            udev_env,
+            measured: None,
+        }
+    }
+
+    /// An item exporting the device's current live settings (see [`live_settings`]).
+    pub fn live(device: BlockDevice, udev_env: BTreeMap<String, String>) -> Self {
+        let settings = live_settings(&device);
+        Self::new(device, settings, udev_env)
+    }
+}
+
+/// The current settings worth keeping: scheduler, nr_requests and
+/// read_ahead_kb, plus the tunables that differ from the kernel's defaults
+/// (a scheduler switch resets them to those defaults anyway, and writing every
+/// default would only make the rule long and kernel-version specific).
+pub fn live_settings(d: &BlockDevice) -> Settings {
+    let q = &d.queue;
+    let Some(s) = &q.scheduler else {
+        return Settings {
+            read_ahead_kb: q.read_ahead_kb,
+            ..Settings::default()
+        };
+    };
+    let defaults = crate::fake::default_tunables(&s.active);
+    let tunables = q
+        .tunables
+        .iter()
+        .filter(|(k, _)| !DERIVED_TUNABLES.contains(&k.as_str()))
+        .filter(|(k, v)| defaults.iter().any(|(dk, dv)| dk == k && dv != v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Settings {
+        scheduler: Some(s.active.clone()),
+        tunables,
+        nr_requests: q.nr_requests,
+        read_ahead_kb: q.read_ahead_kb,
+    }
+}
+
+/// Apply overrides to live settings. A new scheduler drops the live
+/// nr_requests and tunables: the switch resets them, so carrying the old
+/// scheduler's values over would export something nobody chose.
+pub fn with_overrides(live: &Settings, over: &Settings) -> Settings {
+    let switched = over
+        .scheduler
+        .as_ref()
+        .is_some_and(|s| live.scheduler.as_ref() != Some(s));
+    let mut out = if switched {
+        Settings {
+            scheduler: over.scheduler.clone(),
+            read_ahead_kb: live.read_ahead_kb,
+            ..Settings::default()
+        }
+    } else {
+        live.clone()
+    };
+    for (k, v) in &over.tunables {
+        if let Some(slot) = out.tunables.iter_mut().find(|(n, _)| n == k) {
+            slot.1 = v.clone();
+        } else {
+            out.tunables.push((k.clone(), v.clone()));
+        }
+    }
+    if over.nr_requests.is_some() {
+        out.nr_requests = over.nr_requests;
+    }
+    if over.read_ahead_kb.is_some() {
+        out.read_ahead_kb = over.read_ahead_kb;
+    }
+    out
+}
+
+/// How to render.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// Match strategy for every item; `None`: `id` where the device has one, else `kernel`.
+    pub strategy: Option<MatchStrategy>,
+    /// udev rules or shell script.
+    pub format: Format,
+    /// Host name for the header.
+    pub host: String,
+    /// blktune version for the header (`env!("CARGO_PKG_VERSION")`).
+    pub version: String,
+    /// When it was written (RFC 3339), for the header; `None` leaves it out.
+    pub generated: Option<String>,
+    /// Where the text will be written, for the install commands in the header.
+    pub output: Option<PathBuf>,
+    /// Every block device of this host, to warn when a model or class rule
+    /// also matches other disks here.
+    pub host_devices: Vec<BlockDevice>,
+}
+
+impl RenderOptions {
+    /// Options with this binary's version and no host devices.
+    pub fn new(host: &str) -> Self {
+        Self {
+            host: host.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A rendered file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The file content.
+    pub text: String,
+    /// One line each, for stderr or a status line (also written into the file as comments).
+    pub warnings: Vec<String>,
+    /// Where to install it (`DEFAULT_RULES_PATH`, or a script name).
+    pub suggested_path: PathBuf,
+    /// Do the rules match on `ENV{ID_*}`? Then the file name must sort after
+    /// [`PERSISTENT_STORAGE_RULES`] (see [`sorts_after_persistent_storage`]).
+    pub uses_udev_env: bool,
+}
+
+/// Why an export was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("'{dev}': {what} {value} cannot be written into a udev rule safely: {why}")]
+    UnsafeValue {
+        dev: String,
+        what: String,
+        /// Already quoted and escaped for display.
+        value: String,
+        why: String,
+    },
+
+    #[error("'{dev}' has no model in sysfs (device/model); use --match id, class or kernel")]
+    NoModel { dev: String },
+
+    #[error(
+        "'{dev}' has no stable id (no ID_WWN/ID_SERIAL in the udev database, no wwid/serial in sysfs); use --match kernel, model or class"
+    )]
+    NoId { dev: String },
+
+    #[error(
+        "'{first}' and '{second}' are both matched by {matcher} but are to get different settings; export them separately or use --match id"
+    )]
+    Conflict {
+        first: String,
+        second: String,
+        matcher: String,
+    },
+
+    #[error("'{dev}': nothing to export (no scheduler and no read_ahead_kb)")]
+    Nothing { dev: String },
+
+    #[error("nothing to export: no devices given and none with a scheduler found")]
+    NoDevices,
+
+    #[error("{path}: {why}")]
+    BadPath { path: String, why: String },
+
+    #[error("{path} already exists; not overwritten (use --force to replace it)")]
+    AlreadyExists { path: String },
+
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+}
+
+impl ExportError {
+    /// 2 for bad input, 1 for failures (an existing file is a failure to write).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ExportError::AlreadyExists { .. } | ExportError::Io { .. } => 1,
+            ExportError::Tune(t) => t.exit_code(),
+            _ => 2,
+        }
+    }
+}
+
+/// Render items into a rules file or a script. Pure.
+pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, ExportError> {
+    if items.is_empty() {
+        return Err(ExportError::NoDevices);
+    }
+    let mut warnings = Vec::new();
+    let mut blocks: Vec<rules::Block> = Vec::new();
+    for item in items {
+        let (spec, mut w) = matching::choose(item, opts.strategy)?;
+        warnings.append(&mut w);
+        let assigns = rules::assignments(&item.device, &item.settings)?;
+        if let Some(w) = matching::others_warning(item, &spec, &opts.host_devices) {
+            warnings.push(w);
+        }
+        // Two devices caught by the same match: fine if they get the same, refused otherwise.
+        if let Some(b) = blocks.iter_mut().find(|b| b.spec.keys == spec.keys) {
+            if b.assigns != assigns {
+                return Err(ExportError::Conflict {
+                    first: b.items[0].device.name.clone(),
+                    second: item.device.name.clone(),
+                    matcher: spec.render_keys(),
+                });
+            }
+            b.items.push(item.clone());
+            continue;
+        }
+        blocks.push(rules::Block {
+            spec,
+            assigns,
+            items: vec![item.clone()],
+        });
+    }
+    let text = match opts.format {
+        Format::Udev => rules::render_file(&blocks, opts, &warnings),
+        Format::Script => script::render_script(&blocks, opts, &warnings),
+    };
+    let suggested_path = match opts.format {
+        Format::Udev => PathBuf::from(DEFAULT_RULES_PATH),
+        Format::Script => PathBuf::from("blktune-apply.sh"),
+    };
+    Ok(Rendered {
+        text,
+        warnings,
+        suggested_path,
+        uses_udev_env: blocks.iter().any(|b| b.spec.uses_udev_env()),
+    })
+}
+
+/// Does a rules file of this name run after `60-persistent-storage.rules`?
+/// udev orders all rules files by file name alone, whatever their directory.
+pub fn sorts_after_persistent_storage(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n > PERSISTENT_STORAGE_RULES)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,390 @@
+//! Unit tests of rule generation on fake devices.
+
+use super::*;
+use crate::device::BlockDevice;
+use crate::fake::{FakeDisk, FakeTree};
+
+fn device(d: FakeDisk) -> BlockDevice {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    t.add(&d).unwrap();
+    let root = t.root();
+    let name = root.device(&d.name).unwrap();
+    BlockDevice::read(&root, &name)
+}
+
+fn opts() -> RenderOptions {
+    RenderOptions {
+        host: "testhost".into(),
+        version: "0.0.0-test".into(),
+        ..RenderOptions::default()
+    }
+}
+
+fn kyber64() -> Settings {
+    Settings {
+        scheduler: Some("kyber".into()),
+        tunables: vec![("read_lat_nsec".into(), "1000000".into())],
+        nr_requests: Some(64),
+        read_ahead_kb: Some(256),
+    }
+}
+
+fn ssd() -> FakeDisk {
+    FakeDisk::new("sda")
+        .model("Samsung SSD 860 EVO", Some("ATA"))
+        .ids(Some("S3Z1NB0K123456"), Some("naa.5002538e4063dd7b"))
+}
+
+/// The rule's lines without comments, continuations joined.
+fn rule_body(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("\\\n  ", "")
+}
+
+#[test]
+fn assignments_come_in_the_safe_order() {
+    // Even when the caller lists them the other way round in its head:
+    // Settings has no order between fields, so the generator must impose it.
+    let item = ExportItem::new(device(ssd()), kyber64(), BTreeMap::new());
+    let text = render(&[item], &opts()).unwrap().text;
+    let body = rule_body(&text);
+    let pos = |needle: &str| {
+        body.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing in {body}"))
+    };
+    let sched = pos("ATTR{queue/scheduler}=\"kyber\"");
+    let tun = pos("ATTR{queue/iosched/read_lat_nsec}=\"1000000\"");
+    let nr = pos("ATTR{queue/nr_requests}=\"64\"");
+    let ra = pos("ATTR{queue/read_ahead_kb}=\"256\"");
+    assert!(sched < tun && tun < nr && nr < ra, "{body}");
+    // Guards and the match come before any write.
+    assert!(pos("ENV{DEVTYPE}==\"disk\"") < pos("ATTRS{wwid}"));
+    assert!(pos("ATTRS{wwid}") < sched);
+}
+
+#[test]
+fn default_match_prefers_udev_ids_then_sysfs_then_kernel() {
+    let d = device(ssd());
+    let mut env = BTreeMap::new();
+    let spec = |env: &BTreeMap<String, String>, d: &BlockDevice| {
+        let item = ExportItem::new(d.clone(), kyber64(), env.clone());
+        matching::choose(&item, None).unwrap()
+    };
+    assert_eq!(spec(&env, &d).0.keys[0].key, "ATTRS{wwid}");
+    env.insert("ID_SERIAL".into(), "Samsung_SSD_860_S3Z1".into());
+    assert_eq!(spec(&env, &d).0.keys[0].key, "ENV{ID_SERIAL}");
+    env.insert("ID_WWN".into(), "0x5002538e4063dd7b".into());
+    assert_eq!(
+        spec(&env, &d).0.to_owned().render_keys(),
+        "ENV{ID_WWN}==\"0x5002538e4063dd7b\""
+    );
+    let bare = device(FakeDisk::new("loop0").dev(7, 0));
+    let (s, w) = spec(&BTreeMap::new(), &bare);
+    assert_eq!(s.render_keys(), "KERNEL==\"loop0\"");
+    assert!(w.iter().any(|w| w.contains("no stable id")), "{w:?}");
+    assert!(w.iter().any(|w| w.contains("not stable")), "{w:?}");
+}
+
+#[test]
+fn explicit_id_without_one_is_an_error() {
+    let item = ExportItem::new(device(FakeDisk::new("loop0")), kyber64(), BTreeMap::new());
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Id),
+        ..opts()
+    };
+    let e = render(&[item], &o).unwrap_err();
+    assert!(matches!(e, ExportError::NoId { .. }), "{e}");
+    assert_eq!(e.exit_code(), 2);
+}
+
+#[test]
+fn unsafe_ids_are_skipped_and_unsafe_models_refused() {
+    let d = device(
+        FakeDisk::new("sdc")
+            .model("Evil\"Model", None)
+            .ids(Some("SER*IAL"), Some("naa.1234")),
+    );
+    let mut env = BTreeMap::new();
+    env.insert("ID_SERIAL".into(), "has\\backslash".into());
+    let item = ExportItem::new(d, kyber64(), env);
+    // id: the unsafe ENV{ID_SERIAL} is skipped, the clean wwid used.
+    let r = render(std::slice::from_ref(&item), &opts()).unwrap();
+    assert!(r.text.contains("ATTRS{wwid}==\"naa.1234\""), "{}", r.text);
+    assert!(!rule_body(&r.text).contains("ID_SERIAL"), "{}", r.text);
+    assert!(r.warnings.iter().any(|w| w.contains("ENV{ID_SERIAL}")));
+    // model: refused, nothing rendered.
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Model),
+        ..opts()
+    };
+    let e = render(&[item], &o).unwrap_err();
+    assert!(
+        e.to_string().contains("double quote") && e.to_string().contains("'sdc'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unsafe_assigned_values_are_refused() {
+    let d = device(ssd());
+    for s in [
+        Settings {
+            scheduler: Some("kyber\", RUN+=\"/bin/sh".into()),
+            ..Settings::default()
+        },
+        Settings {
+            scheduler: Some("kyber".into()),
+            tunables: vec![("read_lat_nsec".into(), "1 2".into())],
+            ..Settings::default()
+        },
+        Settings {
+            scheduler: Some("kyber".into()),
+            tunables: vec![("../../x".into(), "1".into())],
+            ..Settings::default()
+        },
+    ] {
+        let e = render(&[ExportItem::new(d.clone(), s, BTreeMap::new())], &opts()).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+    }
+}
+
+#[test]
+fn unknown_scheduler_lists_the_available_ones() {
+    let s = Settings {
+        scheduler: Some("cfq".into()),
+        ..Settings::default()
+    };
+    let e = render(
+        &[ExportItem::new(device(ssd()), s, BTreeMap::new())],
+        &opts(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("none, mq-deadline, kyber, bfq"),
+        "{e}"
+    );
+}
+
+#[test]
+fn device_without_scheduler_gets_read_ahead_only_and_its_own_guard() {
+    let d = device(FakeDisk::new("zram0").dev(253, 0).no_queue());
+    let item = ExportItem::live(d.clone(), BTreeMap::new());
+    assert_eq!(item.settings.summary(), "read_ahead_kb=128");
+    let r = render(&[item], &opts()).unwrap();
+    assert!(
+        r.text.contains("TEST==\"queue/read_ahead_kb\""),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("TEST==\"queue/scheduler\""), "{}", r.text);
+    let bad = ExportItem::new(d, kyber64(), BTreeMap::new());
+    let e = render(&[bad], &opts()).unwrap_err();
+    assert!(e.to_string().contains("no I/O scheduler"), "{e}");
+}
+
+#[test]
+fn live_settings_skip_default_tunables() {
+    let mut d = device(ssd());
+    assert_eq!(
+        live_settings(&d).summary(),
+        "scheduler=mq-deadline nr_requests=256 read_ahead_kb=128"
+    );
+    d.queue.tunables.insert("read_expire".into(), "100".into());
+    d.queue.tunables.insert("async_depth".into(), "48".into());
+    assert_eq!(
+        live_settings(&d).summary(),
+        "scheduler=mq-deadline read_expire=100 nr_requests=256 read_ahead_kb=128"
+    );
+}
+
+#[test]
+fn a_new_scheduler_drops_the_old_ones_values() {
+    let live = Settings {
+        scheduler: Some("mq-deadline".into()),
+        tunables: vec![("read_expire".into(), "100".into())],
+        nr_requests: Some(256),
+        read_ahead_kb: Some(512),
+    };
+    let over = Settings {
+        scheduler: Some("kyber".into()),
+        ..Settings::default()
+    };
+    assert_eq!(
+        with_overrides(&live, &over).summary(),
+        "scheduler=kyber read_ahead_kb=512"
+    );
+    let same = Settings {
+        scheduler: Some("mq-deadline".into()),
+        nr_requests: Some(64),
+        tunables: vec![("read_expire".into(), "50".into())],
+        ..Settings::default()
+    };
+    assert_eq!(
+        with_overrides(&live, &same).summary(),
+        "scheduler=mq-deadline read_expire=50 nr_requests=64 read_ahead_kb=512"
+    );
+}
+
+#[test]
+fn same_match_different_settings_conflict_same_settings_share_a_rule() {
+    let a = device(ssd());
+    let b = device(
+        FakeDisk::new("sdb")
+            .dev(8, 16)
+            .model("Samsung SSD 860 EVO", Some("ATA")),
+    );
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Model),
+        ..opts()
+    };
+    let ia = ExportItem::new(a, kyber64(), BTreeMap::new());
+    let ib = ExportItem::new(b.clone(), kyber64(), BTreeMap::new());
+    let r = render(&[ia.clone(), ib], &o).unwrap();
+    assert_eq!(r.text.matches("ACTION==").count(), 1, "{}", r.text);
+    let other = Settings {
+        scheduler: Some("bfq".into()),
+        ..Settings::default()
+    };
+    let e = render(&[ia, ExportItem::new(b, other, BTreeMap::new())], &o).unwrap_err();
+    assert!(matches!(e, ExportError::Conflict { .. }), "{e}");
+}
+
+#[test]
+fn class_rule_names_the_other_disks_it_hits_here() {
+    let a = device(ssd());
+    let b = device(FakeDisk::new("sdb").dev(8, 16));
+    let n = device(FakeDisk::new("nvme0n1").dev(259, 0));
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Class),
+        host_devices: vec![a.clone(), b, n],
+        ..opts()
+    };
+    let r = render(&[ExportItem::new(a, kyber64(), BTreeMap::new())], &o).unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("also matches sdb on this host")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        r.text
+            .contains("KERNEL!=\"nvme*\", ATTR{queue/rotational}==\"0\"")
+    );
+}
+
+#[test]
+fn id_from_udev_env_needs_a_late_file_name() {
+    assert!(sorts_after_persistent_storage(Path::new(
+        DEFAULT_RULES_PATH
+    )));
+    assert!(sorts_after_persistent_storage(Path::new(
+        "/x/99-local.rules"
+    )));
+    assert!(!sorts_after_persistent_storage(Path::new(
+        "/x/10-early.rules"
+    )));
+    assert!(!sorts_after_persistent_storage(Path::new(
+        "/x/60-persistent-storage.rules"
+    )));
+}
+
+#[test]
+fn header_install_line_follows_the_output_path() {
+    let mut env = BTreeMap::new();
+    env.insert("ID_WWN".to_string(), "0x5000".to_string());
+    let item = ExportItem::new(device(ssd()), kyber64(), env);
+    let header = |out: Option<&str>| {
+        let o = RenderOptions {
+            output: out.map(PathBuf::from),
+            ..opts()
+        };
+        let text = render(std::slice::from_ref(&item), &o).unwrap().text;
+        text.lines()
+            .find(|l| l.starts_with("# Install:"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        header(None),
+        "# Install:  save this text as /etc/udev/rules.d/61-blktune.rules (mode 0644)"
+    );
+    assert_eq!(
+        header(Some("/etc/udev/rules.d/70-disks.rules")),
+        "# Install:  in place"
+    );
+    assert_eq!(
+        header(Some("/tmp/99-disks.rules")),
+        "# Install:  sudo install -m 0644 /tmp/99-disks.rules /etc/udev/rules.d/99-disks.rules"
+    );
+    // A name that would run before 60-persistent-storage.rules is not suggested.
+    assert_eq!(
+        header(Some("/tmp/10-disks.rules")),
+        "# Install:  sudo install -m 0644 /tmp/10-disks.rules /etc/udev/rules.d/61-blktune.rules"
+    );
+}
+
+mod properties {
+    use super::*;
+    use crate::export::check::{parse_rules, udev_match};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A value the safety check lets through means exactly itself to udev:
+        /// it parses back unchanged and matches only itself.
+        #[test]
+        fn safe_values_are_literal(v in "[ !#&'()+,./0-9:;<=>@A-Z^_`a-z{}~-]{1,24}") {
+            prop_assume!(check_match_value(&v).is_none());
+            let line = format!("ENV{{ID_SERIAL}}==\"{v}\", ATTR{{queue/nr_requests}}=\"8\"\n");
+            let rules = parse_rules(&line);
+            prop_assert_eq!(rules.len(), 1);
+            prop_assert_eq!(rules[0].invalid.as_deref(), None);
+            prop_assert_eq!(&rules[0].tokens[0].value, &v);
+            prop_assert!(udev_match(&v, &v));
+            let longer = format!("{v}x");
+            prop_assert!(!udev_match(&v, &longer));
+            prop_assert!(!udev_match(&v, ""));
+        }
+
+        /// Whatever is asked for, the writes come in the safe order.
+        #[test]
+        fn writes_always_in_safe_order(
+            sched in proptest::option::of(prop_oneof!["none", "mq-deadline", "kyber", "bfq"]),
+            nr in proptest::option::of(4u64..2048),
+            ra in proptest::option::of(0u64..4096),
+            tun in proptest::bool::ANY,
+        ) {
+            let tunables = match (&sched, tun) {
+                (Some(s), true) if s == "kyber" => vec![("read_lat_nsec".to_string(), "1000".to_string())],
+                (Some(s), true) if s == "mq-deadline" => vec![("read_expire".to_string(), "100".to_string())],
+                _ => Vec::new(),
+            };
+            let s = Settings { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra };
+            prop_assume!(!s.is_empty());
+            static SSD: std::sync::OnceLock<BlockDevice> = std::sync::OnceLock::new();
+            let d = SSD.get_or_init(|| device(ssd())).clone();
+            let text = render(&[ExportItem::new(d, s, BTreeMap::new())], &opts()).unwrap().text;
+            let rules = parse_rules(&text);
+            let attrs: Vec<String> = rules[0]
+                .tokens
+                .iter()
+                .filter(|t| t.key == "ATTR" && t.op == crate::export::check::Op::Assign)
+                .map(|t| t.attr.clone().unwrap_or_default())
+                .collect();
+            let rank = |a: &str| match a {
+                "queue/scheduler" => 0,
+                "queue/nr_requests" => 2,
+                "queue/read_ahead_kb" => 3,
+                _ => 1,
+            };
+            let ranks: Vec<i32> = attrs.iter().map(|a| rank(a)).collect();
+            let mut sorted = ranks.clone();
+            sorted.sort();
+            prop_assert_eq!(ranks, sorted, "{}", text);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The latency probe: a few 4 KiB O_DIRECT reads per second at random
+//! offsets of each watched device, timed one by one, because diskstats only
+//! gives averages and averages hide the tail an application feels.
+//!
+//! Read-only by construction: devices are opened with `O_RDONLY | O_DIRECT`
+//! and nothing else. Its own load is reported ([`ProbeStats::reads_per_sec`])
+//! so that nobody mistakes the probe's reads for the workload's; they are
+//! counted in the device's r/s too.
+//!
+//! ```no_run
+//! let root = blktune::os::SysRoot::default();
+//! let probe = blktune::probe::Probe::start(&root, &["sda".to_string()], 5.0);
+//! std::thread::sleep(std::time::Duration::from_secs(1));
+//! for (dev, s) in probe.take() {
+//!     println!("{dev}: {:.1} reads/s, p99 {:?} ms", s.reads_per_sec, s.latency.map(|l| l.p99));
+//! }
+//! ```
+
+use crate::load::{Histogram, LatencySummary};
+use crate::os::SysRoot;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Default probe reads per second per device.
+pub const DEFAULT_RATE: f64 = 5.0;
+
+/// What the probe saw on one device since the last [`Probe::take`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeStats {
+    /// Reads completed.
+    pub reads: u64,
+    /// The probe's own load on the device.
+    pub reads_per_sec: f64,
+    pub errors: u64,
+    /// Latency of the probe's reads (ms); `None` when none completed.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    /// The last error (cannot open, read failed), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug)]
+struct DevState {
+    hist: Histogram,
+    reads: u64,
+    errors: u64,
+    error: Option<String>,
+    since: Instant,
+}
+
+impl DevState {
+    fn new() -> Self {
+        Self {
+            hist: Histogram::new(),
+            reads: 0,
+            errors: 0,
+            error: None,
+            since: Instant::now(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    stop: AtomicBool,
+    wanted: Mutex<Vec<String>>,
+    state: Mutex<BTreeMap<String, DevState>>,
+}
+
+/// A running probe; stops when dropped.
+#[derive(Debug)]
+pub struct Probe {
+    shared: Arc<Shared>,
+    rate: f64,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Probe {
+    /// Start probing `devices` (whole devices or partitions) at `rate` reads
+    /// per second each (clamped to 0.1–100). Errors (a device that cannot be
+    /// opened) show up in [`ProbeStats::error`], not here.
+    pub fn start(root: &SysRoot, devices: &[String], rate: f64) -> Self {
+        let rate = if rate.is_finite() {
+            rate.clamp(0.1, 100.0)
+        } else {
+            DEFAULT_RATE
+        };
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            wanted: Mutex::new(devices.to_vec()),
+            state: Mutex::new(BTreeMap::new()),
+        });
+        let s = Arc::clone(&shared);
+        let root = root.clone();
+        let thread = std::thread::Builder::new()
+            .name("blktune-probe".into())
+            .spawn(move || probe_loop(&root, &s, rate))
+            .ok();
+        if thread.is_none()
+            && let Ok(mut st) = shared.state.lock()
+        {
+            for d in devices {
+                let mut ds = DevState::new();
+                ds.error = Some("cannot start the probe thread".into());
+                st.insert(d.clone(), ds);
+            }
+        }
+        Self {
+            shared,
+            rate,
+            thread,
+        }
+    }
+
+    /// Reads per second per device.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Probe these devices from now on (the TUI's selection changed).
+    pub fn set_devices(&self, devices: &[String]) {
+        if let Ok(mut w) = self.shared.wanted.lock() {
+            *w = devices.to_vec();
+        }
+    }
+
+    /// Each device's figures since the previous call, and start a new interval.
+    pub fn take(&self) -> BTreeMap<String, ProbeStats> {
+        let mut out = BTreeMap::new();
+        let Ok(mut st) = self.shared.state.lock() else {
+            return out;
+        };
+        let now = Instant::now();
+        for (name, d) in st.iter_mut() {
+            let secs = now.duration_since(d.since).as_secs_f64();
+            out.insert(
+                name.clone(),
+                ProbeStats {
+                    reads: d.reads,
+                    reads_per_sec: if secs > 0.0 {
+                        d.reads as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    errors: d.errors,
+                    latency: d.hist.summary_ms(),
+                    error: d.error.take(),
+                },
+            );
+            d.hist.clear();
+            d.reads = 0;
+            d.errors = 0;
+            d.since = now;
+        }
+        out
+    }
+
+    /// Stop the probe thread.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// An open device: the file, its size and alignment.
+struct Open {
+    file: File,
+    size: u64,
+    align: u64,
+}
+
+/// Size in bytes and I/O alignment of a whole device or a partition, from sysfs.
+fn geometry(root: &SysRoot, name: &str) -> Option<(u64, u64)> {
+    let (dev, size_attr) = match root.device(name) {
+        Some(d) => (d, "size".to_string()),
+        None => (root.parent_of_partition(name)?, format!("{name}/size")),
+    };
+    let sectors: u64 = root.read_dev_attr(&dev, &size_attr).ok()?.parse().ok()?;
+    let lbs: u64 = root
+        .read_dev_attr(&dev, "queue/logical_block_size")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512);
+    Some((sectors * 512, lbs.max(4096)))
+}
+
+/// Open `/dev/<name>` read-only with O_DIRECT. Never for writing.
+fn open_ro(root: &SysRoot, name: &str) -> Result<Open, String> {
+    let (size, align) =
+        geometry(root, name).ok_or_else(|| format!("'{name}' is not a block device"))?;
+    if size < align {
+        return Err(format!("'{name}' is empty"));
+    }
+    let path = std::path::Path::new("/dev").join(name);
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .map_err(|e| format!("cannot open {} for reading: {e}", path.display()))?;
+    Ok(Open { file, size, align })
+}
+
+fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let mut open: BTreeMap<String, Result<Open, String>> = BTreeMap::new();
+    let mut rng = crate::load::Rng::seeded(0x9b07);
+    let mut buf = crate::load::AlignedBuf::new(65536, 65536);
+    let mut next = Instant::now();
+    while !s.stop.load(Ordering::Relaxed) {
+        let wanted = s.wanted.lock().map(|w| w.clone()).unwrap_or_default();
+        open.retain(|k, _| wanted.contains(k));
+        if let Ok(mut st) = s.state.lock() {
+            st.retain(|k, _| wanted.contains(k));
+        }
+        for name in &wanted {
+            let dev = open
+                .entry(name.clone())
+                .or_insert_with(|| open_ro(root, name));
+            let result = match dev {
+                Ok(d) => {
+                    let len = d.align as usize;
+                    let off = rng.offset(d.size, d.align);
+                    let b = &mut buf.bytes_mut()[..len];
+                    let t = Instant::now();
+                    let r = d.file.read_at(b, off);
+                    let ns = t.elapsed().as_nanos() as u64;
+                    match r {
+                        Ok(n) if n == len => Ok(ns),
+                        Ok(n) => Err(format!("short read of {n} bytes at offset {off}")),
+                        Err(e) => Err(format!("read at offset {off} failed: {e}")),
+                    }
+                }
+                Err(e) => Err(e.clone()),
+            };
+            let Ok(mut st) = s.state.lock() else { return };
+            let d = st.entry(name.clone()).or_insert_with(DevState::new);
+            match result {
+                Ok(ns) => {
+                    d.reads += 1;
+                    d.hist.record(ns);
+                }
+                Err(e) => {
+                    d.errors += 1;
+                    d.error = Some(e);
+                }
+            }
+        }
+        // Absolute deadlines; after a stall, do not burst to catch up.
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            next = now;
+        }
+        while !s.stop.load(Ordering::Relaxed) && Instant::now() < next {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+        }
+    }
+}

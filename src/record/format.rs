@@ -1,0 +1,329 @@
+//! The serde types of a recording, one per line kind. See the module
+//! documentation of [`crate::record`] for the field-by-field description.
+
+use crate::device::{BlockDevice, DeviceKind, QueueSettings};
+use crate::diskstats::{Counters, DiscardCounters, FlushCounters};
+use crate::tuner::Settings;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The recording format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Record {
+    /// The first line.
+    Header(Header),
+    /// One diskstats read.
+    Sample(Sample),
+    /// A device's queue settings (at the start, and whenever they differ).
+    Settings(SettingsRecord),
+    /// The set of whole devices changed (hot-plug).
+    Devices(DevicesRecord),
+    /// A change of queue settings, to mark on the charts.
+    Change(ChangeRecord),
+    /// The recording ended cleanly.
+    End(EndRecord),
+}
+
+/// Facts about the recording and the host it was made on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Format version; readers refuse versions newer than [`FORMAT_VERSION`].
+    pub version: u32,
+    /// `blktune 0.1.0`.
+    pub tool: String,
+    /// Unix seconds when the recording started (`t` = 0).
+    pub started_wall: f64,
+    /// The same instant as RFC 3339 UTC, for people reading the file.
+    pub started: String,
+    /// The requested sample interval in seconds.
+    pub interval_s: f64,
+    pub host: HostFacts,
+    /// The whole devices being recorded, by name.
+    pub devices: Vec<DeviceFacts>,
+    /// The devices asked for on the command line; `None`: every device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
+}
+
+/// The host a recording was made on.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub hostname: String,
+    /// `uname -r` (`<proc>/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// Seconds since boot when the recording started.
+    pub uptime_s: f64,
+    /// `<proc>/sys/kernel/random/boot_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+}
+
+/// What does not change about a whole device while it exists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFacts {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+    pub kind: DeviceKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    pub size_bytes: u64,
+    #[serde(default)]
+    pub rotational: bool,
+    #[serde(default)]
+    pub removable: bool,
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slaves: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diskseq: Option<u64>,
+}
+
+impl DeviceFacts {
+    /// The recordable facts of a live device (serial and WWID are left out:
+    /// a recording is meant to be handed around).
+    pub fn of(d: &BlockDevice) -> Self {
+        Self {
+            name: d.name.clone(),
+            major: d.major,
+            minor: d.minor,
+            kind: d.kind,
+            model: d.model.clone(),
+            vendor: d.vendor.clone(),
+            size_bytes: d.size_bytes,
+            rotational: d.rotational,
+            removable: d.removable,
+            read_only: d.read_only,
+            partitions: d.partitions.clone(),
+            holders: d.holders.clone(),
+            slaves: d.slaves.clone(),
+            diskseq: d.diskseq,
+        }
+    }
+
+    /// A device as replay shows it, with the given queue settings.
+    pub fn to_device(&self, queue: QueueSettings) -> BlockDevice {
+        BlockDevice {
+            name: self.name.clone(),
+            major: self.major,
+            minor: self.minor,
+            kind: self.kind,
+            model: self.model.clone(),
+            vendor: self.vendor.clone(),
+            serial: None,
+            wwid: None,
+            size_bytes: self.size_bytes,
+            read_only: self.read_only,
+            removable: self.removable,
+            rotational: self.rotational,
+            holders: self.holders.clone(),
+            slaves: self.slaves.clone(),
+            partitions: self.partitions.clone(),
+            diskseq: self.diskseq,
+            queue,
+        }
+    }
+}
+
+/// One read of `/proc/diskstats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Monotonic seconds since the recording started.
+    pub t: f64,
+    /// Unix seconds of the read.
+    pub wall: f64,
+    /// CPU iowait % over the interval, when `<proc>/stat` was readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iowait_pct: Option<f64>,
+    /// Raw counters by device name (partitions included): the numbers of a
+    /// diskstats line after the name, in the kernel's order (11, 15 or 17).
+    pub disks: BTreeMap<String, Vec<u64>>,
+}
+
+/// A device's full queue settings at `t`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsRecord {
+    pub t: f64,
+    pub device: String,
+    pub queue: QueueSettings,
+}
+
+/// The whole devices present from `t` on (after hot-plug).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicesRecord {
+    pub t: f64,
+    pub devices: Vec<DeviceFacts>,
+}
+
+/// Who made a change, as far as the recorder can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeSource {
+    /// Made through blktune in the recording process (the TUI), time exact.
+    Blktune,
+    /// Seen in sysfs: another process (such as `blktune set`) made it some
+    /// time in the interval around `t`.
+    Observed,
+}
+
+/// A change of a device's queue settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    pub t: f64,
+    pub device: String,
+    /// `mq-deadline→kyber, nr_requests 256→64`.
+    pub label: String,
+    pub source: ChangeSource,
+    pub before: Settings,
+    pub after: Settings,
+}
+
+/// Why a recording ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndRecord {
+    pub t: f64,
+    pub wall: f64,
+    /// `duration`, `signal` or `stopped`.
+    pub reason: String,
+    pub samples: u64,
+}
+
+/// Counters as the numbers of a diskstats line after the name.
+pub fn counters_to_fields(c: &Counters) -> Vec<u64> {
+    let mut v = vec![
+        c.rd_ios,
+        c.rd_merges,
+        c.rd_sectors,
+        u64::from(c.rd_ticks),
+        c.wr_ios,
+        c.wr_merges,
+        c.wr_sectors,
+        u64::from(c.wr_ticks),
+        c.in_flight,
+        u64::from(c.io_ticks),
+        u64::from(c.time_in_queue),
+    ];
+    if let Some(d) = c.discard {
+        v.extend([d.ios, d.merges, d.sectors, u64::from(d.ticks)]);
+        if let Some(f) = c.flush {
+            v.extend([f.ios, u64::from(f.ticks)]);
+        }
+    }
+    v
+}
+
+/// The inverse of [`counters_to_fields`]; the ms fields must fit in 32 bits
+/// (the kernel prints them with `%u`, `Documentation/admin-guide/iostats.rst`).
+pub fn fields_to_counters(v: &[u64]) -> Result<Counters, String> {
+    if !matches!(v.len(), 11 | 15 | 17) {
+        return Err(format!("expected 11, 15 or 17 counters, found {}", v.len()));
+    }
+    let ms = |i: usize| {
+        u32::try_from(v[i])
+            .map_err(|_| format!("counter {} ({}) is not a 32-bit value", i + 1, v[i]))
+    };
+    Ok(Counters {
+        rd_ios: v[0],
+        rd_merges: v[1],
+        rd_sectors: v[2],
+        rd_ticks: ms(3)?,
+        wr_ios: v[4],
+        wr_merges: v[5],
+        wr_sectors: v[6],
+        wr_ticks: ms(7)?,
+        in_flight: v[8],
+        io_ticks: ms(9)?,
+        time_in_queue: ms(10)?,
+        discard: if v.len() >= 15 {
+            Some(DiscardCounters {
+                ios: v[11],
+                merges: v[12],
+                sectors: v[13],
+                ticks: ms(14)?,
+            })
+        } else {
+            None
+        },
+        flush: if v.len() == 17 {
+            Some(FlushCounters {
+                ios: v[15],
+                ticks: ms(16)?,
+            })
+        } else {
+            None
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_for_every_kernel_layout() {
+        let full = Counters {
+            rd_ios: 1,
+            rd_merges: 2,
+            rd_sectors: 3,
+            rd_ticks: 4,
+            wr_ios: 5,
+            wr_merges: 6,
+            wr_sectors: 7,
+            wr_ticks: u32::MAX,
+            in_flight: 9,
+            io_ticks: 10,
+            time_in_queue: 11,
+            discard: Some(DiscardCounters {
+                ios: 12,
+                merges: 13,
+                sectors: 14,
+                ticks: 15,
+            }),
+            flush: Some(FlushCounters { ios: 16, ticks: 17 }),
+        };
+        for c in [
+            full,
+            Counters {
+                flush: None,
+                ..full
+            },
+            Counters {
+                flush: None,
+                discard: None,
+                ..full
+            },
+        ] {
+            let f = counters_to_fields(&c);
+            assert_eq!(fields_to_counters(&f), Ok(c));
+        }
+        assert_eq!(counters_to_fields(&full)[16], 17);
+        assert!(fields_to_counters(&[1; 12]).is_err());
+        let mut wide = vec![0; 11];
+        wide[3] = 1 << 32;
+        assert!(fields_to_counters(&wide).unwrap_err().contains("counter 4"));
+    }
+
+    #[test]
+    fn records_are_tagged_with_their_type() {
+        let r = Record::End(EndRecord {
+            t: 1.5,
+            wall: 2.0,
+            reason: "signal".into(),
+            samples: 3,
+        });
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.starts_with(r#"{"type":"end","t":1.5"#), "{s}");
+        assert_eq!(serde_json::from_str::<Record>(&s).unwrap(), r);
+    }
+}

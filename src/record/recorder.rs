@@ -1,0 +1,316 @@
+//! The recorder: turns live [`Snapshot`]s and change marks into records.
+//!
+//! Used by `blktune record` and by the TUI's `R` key alike:
+//!
+//! ```text
+//! let mut rec = Recorder::create(path, sampler.root(), sampler.devices(), last_snapshot.t, &opts)?;
+//! rec.snapshot(&snap)?;       // after every sampler tick
+//! rec.change(&mark)?;         // after every change the TUI made through the Tuner
+//! rec.finish("stopped")?;     // on R again, or on quit
+//! ```
+//!
+//! Changes are recorded two ways. A change made in the recording process is
+//! passed in with [`Recorder::change`] and recorded at its exact time
+//! (`source: blktune`). Every other change (for example `blktune set` run from
+//! another shell while `blktune record` runs) shows up as different settings
+//! when the sampler re-reads them; the recorder then writes a `settings`
+//! record and a `change` record (`source: observed`) placed in the middle of
+//! the interval in which it appeared. A change passed in with
+//! [`Recorder::change`] is not recorded a second time when it is observed.
+
+use super::RecordError;
+use super::format::{
+    ChangeRecord, ChangeSource, DeviceFacts, DevicesRecord, EndRecord, FORMAT_VERSION, Header,
+    HostFacts, Record, Sample, SettingsRecord, counters_to_fields,
+};
+use super::writer::RecordWriter;
+use crate::device::{BlockDevice, QueueSettings};
+use crate::history::ChangeMark;
+use crate::host::HostInfo;
+use crate::os::SysRoot;
+use crate::sampler::Snapshot;
+use crate::tuner::{self, Outcome, Settings};
+use crate::units::rfc3339;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How to record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordOptions {
+    /// Overwrite an existing file.
+    pub force: bool,
+    /// Record only these whole devices (and their partitions); empty: all.
+    pub only: Vec<String>,
+    /// The sample interval, stored in the header.
+    pub interval: Duration,
+}
+
+/// What a finished recording holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordStats {
+    pub samples: u64,
+    pub changes: u64,
+}
+
+/// A recording in progress.
+#[derive(Debug)]
+pub struct Recorder {
+    writer: RecordWriter,
+    origin: f64,
+    only: Option<BTreeSet<String>>,
+    facts: Vec<DeviceFacts>,
+    queues: BTreeMap<String, QueueSettings>,
+    /// Stat names recorded: the devices and their partitions.
+    names: BTreeSet<String>,
+    /// Recording time of the last snapshot whose settings were read.
+    last_settings_t: f64,
+    last_t: f64,
+    /// The settings changes made in this process should lead to.
+    expected: BTreeMap<String, Settings>,
+    stats: RecordStats,
+}
+
+/// Unix seconds of a wall-clock time.
+pub fn unix_secs(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Recorder {
+    /// Create the file and write the header and every device's settings.
+    ///
+    /// `origin` is the snapshot clock's time that becomes `t` = 0 (the TUI
+    /// passes its newest snapshot's `t`); `devices` are the live devices.
+    pub fn create(
+        path: &Path,
+        root: &SysRoot,
+        devices: &[BlockDevice],
+        origin: f64,
+        opts: &RecordOptions,
+    ) -> Result<Self, RecordError> {
+        let only: Option<BTreeSet<String>> =
+            (!opts.only.is_empty()).then(|| opts.only.iter().cloned().collect());
+        if let Some(only) = &only
+            && let Some(missing) = only.iter().find(|n| !devices.iter().any(|d| &d.name == *n))
+        {
+            return Err(RecordError::UnknownDevice(missing.clone()));
+        }
+        let writer = RecordWriter::create(path, opts.force)?;
+        let host = HostInfo::read(root);
+        let now = SystemTime::now();
+        let mut rec = Self {
+            writer,
+            origin,
+            only,
+            facts: Vec::new(),
+            queues: BTreeMap::new(),
+            names: BTreeSet::new(),
+            last_settings_t: 0.0,
+            last_t: 0.0,
+            expected: BTreeMap::new(),
+            stats: RecordStats {
+                samples: 0,
+                changes: 0,
+            },
+        };
+        let wanted = rec.wanted(devices);
+        rec.set_facts(&wanted);
+        rec.writer.write(&Record::Header(Header {
+            version: FORMAT_VERSION,
+            tool: format!("blktune {}", env!("CARGO_PKG_VERSION")),
+            started_wall: unix_secs(now),
+            started: rfc3339(now),
+            interval_s: opts.interval.as_secs_f64(),
+            host: HostFacts {
+                hostname: host.hostname,
+                kernel: host.kernel,
+                uptime_s: host.uptime_s,
+                boot_id: tuner::boot_id(root),
+            },
+            devices: rec.facts.clone(),
+            only: rec.only.as_ref().map(|o| o.iter().cloned().collect()),
+        }))?;
+        for d in &wanted {
+            rec.write_settings(0.0, d)?;
+        }
+        // A file that exists always has a readable header.
+        rec.writer.flush()?;
+        Ok(rec)
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> RecordStats {
+        self.stats
+    }
+
+    fn wanted<'a>(&self, devices: &'a [BlockDevice]) -> Vec<&'a BlockDevice> {
+        devices
+            .iter()
+            .filter(|d| self.only.as_ref().is_none_or(|o| o.contains(&d.name)))
+            .collect()
+    }
+
+    fn set_facts(&mut self, wanted: &[&BlockDevice]) {
+        self.facts = wanted.iter().map(|d| DeviceFacts::of(d)).collect();
+        self.names = wanted
+            .iter()
+            .flat_map(|d| std::iter::once(d.name.clone()).chain(d.partitions.iter().cloned()))
+            .collect();
+    }
+
+    fn write_settings(&mut self, t: f64, d: &BlockDevice) -> Result<(), RecordError> {
+        self.queues.insert(d.name.clone(), d.queue.clone());
+        self.writer.write(&Record::Settings(SettingsRecord {
+            t,
+            device: d.name.clone(),
+            queue: d.queue.clone(),
+        }))
+    }
+
+    /// Record one sampler tick (and any settings change it read).
+    pub fn snapshot(&mut self, s: &Snapshot) -> Result<(), RecordError> {
+        let t = s.t - self.origin;
+        if s.refreshed {
+            self.settings_from(t, &s.devices)?;
+        }
+        let disks = s
+            .stats
+            .iter()
+            .filter(|(name, _)| self.only.is_none() || self.names.contains(*name))
+            .map(|(name, st)| (name.clone(), counters_to_fields(&st.counters)))
+            .collect();
+        self.writer.write(&Record::Sample(Sample {
+            t,
+            wall: unix_secs(s.wall),
+            iowait_pct: s.iowait_pct,
+            disks,
+        }))?;
+        self.stats.samples += 1;
+        self.last_t = t;
+        Ok(())
+    }
+
+    fn settings_from(&mut self, t: f64, devices: &[BlockDevice]) -> Result<(), RecordError> {
+        let wanted = self.wanted(devices);
+        let facts: Vec<DeviceFacts> = wanted.iter().map(|d| DeviceFacts::of(d)).collect();
+        if facts != self.facts {
+            self.set_facts(&wanted);
+            self.writer
+                .write(&Record::Devices(DevicesRecord { t, devices: facts }))?;
+        }
+        // The change happened some time since the settings were last read.
+        let seen_t = (self.last_settings_t + t) / 2.0;
+        for d in wanted {
+            match self.queues.get(&d.name).cloned() {
+                Some(old) if old == d.queue => continue,
+                Some(old) => {
+                    let expected = self.expected.remove(&d.name);
+                    let after = Settings::snapshot_of(&d.queue);
+                    if !expected.is_some_and(|e| agrees(&e, &after)) {
+                        self.write_observed(seen_t, d, &old)?;
+                    }
+                }
+                None => {}
+            }
+            self.write_settings(t, d)?;
+        }
+        self.last_settings_t = t;
+        Ok(())
+    }
+
+    fn write_observed(
+        &mut self,
+        t: f64,
+        d: &BlockDevice,
+        old: &QueueSettings,
+    ) -> Result<(), RecordError> {
+        let changes = tuner::diff(old, &d.queue);
+        if changes.is_empty() {
+            // Only something blktune does not show changed (the list of schedulers).
+            return Ok(());
+        }
+        let label = Outcome {
+            device: d.name.clone(),
+            changes,
+            before: old.clone(),
+            after: d.queue.clone(),
+            kernel_time: Duration::ZERO,
+        }
+        .label();
+        self.stats.changes += 1;
+        self.writer.write(&Record::Change(ChangeRecord {
+            t,
+            device: d.name.clone(),
+            label,
+            source: ChangeSource::Observed,
+            before: Settings::snapshot_of(old),
+            after: Settings::snapshot_of(&d.queue),
+        }))
+    }
+
+    /// Record a change made through blktune in this process, at its exact
+    /// time. `mark.after` should be `Settings::snapshot_of(&outcome.after)`.
+    /// Call it as soon as the [`crate::tuner::Tuner`] returns, before the
+    /// next snapshot, so that the snapshot that reads the new settings is
+    /// not recorded as another (observed) change.
+    pub fn change(&mut self, mark: &ChangeMark) -> Result<(), RecordError> {
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|o| !o.contains(&mark.device))
+        {
+            return Ok(());
+        }
+        self.expected
+            .insert(mark.device.clone(), mark.after.clone());
+        self.stats.changes += 1;
+        self.writer.write(&Record::Change(ChangeRecord {
+            t: mark.t - self.origin,
+            device: mark.device.clone(),
+            label: mark.label.clone(),
+            source: ChangeSource::Blktune,
+            before: mark.before.clone(),
+            after: mark.after.clone(),
+        }))
+    }
+
+    /// Push everything recorded so far to the file now (the TUI can call
+    /// this when playback of the live view pauses; it also happens by itself
+    /// at least every [`super::FLUSH_EVERY`] while records are written).
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        self.writer.flush()
+    }
+
+    /// Write the `end` record and close the file. `reason`: `duration`,
+    /// `signal` or `stopped`.
+    pub fn finish(mut self, reason: &str) -> Result<RecordStats, RecordError> {
+        self.writer.write(&Record::End(EndRecord {
+            t: self.last_t,
+            wall: unix_secs(SystemTime::now()),
+            reason: reason.to_owned(),
+            samples: self.stats.samples,
+        }))?;
+        self.writer.finish()?;
+        Ok(self.stats)
+    }
+}
+
+/// Does the observed state have every value a change asked for?
+fn agrees(expected: &Settings, seen: &Settings) -> bool {
+    fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
+        a.is_none() || a == b
+    }
+    same(&expected.scheduler, &seen.scheduler)
+        && same(&expected.nr_requests, &seen.nr_requests)
+        && same(&expected.read_ahead_kb, &seen.read_ahead_kb)
+        && expected
+            .tunables
+            .iter()
+            .all(|kv| seen.tunables.contains(kv))
+}

@@ -1,0 +1,638 @@
+//! The shoot-out: switch a device through its schedulers, measure each under
+//! the same load, and say which one won and whether the win is real.
+//!
+//! For every (round, scheduler) of [`plan`] the device is switched through
+//! [`Tuner`] (journalled, so a crash leaves `blktune revert` able to undo it),
+//! the load starts, [`Config::settle`] passes, then diskstats are sampled at
+//! both ends of [`Config::dwell`] (one [`RateTracker`] interval, i.e. exactly
+//! what `iostat -x` prints for one interval of that length) while the
+//! built-in load times its own I/Os. Afterwards the original settings come
+//! back ([`Tuner::restore`] with the snapshot taken first), or the winner is
+//! applied with [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C,
+//! SIGTERM, Esc in the TUI) stops within a tenth of a second and restores too.
+//!
+//! Library use, for the TUI's `b` key:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use blktune::shootout::{self, Config};
+//! use std::sync::atomic::AtomicBool;
+//! let root = blktune::os::SysRoot::default();
+//! let cancel = AtomicBool::new(false);            // set it from Esc
+//! let cfg = Config::passive("sda");               // or with a load: Config { load: Some(..), .. }
+//! let journal = Some(blktune::journal::Journal::from_env());
+//! let result = shootout::run(&root, journal, &cfg, |p| eprintln!("{}", p.line()), &cancel)?;
+//! println!("{}", shootout::table(&result));
+//! # Ok(()) }
+//! ```
+
+mod report;
+mod verdict;
+
+pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
+pub use verdict::{
+    Figures, Goal, LoadFigures, Metric, NOISE_FLOOR_PCT, SchedulerSummary, Spread, Verdict, plan,
+    verdict,
+};
+
+use crate::device::QueueSettings;
+use crate::diskstats;
+use crate::error::TuneError;
+use crate::iostat::ExtStats;
+use crate::journal::Journal;
+use crate::load::{Load, LoadError, LoadOptions, LoadStats, Target};
+use crate::os::SysRoot;
+use crate::sampler::RateTracker;
+use crate::tuner::{self, Settings, Tuner};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The built-in load of a shoot-out and where it runs.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// Must be the benched device; writes only if [`Target::writable`] allowed them.
+    pub target: Target,
+    pub options: LoadOptions,
+}
+
+/// What to measure and how. Each scheduler runs with its default tunables
+/// and nr_requests: a switch resets them (kernel `elevator_switch()`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub device: String,
+    /// Schedulers to compare, in round-1 order; empty: every available one.
+    pub schedulers: Vec<String>,
+    pub rounds: usize,
+    /// Time after each switch before measuring (queues refill, caches settle).
+    pub settle: Duration,
+    /// Measuring time per scheduler and round.
+    pub dwell: Duration,
+    /// `None`: passive, diskstats of whatever already runs on the device.
+    pub load: Option<LoadSpec>,
+    pub goal: Goal,
+    /// Leave the winner applied instead of restoring the original settings.
+    pub apply: bool,
+    /// The device is a scratch device blktune created (reported only).
+    pub scratch: bool,
+}
+
+impl Config {
+    /// Defaults: every scheduler, 2 rounds, 1 s settle, 10 s dwell, passive, read latency.
+    pub fn passive(device: &str) -> Self {
+        Self {
+            device: device.into(),
+            schedulers: Vec::new(),
+            rounds: 2,
+            settle: Duration::from_secs(1),
+            dwell: Duration::from_secs(10),
+            load: None,
+            goal: Goal::ReadLatency,
+            apply: false,
+            scratch: false,
+        }
+    }
+
+    /// Total time the measurements take (without the switches).
+    pub fn planned_time(&self, schedulers: usize) -> Duration {
+        (self.settle + self.dwell) * (schedulers * self.rounds) as u32
+    }
+}
+
+/// What the shoot-out is doing right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Switching,
+    Settling,
+    Measuring,
+    Restoring,
+}
+
+/// A progress report, sent at every phase change and a few times a second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub device: String,
+    pub scheduler: String,
+    /// 1-based.
+    pub round: usize,
+    pub rounds: usize,
+    /// 1-based index of the (round, scheduler) step.
+    pub step: usize,
+    pub steps: usize,
+    pub phase: Phase,
+    /// Estimated time until the last measurement ends.
+    pub time_left: Duration,
+    /// Fraction done, 0 to 1, for a progress bar.
+    pub done: f64,
+}
+
+impl Progress {
+    /// `round 1/2  kyber (3/8)  measuring  21s left`
+    pub fn line(&self) -> String {
+        let phase = match self.phase {
+            Phase::Switching => "switching",
+            Phase::Settling => "settling",
+            Phase::Measuring => "measuring",
+            Phase::Restoring => "restoring",
+        };
+        format!(
+            "round {}/{}  {} ({}/{})  {}  {}s left",
+            self.round,
+            self.rounds,
+            self.scheduler,
+            self.step,
+            self.steps,
+            phase,
+            self.time_left.as_secs_f64().ceil() as u64
+        )
+    }
+}
+
+/// One measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// 1-based.
+    pub round: usize,
+    pub scheduler: String,
+    /// Seconds from the start of the shoot-out to the start of the dwell.
+    pub at_s: f64,
+    pub dwell_s: f64,
+    pub figures: Figures,
+    /// The settings the kernel reported while measuring (`kyber nr_requests=256`).
+    pub settings: String,
+}
+
+/// Why a shoot-out did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ShootoutError {
+    /// Bad request; nothing was changed.
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+    /// Bad request; nothing was changed.
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed midway; `restore` says what happened to the settings.
+    #[error("{cause}; {restore}")]
+    Aborted { cause: String, restore: String },
+    /// The cancel flag was set; `restore` says what happened to the settings.
+    #[error("shoot-out on '{dev}' cancelled; {restore}")]
+    Cancelled { dev: String, restore: String },
+}
+
+impl ShootoutError {
+    /// 2 for bad requests, 1 for failures, 130 for a cancel (like Ctrl-C).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ShootoutError::Tune(t) => t.exit_code(),
+            ShootoutError::Usage(_) => 2,
+            ShootoutError::Aborted { .. } => 1,
+            ShootoutError::Cancelled { .. } => 130,
+        }
+    }
+}
+
+/// INTEGRATION POINT (udev export): write the winner of a shoot-out on
+/// `device` as a udev rule and return a one-line description of what was
+/// written. The export code (`src/export/`) is built on another branch; until
+/// the lead wires it here, this fails, and `blktune bench --export` with it.
+pub fn export_winner(root: &SysRoot, device: &str, winner: &Settings) -> anyhow::Result<String> {
+    let _ = (root, device, winner);
+    anyhow::bail!("udev export is not available in this build")
+}
+
+/// Run a shoot-out. `progress` is called from this thread; `cancel` is polled
+/// every 100 ms. Returns after the original settings are back (or the winner
+/// applied); on error or cancel the settings are restored before returning.
+pub fn run(
+    root: &SysRoot,
+    journal: Option<Journal>,
+    cfg: &Config,
+    mut progress: impl FnMut(&Progress),
+    cancel: &AtomicBool,
+) -> Result<ShootoutResult, ShootoutError> {
+    let dev = tuner::resolve(root, &cfg.device)?;
+    let q = QueueSettings::read(root, &dev);
+    let Some(sched) = q.scheduler.clone() else {
+        return Err(TuneError::NoScheduler {
+            dev: dev.to_string(),
+        }
+        .into());
+    };
+    let schedulers = choose_schedulers(&dev.to_string(), &cfg.schedulers, &sched.available)?;
+    if cfg.rounds == 0 {
+        return Err(ShootoutError::Usage("--rounds must be at least 1".into()));
+    }
+    if cfg.goal == Goal::P99 && cfg.load.is_none() {
+        return Err(ShootoutError::Usage(
+            "--goal p99 ranks by the built-in load's own latencies: choose a --load".into(),
+        ));
+    }
+    if let Some(l) = &cfg.load
+        && l.target.name() != dev.as_str()
+    {
+        return Err(ShootoutError::Usage(format!(
+            "the load runs on '{}' but the shoot-out measures '{dev}'",
+            l.target.name()
+        )));
+    }
+    let original = Settings::snapshot_of(&q);
+    let had_journal_entry = journal
+        .as_ref()
+        .is_some_and(|j| j.load(dev.as_str()).ok().flatten().is_some());
+    let tuner = Tuner::new(root.clone(), journal.clone());
+    let steps = plan(&schedulers, cfg.rounds);
+    let started = Instant::now();
+
+    let outcome = measure_all(root, &tuner, cfg, &steps, started, &mut progress, cancel);
+
+    progress(&Progress {
+        device: dev.to_string(),
+        scheduler: original.scheduler.clone().unwrap_or_default(),
+        round: cfg.rounds,
+        rounds: cfg.rounds,
+        step: steps.len(),
+        steps: steps.len(),
+        phase: Phase::Restoring,
+        time_left: Duration::ZERO,
+        done: 1.0,
+    });
+    let measurements = match outcome {
+        Ok(m) => m,
+        Err(e) => {
+            let restore = restore(
+                &tuner,
+                journal.as_ref(),
+                &dev.to_string(),
+                &original,
+                had_journal_entry,
+            );
+            return Err(match e {
+                Stop::Cancelled => ShootoutError::Cancelled {
+                    dev: dev.to_string(),
+                    restore,
+                },
+                Stop::Failed(cause) => ShootoutError::Aborted { cause, restore },
+            });
+        }
+    };
+    let summaries: Vec<SchedulerSummary> = schedulers
+        .iter()
+        .map(|s| {
+            let rounds = measurements
+                .iter()
+                .filter(|m| &m.scheduler == s)
+                .map(|m| m.figures)
+                .collect();
+            SchedulerSummary::new(s, rounds)
+        })
+        .collect();
+    let verdict = verdict(cfg.goal, &summaries);
+    let (final_settings, applied) = match (&verdict, cfg.apply) {
+        (Some(v), true) if Some(&v.winner) != original.scheduler.as_ref() => {
+            let want = Settings {
+                scheduler: Some(v.winner.clone()),
+                ..Settings::default()
+            };
+            match tuner.apply(dev.as_str(), &want) {
+                Ok(_) => (
+                    format!(
+                        "winner applied: {} (undo with 'blktune revert {dev}')",
+                        want.summary()
+                    ),
+                    Some(want),
+                ),
+                Err(e) => {
+                    let restore = restore(
+                        &tuner,
+                        journal.as_ref(),
+                        dev.as_str(),
+                        &original,
+                        had_journal_entry,
+                    );
+                    return Err(ShootoutError::Aborted {
+                        cause: format!("cannot apply the winner: {e}"),
+                        restore,
+                    });
+                }
+            }
+        }
+        _ => (
+            restore(
+                &tuner,
+                journal.as_ref(),
+                dev.as_str(),
+                &original,
+                had_journal_entry,
+            ),
+            None,
+        ),
+    };
+    Ok(ShootoutResult {
+        device: dev.to_string(),
+        scratch: cfg.scratch,
+        load: cfg.load.as_ref().map(|l| report::LoadInfo::of(&l.options)),
+        goal: cfg.goal,
+        rounds: cfg.rounds,
+        settle_s: cfg.settle.as_secs_f64(),
+        dwell_s: cfg.dwell.as_secs_f64(),
+        original,
+        measurements,
+        schedulers: summaries,
+        verdict,
+        applied,
+        final_settings,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The schedulers to measure: the requested ones (checked, deduplicated) or every available one.
+fn choose_schedulers(
+    dev: &str,
+    wanted: &[String],
+    available: &[String],
+) -> Result<Vec<String>, ShootoutError> {
+    if wanted.is_empty() {
+        return Ok(available.to_vec());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in wanted {
+        if !available.contains(w) {
+            return Err(TuneError::UnknownScheduler {
+                dev: dev.into(),
+                name: w.chars().take(32).collect(),
+                available: available.to_vec(),
+            }
+            .into());
+        }
+        if !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Put the original settings back; a sentence saying what happened.
+fn restore(
+    tuner: &Tuner,
+    journal: Option<&Journal>,
+    dev: &str,
+    original: &Settings,
+    had_journal_entry: bool,
+) -> String {
+    match tuner.restore(dev, original) {
+        Ok(_) => {
+            // The journal entry was ours alone: the device is back, so drop it.
+            if !had_journal_entry && let Some(j) = journal {
+                let _ = j.remove(dev);
+            }
+            format!("original settings restored ({})", original.summary())
+        }
+        Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
+    }
+}
+
+enum Stop {
+    Cancelled,
+    Failed(String),
+}
+
+/// Sleep until `until`, in slices, reporting progress; `Err` on cancel.
+fn wait(until: Instant, cancel: &AtomicBool, mut tick: impl FnMut(Duration)) -> Result<(), Stop> {
+    let mut last = Instant::now();
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Stop::Cancelled);
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        if now.duration_since(last) >= Duration::from_millis(250) {
+            tick(until - now);
+            last = now;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+    }
+}
+
+fn measure_all(
+    root: &SysRoot,
+    tuner: &Tuner,
+    cfg: &Config,
+    steps: &[(usize, String)],
+    started: Instant,
+    progress: &mut impl FnMut(&Progress),
+    cancel: &AtomicBool,
+) -> Result<Vec<Measurement>, Stop> {
+    let per_step = cfg.settle + cfg.dwell;
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, (round, sched)) in steps.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Stop::Cancelled);
+        }
+        let after = per_step * (steps.len() - i - 1) as u32;
+        let report = |phase: Phase, left_in_step: Duration| Progress {
+            device: cfg.device.clone(),
+            scheduler: sched.clone(),
+            round: round + 1,
+            rounds: cfg.rounds,
+            step: i + 1,
+            steps: steps.len(),
+            phase,
+            time_left: after + left_in_step,
+            done: 1.0
+                - (after + left_in_step).as_secs_f64()
+                    / (per_step * steps.len() as u32).as_secs_f64().max(1e-9),
+        };
+        progress(&report(Phase::Switching, per_step));
+        let want = Settings {
+            scheduler: Some(sched.clone()),
+            ..Settings::default()
+        };
+        let outcome = tuner
+            .apply(&cfg.device, &want)
+            .map_err(|e| Stop::Failed(e.to_string()))?;
+        let settings = Settings::snapshot_of(&outcome.after);
+        let settings = format!(
+            "{}{}",
+            settings.scheduler.clone().unwrap_or_default(),
+            settings
+                .nr_requests
+                .map(|n| format!(" nr_requests={n}"))
+                .unwrap_or_default()
+        );
+        let load = match &cfg.load {
+            Some(l) => Some(
+                Load::start(&l.target, &l.options, None)
+                    .map_err(|e: LoadError| Stop::Failed(e.to_string()))?,
+            ),
+            None => None,
+        };
+        progress(&report(Phase::Settling, per_step));
+        let settle_end = Instant::now() + cfg.settle;
+        wait(settle_end, cancel, |left| {
+            progress(&report(Phase::Settling, left + cfg.dwell))
+        })?;
+
+        if let Some(l) = &load {
+            l.reset();
+        }
+        let mut rates = RateTracker::default();
+        let t0 = Instant::now();
+        let at_s = t0.duration_since(started).as_secs_f64();
+        sample(root, &mut rates, 0.0)?;
+        progress(&report(Phase::Measuring, cfg.dwell));
+        wait(t0 + cfg.dwell, cancel, |left| {
+            progress(&report(Phase::Measuring, left))
+        })?;
+        let lstats = load.as_ref().map(Load::stats);
+        let itv = t0.elapsed().as_secs_f64();
+        let stats = sample(root, &mut rates, itv)?;
+        drop(load);
+        let ext = stats
+            .iter()
+            .find(|(n, _)| n == &cfg.device)
+            .and_then(|(_, s)| *s)
+            .ok_or_else(|| {
+                Stop::Failed(format!(
+                    "'{}' has no usable diskstats for the dwell (vanished or counters reset)",
+                    cfg.device
+                ))
+            })?;
+        if let Some(err) = lstats.as_ref().and_then(|l| l.first_error.clone()) {
+            return Err(Stop::Failed(format!(
+                "the load on '{}' failed: {err}",
+                cfg.device
+            )));
+        }
+        out.push(Measurement {
+            round: round + 1,
+            scheduler: sched.clone(),
+            at_s,
+            dwell_s: itv,
+            figures: figures(&ext, lstats.as_ref()),
+            settings,
+        });
+    }
+    Ok(out)
+}
+
+/// Read diskstats into the tracker at time `t`; each device's stats (`None`: no data).
+fn sample(
+    root: &SysRoot,
+    rates: &mut RateTracker,
+    t: f64,
+) -> Result<Vec<(String, Option<ExtStats>)>, Stop> {
+    let text = root.read_diskstats().map_err(|e| {
+        Stop::Failed(format!(
+            "cannot read {}/diskstats: {e}",
+            root.procfs().display()
+        ))
+    })?;
+    let (lines, _) = diskstats::parse(&text);
+    Ok(rates
+        .update(t, &lines)
+        .into_iter()
+        .map(|(n, s)| (n, s.stats.ok()))
+        .collect())
+}
+
+/// The figures of one dwell.
+pub fn figures(ext: &ExtStats, load: Option<&LoadStats>) -> Figures {
+    Figures {
+        r_s: ext.r_s,
+        w_s: ext.w_s,
+        // iostat's kB are 1024 bytes (sectors / 2); report 10^6-byte MB like the load.
+        mb_s: (ext.rkb_s + ext.wkb_s) * 1024.0 / 1e6,
+        r_await: ext.r_await,
+        w_await: ext.w_await,
+        aqu_sz: ext.aqu_sz,
+        util: ext.util,
+        load: load.map(|l| LoadFigures {
+            reads: l.reads.hist.summary_ms(),
+            writes: l.writes.hist.summary_ms(),
+            read_iops: l.read_iops(),
+            write_iops: l.write_iops(),
+            mb_s: l.mb_s(),
+            errors: l.reads.errors + l.writes.errors,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    #[test]
+    fn scheduler_choice_is_checked_and_deduplicated() {
+        let avail: Vec<String> = ["none", "kyber"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(choose_schedulers("sda", &[], &avail).unwrap(), avail);
+        let want = vec!["kyber".to_string(), "none".into(), "kyber".into()];
+        assert_eq!(
+            choose_schedulers("sda", &want, &avail).unwrap(),
+            vec!["kyber".to_string(), "none".into()]
+        );
+        let err = choose_schedulers("sda", &["bfq".into()], &avail).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("'bfq'"));
+    }
+
+    #[test]
+    fn a_cancel_before_the_first_switch_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        t.add(&FakeDisk::new("sda")).unwrap();
+        t.set_diskstats(&[]).unwrap();
+        let root = t.root();
+        let before = QueueSettings::read(&root, &root.device("sda").unwrap());
+        let cancel = AtomicBool::new(true);
+        let mut phases = Vec::new();
+        let err = run(
+            &root,
+            None,
+            &Config::passive("sda"),
+            |p| phases.push(p.phase),
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ShootoutError::Cancelled { .. }), "{err}");
+        assert_eq!(err.exit_code(), 130);
+        assert!(err.to_string().contains("original settings restored"));
+        assert_eq!(phases, [Phase::Restoring]);
+        assert_eq!(
+            QueueSettings::read(&root, &root.device("sda").unwrap()),
+            before
+        );
+    }
+
+    #[test]
+    fn progress_line_rounds_time_left_up() {
+        let p = Progress {
+            device: "loop3".into(),
+            scheduler: "kyber".into(),
+            round: 1,
+            rounds: 2,
+            step: 3,
+            steps: 8,
+            phase: Phase::Measuring,
+            time_left: Duration::from_millis(20_100),
+            done: 0.3,
+        };
+        assert_eq!(p.line(), "round 1/2  kyber (3/8)  measuring  21s left");
+    }
+
+    #[test]
+    fn p99_without_a_load_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        t.add(&FakeDisk::new("sda")).unwrap();
+        let cfg = Config {
+            goal: Goal::P99,
+            ..Config::passive("sda")
+        };
+        let err = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+}

@@ -1,0 +1,313 @@
+//! The result of a shoot-out as its own serde types (the `--json` output,
+//! stable keys) and the text table `blktune bench` prints.
+//!
+//! ```text
+//! scheduler        r/s     w/s   MB/s  r_await  w_await  aqu-sz  %util    p50    p99  p99.9  w_p99
+//! none          2210.4    61.0   73.0     0.55    14.20    2.11   99.8  0.412  2.010  5.100  31.00
+//!                ±12.3    ±0.4   ±1.1    ±0.02    ±0.31   ±0.02   ±0.1 ±0.004 ±0.050 ±0.200  ±1.00
+//! ```
+
+use super::Measurement;
+use super::verdict::{Goal, Metric, SchedulerSummary, Verdict};
+use crate::load::{LoadOptions, Mix};
+use crate::tuner::Settings;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The built-in load of a shoot-out, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadInfo {
+    pub mix: Mix,
+    pub queue_depth: usize,
+    /// Sequential writers (the `mixed` mix only).
+    pub writers: usize,
+    pub block_bytes: u64,
+    pub seq_block_bytes: u64,
+}
+
+impl LoadInfo {
+    /// Describe a load's options.
+    pub fn of(o: &LoadOptions) -> Self {
+        Self {
+            mix: o.mix,
+            queue_depth: o.queue_depth,
+            writers: if o.mix == Mix::Mixed { o.writers } else { 0 },
+            block_bytes: o.block,
+            seq_block_bytes: o.seq_block,
+        }
+    }
+
+    /// `mixed: 4 × 4 KiB random reads + 1 × 1 MiB sequential writes`
+    pub fn describe(&self) -> String {
+        let kib = |b: u64| format!("{} KiB", b / 1024);
+        let big = |b: u64| {
+            if b >= 1 << 20 {
+                format!("{} MiB", b >> 20)
+            } else {
+                kib(b)
+            }
+        };
+        match self.mix {
+            Mix::RandRead => format!(
+                "randread: {} × {} random reads",
+                self.queue_depth,
+                kib(self.block_bytes)
+            ),
+            Mix::RandRw => format!(
+                "randrw: {} × {} random reads/writes (50/50)",
+                self.queue_depth,
+                kib(self.block_bytes)
+            ),
+            Mix::Mixed => format!(
+                "mixed: {} × {} random reads + {} × {} sequential writes",
+                self.queue_depth,
+                kib(self.block_bytes),
+                self.writers,
+                big(self.seq_block_bytes)
+            ),
+        }
+    }
+}
+
+/// Everything a shoot-out found (`blktune bench --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShootoutResult {
+    pub device: String,
+    /// Was the device a scratch device blktune created for the bench?
+    pub scratch: bool,
+    /// `null`: passive (the device's own workload).
+    pub load: Option<LoadInfo>,
+    pub goal: Goal,
+    pub rounds: usize,
+    pub settle_s: f64,
+    pub dwell_s: f64,
+    /// The settings before the shoot-out.
+    pub original: Settings,
+    /// Every measurement in the order taken.
+    pub measurements: Vec<Measurement>,
+    /// Per scheduler, in round-1 order.
+    pub schedulers: Vec<SchedulerSummary>,
+    /// `null` when the goal's metric was not measured.
+    pub verdict: Option<Verdict>,
+    /// What `--apply` left on the device (`null`: the original is back).
+    pub applied: Option<Settings>,
+    /// One sentence: what the device was left with.
+    pub final_settings: String,
+    pub elapsed_s: f64,
+}
+
+/// Number of decimals for a metric's column.
+fn decimals(m: Metric) -> usize {
+    match m {
+        Metric::RS | Metric::WS | Metric::MbS | Metric::Util => 1,
+        Metric::RAwait | Metric::WAwait | Metric::AquSz => 2,
+        _ => 3,
+    }
+}
+
+/// The results table: per scheduler a row of means and a row of ± half the
+/// range across rounds; then the verdict and any noise warning.
+pub fn table(r: &ShootoutResult) -> String {
+    let cols: Vec<Metric> = Metric::ALL
+        .into_iter()
+        .filter(|m| r.schedulers.iter().any(|s| s.get(*m).is_some()))
+        .collect();
+    let name_w = r
+        .schedulers
+        .iter()
+        .map(|s| s.scheduler.len())
+        .max()
+        .unwrap_or(0)
+        .max("scheduler".len());
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut head = vec!["scheduler".to_string()];
+    head.extend(cols.iter().map(|m| m.label().to_string()));
+    rows.push(head);
+    for s in &r.schedulers {
+        let mut mean = vec![s.scheduler.clone()];
+        let mut spread = vec![String::new()];
+        for m in &cols {
+            let d = decimals(*m);
+            match s.get(*m) {
+                Some(sp) => {
+                    mean.push(format!("{:.d$}", sp.mean));
+                    spread.push(if sp.rounds > 1 {
+                        format!("±{:.d$}", sp.range() / 2.0)
+                    } else {
+                        String::new()
+                    });
+                }
+                None => {
+                    mean.push("-".into());
+                    spread.push(String::new());
+                }
+            }
+        }
+        rows.push(mean);
+        if r.rounds > 1 {
+            rows.push(spread);
+        }
+    }
+    let mut widths = vec![0usize; cols.len() + 1];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    widths[0] = name_w;
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            let pad = w.saturating_sub(c.chars().count());
+            if i == 0 {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "(means over {} round{} of {:.0}s; ± is half the range across rounds; r_await/w_await/aqu-sz/%util from diskstats{})",
+        r.rounds,
+        if r.rounds == 1 { "" } else { "s" },
+        r.dwell_s,
+        if r.load.is_some() {
+            "; p50/p99/p99.9 of the load's reads and w_p99 of its writes, in ms"
+        } else {
+            ""
+        }
+    );
+    out.push('\n');
+    match &r.verdict {
+        None => {
+            let _ = writeln!(
+                out,
+                "no winner for {}: its figure ({}) was not measured",
+                r.goal,
+                r.goal.metric().label()
+            );
+        }
+        Some(v) => out.push_str(&verdict_text(v)),
+    }
+    let _ = writeln!(out, "{}", r.final_settings);
+    out
+}
+
+/// `winner for read-latency (r_await): kyber, 0.62 ms vs 0.80 ms for none (22.5% better)`
+pub fn verdict_text(v: &Verdict) -> String {
+    let d = decimals(v.metric);
+    let u = v.metric.unit();
+    let mut s = format!(
+        "winner for {} ({}): {}, {:.d$}{u}",
+        v.goal,
+        v.metric.label(),
+        v.winner,
+        v.winner_value
+    );
+    if let (Some(r), Some(rv)) = (&v.runner_up, v.runner_up_value) {
+        let _ = write!(s, " vs {rv:.d$}{u} for {r}");
+        if let Some(a) = v.advantage_pct {
+            let _ = write!(s, " ({a:.1}% better)");
+        }
+    }
+    s.push('\n');
+    if v.noisy {
+        let _ = writeln!(
+            s,
+            "WARNING: inside the noise: {}; measure longer (--dwell) or more rounds (--rounds) before acting on it",
+            v.notes.join("; ")
+        );
+    } else {
+        for n in &v.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::verdict::{Figures, verdict};
+    use super::*;
+
+    fn result(rounds: &[(&str, &[f64])]) -> ShootoutResult {
+        let schedulers: Vec<SchedulerSummary> = rounds
+            .iter()
+            .map(|(n, v)| {
+                SchedulerSummary::new(
+                    n,
+                    v.iter()
+                        .map(|&a| Figures {
+                            r_s: 1000.0,
+                            r_await: a,
+                            ..Figures::default()
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        ShootoutResult {
+            device: "loop3".into(),
+            scratch: true,
+            load: None,
+            goal: Goal::ReadLatency,
+            rounds: rounds[0].1.len(),
+            settle_s: 1.0,
+            dwell_s: 3.0,
+            original: Settings::default(),
+            measurements: Vec::new(),
+            verdict: verdict(Goal::ReadLatency, &schedulers),
+            schedulers,
+            applied: None,
+            final_settings: "original settings restored (scheduler=none)".into(),
+            elapsed_s: 8.0,
+        }
+    }
+
+    #[test]
+    fn table_shows_means_spreads_and_the_winner() {
+        let t = table(&result(&[("none", &[2.0, 2.2]), ("kyber", &[1.0, 1.2])]));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("scheduler"), "{t}");
+        assert!(
+            lines[0].contains("r_await") && !lines[0].contains("p99"),
+            "{t}"
+        );
+        assert!(
+            lines[1].starts_with("none") && lines[1].contains("2.10"),
+            "{t}"
+        );
+        assert!(lines[2].contains("±0.10"), "{t}");
+        assert!(
+            t.contains("winner for read-latency (r_await): kyber, 1.10 ms vs 2.10 ms for none (47.6% better)"),
+            "{t}"
+        );
+        assert!(!t.contains("WARNING"), "{t}");
+        assert!(t.contains("original settings restored"));
+    }
+
+    #[test]
+    fn noisy_results_carry_a_warning() {
+        let t = table(&result(&[("none", &[1.0, 1.5]), ("kyber", &[1.0, 1.4])]));
+        assert!(t.contains("WARNING: inside the noise"), "{t}");
+    }
+
+    #[test]
+    fn json_has_stable_keys() {
+        let r = result(&[("none", &[2.0, 2.2]), ("kyber", &[1.0, 1.2])]);
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["goal"], "read-latency");
+        assert_eq!(v["verdict"]["winner"], "kyber");
+        assert_eq!(v["schedulers"][0]["metrics"][3]["metric"], "r_await");
+        assert_eq!(v["schedulers"][0]["rounds"][1]["r_await"], 2.2);
+        let back: ShootoutResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}

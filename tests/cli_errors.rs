@@ -1,0 +1,456 @@
+//! Every bad input of the CLI on fake trees: one line on stderr naming the
+//! device and the value, exit 2 for usage errors and 1 for failures, and the
+//! tree exactly as it was. (Not-root and real-device cases: `set_real.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use blktune::fake::{FakeDisk, FakeTree};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    tree: FakeTree,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(&dir.path().join("root")).unwrap();
+        tree.add(&FakeDisk::new("sda").dev(8, 0).partitions(&["sda1"]))
+            .unwrap();
+        tree.add(&FakeDisk::new("zram0").dev(252, 0).no_queue())
+            .unwrap();
+        tree.add(&FakeDisk::new("vda").dev(254, 0)).unwrap();
+        Self { dir, tree }
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let root = self.dir.path().join("root");
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(args)
+            .arg("--sysfs-root")
+            .arg(root.join("sys"))
+            .arg("--proc-root")
+            .arg(root.join("proc"))
+            .env("BLKTUNE_JOURNAL_DIR", self.journal())
+            .output()
+            .unwrap()
+    }
+
+    /// Every file of the fake sysfs with its content.
+    fn state(&self) -> BTreeMap<PathBuf, String> {
+        fn walk(p: &Path, out: &mut BTreeMap<PathBuf, String>) {
+            for e in std::fs::read_dir(p).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    walk(&e.path(), out);
+                } else {
+                    let mut s = String::new();
+                    // FIFOs and unreadable files are recorded as such.
+                    let _ =
+                        std::fs::File::open(e.path()).and_then(|mut f| f.read_to_string(&mut s));
+                    out.insert(e.path(), s);
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.dir.path().join("root/sys"), &mut out);
+        out
+    }
+
+    /// Run a command that must fail with `code`, print exactly one line that
+    /// contains every one of `needles`, and leave the tree as it was.
+    fn fails(&self, args: &[&str], code: i32, needles: &[&str]) -> String {
+        let before = self.state();
+        let o = self.run(args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: stderr {err:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err:?}");
+        assert!(err.starts_with("blktune: "), "{err:?}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: {err:?} does not mention {n:?}");
+        }
+        assert_eq!(self.state(), before, "{args:?} changed the tree");
+        assert!(
+            !self.journal().exists() || std::fs::read_dir(self.journal()).unwrap().count() == 0,
+            "{args:?} left a journal entry"
+        );
+        err
+    }
+}
+
+#[test]
+fn unknown_device() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "sdz", "--scheduler", "kyber"],
+        2,
+        &["'sdz'", "blktune list"],
+    );
+    f.fails(&["watch", "-c", "1", "sdz"], 2, &["'sdz'"]);
+    f.fails(&["revert", "sdz"], 1, &["'sdz'", "nothing to revert"]);
+}
+
+#[test]
+fn names_with_path_tricks_never_reach_another_path() {
+    let f = Fixture::new();
+    // A file the tricks would reach if names were joined blindly.
+    std::fs::create_dir_all(f.dir.path().join("root/sys/vda/queue")).unwrap();
+    for name in [
+        "../vda",
+        "sda/../../vda",
+        "sda/../vda",
+        "..",
+        ".",
+        "",
+        "sda\nvda",
+        "sda ",
+    ] {
+        let err = f.fails(
+            &["set", name, "--scheduler", "kyber"],
+            2,
+            &["unknown device"],
+        );
+        assert!(!err.contains('\n') || err.ends_with('\n'));
+    }
+    f.fails(&["revert", "../../etc/passwd"], 2, &["not a device name"]);
+}
+
+#[test]
+fn partition_where_a_disk_is_needed() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "sda1", "--scheduler", "kyber"],
+        2,
+        &["'sda1'", "partition", "use 'sda'"],
+    );
+}
+
+#[test]
+fn device_without_a_scheduler() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "zram0", "--scheduler", "kyber"],
+        2,
+        &["'zram0'", "no I/O scheduler"],
+    );
+    f.fails(&["set", "zram0", "--nr-requests", "64"], 2, &["'zram0'"]);
+    f.fails(
+        &["set", "zram0", "--tunable", "read_expire=1"],
+        2,
+        &["'zram0'"],
+    );
+    // read_ahead_kb is the one thing such a device has.
+    let o = f.run(&["set", "zram0", "--read-ahead-kb", "256"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn unknown_scheduler_lists_the_available_ones() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "sda", "--scheduler", "cfq"],
+        2,
+        &["'sda'", "'cfq'", "none, mq-deadline, kyber, bfq"],
+    );
+}
+
+#[test]
+fn values_out_of_range() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "sda", "--nr-requests", "0"],
+        2,
+        &["'sda'", "nr_requests", "'0'", "4 to 2048"],
+    );
+    f.fails(
+        &["set", "sda", "--nr-requests", "5000"],
+        2,
+        &["'sda'", "'5000'"],
+    );
+    f.fails(
+        &["set", "sda", "--read-ahead-kb", "3"],
+        2,
+        &["'sda'", "read_ahead_kb", "'3'", "page"],
+    );
+    f.fails(
+        &["set", "sda", "--read-ahead-kb", "4194304"],
+        2,
+        &["'sda'", "'4194304'"],
+    );
+    f.fails(
+        &["set", "sda", "--tunable", "read_expire=soon"],
+        2,
+        &["'sda'", "read_expire", "'soon'"],
+    );
+    // clap's own parse errors are usage errors too (exit 2) and name the value.
+    f.fails(&["set", "sda", "--nr-requests", "-1"], 2, &["'-1'"]);
+    f.fails(&["set", "sda", "--nr-requests", "many"], 2, &["'many'"]);
+    f.fails(
+        &["set", "sda", "--tunable", "read_expire"],
+        2,
+        &["'read_expire'"],
+    );
+    f.fails(&["set", "sda"], 2, &["needs at least one of"]);
+    f.fails(&["watch", "-i", "1ms", "sda"], 2, &["'1ms'"]);
+    f.fails(&["watch", "-i", "soon", "sda"], 2, &["'soon'"]);
+}
+
+#[test]
+fn unknown_tunable_names_the_scheduler_and_its_tunables() {
+    let f = Fixture::new();
+    f.fails(
+        &["set", "sda", "--tunable", "slice_idle=0"],
+        2,
+        &["'sda'", "'mq-deadline'", "'slice_idle'", "read_expire"],
+    );
+    // Tunables belong to the target scheduler, not the active one.
+    f.fails(
+        &[
+            "set",
+            "sda",
+            "--scheduler",
+            "kyber",
+            "--tunable",
+            "read_expire=100",
+        ],
+        2,
+        &["'kyber'", "'read_expire'", "read_lat_nsec"],
+    );
+    f.fails(
+        &["set", "sda", "--tunable", "../../../dev=1"],
+        2,
+        &["'sda'", "'../../../dev'"],
+    );
+}
+
+#[test]
+fn malformed_queue_files_fail_clearly() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.tree.dev_dir("sda").join("queue/scheduler"),
+        "garbage\0here\n",
+    )
+    .unwrap();
+    f.fails(
+        &["set", "sda", "--scheduler", "kyber"],
+        1,
+        &["'sda'", "queue/scheduler", "unexpected content"],
+    );
+    // list still works and shows what it can.
+    let o = f.run(&["list", "--all"]);
+    assert!(o.status.success());
+    assert!(o.stderr.is_empty());
+}
+
+#[test]
+fn malformed_diskstats_fail_clearly_and_odd_lines_are_skipped() {
+    let f = Fixture::new();
+    f.tree
+        .set_diskstats_raw("this is not\na diskstats file\n")
+        .unwrap();
+    f.fails(
+        &["watch", "-i", "100ms", "-c", "1", "sda"],
+        1,
+        &["diskstats", "expected 14, 18 or 20 columns"],
+    );
+    // One bad line among good ones: a warning once, numbers for the rest.
+    f.tree
+        .set_diskstats_raw("   8       0 sda 1 2 3 4 5 6 7 8 9 10 11\nbroken line\n")
+        .unwrap();
+    let o = f.run(&["watch", "--json", "-i", "100ms", "-c", "2", "sda"]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("line 2"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 2);
+    // An unreadable diskstats (a directory) is a failure.
+    let ds = f.dir.path().join("root/proc/diskstats");
+    std::fs::remove_file(&ds).unwrap();
+    std::fs::create_dir(&ds).unwrap();
+    f.fails(&["watch", "-c", "1"], 1, &["diskstats"]);
+}
+
+#[test]
+fn a_failing_step_rolls_back_and_drops_its_journal_entry() {
+    let f = Fixture::new();
+    // nr_requests as a directory: the write after the scheduler switch fails.
+    let nr = f.tree.dev_dir("sda").join("queue/nr_requests");
+    std::fs::remove_file(&nr).unwrap();
+    std::fs::create_dir(&nr).unwrap();
+    let o = f.run(&["set", "sda", "--scheduler", "kyber", "--nr-requests", "64"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sda'") && err.contains("'64'") && err.contains("nr_requests"),
+        "{err}"
+    );
+    assert!(err.contains("rolled back"), "{err}");
+    let sched = std::fs::read_to_string(f.tree.dev_dir("sda").join("queue/scheduler")).unwrap();
+    assert_eq!(sched.trim(), "mq-deadline", "the scheduler was put back");
+    assert_eq!(std::fs::read_dir(f.journal()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_journal_is_written_before_anything_is_changed() {
+    let f = Fixture::new();
+    // A file where the journal directory should be: the journal cannot be written.
+    std::fs::write(f.journal(), "").unwrap();
+    let before = f.state();
+    let o = f.run(&["set", "sda", "--scheduler", "kyber"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("journal") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(f.state(), before);
+}
+
+#[test]
+fn list_json_into_a_closed_pipe_ends_quietly() {
+    let f = Fixture::new();
+    // Many devices, so the JSON is larger than a pipe buffer.
+    for i in 0..400 {
+        f.tree
+            .add(&FakeDisk::new(&format!("loop{i}")).dev(7, i))
+            .unwrap();
+    }
+    let root = f.dir.path().join("root");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["list", "--json", "--all", "--sysfs-root"])
+        .arg(root.join("sys"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    assert_eq!(&first, b"[");
+    drop(child.stdout.take()); // like `head -1` exiting
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // and through a real shell pipeline
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "'{}' list --json --all --sysfs-root '{}' | head -1; echo \"rc=${{PIPESTATUS[0]}}\"",
+            env!("CARGO_BIN_EXE_blktune"),
+            root.join("sys").display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "[\nrc=0\n");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn every_command_has_help_with_examples_and_there_is_a_version() {
+    for cmd in [&[][..], &["list"], &["watch"], &["set"], &["revert"]] {
+        let mut args: Vec<&str> = cmd.to_vec();
+        args.push("--help");
+        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("Examples:"), "{args:?}: {out}");
+        assert!(out.contains("blktune "), "{args:?}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("blktune {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = Fixture::new();
+    // A FIFO in place of one tunable: every read of the device's settings
+    // blocks until this test serves it, which lets the test remove the device
+    // exactly between the journal write (validation done) and the first write.
+    let fifo_rel = "queue/iosched/fifo_batch";
+    let fifo = f.tree.dev_dir("sda").join(fifo_rel);
+    std::fs::remove_file(&fifo).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let root = f.dir.path().join("root");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["set", "sda", "--scheduler", "kyber", "--sysfs-root"])
+        .arg(root.join("sys"))
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .env("BLKTUNE_JOURNAL_DIR", f.journal())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let entry = f.journal().join("sda.json");
+    let gone = f.dir.path().join("gone");
+    let mut path = fifo.clone();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "blktune hangs");
+        // Serve one read if blktune is waiting on the FIFO (ENXIO: no reader).
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(mut w) => {
+                // blktune is now blocked reading. If its journal entry exists,
+                // validation is over and this is a read before the writes:
+                // unplug the device before letting it go on.
+                if path == fifo && entry.exists() {
+                    std::fs::rename(f.tree.dev_dir("sda"), &gone).unwrap();
+                    path = gone.join(fifo_rel);
+                }
+                let _ = w.write_all(b"16\n");
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+    assert_eq!(
+        path,
+        gone.join(fifo_rel),
+        "the device was unplugged mid-change"
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sda' vanished") && err.contains("the device is gone"),
+        "{err}"
+    );
+    // Nothing was written to the device, wherever it went.
+    let sched = std::fs::read_to_string(gone.join("queue/scheduler")).unwrap();
+    assert_eq!(sched.trim(), "none [mq-deadline] kyber bfq");
+}

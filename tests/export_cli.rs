@@ -1,0 +1,574 @@
+//! `blktune export` and `blktune export --check` on fake trees: bad input,
+//! no-clobber writes, refused values, and the check report against generated
+//! files and a distribution-style rules file.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use blktune::fake::{FakeDisk, FakeTree};
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Host {
+    dir: tempfile::TempDir,
+}
+
+/// The same machine as the golden tests: nvme0n1, sda (ID_SERIAL in the udev
+/// db), sdb (ID_WWN), vda, loop0, zram0; sda has a partition sda1.
+fn host() -> Host {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    for d in [
+        FakeDisk::new("nvme0n1")
+            .dev(259, 0)
+            .model("Samsung SSD 980 PRO 1TB", None)
+            .ids(Some("S5GXNX0R123456"), Some("eui.002538b911b12345"))
+            .active("none"),
+        FakeDisk::new("sda")
+            .dev(8, 0)
+            .model("Samsung SSD 860", Some("ATA"))
+            .partitions(&["sda1"]),
+        FakeDisk::new("sdb")
+            .dev(8, 16)
+            .model("WDC WD40EFRX-68N", Some("ATA"))
+            .rotational(true),
+        FakeDisk::new("sdc")
+            .dev(8, 32)
+            .model("Bad\"Model", Some("ATA"))
+            .rotational(true),
+        FakeDisk::new("vda")
+            .dev(254, 0)
+            .ids(Some("vd-serial-01"), None)
+            .rotational(true),
+        FakeDisk::new("loop0").dev(7, 0).active("none"),
+        FakeDisk::new("zram0").dev(253, 0).no_queue(),
+    ] {
+        t.add(&d).unwrap();
+    }
+    let db = dir.path().join("udev-data");
+    fs::create_dir_all(&db).unwrap();
+    fs::write(
+        db.join("b8:0"),
+        "E:ID_SERIAL=Samsung_SSD_860_S3Z1NB0K123456\n",
+    )
+    .unwrap();
+    fs::write(db.join("b8:16"), "E:ID_WWN=0x50014ee2b5e12345\n").unwrap();
+    fs::write(db.join("b259:0"), "E:ID_WWN=eui.002538b911b12345\n").unwrap();
+    fs::write(db.join("b254:0"), "E:ID_SERIAL=vd-serial-01\n").unwrap();
+    fs::write(db.join("b7:0"), "E:DISKSEQ=3\n").unwrap();
+    fs::create_dir_all(dir.path().join("journal")).unwrap();
+    fs::create_dir_all(dir.path().join("out")).unwrap();
+    Host { dir }
+}
+
+impl Host {
+    fn run(&self, args: &[&str]) -> Output {
+        let p = self.dir.path();
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .arg("--sysfs-root")
+            .arg(p.join("sys"))
+            .arg("--proc-root")
+            .arg(p.join("proc"))
+            .args(args)
+            .arg("--udev-db")
+            .arg(p.join("udev-data"))
+            .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
+            .env("SOURCE_DATE_EPOCH", "1767323045")
+            .output()
+            .unwrap()
+    }
+
+    fn out(&self, name: &str) -> PathBuf {
+        self.dir.path().join("out").join(name)
+    }
+
+    fn out_entries(&self) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(self.dir.path().join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit code 2 and exactly one line on stderr containing `needle`.
+fn bad_input(o: &Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{err}");
+    assert!(o.stdout.is_empty(), "{}", stdout(o));
+}
+
+#[test]
+fn unknown_device() {
+    bad_input(&host().run(&["export", "sdq"]), "unknown device 'sdq'");
+}
+
+#[test]
+fn partition() {
+    bad_input(
+        &host().run(&["export", "sda1"]),
+        "'sda1' is a partition of 'sda'",
+    );
+}
+
+#[test]
+fn unknown_scheduler_lists_the_available_ones() {
+    bad_input(
+        &host().run(&["export", "sda", "--scheduler", "cfq"]),
+        "unknown scheduler 'cfq'; available: none, mq-deadline, kyber, bfq",
+    );
+}
+
+#[test]
+fn unknown_tunable_and_bad_numbers() {
+    let h = host();
+    bad_input(
+        &h.run(&["export", "sda", "-s", "kyber", "-t", "read_expire=5"]),
+        "has no tunable 'read_expire'",
+    );
+    bad_input(
+        &h.run(&["export", "sda", "--nr-requests", "9999"]),
+        "nr_requests '9999'",
+    );
+    bad_input(
+        &h.run(&["export", "zram0", "--scheduler", "kyber"]),
+        "'zram0' has no I/O scheduler",
+    );
+}
+
+#[test]
+fn bad_match() {
+    let o = host().run(&["export", "sda", "--match", "serial"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid value 'serial'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn no_devices_and_nothing_changed() {
+    bad_input(&host().run(&["export"]), "name the devices to export");
+}
+
+#[test]
+fn existing_output_is_not_replaced_without_force() {
+    let h = host();
+    let target = h.out("61-blktune.rules");
+    fs::write(&target, "# mine\n").unwrap();
+    fs::write(h.out("60-other.rules"), "# other\n").unwrap();
+    let o = h.run(&["export", "sda", "--output", target.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "# mine\n");
+    assert_eq!(h.out_entries(), ["60-other.rules", "61-blktune.rules"]);
+
+    let o = h.run(&[
+        "export",
+        "sda",
+        "--output",
+        target.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(&format!("wrote {}", target.display())));
+    let text = fs::read_to_string(&target).unwrap();
+    assert!(text.contains("ENV{ID_SERIAL}==\"Samsung_SSD_860_S3Z1NB0K123456\""));
+    assert_eq!(
+        fs::read_to_string(h.out("60-other.rules")).unwrap(),
+        "# other\n"
+    );
+    assert_eq!(h.out_entries(), ["60-other.rules", "61-blktune.rules"]);
+}
+
+#[test]
+fn refused_value_writes_nothing() {
+    let h = host();
+    let target = h.out("61-blktune.rules");
+    let o = h.run(&[
+        "export",
+        "sdc",
+        "--match",
+        "model",
+        "--output",
+        target.to_str().unwrap(),
+    ]);
+    bad_input(&o, "'sdc': model \"Bad\\\"Model\" cannot be written");
+    assert!(h.out_entries().is_empty());
+}
+
+#[test]
+fn env_rules_need_a_file_name_after_persistent_storage() {
+    let h = host();
+    let early = h.out("10-blktune.rules");
+    bad_input(
+        &h.run(&["export", "sda", "--output", early.to_str().unwrap()]),
+        "must sort after",
+    );
+    assert!(h.out_entries().is_empty());
+    // A kernel-name rule does not depend on it.
+    let o = h.run(&[
+        "export",
+        "sda",
+        "--match",
+        "kernel",
+        "--output",
+        early.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn stdout_export_of_live_settings() {
+    let h = host();
+    let o = h.run(&["export", "sda", "sdb", "loop0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Warnings go to stderr, one line each.
+    assert!(stderr(&o).contains("warning: 'loop0' has no stable id"));
+    // The version changes with every release; the rest must not.
+    let text = stdout(&o).replace(env!("CARGO_PKG_VERSION"), "VERSION");
+    insta::assert_snapshot!("cli_live_sda_sdb_loop0", text);
+}
+
+#[test]
+fn overrides_replace_live_values() {
+    let h = host();
+    let o = h.run(&[
+        "export",
+        "sda",
+        "-s",
+        "kyber",
+        "--nr-requests",
+        "64",
+        "-t",
+        "read_lat_nsec=1000000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "#   sets:  scheduler=kyber read_lat_nsec=1000000 nr_requests=64 read_ahead_kb=128"
+        ),
+        "{text}"
+    );
+}
+
+fn check_json(h: &Host, file: &Path) -> Value {
+    let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn device<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == name)
+        .unwrap()
+}
+
+fn result(report: &Value, name: &str, action: &str) -> Vec<(String, String)> {
+    device(report, name)["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == action)
+        .unwrap()["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["attr"].as_str().unwrap().to_string(),
+                w["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn check_a_generated_file_hits_exactly_its_devices() {
+    let h = host();
+    let file = h.out("61-blktune.rules");
+    let o = h.run(&[
+        "export",
+        "sda",
+        "nvme0n1",
+        "loop0",
+        "-s",
+        "kyber",
+        "--nr-requests",
+        "64",
+        "--read-ahead-kb",
+        "256",
+        "--output",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = check_json(&h, &file);
+    assert_eq!(r["rules"], 3);
+    let want = pairs(&[
+        ("queue/scheduler", "kyber"),
+        ("queue/nr_requests", "64"),
+        ("queue/read_ahead_kb", "256"),
+    ]);
+    for name in ["sda", "nvme0n1", "loop0"] {
+        for action in ["add", "change"] {
+            assert_eq!(result(&r, name, action), want, "{name} {action}");
+        }
+    }
+    for name in ["sdb", "sdc", "vda", "zram0"] {
+        assert!(result(&r, name, "change").is_empty(), "{name}");
+    }
+    // A rule for a device without a scheduler is checked the same way.
+    let z = h.out("62-zram.rules");
+    let o = h.run(&["export", "zram0", "--output", z.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = check_json(&h, &z);
+    assert_eq!(
+        result(&r, "zram0", "add"),
+        pairs(&[("queue/read_ahead_kb", "128")])
+    );
+    assert!(result(&r, "sda", "add").is_empty());
+}
+
+#[test]
+fn check_a_distribution_style_file() {
+    let h = host();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/60-io-scheduler.rules");
+    let r = check_json(&h, &fixture);
+    assert_eq!(r["ignored"][0]["why"], "invalid key 'KERNAL'");
+    assert_eq!(
+        result(&r, "nvme0n1", "add"),
+        pairs(&[("queue/scheduler", "none")])
+    );
+    assert_eq!(
+        result(&r, "sdb", "change"),
+        pairs(&[("queue/scheduler", "bfq")])
+    );
+    assert_eq!(
+        result(&r, "vda", "change"),
+        pairs(&[("queue/scheduler", "bfq")])
+    );
+    // sda: deadline, then the local override, whose nr_requests is lost.
+    assert_eq!(
+        result(&r, "sda", "add"),
+        pairs(&[("queue/scheduler", "kyber"), ("queue/nr_requests", "32")])
+    );
+    let sda = &device(&r, "sda")["actions"][0];
+    assert_eq!(
+        sda["uncertain"], true,
+        "the PROGRAM line may set read-ahead"
+    );
+    assert!(
+        sda["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("sets queue/nr_requests before it writes the scheduler"),
+        "{sda}"
+    );
+    let program = sda["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["status"] == "cannot-evaluate")
+        .unwrap();
+    assert!(program["why"][0].as_str().unwrap().contains("PROGRAM"));
+    // zram0 has no scheduler: the TEST guard sends it to the end.
+    assert!(result(&r, "zram0", "add").is_empty());
+    // Text form: the same facts for people.
+    let o = h.run(&["export", "--check", fixture.to_str().unwrap()]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("udev ignores this line: invalid key 'KERNAL'"),
+        "{text}"
+    );
+    assert!(text.contains("problem: line"), "{text}");
+    assert!(text.contains("cannot evaluate"), "{text}");
+}
+
+#[test]
+fn check_without_udev_database_says_so() {
+    let h = host();
+    let file = h.out("61-x.rules");
+    fs::write(
+        &file,
+        "ACTION==\"add|change\", ENV{ID_WWN}==\"0x1\", ATTR{queue/scheduler}=\"bfq\"\n",
+    )
+    .unwrap();
+    fs::remove_dir_all(h.dir.path().join("udev-data")).unwrap();
+    let r = check_json(&h, &file);
+    let sda = &device(&r, "sda")["actions"][1];
+    assert_eq!(sda["lines"][0]["status"], "cannot-evaluate");
+    assert!(
+        sda["lines"][0]["why"][0]
+            .as_str()
+            .unwrap()
+            .contains("no udev database entry"),
+        "{sda}"
+    );
+}
+
+#[test]
+fn check_of_a_missing_file_fails_in_one_line() {
+    let o = host().run(&["export", "--check", "/nonexistent/x.rules"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1);
+}
+
+/// Run an exported script against the fake tree (`BLKTUNE_SYSFS`, `BLKTUNE_UDEV_DB`).
+fn run_script(h: &Host, script: &Path) -> Output {
+    let p = h.dir.path();
+    Command::new("sh")
+        .arg(script)
+        .env("BLKTUNE_SYSFS", p.join("sys"))
+        .env("BLKTUNE_UDEV_DB", p.join("udev-data"))
+        .output()
+        .unwrap()
+}
+
+fn queue(h: &Host, dev: &str, attr: &str) -> String {
+    fs::read_to_string(h.dir.path().join(format!("sys/block/{dev}/queue/{attr}")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn script_selects_like_the_rule_and_is_idempotent() {
+    let h = host();
+    // sda is found by ENV{ID_SERIAL} in the udev db.
+    let s1 = h.out("a.sh");
+    let o = h.run(&[
+        "export",
+        "sda",
+        "-s",
+        "mq-deadline",
+        "-t",
+        "read_expire=100",
+        "--nr-requests",
+        "64",
+        "--read-ahead-kb",
+        "256",
+        "--format",
+        "script",
+        "-o",
+        s1.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_script(&h, &s1);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(queue(&h, "sda", "iosched/read_expire"), "100");
+    assert_eq!(queue(&h, "sda", "nr_requests"), "64");
+    assert_eq!(queue(&h, "sda", "read_ahead_kb"), "256");
+    // Nothing else touched.
+    assert_eq!(queue(&h, "sdb", "nr_requests"), "256");
+    assert_eq!(queue(&h, "loop0", "read_ahead_kb"), "128");
+    let o = run_script(&h, &s1);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "", "second run writes nothing");
+
+    // A model rule finds sdb through its device/ attributes, not sdc.
+    let s4 = h.out("d.sh");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--match",
+        "model",
+        "--read-ahead-kb",
+        "512",
+        "--format",
+        "script",
+        "-o",
+        s4.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(run_script(&h, &s4).status.success());
+    assert_eq!(queue(&h, "sdb", "read_ahead_kb"), "512");
+    assert_eq!(queue(&h, "sdc", "read_ahead_kb"), "128");
+
+    // A class rule for the rotational sdb also matches vda and sdc.
+    let s2 = h.out("b.sh");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--match",
+        "class",
+        "--read-ahead-kb",
+        "1024",
+        "--format",
+        "script",
+        "-o",
+        s2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("also matches sdc, vda"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_script(&h, &s2);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for d in ["sdb", "sdc", "vda"] {
+        assert_eq!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
+    }
+    for d in ["sda", "nvme0n1", "loop0"] {
+        assert_ne!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
+    }
+
+    // A scheduler switch the (fake) kernel does not confirm: exit 1, and the
+    // later steps are not written onto the wrong scheduler.
+    let s3 = h.out("c.sh");
+    let o = h.run(&[
+        "export",
+        "nvme0n1",
+        "-s",
+        "kyber",
+        "--nr-requests",
+        "32",
+        "--format",
+        "script",
+        "-o",
+        s3.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_script(&h, &s3);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nvme0n1: wrote 'kyber' to queue/scheduler but it reads back"));
+    assert_eq!(queue(&h, "nvme0n1", "nr_requests"), "256");
+
+    // The device it was written for is gone: exit 1.
+    fs::remove_dir_all(h.dir.path().join("sys/block/sda")).unwrap();
+    let o = run_script(&h, &s1);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no device matches ENV{ID_SERIAL}"),
+        "{}",
+        stderr(&o)
+    );
+}

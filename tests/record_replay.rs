@@ -1,0 +1,271 @@
+//! Recording and replay on a fake tree with scripted counters: the replay
+//! must reproduce the live figures, settings and change marks exactly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod record_support;
+use blktune::device::{self, BlockDevice};
+use blktune::diskstats;
+use blktune::fake::{FakeDisk, FakeTree};
+use blktune::history::ChangeMark;
+use blktune::record::{
+    ChangeSource, FORMAT_VERSION, Player, Record, RecordError, RecordOptions, Recorder, Recording,
+    summarize,
+};
+use blktune::sampler::{RateTracker, Snapshot};
+use record_support::*;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+#[test]
+fn replay_reproduces_the_live_rates_settings_and_marks() {
+    let s = record_session("session.ndjson", &[]);
+    let rec = open(&s.file);
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    assert_eq!(rec.header.version, FORMAT_VERSION);
+    assert_eq!(rec.header.host.hostname, "testhost");
+    assert_eq!(rec.header.devices.len(), 2);
+    assert_eq!(rec.end().unwrap().reason, "stopped");
+
+    let frames: Vec<_> = Player::new(Arc::clone(&rec)).collect();
+    assert_eq!(frames.len(), s.live.len());
+    let mut marks = Vec::new();
+    for (f, l) in frames.iter().zip(&s.live) {
+        let snap = &f.snapshot;
+        assert_eq!(snap.t, l.t - ORIGIN);
+        assert_eq!(snap.interval, l.interval, "at t={}", snap.t);
+        assert_eq!(snap.stats, l.stats, "at t={}", snap.t);
+        let q = |d: &[BlockDevice]| {
+            d.iter()
+                .map(|d| {
+                    (
+                        d.name.clone(),
+                        d.model.clone(),
+                        d.size_bytes,
+                        d.queue.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(q(&snap.devices), q(&l.devices), "at t={}", snap.t);
+        marks.extend(f.marks.iter().map(|m| (snap.t, m.clone())));
+    }
+    // Some figures are real numbers, not just "no data".
+    let last = &frames.last().unwrap().snapshot;
+    assert!(last.ext("sda").unwrap().r_s > 0.0);
+    assert!(last.ext("sdb").unwrap().r_s > 0.0);
+    // The hot-plugged disk appears in the frame where the live side saw it.
+    let has_sdb = |f: &blktune::record::Frame| f.snapshot.device("sdb").is_some();
+    assert_eq!(frames.iter().position(has_sdb), Some(HOTPLUG_AT));
+    assert_eq!(
+        last.device("sdb")
+            .unwrap()
+            .queue
+            .scheduler
+            .as_ref()
+            .unwrap()
+            .active,
+        "bfq"
+    );
+
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    let (frame_t, observed) = &marks[0];
+    assert_eq!(observed.device, "sda");
+    assert_eq!(observed.label, "mq-deadline→kyber");
+    assert_eq!(observed.before.scheduler.as_deref(), Some("mq-deadline"));
+    assert_eq!(observed.after.scheduler.as_deref(), Some("kyber"));
+    let (lo, hi) = s.observed_window;
+    assert!(
+        observed.t > lo && observed.t < hi,
+        "{} not in ({lo}, {hi})",
+        observed.t
+    );
+    assert_eq!(*frame_t, hi, "the mark comes with the frame that saw it");
+    // The change made in-process is recorded once, at its exact time.
+    let (_, own) = &marks[1];
+    let want = ChangeMark {
+        t: s.own_mark.t - ORIGIN,
+        ..s.own_mark.clone()
+    };
+    assert_eq!(own, &want);
+    let sources: Vec<_> = rec.changes().map(|c| c.source).collect();
+    assert_eq!(sources, [ChangeSource::Observed, ChangeSource::Blktune]);
+}
+
+#[test]
+fn seeking_back_rebuilds_the_same_frames() {
+    let s = record_session("seek.ndjson", &[]);
+    let rec = open(&s.file);
+    let mut p = Player::new(Arc::clone(&rec));
+    let first = p.advance_to(6.0);
+    assert_eq!(p.position(), first.last().unwrap().snapshot.t);
+    assert!(first.iter().all(|f| f.snapshot.t <= 6.0));
+    let rest = p.advance_to(f64::INFINITY);
+    assert!(p.at_end());
+    assert_eq!(first.len() + rest.len(), STEPS);
+    let again = p.seek(6.0);
+    assert_eq!(again.len(), first.len());
+    for (a, b) in again.iter().zip(&first) {
+        assert_eq!(a.snapshot.stats, b.snapshot.stats);
+        assert_eq!(a.marks, b.marks);
+    }
+    assert_eq!(
+        p.next_frame().unwrap().snapshot.stats,
+        rest[0].snapshot.stats
+    );
+}
+
+#[test]
+fn only_named_devices_and_their_partitions_are_recorded() {
+    let s = record_session("only.ndjson", &["sda"]);
+    let rec = open(&s.file);
+    assert_eq!(rec.header.only.as_deref(), Some(&["sda".to_string()][..]));
+    let names: Vec<_> = rec.header.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["sda"]);
+    for r in &rec.records {
+        if let Record::Sample(smp) = r {
+            let keys: Vec<_> = smp.disks.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["sda", "sda1"]);
+        }
+    }
+    let _ = &s.tree;
+}
+
+#[test]
+fn an_existing_file_is_never_truncated_without_force() {
+    let s = record_session("keep.ndjson", &[]);
+    let before = std::fs::read(&s.file).unwrap();
+    let root = s.tree.root();
+    let devs = device::discover(&root).unwrap();
+    let opts = RecordOptions::default();
+    let err = Recorder::create(&s.file, &root, &devs, 0.0, &opts).unwrap_err();
+    assert!(matches!(err, RecordError::Exists(_)));
+    assert!(err.to_string().contains("--force"), "{err}");
+    assert_eq!(std::fs::read(&s.file).unwrap(), before);
+    let forced = RecordOptions {
+        force: true,
+        ..opts
+    };
+    Recorder::create(&s.file, &root, &devs, 0.0, &forced)
+        .unwrap()
+        .finish("stopped")
+        .unwrap();
+    assert_eq!(open(&s.file).samples(), 0);
+}
+
+#[test]
+fn summary_compares_before_and_after_each_change() {
+    let s = record_session("summary.ndjson", &[]);
+    let rec = open(&s.file);
+    let sum = summarize(&rec, Some("testhost"));
+    assert!(!sum.other_host);
+    assert_eq!(sum.samples, STEPS);
+    assert_eq!(sum.changes.len(), 2);
+    let c = &sum.changes[0];
+    let (b, a) = (c.before.unwrap(), c.after.unwrap());
+    // Reads grow quadratically in the script, so the rate is higher later.
+    assert!(a.r_s > b.r_s, "{b:?} {a:?}");
+    assert!(c.pct["r/s"].unwrap() > 0.0);
+    // "after" of the first change stops at the second change of sda.
+    assert!(a.secs <= sum.changes[1].t - c.t + 1e-9);
+    let names: Vec<_> = sum.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["nvme0n1", "sda", "sdb"]);
+    let sda = sum.devices.iter().find(|d| d.name == "sda").unwrap();
+    assert_eq!(sda.scheduler_first.as_deref(), Some("mq-deadline"));
+    assert_eq!(sda.scheduler_last.as_deref(), Some("none"));
+    let text = sum.to_text();
+    assert!(text.contains("mq-deadline→kyber"), "{text}");
+    assert!(text.contains("r_await"), "{text}");
+}
+
+// ---- gzip ----
+
+#[test]
+fn gzip_recordings_read_back_like_plain_ones() {
+    let plain = record_session("same.ndjson", &[]);
+    let gz = record_session("same.ndjson.gz", &[]);
+    let raw = std::fs::read(&gz.file).unwrap();
+    assert_eq!(&raw[..2], &[0x1f, 0x8b], "not gzip");
+    let (a, b) = (open(&plain.file), open(&gz.file));
+    assert!(b.notes.is_empty(), "{:?}", b.notes);
+    // Only the wall-clock fields differ between the two runs.
+    let strip = |r: &Record| match r {
+        Record::Sample(s) => Record::Sample(blktune::record::Sample {
+            wall: 0.0,
+            ..s.clone()
+        }),
+        Record::End(e) => Record::End(blktune::record::EndRecord {
+            wall: 0.0,
+            ..e.clone()
+        }),
+        r => r.clone(),
+    };
+    let ra: Vec<_> = a.records.iter().map(strip).collect();
+    let rb: Vec<_> = b.records.iter().map(strip).collect();
+    assert_eq!(ra, rb);
+}
+
+#[test]
+fn a_gzip_file_whose_writer_died_still_yields_its_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = FakeTree::new(&dir.path().join("tree")).unwrap();
+    tree.add(&FakeDisk::new("sda")).unwrap();
+    let root = tree.root();
+    let devs = device::discover(&root).unwrap();
+    let file = dir.path().join("killed.ndjson.gz");
+    let mut rec = Recorder::create(&file, &root, &devs, 0.0, &RecordOptions::default()).unwrap();
+    let mut rates = RateTracker::default();
+    let mut write = |rec: &mut Recorder, i: usize| {
+        let t = i as f64;
+        tree.set_diskstats(&[("sda", 8, 0, counters(i as u64, 1))])
+            .unwrap();
+        let (lines, _) = diskstats::parse(&root.read_diskstats().unwrap());
+        let interval = rates.last_interval(t);
+        let stats = rates.update(t, &lines);
+        rec.snapshot(&Snapshot {
+            wall: SystemTime::now(),
+            t,
+            interval,
+            devices: Arc::new(devs.clone()),
+            refreshed: false,
+            stats,
+            iowait_pct: None,
+            warnings: Vec::new(),
+        })
+        .unwrap();
+    };
+    for i in 1..=10 {
+        write(&mut rec, i);
+    }
+    rec.flush().unwrap();
+    for i in 11..=12 {
+        write(&mut rec, i);
+    }
+    // The file as a killed process leaves it: no trailer, the last records unflushed.
+    let snapshot = std::fs::read(&file).unwrap();
+    drop(rec);
+    let copy = dir.path().join("copy.ndjson.gz");
+    std::fs::write(&copy, &snapshot).unwrap();
+    let r = open(&copy);
+    assert_eq!(r.samples(), 10, "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("compressed data ends early")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        r.notes.iter().any(|n| n.contains("no end record")),
+        "{:?}",
+        r.notes
+    );
+    // Cut anywhere inside the compressed data: never an error, always a prefix.
+    let mut seen = Vec::new();
+    for cut in (30..snapshot.len()).step_by(7).chain([snapshot.len()]) {
+        std::fs::write(&copy, &snapshot[..cut]).unwrap();
+        if let Ok(r) = Recording::open(&copy) {
+            seen.push(r.samples());
+        }
+    }
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&10));
+}
