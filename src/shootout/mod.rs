@@ -203,7 +203,7 @@ pub struct WinnerExport {
     pub force: bool,
     /// What the shoot-out measured, for the rule's header.
     pub measured: Option<String>,
-    /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`].
+    /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`] on the real /sys, none on a fake tree.
     pub udev_db: Option<PathBuf>,
 }
 
@@ -222,11 +222,12 @@ pub fn export_winner(
     // The live settings are the originals again: the winner replaces the
     // scheduler and drops what the switch resets (see `with_overrides`).
     let settings = export::with_overrides(&export::live_settings(&d), winner);
-    let db = UdevDb::new(
-        to.udev_db
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(UdevDb::DEFAULT_DIR)),
-    );
+    // The real database describes the real devices: none for a fake tree.
+    let db = match &to.udev_db {
+        Some(dir) => UdevDb::new(dir),
+        None if root.sysfs() == std::path::Path::new("/sys") => UdevDb::default(),
+        None => UdevDb::none(),
+    };
     let env = db.properties(d.major, d.minor);
     let mut item = ExportItem::new(d, settings, env);
     item.measured = to.measured.clone();
