@@ -193,6 +193,15 @@ fn a_failed_write_keeps_the_dialog_and_says_why() {
         "{}",
         status(&app)
     );
+    // Esc while the write is on its way closes the dialog; the answer still shows.
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(dialog(&app).focus, Focus::Writing);
+    press(&mut app, &[KeyCode::Esc]);
+    assert!(app.overlay.is_none());
+    app.on_feed(Feed::ExportWritten(Err(WriteError::Exists(
+        "/nope/61-x.rules".into(),
+    ))));
+    assert_eq!(status(&app), "/nope/61-x.rules exists; not overwritten");
 }
 
 #[test]

@@ -157,6 +157,8 @@ impl App {
                     self.say(StatusKind::Error, why);
                 }
             },
+            // The answer still comes (and lands in the status line); the dialog may go.
+            (Focus::Writing, Action::Cancel) => return out,
             (Focus::Overwrite, Action::Cancel) => {
                 d.focus = Focus::Options;
                 self.say(
@@ -324,6 +326,9 @@ impl App {
                         path.display()
                     ),
                 );
+            }
+            Err(WriteError::Exists(p)) if names.is_empty() => {
+                self.say(StatusKind::Error, format!("{p} exists; not overwritten"));
             }
             Err(WriteError::Exists(p)) => self.say(
                 StatusKind::Error,
