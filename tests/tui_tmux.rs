@@ -234,8 +234,12 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     };
     let t = Tmux::new("main");
 
-    // Switch to kyber with three keys: s, arrows, Enter.
+    // Switch to kyber with three keys: s, arrows, Enter, once fio's load shows.
     let (_pid, _) = start(&t);
+    t.wait_for("fio's reads in the row", |s| {
+        row(s, &dev).is_some_and(|r| r.split_whitespace().nth(2).is_some_and(|v| v != "0"))
+    });
+    std::thread::sleep(Duration::from_secs(2)); // some "before" for the comparison
     t.keys(&["s"]);
     t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
     t.keys(&moves(&lo, "kyber"));
@@ -245,7 +249,9 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
             && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
     });
-    println!("80x24 after the switch:\n{s}");
+    std::thread::sleep(Duration::from_secs(2)); // some "after"
+    println!("80x24 after the switch:\n{}", t.capture());
+    drop(s);
 
     // Undo puts the original back.
     t.keys(&["u"]);
