@@ -3,6 +3,7 @@
 //! the same screen. The live source also runs the tuner, on its own thread,
 //! so a slow scheduler switch never blocks a key press.
 
+use super::live_record::LiveRecorder;
 use crate::history::ChangeMark;
 use crate::sampler::{Sampler, Snapshot};
 use crate::tuner::{Outcome, Settings, Tuner};
@@ -19,6 +20,10 @@ pub struct ReplayPosition {
     pub total: f64,
     /// Playback speed factor (1.0 = real time).
     pub speed: f64,
+    /// Is playback paused (by a key, or at the end)?
+    pub paused: bool,
+    /// Has playback reached the last frame?
+    pub ended: bool,
 }
 
 /// What a source tells the app.
@@ -34,6 +39,10 @@ pub enum Feed {
     Position(ReplayPosition),
     /// The source cannot read (diskstats vanished); shown in the status line.
     Error(String),
+    /// Replay only: forget history and marks (a seek back follows with frames).
+    Reset,
+    /// Recording of the live session (`R`) started, stopped or failed.
+    Record(super::live_record::RecordEvent),
 }
 
 /// What kind of change a request is.
@@ -72,6 +81,12 @@ pub enum Control {
     Apply(ApplyRequest),
     /// Re-read device settings now (someone else changed them).
     Refresh,
+    /// Replay only: move the position by this many seconds.
+    Seek(f64),
+    /// Replay only: play at this speed.
+    Speed(f64),
+    /// Live only: start recording to this file (`Some`) or stop (`None`).
+    Record(Option<std::path::PathBuf>),
     Stop,
 }
 
@@ -84,6 +99,8 @@ pub struct LiveSource {
     paused: bool,
     /// When the last snapshot was taken, and its time on the sampler's clock.
     last: Option<(Instant, f64)>,
+    /// The recording `R` started, if any.
+    recorder: LiveRecorder,
 }
 
 impl LiveSource {
@@ -95,6 +112,7 @@ impl LiveSource {
             interval,
             paused: false,
             last: None,
+            recorder: LiveRecorder::default(),
         }
     }
 
@@ -113,6 +131,11 @@ impl LiveSource {
         let msg = match self.sampler.tick() {
             Ok(s) => {
                 self.last = Some((Instant::now(), s.t));
+                if let Some(ev) = self.recorder.snapshot(&s)
+                    && feed.send(Feed::Record(ev)).is_err()
+                {
+                    return false;
+                }
                 Feed::Snapshot(Box::new(s))
             }
             Err(e) => Feed::Error(format!("cannot read diskstats: {e}")),
@@ -153,6 +176,9 @@ impl LiveSource {
                 .map_err(|e| e.to_string())
             }
         };
+        if let Ok((_, mark)) = &result {
+            self.recorder.change(mark);
+        }
         self.sampler.invalidate();
         ApplyReport {
             request: req,
@@ -165,7 +191,27 @@ impl LiveSource {
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             match control.recv_timeout(wait) {
-                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(ev) = self.recorder.stop() {
+                        let _ = feed.send(Feed::Record(ev));
+                    }
+                    return;
+                }
+                Ok(Control::Record(path)) => {
+                    let origin = self.last.map_or(0.0, |(_, t)| t);
+                    let ev = match path {
+                        Some(p) => self
+                            .recorder
+                            .start(&p, &self.sampler, origin, self.interval),
+                        None => self.recorder.stop(),
+                    };
+                    if let Some(ev) = ev
+                        && feed.send(Feed::Record(ev)).is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(Control::Seek(_) | Control::Speed(_)) => {}
                 Ok(Control::Interval(d)) => {
                     self.interval = d;
                     next = self.last.map_or_else(Instant::now, |(i, _)| i) + d;

@@ -4,6 +4,7 @@
 //! Key handling lives in [`keys`].
 
 mod keys;
+mod replay;
 
 use super::command::Mode;
 use super::edit::Editor;
@@ -155,6 +156,10 @@ pub struct App {
     pub replay: Option<ReplayPosition>,
     /// Rows of the device table on screen (page size for PgUp/PgDn).
     pub page_rows: usize,
+    /// The file `R` records to, while it does.
+    pub recording: Option<std::path::PathBuf>,
+    /// `blktune demo`: the scratch device the guided hint is about.
+    pub demo: Option<String>,
     pub quit: bool,
     next_id: u64,
     want_select: Option<String>,
@@ -187,6 +192,8 @@ impl App {
             samples: 0,
             replay: None,
             page_rows: 10,
+            recording: None,
+            demo: None,
             quit: false,
             next_id: 1,
             want_select: cfg.select,
@@ -201,6 +208,7 @@ impl App {
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
             None if self.filter_typing => Mode::Text,
+            None if self.replay.is_some() => Mode::Replay,
             None => Mode::Main,
         }
     }
@@ -294,8 +302,10 @@ impl App {
             Feed::Snapshot(s) => self.on_snapshot(&s),
             Feed::Change(mark) => self.add_mark(mark),
             Feed::Applied(r) => self.on_applied(*r),
-            Feed::Position(p) => self.replay = Some(p),
+            Feed::Position(p) => self.on_position(p),
             Feed::Error(e) => self.say(StatusKind::Error, e),
+            Feed::Reset => self.reset(),
+            Feed::Record(ev) => self.on_record(ev),
         }
     }
 

@@ -1,0 +1,88 @@
+//! `blktune demo`: for trainers. A scratch loop device that blktune creates
+//! itself, a mixed load on it, and the TUI focused on it with a guided hint.
+//! Everything is removed on the way out: quit, Ctrl-C, SIGTERM, SIGHUP, or a
+//! panic (the guards drop while unwinding).
+
+use super::{Global, TuiArgs, UsageError, parse_interval};
+use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
+use crate::units::parse_size;
+use anyhow::Context;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Arguments of `blktune demo`.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Size of the scratch device (a sparse file): 64M to 4G.
+    #[arg(long, value_name = "SIZE", value_parser = parse_demo_size, default_value = "256M")]
+    pub size: u64,
+
+    /// Sample interval of the TUI.
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "500ms")]
+    pub interval: Duration,
+
+    /// Directory for the scratch file (not tmpfs: O_DIRECT needs a real filesystem).
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub dir: PathBuf,
+}
+
+fn parse_demo_size(s: &str) -> Result<u64, String> {
+    let n = parse_size(s)?;
+    if !(64 << 20..=4 << 30).contains(&n) {
+        return Err(format!("demo size '{s}' is out of range: 64M to 4G"));
+    }
+    Ok(n)
+}
+
+/// Run `blktune demo`.
+pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
+    if !crate::os::is_root() {
+        eprintln!(
+            "blktune: demo needs root: it creates a loop device; try 'sudo blktune demo', or 'blktune replay assets/demo-kyber-switch.ndjson.gz' without root"
+        );
+        return Ok(1);
+    }
+    // Until the TUI's own handlers take over, a signal must not kill the
+    // process between creating the device and its guard dropping.
+    let early = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&early))
+            .context("cannot install signal handlers")?;
+    }
+    let root = g.root();
+    let scratch = Scratch::create(&a.dir, a.size)
+        .with_context(|| format!("cannot create a scratch loop device in {}", a.dir.display()))?;
+    let name = scratch.name().to_owned();
+    let target = Target::writable(&root, &name).map_err(|e| UsageError(e.to_string()))?;
+    let load = Load::start(
+        &target,
+        &LoadOptions::new(Mix::Mixed),
+        Some(Arc::clone(&early)),
+    )
+    .with_context(|| format!("cannot start the load on {name}"))?;
+    let code = if early.load(Ordering::Relaxed) {
+        0
+    } else {
+        let tui = TuiArgs {
+            device: Some(name.clone()),
+            interval: a.interval,
+            read_only: false,
+            // Settings go back before the device goes: a loop device keeps
+            // its scheduler across detach and attach.
+            revert_on_exit: true,
+        };
+        crate::tui::run_with(g, &tui, |app| app.demo = Some(name.clone()))?
+    };
+    drop(load.stop());
+    scratch
+        .remove()
+        .with_context(|| format!("cannot remove the scratch device {name}"))?;
+    println!("blktune: demo over; {name} and its file are removed");
+    Ok(code)
+}
