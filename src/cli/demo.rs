@@ -5,6 +5,7 @@
 
 use super::{Global, TuiArgs, UsageError, parse_interval};
 use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
+use crate::tuner::{Settings, Tuner};
 use crate::units::parse_size;
 use anyhow::Context;
 use std::path::PathBuf;
@@ -59,6 +60,15 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     let scratch = Scratch::create(&a.dir, a.size)
         .with_context(|| format!("cannot create a scratch loop device in {}", a.dir.display()))?;
     let name = scratch.name().to_owned();
+    // The same story every time: start from mq-deadline (a loop device keeps
+    // the scheduler of its last user). Our own device; no journal needed.
+    let start = Settings {
+        scheduler: Some("mq-deadline".into()),
+        ..Settings::default()
+    };
+    if let Err(e) = Tuner::new(root.clone(), None).apply(&name, &start) {
+        eprintln!("blktune: note: {name} stays on its scheduler: {e}");
+    }
     let target = Target::writable(&root, &name).map_err(|e| UsageError(e.to_string()))?;
     let load = Load::start(
         &target,

@@ -7,9 +7,22 @@ use super::app::App;
 pub fn hint(app: &App) -> Option<String> {
     let dev = app.demo.as_deref()?;
     let switched = app.marks.get(dev).is_some_and(|m| !m.is_empty());
-    Some(if switched {
-        format!("DEMO {dev}: see the before/after panel; u undoes, q ends the demo")
+    if switched {
+        return Some(format!(
+            "DEMO {dev}: see the before/after panel; u undoes, q ends the demo"
+        ));
+    }
+    let active = app
+        .devices
+        .iter()
+        .find(|d| d.name == dev)
+        .map(|d| d.queue.active_label().to_string());
+    let pick = if active.as_deref() == Some("kyber") {
+        "mq-deadline"
     } else {
-        format!("DEMO {dev}: press s and pick kyber, watch r_await")
-    })
+        "kyber"
+    };
+    Some(format!(
+        "DEMO {dev}: press s and pick {pick}, watch r_await"
+    ))
 }
