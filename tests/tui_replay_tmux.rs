@@ -319,24 +319,46 @@ fn demo_switches_its_scratch_device_and_cleans_up_on_quit() {
 }
 
 #[test]
-fn demo_cleans_up_on_sigterm() {
-    if !require_root("demo_sigterm") || !require_tool("demo_sigterm", "tmux") {
+fn demo_cleans_up_on_sigterm_and_sighup() {
+    if !require_root("demo_signals") || !require_tool("demo_signals", "tmux") {
+        return;
+    }
+    let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ] {
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        let journal = tempfile::tempdir().unwrap();
+        let (t, dev, file) = start_demo("demot", dir.path(), journal.path());
+        let kids = t.children();
+        assert_eq!(kids.len(), 1, "{kids:?}");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(kids[0]), sig).unwrap();
+        let s = t.wait_for(&format!("the demo's end on {sig}"), 20, |s| {
+            s.contains("EXIT=")
+        });
+        assert!(s.contains("demo over"), "{sig}: {s}");
+        assert_cleaned(&dev, &file);
+    }
+}
+
+#[test]
+fn demo_cleans_up_when_its_terminal_vanishes() {
+    if !require_root("demo_vanish") || !require_tool("demo_vanish", "tmux") {
         return;
     }
     let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let dir = tempfile::tempdir_in(base).unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let (t, dev, file) = start_demo("demot", dir.path(), journal.path());
-    let kids = t.children();
-    assert_eq!(kids.len(), 1, "{kids:?}");
-    let pid = kids[0];
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let s = t.wait_for("the demo's end", 20, |s| s.contains("EXIT="));
-    assert!(s.contains("demo over"), "{s}");
+    let (t, dev, file) = start_demo("demov", dir.path(), journal.path());
+    let pid = t.children()[0];
+    // The server goes with the pane; no signal reaches the child of `sh -c`.
+    let _ = t.cmd(&["kill-server"]).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while (alive(pid) || backing(&dev).is_some()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!alive(pid), "the demo outlived its terminal");
     assert_cleaned(&dev, &file);
 }
 

@@ -8,10 +8,11 @@ use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
 use crate::tuner::{Settings, Tuner};
 use crate::units::parse_size;
 use anyhow::Context;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Arguments of `blktune demo`.
 #[derive(Debug, clap::Args)]
@@ -35,6 +36,42 @@ fn parse_demo_size(s: &str) -> Result<u64, String> {
         return Err(format!("demo size '{s}' is out of range: 64M to 4G"));
     }
     Ok(n)
+}
+
+/// How long the TUI gets to wind down after a signal or a lost terminal.
+const GRACE: Duration = Duration::from_secs(4);
+
+/// A thread that removes the device itself if the TUI cannot: a terminal
+/// that vanished (a dropped SSH session) leaves the input reader spinning on
+/// end-of-file, so the event loop never sees the signal flag.
+fn watchdog(signal: Arc<AtomicBool>, done: Arc<AtomicBool>, dev: String, file: PathBuf) {
+    let shown = dev.clone();
+    let spawned = std::thread::Builder::new()
+        .name("blktune-demo-watchdog".into())
+        .spawn(move || {
+            let tty = std::io::stdin().is_terminal();
+            let mut since: Option<Instant> = None;
+            while !done.load(Ordering::Relaxed) {
+                let lost = tty && !std::io::stdin().is_terminal();
+                if since.is_none() && (lost || signal.load(Ordering::Relaxed)) {
+                    since = Some(Instant::now());
+                }
+                if since.is_some_and(|s| s.elapsed() > GRACE) {
+                    // Detach (the kernel finishes when our descriptors close
+                    // at exit) and delete the file, then leave.
+                    let _ = std::process::Command::new("losetup")
+                        .arg("-d")
+                        .arg(format!("/dev/{dev}"))
+                        .status();
+                    let _ = std::fs::remove_file(&file);
+                    std::process::exit(1);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("blktune: note: no watchdog thread ({e}); quit with q to remove {shown}");
+    }
 }
 
 /// Run `blktune demo`.
@@ -76,6 +113,13 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
         Some(Arc::clone(&early)),
     )
     .with_context(|| format!("cannot start the load on {name}"))?;
+    let done = Arc::new(AtomicBool::new(false));
+    watchdog(
+        Arc::clone(&early),
+        Arc::clone(&done),
+        name.clone(),
+        scratch.file().to_owned(),
+    );
     let code = if early.load(Ordering::Relaxed) {
         0
     } else {
@@ -90,6 +134,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
         crate::tui::run_with(g, &tui, |app| app.demo = Some(name.clone()))?
     };
     drop(load.stop());
+    done.store(true, Ordering::Relaxed);
     scratch
         .remove()
         .with_context(|| format!("cannot remove the scratch device {name}"))?;
