@@ -180,9 +180,16 @@ fn navigation_filter_sort_and_hooks() {
     press(&mut app, &chars("o"));
     assert_eq!(app.sort, SortKey::Util);
     assert_eq!(app.visible()[0].name, "sdb", "sdb is 95% busy");
-    for (k, what) in [("e", "export"), ("b", "shoot-out"), ("R", "record")] {
+    for (k, what) in [("e", "export"), ("b", "shoot-out")] {
         press(&mut app, &chars(k));
         assert_eq!(status(&app), format!("{what}: not available yet"));
+    }
+    // R asks the source to record to a new file named after the host.
+    match press(&mut app, &chars("R")).as_slice() {
+        [Control::Record(Some(p))] => {
+            assert!(p.to_string_lossy().starts_with("blktune-"), "{p:?}")
+        }
+        other => panic!("R sent {other:?}"),
     }
     let ctl = press(&mut app, &chars("+-p"));
     assert_eq!(
