@@ -26,13 +26,17 @@ trap cleanup EXIT
 echo "scratch device: $name"
 # Fill the file so that reads hit real blocks, not holes.
 fio --name=fill --filename="$dev" --rw=write --bs=1M --direct=1 --size=256M >/dev/null
+# A loop device keeps the queue settings of its previous user: go through
+# 'none' so that mq-deadline starts with the kernel's defaults.
+"$BIN" set "$name" --scheduler none --read-ahead-kb 128
 "$BIN" set "$name" --scheduler mq-deadline
-"$BIN" record "$OUT" --force --interval 500ms --duration 90s "$name" &
-rec_pid=$!
-fio --filename="$dev" --direct=1 --ioengine=libaio --time_based --runtime=100 \
+fio --filename="$dev" --direct=1 --ioengine=libaio --time_based --runtime=105 \
     --name=randread --rw=randread --bs=4k --iodepth=16 \
     --name=seqwrite --rw=write --bs=1M --iodepth=4 --rate=40m >/dev/null &
 fio_pid=$!
+sleep 2  # let fio ramp up: the recording is under load from its first interval
+"$BIN" record "$OUT" --force --interval 500ms --duration 90s "$name" &
+rec_pid=$!
 sleep 30
 "$BIN" set "$name" --scheduler kyber
 sleep 30

@@ -149,12 +149,9 @@ fn unknown_tunable_and_bad_numbers() {
 
 #[test]
 fn bad_match() {
-    let o = host().run(&["export", "sda", "--match", "serial"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("invalid value 'serial'"),
-        "{}",
-        stderr(&o)
+    bad_input(
+        &host().run(&["export", "sda", "--match", "serial"]),
+        "invalid value 'serial'",
     );
 }
 
@@ -568,6 +565,30 @@ fn script_selects_like_the_rule_and_is_idempotent() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("no device matches ENV{ID_SERIAL}"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn fake_tree_without_udev_db_flag_ignores_the_real_database() {
+    // The real /run/udev/data may hold a b8:0 for another disk: with a
+    // --sysfs-root that is not /sys, no database is read unless given.
+    let h = host();
+    let p = h.dir.path();
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--sysfs-root")
+        .arg(p.join("sys"))
+        .arg("--proc-root")
+        .arg(p.join("proc"))
+        .args(["export", "sda"])
+        .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("ENV{ID_"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("'sda' has no stable id"),
         "{}",
         stderr(&o)
     );

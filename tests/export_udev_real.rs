@@ -30,10 +30,28 @@ struct UdevGuard {
     rule: PathBuf,
     created_dir: bool,
     traces: Vec<PathBuf>,
+    /// Directories `udevadm test` creates when they are missing (no udevd
+    /// here); removed again if they are empty, deepest first.
+    new_dirs: Vec<PathBuf>,
 }
+
+const UDEV_DIRS: &[&str] = &[
+    "/run/udev/data",
+    "/run/udev/tags/systemd",
+    "/run/udev/tags",
+    "/run/udev",
+    "/dev/disk/by-diskseq",
+    "/dev/disk",
+    "/dev/block",
+];
 
 impl UdevGuard {
     fn new(lo: &TestLoop, tag: &str) -> Self {
+        let new_dirs = UDEV_DIRS
+            .iter()
+            .map(PathBuf::from)
+            .filter(|d| !d.exists())
+            .collect();
         let created_dir = !Path::new(RULES_DIR).exists();
         fs::create_dir_all(RULES_DIR).unwrap();
         let dev = fs::read_to_string(format!("/sys/block/{}/dev", lo.name())).unwrap();
@@ -60,6 +78,7 @@ impl UdevGuard {
             )),
             created_dir,
             traces,
+            new_dirs,
         }
     }
 }
@@ -72,6 +91,9 @@ impl Drop for UdevGuard {
         }
         if self.created_dir {
             let _ = fs::remove_dir(RULES_DIR);
+        }
+        for d in &self.new_dirs {
+            let _ = fs::remove_dir(d);
         }
     }
 }

@@ -47,19 +47,13 @@ fn before_after_panel() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 60, &busy(8));
-    app.on_feed(Feed::Change(m.mark(
-        "sda",
-        "none→mq-deadline",
-        "none",
-        "mq-deadline",
-    )));
+    let mark = m.switch("sda", "none→mq-deadline", "none", "mq-deadline");
+    app.on_feed(Feed::Change(mark));
     m.run(&mut app, 40, &busy(6));
-    app.on_feed(Feed::Change(m.mark(
-        "sda",
-        "mq-deadline→kyber",
-        "mq-deadline",
-        "kyber",
-    )));
+    // A switch resets nr_requests; the label says so.
+    let label = "mq-deadline→kyber, nr_requests 256→512";
+    let mark = m.switch("sda", label, "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
     m.run(&mut app, 20, &busy(2));
     let term = screen(&app, 80, 24);
     let s = text(&term);

@@ -2,6 +2,7 @@
 //! creates, under fio load. Root only; skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
+use blktune::journal::Journal;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -271,6 +272,34 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     let o = blktune(&["revert", &dev], &journal);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.active_scheduler(), orig);
+
+    // --revert-on-exit puts the original back on quit.
+    t.line("clear");
+    t.line(&format!(
+        "BLKTUNE_JOURNAL_DIR={} {} --device {dev} --interval 250ms --revert-on-exit",
+        journal.display(),
+        bin.display()
+    ));
+    t.wait_for("the TUI", |s| s.contains(&format!("▶{dev} ")));
+    t.keys(&["s"]);
+    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
+    t.keys(&moves(&lo, "kyber"));
+    t.keys(&["Enter"]);
+    wait_sysfs(&lo, "kyber", || t.capture());
+    t.wait_for("the status of the switch", |s| {
+        s.contains(&format!("{dev}: {orig}→kyber"))
+    });
+    t.keys(&["q"]);
+    let s = t.wait_restored("after q with --revert-on-exit");
+    assert!(
+        s.contains(&format!("blktune: reverted {dev}: kyber→{orig}")),
+        "{s}"
+    );
+    assert_eq!(lo.active_scheduler(), orig);
+    assert!(
+        Journal::new(&journal).load(&dev).unwrap().is_none(),
+        "journal entry cleared"
+    );
 
     // SIGTERM and SIGHUP restore the terminal.
     for sig in [

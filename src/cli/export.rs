@@ -61,9 +61,10 @@ pub struct ExportArgs {
     #[arg(long, requires = "check")]
     pub json: bool,
 
-    /// The udev database (properties such as ID_WWN).
-    #[arg(long, value_name = "DIR", default_value = UdevDb::DEFAULT_DIR)]
-    pub udev_db: PathBuf,
+    /// The udev database (properties such as ID_WWN); default /run/udev/data,
+    /// none with another --sysfs-root (the real one describes other devices).
+    #[arg(long, value_name = "DIR")]
+    pub udev_db: Option<PathBuf>,
 }
 
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
@@ -87,7 +88,11 @@ fn generated_at() -> String {
 /// Run `blktune export`.
 pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    let db = UdevDb::new(&a.udev_db);
+    let db = match &a.udev_db {
+        Some(dir) => UdevDb::new(dir),
+        None if root.is_live() => UdevDb::default(),
+        None => UdevDb::none(),
+    };
     if let Some(file) = &a.check {
         return run_check(&root, &db, file, a.json, out);
     }

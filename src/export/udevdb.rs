@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 /// The udev database directory; point it at a fake in tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UdevDb {
-    dir: PathBuf,
+    /// `None`: no database (a fake or captured sysfs tree, where the real
+    /// database would describe other devices with the same numbers).
+    dir: Option<PathBuf>,
 }
 
 impl Default for UdevDb {
@@ -24,22 +26,37 @@ impl UdevDb {
 
     /// A database in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: Some(dir.into()),
+        }
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// No database: every lookup is empty.
+    pub fn none() -> Self {
+        Self { dir: None }
+    }
+
+    /// The directory, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
     /// The file of a block device.
-    pub fn file_of(&self, major: u32, minor: u32) -> PathBuf {
-        self.dir.join(format!("b{major}:{minor}"))
+    fn file_of(&self, major: u32, minor: u32) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|d| d.join(format!("b{major}:{minor}")))
+    }
+
+    /// Does the database have an entry for this device?
+    pub fn has_entry(&self, major: u32, minor: u32) -> bool {
+        self.file_of(major, minor).is_some_and(|f| f.exists())
     }
 
     /// The properties of a block device; empty when it has no entry.
     pub fn properties(&self, major: u32, minor: u32) -> BTreeMap<String, String> {
-        std::fs::read_to_string(self.file_of(major, minor))
+        self.file_of(major, minor)
+            .and_then(|f| std::fs::read_to_string(f).ok())
             .map(|t| parse_db(&t))
             .unwrap_or_default()
     }
@@ -81,5 +98,8 @@ mod tests {
         std::fs::write(dir.path().join("nope/b8:0"), "E:ID_SERIAL=x\n").unwrap();
         assert_eq!(db.properties(8, 0).len(), 1);
         assert!(db.properties(8, 16).is_empty());
+        assert!(db.has_entry(8, 0) && !db.has_entry(8, 16));
+        assert!(UdevDb::none().properties(8, 0).is_empty());
+        assert!(!UdevDb::none().has_entry(8, 0));
     }
 }

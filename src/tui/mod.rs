@@ -231,9 +231,18 @@ where
         if signals.raised() {
             return Ok(());
         }
-        while let Ok(f) = feed.try_recv() {
-            app.on_feed(f);
-            dirty = true;
+        loop {
+            match feed.try_recv() {
+                Ok(f) => {
+                    app.on_feed(f);
+                    dirty = true;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                // The source thread died (a panic): stop instead of showing stale data.
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    anyhow::bail!("the sampler thread stopped unexpectedly")
+                }
+            }
         }
         if dirty {
             let size = term.size()?;

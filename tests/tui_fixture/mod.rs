@@ -153,6 +153,17 @@ impl Machine {
         })
     }
 
+    /// Switch a fake device's scheduler as the kernel would, and return the
+    /// change mark at the current time.
+    pub fn switch(&mut self, dev: &str, label: &str, from: &str, to: &str) -> ChangeMark {
+        std::fs::write(self.tree.dev_dir(dev).join("queue/scheduler"), to).unwrap();
+        self.tree
+            .settle(dev, &["none", "mq-deadline", "kyber", "bfq"], 256)
+            .unwrap();
+        self.refresh();
+        self.mark(dev, label, from, to)
+    }
+
     /// A change mark at the current time.
     pub fn mark(&self, dev: &str, label: &str, from: &str, to: &str) -> ChangeMark {
         ChangeMark {

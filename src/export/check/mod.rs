@@ -127,8 +127,7 @@ pub fn check(
         .filter_map(|d| {
             let dev = root.device(&d.name)?;
             let props = db
-                .file_of(d.major, d.minor)
-                .exists()
+                .has_entry(d.major, d.minor)
                 .then(|| db.properties(d.major, d.minor));
             let udev_db = props.is_some();
             let actions = ACTIONS

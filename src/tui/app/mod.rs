@@ -222,27 +222,39 @@ impl App {
 
     // ---- what the screen shows -------------------------------------------
 
+    /// Is this device a row of the table (it has a size and matches the filter)?
+    pub fn is_shown(&self, d: &BlockDevice) -> bool {
+        d.size_bytes > 0 && (self.filter.is_empty() || d.name.contains(&self.filter.to_lowercase()))
+    }
+
+    /// How many rows the table has (without sorting them).
+    pub fn visible_count(&self) -> usize {
+        self.devices.iter().filter(|d| self.is_shown(d)).count()
+    }
+
     /// Devices in the table, filtered and sorted.
     pub fn visible(&self) -> Vec<&BlockDevice> {
-        let f = self.filter.to_lowercase();
-        let mut v: Vec<&BlockDevice> = self
+        // The sort key is computed once per device, not per comparison.
+        let mut v: Vec<(f64, &BlockDevice)> = self
             .devices
             .iter()
-            .filter(|d| d.size_bytes > 0 && (f.is_empty() || d.name.contains(&f)))
-            .collect();
-        let metric = |d: &BlockDevice| -> f64 {
-            self.latest(&d.name).map_or(-1.0, |s| match self.sort {
-                SortKey::Name => 0.0,
-                SortKey::Util => s.util,
-                SortKey::Await => s.max_await(),
-                SortKey::Iops => s.iops(),
+            .filter(|d| self.is_shown(d))
+            .map(|d| {
+                let m = self.latest(&d.name).map_or(-1.0, |s| match self.sort {
+                    SortKey::Name => 0.0,
+                    SortKey::Util => s.util,
+                    SortKey::Await => s.max_await(),
+                    SortKey::Iops => s.iops(),
+                });
+                (m, d)
             })
-        };
-        v.sort_by(|a, b| {
-            let by_metric = metric(b).partial_cmp(&metric(a)).unwrap_or(Ordering::Equal);
-            by_metric.then_with(|| natural_cmp(&a.name, &b.name))
+            .collect();
+        v.sort_by(|(ma, a), (mb, b)| {
+            mb.partial_cmp(ma)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| natural_cmp(&a.name, &b.name))
         });
-        v
+        v.into_iter().map(|(_, d)| d).collect()
     }
 
     /// The selected device, if any is shown.
@@ -373,6 +385,16 @@ impl App {
 
     /// Keep the selection on a shown device; say so when it vanished.
     fn reconcile_selection(&mut self) {
+        // Fast path, every tick: the selection is still a row.
+        if self.want_select.is_none()
+            && let Some(sel) = &self.selected
+            && self
+                .devices
+                .iter()
+                .any(|d| &d.name == sel && self.is_shown(d))
+        {
+            return;
+        }
         let names: Vec<String> = self.visible().iter().map(|d| d.name.clone()).collect();
         if let Some(want) = self.want_select.take() {
             if names.contains(&want) {
@@ -459,14 +481,47 @@ pub fn fmt_interval(d: Duration) -> String {
 
 /// Names with their numbers in order: `loop2` before `loop10`.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let split = |s: &str| {
-        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        let (head, num) = s.split_at(s.len() - digits);
-        (
-            head.to_string(),
-            num.parse::<u64>().unwrap_or(0),
-            s.to_string(),
-        )
-    };
-    split(a).cmp(&split(b))
+    let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let (nx, ny) = (digits(x), digits(y));
+                let strip = |s: &'_ [u8]| -> usize { s.iter().take_while(|&&c| c == b'0').count() };
+                let (tx, ty) = (&x[strip(&x[..nx])..nx], &y[strip(&y[..ny])..ny]);
+                // Numbers compare by length first (no leading zeros), then digit by digit.
+                match tx.len().cmp(&ty.len()).then_with(|| tx.cmp(ty)) {
+                    Ordering::Equal => (x, y) = (&x[nx..], &y[ny..]),
+                    o => return o,
+                }
+            }
+            (Some(c), Some(d)) if c != d => return c.cmp(d),
+            _ => (x, y) = (&x[1..], &y[1..]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sort_naturally() {
+        let mut v = [
+            "loop10", "sda", "loop2", "nvme0n1", "loop", "nvme10n1", "nvme2n1",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            [
+                "loop", "loop2", "loop10", "nvme0n1", "nvme2n1", "nvme10n1", "sda"
+            ]
+        );
+        assert_eq!(fmt_interval(Duration::from_millis(250)), "250ms");
+        assert_eq!(fmt_interval(Duration::from_secs(2)), "2s");
+        assert_eq!(fmt_interval(Duration::from_millis(1500)), "1500ms");
+    }
 }

@@ -88,7 +88,10 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         .get(name)
         .map(|ms| {
             ms.iter()
-                .filter_map(|m| Some((column(m.t, app.now, span, cols)?, m.label.clone())))
+                .filter_map(|m| {
+                    let col = column(m.t, app.now, span, cols)?;
+                    Some((col, split_label(&m.label).0.to_string()))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -129,13 +132,26 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
     );
 }
 
+/// A change label split after its first part: `mq-deadline→kyber` and the rest
+/// (`nr_requests 256→64`, often the kernel's reset after a switch).
+pub fn split_label(label: &str) -> (&str, Option<&str>) {
+    match label.split_once(", ") {
+        Some((a, b)) => (a, Some(b)),
+        None => (label, None),
+    }
+}
+
 fn pct(before: f64, after: f64) -> String {
     pct_change(before, after).map_or_else(|| "n/a".into(), |p| format!("{p:+.0}%"))
 }
 
 /// Lines of the before/after table of one change.
 pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String, bool)> {
-    let mut out = vec![(format!("Δ {}  {} ago", mark.label, age(now - mark.t)), true)];
+    let (main, rest) = split_label(&mark.label);
+    let mut out = vec![(format!("Δ {main}  {} ago", age(now - mark.t)), true)];
+    if let Some(rest) = rest {
+        out.push((format!("  and {rest}"), false));
+    }
     out.push((
         format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"),
         true,
@@ -187,13 +203,12 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
             lines.push(("earlier changes (r_await)".into(), t.heading()));
             for (m, c) in changes.iter().rev().skip(1) {
                 let eff = match (c.before, c.after) {
-                    (Some(b), Some(a)) => format!(" {}", pct(b.r_await, a.r_await)),
+                    (Some(b), Some(a)) => pct(b.r_await, a.r_await),
                     _ => String::new(),
                 };
-                lines.push((
-                    format!("-{} {}{eff}", age(app.now - m.t), m.label),
-                    Style::new(),
-                ));
+                let label = split_label(&m.label).0;
+                let ago = format!("-{}", age(app.now - m.t));
+                lines.push((format!("{ago:>6}{eff:>6} {label}"), Style::new()));
             }
         }
         lines.push((String::new(), Style::new()));

@@ -120,7 +120,7 @@ pub fn layout(area: Rect, app: &App) -> Option<Areas> {
     });
     let avail = area.bottom().saturating_sub(y + 2);
     let max_rows = (avail / 3).max(3);
-    let n = app.visible().len().max(1) as u16;
+    let n = app.visible_count().max(1) as u16;
     let table_h = n.min(max_rows) + 1;
     let table = row(y, table_h);
     let detail = row(y + table_h, avail - table_h);
