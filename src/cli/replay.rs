@@ -6,6 +6,7 @@ use super::{Global, Out, UsageError};
 use crate::host::HostInfo;
 use crate::record::{Recording, summarize};
 use crate::units::{format_duration, parse_duration};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +78,13 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     if rec.samples() == 0 {
         return Err(anyhow::anyhow!(
             "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
+            a.file.display(),
+            a.file.display()
+        ));
+    }
+    if !std::io::stdout().is_terminal() {
+        return Err(anyhow::anyhow!(
+            "the full-screen replay of '{}' needs a terminal; for text use 'blktune replay {} --summary'",
             a.file.display(),
             a.file.display()
         ));
