@@ -3,6 +3,7 @@
 //! and before/after figures `blktune replay --summary` prints; seeking back
 //! resets and refeeds; the end pauses on the last frame.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
 use blktune::record::{Recording, summarize};
 use blktune::tui::app::App;
 use blktune::tui::command::{Mode, action_for};
@@ -155,4 +156,66 @@ fn start_offset_feeds_history_up_to_it() {
     assert_eq!(app.selected.as_deref(), Some(first.device.as_str()));
     assert_eq!(app.marks[&first.device].len(), 1);
     assert!(app.now <= start && app.now > start - 1.0);
+}
+
+#[test]
+fn live_recorder_never_overwrites_and_records_what_it_is_given() {
+    use blktune::sampler::Sampler;
+    use blktune::tui::live_record::{LiveRecorder, RecordEvent};
+    let m = tui_fixture::Machine::three();
+    let mut sampler = Sampler::new(m.tree.root()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("taken.ndjson.gz");
+    std::fs::write(&existing, b"keep me").unwrap();
+    let mut rec = LiveRecorder::default();
+    match rec.start(&existing, &sampler, 0.0, Duration::from_secs(1)) {
+        Some(RecordEvent::Failed(e)) => assert!(e.contains("already exists"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+    let path = dir.path().join("new.ndjson.gz");
+    let s0 = sampler.tick().unwrap();
+    assert_eq!(
+        rec.start(&path, &sampler, s0.t, Duration::from_secs(1)),
+        Some(RecordEvent::Started(path.clone()))
+    );
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(20));
+        let s = sampler.tick().unwrap();
+        assert_eq!(rec.snapshot(&s), None);
+    }
+    match rec.stop() {
+        Some(RecordEvent::Stopped { samples, .. }) => assert_eq!(samples, 3),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(rec.stop(), None, "stopping twice is a no-op");
+    let back = Recording::open(&path).unwrap();
+    assert_eq!(back.samples(), 3);
+    assert_eq!(back.end().unwrap().reason, "stopped");
+}
+
+#[test]
+fn replay_screen_at_80x24_has_position_marker_and_panel() {
+    let rec = asset();
+    let first = rec.changes().next().unwrap().t;
+    let t0 = Instant::now();
+    let start = first + 15.0;
+    let mut app = replay_app(&rec, start, 1.0);
+    let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0);
+    feed(&mut app, src.begin(t0));
+    let screen = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));
+    let at = start.round() as u64;
+    assert!(
+        screen.contains(&format!("replay {:02}:{:02}/01:3", at / 60, at % 60)),
+        "{screen}"
+    );
+    assert!(screen.contains("mq-deadline→kyber"), "{screen}");
+    assert!(
+        screen.contains("before") && screen.contains("after"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("-10s") && !screen.contains("sched  n nr"),
+        "{screen}"
+    );
 }
