@@ -111,6 +111,8 @@ fn shootout_on_a_scratch_device_measures_every_scheduler_in_every_round() {
         ],
         "round 2 runs in reverse"
     );
+    let mut w_total = 0.0;
+    let mut load_writes = 0;
     for m in ms {
         let f = &m["figures"];
         let s = m["scheduler"].as_str().unwrap();
@@ -119,7 +121,11 @@ fn shootout_on_a_scratch_device_measures_every_scheduler_in_every_round() {
             "measured under {s}: {m}"
         );
         assert!(f["r_s"].as_f64().unwrap() > 0.0, "{s}: {f}");
-        assert!(f["w_s"].as_f64().unwrap() > 0.0, "{s}: {f}");
+        // Writes are not asserted per measurement: bfq gives sync reads
+        // priority and can starve the 1 MiB writer for a whole 3 s dwell on a
+        // loaded machine (seen here); that is a real result, not a bug.
+        // Across the whole run the writer must have been measured.
+        w_total += f["w_s"].as_f64().unwrap();
         assert!(f["mb_s"].as_f64().unwrap() > 0.0, "{s}: {f}");
         assert!(f["util"].as_f64().unwrap() > 0.0, "{s}: {f}");
         let reads = &f["load"]["reads"];
@@ -134,13 +140,13 @@ fn shootout_on_a_scratch_device_measures_every_scheduler_in_every_round() {
             p99 < 10_000.0,
             "{s}: a p99 over 10 s is not plausible: {reads}"
         );
-        assert!(
-            f["load"]["writes"]["count"].as_u64().unwrap() > 0,
-            "{s}: {f}"
-        );
+        // `writes` is null when the writer completed nothing in this dwell.
+        load_writes += f["load"]["writes"]["count"].as_u64().unwrap_or(0);
         assert_eq!(f["load"]["errors"], 0);
         assert!((m["dwell_s"].as_f64().unwrap() - 3.0).abs() < 0.5);
     }
+    assert!(w_total > 0.0, "no write was measured in the whole run");
+    assert!(load_writes > 0, "the load's writer completed nothing");
     let scheds = v["schedulers"].as_array().unwrap();
     assert_eq!(scheds.len(), 4);
     for s in scheds {

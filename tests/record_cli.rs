@@ -156,7 +156,10 @@ fn record_stops_cleanly_on_sigterm_and_records_outside_changes() {
     let child = f.spawn(&["record", file.to_str().unwrap(), "-i", "100ms", "sda"]);
     wait_for_samples(&file, 3);
     // Another process switches the scheduler while we record.
-    std::fs::write(f.tree.dev_dir("sda").join("queue/scheduler"), "kyber\n").unwrap();
+    // Atomically, as the kernel does: the recorder must never read half a file.
+    let q = f.tree.dev_dir("sda").join("queue");
+    std::fs::write(q.join(".scheduler.tmp"), "kyber\n").unwrap();
+    std::fs::rename(q.join(".scheduler.tmp"), q.join("scheduler")).unwrap();
     f.tree
         .settle("sda", &["none", "mq-deadline", "kyber", "bfq"], 256)
         .unwrap();

@@ -234,8 +234,12 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     };
     let t = Tmux::new("main");
 
-    // Switch to kyber with three keys: s, arrows, Enter.
+    // Switch to kyber with three keys: s, arrows, Enter, once fio's load shows.
     let (_pid, _) = start(&t);
+    t.wait_for("fio's reads in the row", |s| {
+        row(s, &dev).is_some_and(|r| r.split_whitespace().nth(2).is_some_and(|v| v != "0"))
+    });
+    std::thread::sleep(Duration::from_secs(2)); // some "before" for the comparison
     t.keys(&["s"]);
     t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
     t.keys(&moves(&lo, "kyber"));
@@ -245,7 +249,9 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
             && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
     });
-    println!("80x24 after the switch:\n{s}");
+    std::thread::sleep(Duration::from_secs(2)); // some "after"
+    println!("80x24 after the switch:\n{}", t.capture());
+    drop(s);
 
     // Undo puts the original back.
     t.keys(&["u"]);
@@ -314,6 +320,68 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         t.line("echo rc=$?");
         t.wait_for("the exit code", |s| s.contains("rc=0"));
     }
+
+    // A dropped session (the pty closes, SIGHUP) with --revert-on-exit
+    // still puts the original back.
+    let _ = std::fs::remove_file(&pidfile);
+    let cmd = format!(
+        "sh -c 'echo $$ > {}; exec env BLKTUNE_JOURNAL_DIR={} {} --device {dev} --interval 250ms --revert-on-exit'",
+        pidfile.display(),
+        journal.display(),
+        bin.display()
+    );
+    assert!(
+        t.cmd(&["new-window", "-d", "-t", "e2e", "-n", "hup", &cmd])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let pid = pid_of(&pidfile);
+    let pane = |t: &Tmux| {
+        let o = t
+            .cmd(&["capture-pane", "-p", "-t", "e2e:hup"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !pane(&t).contains(&format!("▶{dev} ")) {
+        assert!(
+            Instant::now() < deadline,
+            "TUI in the second window:\n{}",
+            pane(&t)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut keys = vec!["send-keys", "-t", "e2e:hup", "s"];
+    keys.extend(moves(&lo, "kyber"));
+    keys.push("Enter");
+    assert!(t.cmd(&keys).status().unwrap().success());
+    wait_sysfs(&lo, "kyber", || pane(&t));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !pane(&t).contains(&format!("{dev}: {orig}→kyber")) {
+        assert!(
+            Instant::now() < deadline,
+            "status of the switch:\n{}",
+            pane(&t)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        t.cmd(&["kill-window", "-t", "e2e:hup"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "blktune still running after its pty closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(lo.active_scheduler(), orig, "--revert-on-exit after SIGHUP");
 
     // Detaching the loop device while the TUI shows it does not crash it.
     t.line("clear");

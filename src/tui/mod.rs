@@ -28,7 +28,7 @@ use crossterm::event::{self, Event};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use source::{Control, Feed, LiveSource};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -46,6 +46,7 @@ struct RestoreGuard;
 impl Drop for RestoreGuard {
     fn drop(&mut self) {
         // The terminal may be gone (SIGHUP): nothing useful to do on error.
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::cursor::Show);
         let _ = ratatui::try_restore();
     }
 }
@@ -72,6 +73,36 @@ impl Signals {
 
     fn raised(&self) -> bool {
         self.term.load(Ordering::Relaxed)
+    }
+}
+
+/// What waiting on the terminal found.
+enum Input {
+    None,
+    Ready,
+    HangUp,
+}
+
+/// Wait up to `timeout` for input on stdin, noticing a hang-up (the pty's
+/// other end closed), which crossterm's reader does not.
+fn wait_for_input(timeout: Duration) -> Input {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let t = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::ZERO);
+    match poll(&mut fds, t) {
+        Ok(0) => Input::None,
+        Ok(_) => match fds[0].revents() {
+            Some(r)
+                if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) =>
+            {
+                Input::HangUp
+            }
+            _ => Input::Ready,
+        },
+        // EINTR (a signal): look at the flags, then wait again.
+        Err(_) => Input::None,
     }
 }
 
@@ -130,7 +161,11 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
         .context("cannot start the sampler thread")?;
 
     let result = {
-        let mut term = ratatui::try_init().context("cannot set up the terminal")?;
+        // Never dropped: ratatui's Drop would eprintln! an error about the
+        // cursor when the terminal is gone (SIGHUP), and eprintln! panics on
+        // a dead stderr. The guard restores the terminal instead.
+        let mut term =
+            std::mem::ManuallyDrop::new(ratatui::try_init().context("cannot set up the terminal")?);
         let _guard = RestoreGuard;
         event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
     };
@@ -146,7 +181,11 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     let _ = ctl_tx.send(Control::Stop);
     drop(feed_rx);
     let _ = handle.join();
-    result?;
+    // After SIGHUP the terminal is gone and drawing fails: that is how the
+    // session ended, not an error to report (there is nowhere to report it).
+    if !signals.raised() {
+        result?;
+    }
 
     let mut out = std::io::stdout().lock();
     if let Some(p) = &app.recording {
@@ -227,6 +266,7 @@ where
     B::Error: Send + Sync + 'static,
 {
     let mut dirty = true;
+    let stdin_tty = std::io::stdin().is_terminal();
     loop {
         if signals.raised() {
             return Ok(());
@@ -255,7 +295,24 @@ where
             term.draw(|f| render::draw(f, app))?;
             dirty = false;
         }
-        if event::poll(POLL)? {
+        let ready = if stdin_tty {
+            match wait_for_input(POLL) {
+                // crossterm may hold events it already read from the fd.
+                Input::None | Input::Ready => event::poll(Duration::ZERO)?,
+                // The terminal went away (SSH dropped, pty closed): stop now.
+                // crossterm's reader would spin on the end of file.
+                Input::HangUp => {
+                    signals.term.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
+        } else {
+            // crossterm reads /dev/tty then; let it wait.
+            event::poll(POLL)?
+        };
+        // Take every event that is waiting, then draw once.
+        let mut ready = ready;
+        while ready {
             match event::read()? {
                 Event::Key(k) => {
                     if let Some(action) = command::action_for(app.mode(), &k) {
@@ -269,6 +326,7 @@ where
                 Event::Resize(..) => dirty = true,
                 _ => {}
             }
+            ready = !app.quit && event::poll(Duration::ZERO)?;
         }
         if app.quit {
             return Ok(());
