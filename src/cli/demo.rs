@@ -8,7 +8,7 @@ use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
 use crate::tuner::{Settings, Tuner};
 use crate::units::parse_size;
 use anyhow::Context;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,6 +138,10 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     scratch
         .remove()
         .with_context(|| format!("cannot remove the scratch device {name}"))?;
-    println!("blktune: demo over; {name} and its file are removed");
+    // The terminal may be gone (SIGHUP): println! would panic on it.
+    let _ = writeln!(
+        std::io::stdout(),
+        "blktune: demo over; {name} and its file are removed"
+    );
     Ok(code)
 }

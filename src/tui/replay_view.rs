@@ -79,14 +79,20 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> anyhow::Result<i32> {
         .spawn(feed_tx, ctl_rx)
         .context("cannot start the replay thread")?;
     let result = {
-        let mut term = ratatui::try_init().context("cannot set up the terminal")?;
+        // As in the live TUI: never dropped (its Drop would report a gone
+        // terminal on a dead stderr); the guard restores the terminal.
+        let mut term =
+            std::mem::ManuallyDrop::new(ratatui::try_init().context("cannot set up the terminal")?);
         let _guard = RestoreGuard;
         event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
     };
     let _ = ctl_tx.send(Control::Stop);
     drop(feed_rx);
     let _ = handle.join();
-    result?;
+    // After SIGHUP the terminal is gone and drawing fails: not an error.
+    if !signals.raised() {
+        result?;
+    }
     Ok(0)
 }
 
