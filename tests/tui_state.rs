@@ -196,8 +196,13 @@ fn navigation_filter_sort_and_hooks() {
         press(&mut app, &[KeyCode::Esc]);
         assert!(app.overlay.is_none());
     }
-    press(&mut app, &chars("R"));
-    assert_eq!(status(&app), "record: not available yet");
+    // R asks the source to record to a new file named after the host.
+    match press(&mut app, &chars("R")).as_slice() {
+        [Control::Record(Some(p))] => {
+            assert!(p.to_string_lossy().starts_with("blktune-"), "{p:?}")
+        }
+        other => panic!("R sent {other:?}"),
+    }
     let ctl = press(&mut app, &chars("+-p"));
     assert_eq!(
         ctl,

@@ -2,6 +2,7 @@
 //! its own file; this one only wires them together.
 
 mod bench;
+mod demo;
 mod export;
 mod list;
 mod out;
@@ -136,6 +137,12 @@ pub enum Command {
         after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
     )]
     Bench(bench::BenchArgs),
+
+    /// Demo for trainers: a scratch loop device under load, in the TUI, removed on exit (root).
+    #[command(
+        after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it and\nopens the tuner on it: press s, pick kyber, watch r_await. q removes everything."
+    )]
+    Demo(demo::DemoArgs),
 }
 
 /// Parse the command line. Help and version print and exit 0 as usual; a
@@ -185,6 +192,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
+        Some(Command::Demo(a)) => demo::run(&args.global, &a),
         None => crate::tui::run(&args.global, &args.tui),
     };
     match result {

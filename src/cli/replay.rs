@@ -6,6 +6,7 @@ use super::{Global, Out, UsageError};
 use crate::host::HostInfo;
 use crate::record::{Recording, summarize};
 use crate::units::{format_duration, parse_duration};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,12 +75,22 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
-    eprintln!(
-        "blktune: the full-screen replay of '{}' is not available in this build yet; use 'blktune replay {} --summary'",
-        a.file.display(),
-        a.file.display()
-    );
-    Ok(1)
+    if rec.samples() == 0 {
+        return Err(anyhow::anyhow!(
+            "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
+            a.file.display(),
+            a.file.display()
+        ));
+    }
+    if !std::io::stdout().is_terminal() {
+        return Err(anyhow::anyhow!(
+            "the full-screen replay of '{}' needs a terminal; for text use 'blktune replay {} --summary'",
+            a.file.display(),
+            a.file.display()
+        ));
+    }
+    let start = a.start.map_or(0.0, |s| s.as_secs_f64());
+    crate::tui::replay_view::run(rec, start, a.speed)
 }
 
 #[cfg(test)]

@@ -47,6 +47,14 @@ pub enum Action {
     EditPath,
     /// Shoot-out results: apply the winner.
     ApplyWinner,
+    /// Replay: seek back ([`crate::tui::replay_source::SEEK_STEP`] seconds).
+    SeekBack,
+    /// Replay: seek forward.
+    SeekForward,
+    /// Replay: play faster.
+    SpeedUp,
+    /// Replay: play slower.
+    SpeedDown,
 }
 
 /// A key as the bindings spell it.
@@ -450,6 +458,138 @@ pub const CONFIRM: &[Binding] = &[
     ),
 ];
 
+/// The replay viewer's commands, in help order (read-only: no change keys).
+pub const REPLAY: &[Binding] = &[
+    b(
+        &[K(KeyCode::Up), C('k')],
+        "↑/k",
+        None,
+        "select the previous device",
+        Action::Up,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Down), C('j')],
+        "↓/j",
+        None,
+        "select the next device",
+        Action::Down,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageUp)],
+        "PgUp",
+        None,
+        "a page up",
+        Action::PageUp,
+        false,
+    ),
+    b(
+        &[K(KeyCode::PageDown)],
+        "PgDn",
+        None,
+        "a page down",
+        Action::PageDown,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Home)],
+        "Home",
+        None,
+        "first device",
+        Action::Home,
+        false,
+    ),
+    b(
+        &[K(KeyCode::End)],
+        "End",
+        None,
+        "last device",
+        Action::End,
+        false,
+    ),
+    b(
+        &[C('p'), C(' ')],
+        "p/space",
+        Some("pause"),
+        "pause or resume playback (at the end: play again)",
+        Action::Pause,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Left), C('h')],
+        "←/h",
+        Some("-10s"),
+        "seek back 10 seconds",
+        Action::SeekBack,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Right), C('l')],
+        "→/l",
+        Some("+10s"),
+        "seek forward 10 seconds",
+        Action::SeekForward,
+        false,
+    ),
+    b(
+        &[C(']'), C('+'), C('=')],
+        "]/+",
+        Some("faster"),
+        "play faster (up to x64)",
+        Action::SpeedUp,
+        false,
+    ),
+    b(
+        &[C('['), C('-')],
+        "[/-",
+        Some("slower"),
+        "play slower (down to x0.25)",
+        Action::SpeedDown,
+        false,
+    ),
+    b(
+        &[C('o')],
+        "o",
+        Some("sort"),
+        "cycle the sort column",
+        Action::Sort,
+        false,
+    ),
+    b(
+        &[C('/')],
+        "/",
+        None,
+        "filter devices by name (Esc clears)",
+        Action::Filter,
+        false,
+    ),
+    b(
+        &[K(KeyCode::Esc)],
+        "Esc",
+        None,
+        "clear the filter",
+        Action::Cancel,
+        false,
+    ),
+    b(
+        &[C('?')],
+        "?",
+        Some("help"),
+        "this help",
+        Action::Help,
+        false,
+    ),
+    b(
+        &[C('q'), Key::Ctrl('c')],
+        "q/Ctrl-C",
+        Some("quit"),
+        "quit the replay",
+        Action::Quit,
+        false,
+    ),
+];
+
 /// Which binding list is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -462,6 +602,8 @@ pub enum Mode {
     Export,
     /// The shoot-out dialog ([`super::dialog_keys::BENCH`]).
     Bench,
+    /// The main view of a replay.
+    Replay,
 }
 
 impl Mode {
@@ -475,6 +617,7 @@ impl Mode {
             Mode::Confirm => CONFIRM,
             Mode::Export => super::dialog_keys::EXPORT,
             Mode::Bench => super::dialog_keys::BENCH,
+            Mode::Replay => REPLAY,
         }
     }
 }
@@ -557,6 +700,7 @@ mod tests {
             Mode::Confirm,
             Mode::Export,
             Mode::Bench,
+            Mode::Replay,
         ] {
             let keys: Vec<Key> = m
                 .bindings()

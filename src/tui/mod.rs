@@ -10,10 +10,14 @@ pub mod app;
 pub mod bench_dialog;
 pub mod bench_worker;
 pub mod command;
+pub mod demo;
 pub mod dialog_keys;
 pub mod edit;
 pub mod export_dialog;
+pub mod live_record;
 pub mod render;
+pub mod replay_source;
+pub mod replay_view;
 pub mod source;
 pub mod text;
 
@@ -111,7 +115,8 @@ pub fn color_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn page_kb() -> u64 {
+/// Page size in KiB (read_ahead_kb is kept in pages).
+pub fn page_kb() -> u64 {
     nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
         .ok()
         .flatten()
@@ -120,6 +125,11 @@ fn page_kb() -> u64 {
 
 /// Run the TUI; returns the exit code.
 pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
+    run_with(g, a, |_| {})
+}
+
+/// Run the TUI after `setup` adjusted the fresh app (`blktune demo`).
+pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow::Result<i32> {
     let root = g.root();
     if let Some(dev) = &a.device {
         tuner::resolve(&root, dev)?;
@@ -150,6 +160,7 @@ pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
     if root.sysfs() == std::path::Path::new("/sys") {
         app.udev_db = Some(crate::export::UdevDb::default());
     }
+    setup(&mut app);
     let signals = Signals::register().context("cannot install signal handlers")?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
@@ -185,6 +196,10 @@ pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
     }
 
     let mut out = std::io::stdout().lock();
+    if let Some(p) = &app.recording {
+        // The source closed it on Stop, with an end record.
+        let _ = writeln!(out, "blktune: recorded this session to {}", p.display());
+    }
     let session = app.session();
     if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
         return Ok(revert_on_exit(

@@ -6,6 +6,7 @@
 use super::bench_dialog::BenchRequest;
 use super::bench_worker::{self, BenchFeed, BenchHandle};
 use super::export_dialog::WriteError;
+use super::live_record::LiveRecorder;
 use crate::export::ExportError;
 use crate::history::ChangeMark;
 use crate::sampler::{SETTINGS_REFRESH, Sampler, Snapshot};
@@ -24,6 +25,10 @@ pub struct ReplayPosition {
     pub total: f64,
     /// Playback speed factor (1.0 = real time).
     pub speed: f64,
+    /// Is playback paused (by a key, or at the end)?
+    pub paused: bool,
+    /// Has playback reached the last frame?
+    pub ended: bool,
 }
 
 /// What a source tells the app.
@@ -43,6 +48,10 @@ pub enum Feed {
     Bench(BenchFeed),
     /// The answer to a [`Control::WriteExport`]: the path written, or why not.
     ExportWritten(Result<PathBuf, WriteError>),
+    /// Replay only: forget history and marks (a seek back follows with frames).
+    Reset,
+    /// Recording of the live session (`R`) started, stopped or failed.
+    Record(super::live_record::RecordEvent),
 }
 
 /// What kind of change a request is.
@@ -81,6 +90,12 @@ pub enum Control {
     Apply(ApplyRequest),
     /// Re-read device settings now (someone else changed them).
     Refresh,
+    /// Replay only: move the position by this many seconds.
+    Seek(f64),
+    /// Replay only: play at this speed.
+    Speed(f64),
+    /// Live only: start recording to this file (`Some`) or stop (`None`).
+    Record(Option<std::path::PathBuf>),
     Stop,
     /// Write an exported rules file (atomic; an existing file only with `force`).
     WriteExport {
@@ -115,6 +130,8 @@ pub struct LiveSource {
     last: Option<(Instant, f64)>,
     /// The running shoot-out, if any (dropping it cancels and restores).
     bench: Option<BenchHandle>,
+    /// The recording `R` started, if any.
+    recorder: LiveRecorder,
 }
 
 impl LiveSource {
@@ -127,6 +144,7 @@ impl LiveSource {
             paused: false,
             last: None,
             bench: None,
+            recorder: LiveRecorder::default(),
         }
     }
 
@@ -157,6 +175,11 @@ impl LiveSource {
                         .set_refresh_every(refresh_period(started.elapsed()));
                 }
                 self.last = Some((Instant::now(), s.t));
+                if let Some(ev) = self.recorder.snapshot(&s)
+                    && feed.send(Feed::Record(ev)).is_err()
+                {
+                    return false;
+                }
                 Feed::Snapshot(Box::new(s))
             }
             Err(e) => Feed::Error(format!("cannot read diskstats: {e}")),
@@ -197,6 +220,9 @@ impl LiveSource {
                 .map_err(|e| e.to_string())
             }
         };
+        if let Ok((_, mark)) = &result {
+            self.recorder.change(mark);
+        }
         self.sampler.invalidate();
         ApplyReport {
             request: req,
@@ -236,7 +262,27 @@ impl LiveSource {
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             match control.recv_timeout(wait) {
-                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(ev) = self.recorder.stop() {
+                        let _ = feed.send(Feed::Record(ev));
+                    }
+                    return;
+                }
+                Ok(Control::Record(path)) => {
+                    let origin = self.last.map_or(0.0, |(_, t)| t);
+                    let ev = match path {
+                        Some(p) => self
+                            .recorder
+                            .start(&p, &self.sampler, origin, self.interval),
+                        None => self.recorder.stop(),
+                    };
+                    if let Some(ev) = ev
+                        && feed.send(Feed::Record(ev)).is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(Control::Seek(_) | Control::Speed(_)) => {}
                 Ok(Control::Interval(d)) => {
                     self.interval = d;
                     next = self.last.map_or_else(Instant::now, |(i, _)| i) + d;

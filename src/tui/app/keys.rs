@@ -17,6 +17,7 @@ impl App {
         }
         match self.mode() {
             Mode::Main => self.main_action(a),
+            Mode::Replay => self.replay_action(a),
             Mode::Text if self.overlay.is_none() => {
                 self.filter_action(a);
                 Vec::new()
@@ -71,7 +72,7 @@ impl App {
         })
     }
 
-    fn main_action(&mut self, a: Action) -> Vec<Control> {
+    pub(super) fn main_action(&mut self, a: Action) -> Vec<Control> {
         let page = self.page_rows.max(1) as isize;
         match a {
             Action::Up => self.select_by(-1, None),
@@ -100,7 +101,7 @@ impl App {
                 }
             }
             Action::ShootOut => self.open_bench(),
-            Action::Record => self.say(StatusKind::Info, "record: not available yet"),
+            Action::Record => return self.record_action(),
             Action::Faster | Action::Slower => {
                 let ms = self.interval.as_millis() as u64;
                 let next = if a == Action::Faster {

@@ -5,6 +5,7 @@
 
 mod dialogs;
 mod keys;
+mod replay;
 
 use super::bench_dialog::BenchDialog;
 use super::command::Mode;
@@ -163,6 +164,10 @@ pub struct App {
     pub replay: Option<ReplayPosition>,
     /// Rows of the device table on screen (page size for PgUp/PgDn).
     pub page_rows: usize,
+    /// The file `R` records to, while it does.
+    pub recording: Option<std::path::PathBuf>,
+    /// `blktune demo`: the scratch device the guided hint is about.
+    pub demo: Option<String>,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -197,6 +202,8 @@ impl App {
             samples: 0,
             replay: None,
             page_rows: 10,
+            recording: None,
+            demo: None,
             quit: false,
             udev_db: None,
             next_id: 1,
@@ -218,6 +225,7 @@ impl App {
             },
             Some(Overlay::Bench(_)) => Mode::Bench,
             None if self.filter_typing => Mode::Text,
+            None if self.replay.is_some() => Mode::Replay,
             None => Mode::Main,
         }
     }
@@ -323,10 +331,12 @@ impl App {
             Feed::Snapshot(s) => self.on_snapshot(&s),
             Feed::Change(mark) => self.add_mark(mark),
             Feed::Applied(r) => self.on_applied(*r),
-            Feed::Position(p) => self.replay = Some(p),
+            Feed::Position(p) => self.on_position(p),
             Feed::Error(e) => self.say(StatusKind::Error, e),
             Feed::Bench(b) => self.on_bench_feed(b),
             Feed::ExportWritten(r) => self.on_export_written(r),
+            Feed::Reset => self.reset(),
+            Feed::Record(ev) => self.on_record(ev),
         }
     }
 

@@ -16,7 +16,14 @@ pub fn header_text(app: &App, width: usize) -> String {
     } else {
         "root"
     };
-    let mut parts = vec!["blktune".to_string(), mode.to_string()];
+    let mut parts = vec!["blktune".to_string()];
+    // A replay's position says "replay"; the live mode is this machine's.
+    if app.replay.is_none() {
+        parts.push(mode.to_string());
+    }
+    if let Some(p) = &app.recording {
+        parts.push(format!("● REC {}", p.display()));
+    }
     if !app.host.hostname.is_empty() {
         parts.push(app.host.hostname.clone());
     }
@@ -24,12 +31,7 @@ pub fn header_text(app: &App, width: usize) -> String {
         parts.push(app.host.kernel.clone());
     }
     match &app.replay {
-        Some(r) => parts.push(format!(
-            "replay {} / {} ×{}",
-            format_uptime(r.at),
-            format_uptime(r.total),
-            r.speed
-        )),
+        Some(r) => parts.push(crate::tui::replay_view::position_label(r)),
         None => parts.push(format!("up {}", format_uptime(app.host.uptime_s + app.now))),
     }
     parts.push(match app.iowait {
@@ -37,7 +39,7 @@ pub fn header_text(app: &App, width: usize) -> String {
         None => "iowait -".into(),
     });
     parts.push(format!("every {}", fmt_interval(app.interval)));
-    if app.paused {
+    if app.paused && app.replay.is_none() {
         parts.push("PAUSED".into());
     }
     // Drop the least useful facts first when the line is too long.
@@ -69,6 +71,12 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
         let msg = format!(" READ-ONLY: {why}; changes are disabled");
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.error()))),
+            b,
+        );
+    } else if let (Some(b), Some(hint)) = (banner, crate::tui::demo::hint(app)) {
+        let msg = format!(" {hint}");
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.heading()))),
             b,
         );
     }

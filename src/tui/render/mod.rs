@@ -115,7 +115,7 @@ pub fn layout(area: Rect, app: &App) -> Option<Areas> {
     let mut y = area.y;
     let header = row(y, 1);
     y += 1;
-    let banner = app.read_only.as_ref().map(|_| {
+    let banner = (app.read_only.is_some() || app.demo.is_some()).then(|| {
         y += 1;
         row(y - 1, 1)
     });

@@ -3,7 +3,7 @@
 
 use super::Theme;
 use crate::tui::app::{App, Overlay};
-use crate::tui::command::{LIST, MAIN, TEXT};
+use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
 use crate::tui::edit::{Editor, Field};
 use crate::tui::text::{SCHEDULERS, scheduler_help, tunable_help};
 use crate::tuner::known_tunables;
@@ -110,7 +110,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 area.width.saturating_sub(2),
                 area.height.saturating_sub(2),
             );
-            let lines = help_lines(t);
+            let lines = help_lines(t, app.replay.is_some());
             let max = lines
                 .len()
                 .saturating_sub(r.height.saturating_sub(2) as usize);
@@ -176,9 +176,9 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, t: Theme) {
 }
 
 /// Every line of the help: keys (from the command lists), schedulers, tunables.
-pub fn help_lines(t: Theme) -> Vec<Line<'static>> {
+pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
-    for b in MAIN {
+    for b in if replay { REPLAY } else { MAIN } {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
     out.push(Line::from(Span::styled(

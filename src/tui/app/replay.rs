@@ -1,0 +1,96 @@
+//! The app's side of replay (position, reset, playback keys) and of `R`
+//! (recording the live session). Kept apart from the live key handling so
+//! the replay viewer only adds to it.
+
+use super::{App, StatusKind};
+use crate::tui::command::Action;
+use crate::tui::live_record::{RecordEvent, default_file_name};
+use crate::tui::replay_source::{SEEK_STEP, step_speed};
+use crate::tui::source::{Control, ReplayPosition};
+use std::time::SystemTime;
+
+impl App {
+    /// A replay's position: shown in the header; the end is said once.
+    pub(super) fn on_position(&mut self, p: ReplayPosition) {
+        let was_ended = self.replay.as_ref().is_some_and(|r| r.ended);
+        if p.ended && !was_ended {
+            self.say(
+                StatusKind::Info,
+                "end of recording: ← seeks back, space plays again, q quits",
+            );
+        }
+        self.paused = p.paused;
+        self.replay = Some(p);
+    }
+
+    /// Forget every sample and mark (a replay seeks back and refeeds).
+    pub fn reset(&mut self) {
+        self.histories.clear();
+        self.marks.clear();
+        self.undo.clear();
+        self.samples = 0;
+        self.now = 0.0;
+        self.iowait = None;
+    }
+
+    /// Keys of the replay viewer; the rest act as in the live view.
+    pub(super) fn replay_action(&mut self, a: Action) -> Vec<Control> {
+        let speed = self.replay.as_ref().map_or(1.0, |r| r.speed);
+        match a {
+            Action::Pause => vec![Control::Pause(!self.paused)],
+            Action::SeekBack => vec![Control::Seek(-SEEK_STEP)],
+            Action::SeekForward => vec![Control::Seek(SEEK_STEP)],
+            Action::SpeedUp | Action::SpeedDown => {
+                let s = step_speed(speed, a == Action::SpeedUp);
+                self.say(StatusKind::Info, format!("playing at x{s}"));
+                vec![Control::Speed(s)]
+            }
+            _ => self.main_action(a),
+        }
+    }
+
+    /// `R`: start recording to a new file in the current directory, or stop.
+    pub(super) fn record_action(&mut self) -> Vec<Control> {
+        if self.recording.is_some() {
+            self.say(StatusKind::Info, "stopping the recording…");
+            return vec![Control::Record(None)];
+        }
+        let path = default_file_name(&self.host.hostname, SystemTime::now());
+        self.say(
+            StatusKind::Info,
+            format!("starting to record to {}…", path.display()),
+        );
+        vec![Control::Record(Some(path))]
+    }
+
+    /// What the live source says about the recording.
+    pub(super) fn on_record(&mut self, ev: RecordEvent) {
+        match ev {
+            RecordEvent::Started(p) => {
+                self.say(
+                    StatusKind::Done,
+                    format!("recording to {} (R stops)", p.display()),
+                );
+                self.recording = Some(p);
+            }
+            RecordEvent::Stopped {
+                path,
+                samples,
+                changes,
+            } => {
+                self.recording = None;
+                self.say(
+                    StatusKind::Done,
+                    format!(
+                        "recorded {samples} samples and {changes} changes to {}",
+                        path.display()
+                    ),
+                );
+            }
+            RecordEvent::Failed(e) => {
+                self.recording = None;
+                self.say(StatusKind::Error, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The replay source: plays a [`Recording`] into the same [`Feed`] the live
+//! sampler uses, so the table, charts, change markers and before/after
+//! panels are drawn by the very same code. Runs on its own thread, like the
+//! live source; it never touches sysfs or the tuner.
+//!
+//! Per frame of the [`Player`] it sends the frame's change marks
+//! ([`Feed::Change`]) and then its snapshot ([`Feed::Snapshot`]), exactly the
+//! order in which the live view gets a change and the next sample. A seek
+//! back sends [`Feed::Reset`] and then the frames of the last
+//! [`KEEP_SECS`] before the new position ([`Player::seek_window`]). At the
+//! end of the recording playback pauses on the last frame.
+
+use super::app::KEEP_SECS;
+use super::source::{Control, Feed, ReplayPosition};
+use crate::record::{Frame, Playback, Player, Recording};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Seconds `←`/`→` move.
+pub const SEEK_STEP: f64 = 10.0;
+/// The speeds `]`/`[` step through (the CLI accepts any value in this range).
+pub const SPEEDS: [f64; 9] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+/// How often the thread wakes to move playback on.
+const TICK: Duration = Duration::from_millis(50);
+
+/// The next speed up (`faster`) or down from `cur`.
+pub fn step_speed(cur: f64, faster: bool) -> f64 {
+    let found = if faster {
+        SPEEDS.iter().find(|&&s| s > cur + 1e-9)
+    } else {
+        SPEEDS.iter().rev().find(|&&s| s < cur - 1e-9)
+    };
+    found.copied().unwrap_or(cur)
+}
+
+/// A recording being played into feed messages.
+#[derive(Debug)]
+pub struct ReplaySource {
+    player: Player,
+    clock: Playback,
+    ended: bool,
+    /// The last position sent, to send only when the header would change.
+    sent: Option<ReplayPosition>,
+}
+
+/// A frame as the app takes it: its marks, then its snapshot.
+fn push_frame(f: Frame, out: &mut Vec<Feed>) {
+    out.extend(f.marks.into_iter().map(Feed::Change));
+    out.push(Feed::Snapshot(Box::new(f.snapshot)));
+}
+
+impl ReplaySource {
+    /// A source at `start` seconds into `rec`, playing at `speed`.
+    pub fn new(rec: Arc<Recording>, start: f64, speed: f64, now: Instant) -> Self {
+        Self {
+            player: Player::new(rec),
+            clock: Playback::new(now, start, speed),
+            ended: false,
+            sent: None,
+        }
+    }
+
+    /// Length of the recording in seconds.
+    pub fn duration(&self) -> f64 {
+        self.player.duration()
+    }
+
+    /// Where playback is at `now`, within the recording.
+    pub fn position(&self, now: Instant) -> ReplayPosition {
+        ReplayPosition {
+            at: self.clock.position(now).clamp(0.0, self.duration()),
+            total: self.duration(),
+            speed: self.clock.speed(),
+            paused: self.clock.is_paused(),
+            ended: self.ended,
+        }
+    }
+
+    /// Everything up to the start position (the first call after `new`).
+    pub fn begin(&mut self, now: Instant) -> Vec<Feed> {
+        let mut out = Vec::new();
+        let at = self.clock.position(now);
+        for f in self.player.seek_window(at, KEEP_SECS) {
+            push_frame(f, &mut out);
+        }
+        self.finish_step(now, &mut out);
+        out
+    }
+
+    /// Frames due by `now`, the end pause, and the position when it changed.
+    pub fn step(&mut self, now: Instant) -> Vec<Feed> {
+        let mut out = Vec::new();
+        let at = self.clock.position(now);
+        for f in self.player.advance_to(at) {
+            push_frame(f, &mut out);
+        }
+        self.finish_step(now, &mut out);
+        out
+    }
+
+    fn finish_step(&mut self, now: Instant, out: &mut Vec<Feed>) {
+        let end = self.duration();
+        if !self.ended && self.player.at_end() && self.clock.position(now) >= end {
+            self.ended = true;
+            self.clock.jump(now, end);
+            if !self.clock.is_paused() {
+                self.clock.toggle_pause(now);
+            }
+        }
+        let pos = self.position(now);
+        let shown = |p: &ReplayPosition| (p.at.floor(), p.speed, p.paused, p.ended);
+        if self.sent.as_ref().map(shown) != Some(shown(&pos)) {
+            self.sent = Some(pos.clone());
+            out.push(Feed::Position(pos));
+        }
+    }
+
+    /// Go to `target` seconds: forward plays the frames in between, back
+    /// resets the app and replays a window before `target`.
+    fn seek_to(&mut self, now: Instant, target: f64, out: &mut Vec<Feed>) {
+        let target = target.clamp(0.0, self.duration());
+        if target + 1e-9 < self.player.position() {
+            out.push(Feed::Reset);
+            for f in self.player.seek_window(target, KEEP_SECS) {
+                push_frame(f, out);
+            }
+        } else {
+            for f in self.player.advance_to(target) {
+                push_frame(f, out);
+            }
+        }
+        self.clock.jump(now, target);
+        if self.ended && target < self.duration() {
+            // The end paused playback, not the user: play on from there.
+            self.ended = false;
+            if self.clock.is_paused() {
+                self.clock.toggle_pause(now);
+            }
+        }
+    }
+
+    /// Act on a key's request; returns what to send.
+    pub fn control(&mut self, c: &Control, now: Instant) -> Vec<Feed> {
+        let mut out = Vec::new();
+        match *c {
+            Control::Seek(delta) => {
+                let at = self.clock.position(now);
+                self.seek_to(now, at + delta, &mut out);
+            }
+            Control::Pause(p) => {
+                if self.ended && !p {
+                    // Play again from the start, like a media player.
+                    self.seek_to(now, 0.0, &mut out);
+                } else if self.clock.is_paused() != p {
+                    self.clock.toggle_pause(now);
+                }
+            }
+            Control::Speed(s) => self.clock.set_speed(now, s),
+            _ => {}
+        }
+        self.finish_step(now, &mut out);
+        out
+    }
+
+    /// Run on a new thread until [`Control::Stop`] or the app hangs up.
+    pub fn spawn(
+        mut self,
+        feed: Sender<Feed>,
+        control: Receiver<Control>,
+    ) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("blktune-replay".into())
+            .spawn(move || {
+                let send = |v: Vec<Feed>| v.into_iter().all(|f| feed.send(f).is_ok());
+                if !send(self.begin(Instant::now())) {
+                    return;
+                }
+                loop {
+                    let out = match control.recv_timeout(TICK) {
+                        Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                        Ok(c) => self.control(&c, Instant::now()),
+                        Err(RecvTimeoutError::Timeout) => self.step(Instant::now()),
+                    };
+                    if !send(out) {
+                        return;
+                    }
+                }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_step_within_the_list() {
+        assert_eq!(step_speed(1.0, true), 2.0);
+        assert_eq!(step_speed(1.0, false), 0.5);
+        assert_eq!(step_speed(3.0, true), 4.0);
+        assert_eq!(step_speed(3.0, false), 2.0);
+        assert_eq!(step_speed(64.0, true), 64.0);
+        assert_eq!(step_speed(0.25, false), 0.25);
+    }
+}

@@ -1,0 +1,121 @@
+//! The full-screen replay (`blktune replay FILE`): the live TUI's screen,
+//! fed by a [`ReplaySource`] instead of the sampler. Read-only by
+//! construction: no tuner, no sysfs, no root needed.
+
+use super::app::{App, Config};
+use super::replay_source::ReplaySource;
+use super::source::{Control, ReplayPosition};
+use super::{INTERVAL_RANGE, RestoreGuard, Signals, color_allowed, event_loop, page_kb};
+use crate::host::HostInfo;
+use crate::record::Recording;
+use anyhow::Context;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// `01:23`, or `1:02:03` past an hour.
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// The header's replay part: `replay 01:23/01:30 x2 ▶`.
+pub fn position_label(p: &ReplayPosition) -> String {
+    let state = if p.ended {
+        "■ end"
+    } else if p.paused {
+        "‖"
+    } else {
+        "▶"
+    };
+    format!(
+        "replay {}/{} x{} {state}",
+        clock(p.at),
+        clock(p.total),
+        p.speed
+    )
+}
+
+/// The app of a replay: the recorded host, read-only, on the first changed device.
+pub fn replay_app(rec: &Recording, start: f64, speed: f64) -> App {
+    let h = &rec.header;
+    let interval = Duration::try_from_secs_f64(h.interval_s)
+        .unwrap_or(Duration::from_secs(1))
+        .clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
+    let mut app = App::new(Config {
+        host: HostInfo {
+            hostname: h.host.hostname.clone(),
+            kernel: h.host.kernel.clone(),
+            uptime_s: h.host.uptime_s,
+        },
+        read_only: None,
+        interval,
+        page_kb: page_kb(),
+        color: color_allowed(),
+        select: rec.changes().next().map(|c| c.device.clone()),
+    });
+    // Replay mode from the first frame on (keys, header).
+    app.replay = Some(ReplayPosition {
+        at: start,
+        total: rec.duration(),
+        speed,
+        paused: false,
+        ended: false,
+    });
+    app
+}
+
+/// Play `rec` full-screen from `start` seconds at `speed`; returns the exit code.
+pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> anyhow::Result<i32> {
+    let mut app = replay_app(&rec, start, speed);
+    let signals = Signals::register().context("cannot install signal handlers")?;
+    let (feed_tx, feed_rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let handle = ReplaySource::new(rec, start, speed, Instant::now())
+        .spawn(feed_tx, ctl_rx)
+        .context("cannot start the replay thread")?;
+    let result = {
+        // As in the live TUI: never dropped (its Drop would report a gone
+        // terminal on a dead stderr); the guard restores the terminal.
+        let mut term =
+            std::mem::ManuallyDrop::new(ratatui::try_init().context("cannot set up the terminal")?);
+        let _guard = RestoreGuard;
+        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
+    };
+    let _ = ctl_tx.send(Control::Stop);
+    drop(feed_rx);
+    let _ = handle.join();
+    // After SIGHUP the terminal is gone and drawing fails: not an error.
+    if !signals.raised() {
+        result?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_label_reads_like_a_player() {
+        let mut p = ReplayPosition {
+            at: 83.4,
+            total: 90.0,
+            speed: 2.0,
+            paused: false,
+            ended: false,
+        };
+        assert_eq!(position_label(&p), "replay 01:23/01:30 x2 ▶");
+        p.paused = true;
+        p.speed = 0.5;
+        assert_eq!(position_label(&p), "replay 01:23/01:30 x0.5 ‖");
+        p.ended = true;
+        p.at = 3723.0;
+        assert!(position_label(&p).starts_with("replay 1:02:03/"));
+        assert!(position_label(&p).ends_with("■ end"));
+    }
+}
