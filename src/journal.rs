@@ -128,6 +128,30 @@ impl Journal {
         if path.exists() {
             return Ok(false);
         }
+        self.publish(entry, |tmp| match fs::hard_link(tmp, &path) {
+            Ok(()) => fs::remove_file(tmp).map(|()| true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                fs::remove_file(tmp).map(|()| false)
+            }
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Replace a stale entry (see [`JournalEntry::stale_reason`]) with `entry`,
+    /// atomically (temp file, fsync, rename).
+    pub fn replace(&self, entry: &JournalEntry) -> io::Result<()> {
+        let path = self.path(&entry.device)?;
+        self.publish(entry, |tmp| fs::rename(tmp, &path))
+    }
+
+    /// Write `entry` to a fsynced temp file in the journal directory, hand it
+    /// to `put` (link or rename into place), then fsync the directory. The
+    /// temp file is removed if anything fails.
+    fn publish<T>(
+        &self,
+        entry: &JournalEntry,
+        put: impl FnOnce(&Path) -> io::Result<T>,
+    ) -> io::Result<T> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -144,39 +168,9 @@ impl Journal {
                 .open(&tmp)?;
             f.write_all(&json)?;
             f.sync_all()?;
-            let linked = match fs::hard_link(&tmp, &path) {
-                Ok(()) => true,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
-                Err(e) => return Err(e),
-            };
-            fs::remove_file(&tmp)?;
+            let out = put(&tmp)?;
             fs::File::open(&self.dir)?.sync_all()?;
-            Ok(linked)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
-    }
-
-    /// Replace a stale entry (see [`JournalEntry::stale_reason`]) with `entry`,
-    /// atomically (temp file, fsync, rename).
-    pub fn replace(&self, entry: &JournalEntry) -> io::Result<()> {
-        let path = self.path(&entry.device)?;
-        let json = serde_json::to_vec_pretty(entry).map_err(io::Error::other)?;
-        let tmp = self
-            .dir
-            .join(format!(".{}.json.tmp{}", entry.device, std::process::id()));
-        let result = (|| {
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(&json)?;
-            f.sync_all()?;
-            fs::rename(&tmp, &path)?;
-            fs::File::open(&self.dir)?.sync_all()
+            Ok(out)
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
