@@ -294,6 +294,12 @@ impl SysRoot {
         fs::read_to_string(self.procfs.join("diskstats"))
     }
 
+    /// The target of a symlink under procfs (`self/ns/pid` -> `pid:[4026531836]`).
+    pub fn read_proc_link(&self, rel: &str) -> io::Result<PathBuf> {
+        debug_assert!(!rel.contains(".."), "relative paths are constants");
+        fs::read_link(self.procfs.join(rel))
+    }
+
     /// A file under procfs (`stat`, `uptime`, `sys/kernel/hostname`).
     pub fn read_proc(&self, rel: &str) -> io::Result<String> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");

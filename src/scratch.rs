@@ -18,6 +18,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod sweep;
+
+pub use sweep::{Creator, Leftover, Observed, leftovers, observe, sweep};
+
 /// Prefix of scratch backing files, so leftovers are recognisable.
 pub const FILE_PREFIX: &str = "blktune-scratch-";
 
@@ -76,11 +80,16 @@ impl ScratchLoop {
     /// Create a `size`-byte sparse file in `dir` and attach it with direct I/O.
     /// Needs root (losetup).
     pub fn create(dir: &Path, size: u64) -> io::Result<Self> {
-        let file = dir.join(format!(
-            "{FILE_PREFIX}{}-{}.img",
-            std::process::id(),
-            unique()
-        ));
+        // The real kernel's sysfs and procfs: losetup attaches a real
+        // device, whatever roots the rest of the run reads.
+        let root = SysRoot::default();
+        // Named after this process (pid, start time, pid namespace), so a
+        // later run can tell a killed run's leftovers from a live one's; a
+        // name without them is never swept.
+        let file = dir.join(match Creator::current(&root) {
+            Some(c) => c.file_name(unique()),
+            None => format!("{FILE_PREFIX}{}-{}.img", std::process::id(), unique()),
+        });
         let f = fs::File::create(&file)?;
         f.set_len(size)?;
         drop(f);
@@ -104,9 +113,7 @@ impl ScratchLoop {
         };
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let name = dev.trim_start_matches("/dev/").to_owned();
-        // The real kernel's sysfs: losetup attached a real device, whatever
-        // roots the rest of the run reads.
-        let restore = QueueRestore::record(&SysRoot::default(), &name);
+        let restore = QueueRestore::record(&root, &name);
         Ok(Self {
             name,
             file,

@@ -4,11 +4,16 @@
 
 mod common;
 
-use blktune::scratch::ScratchLoop;
+use blktune::scratch::{Creator, ScratchLoop};
 use blktune::tuner::{Settings, Tuner};
 use common::require_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+
+/// The sweep looks at every loop device: two sweeping tests at once would
+/// take each other's planted leftovers.
+static SWEEPS: Mutex<()> = Mutex::new(());
 
 /// scheduler, nr_requests and every iosched tunable of `/sys/block/<name>`
 /// (read_ahead_kb is left out: the kernel recomputes it at attach).
@@ -137,4 +142,156 @@ fn a_scratch_loop_number_keeps_the_settings_it_was_found_with() {
         }
         last.unwrap();
     }
+}
+
+/// A loop device this test attached over `file`; detached on drop.
+fn attach(file: &Path) -> Reattached {
+    std::fs::File::create(file)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let o = Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    Reattached(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+}
+
+fn bound_to(file: &Path) -> bool {
+    let o = Command::new("losetup")
+        .arg("-j")
+        .arg(file)
+        .output()
+        .unwrap();
+    !o.stdout.is_empty()
+}
+
+fn own_pidns() -> u64 {
+    let l = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let l = l.to_string_lossy();
+    l.trim_start_matches("pid:[")
+        .trim_end_matches(']')
+        .parse()
+        .unwrap()
+}
+
+/// A bench that fails right after creating its scratch device (and so after
+/// the sweep): the quickest scratch run there is.
+fn quick_scratch_run(dir: &Path, j: &Path) -> String {
+    let o = common::blktune(
+        &[
+            "bench",
+            "--scratch",
+            "16M",
+            "--scratch-dir",
+            dir.to_str().unwrap(),
+            "--schedulers",
+            "none,nosuch",
+        ],
+        j,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    common::stderr(&o)
+}
+
+#[test]
+fn a_scratch_run_sweeps_a_dead_runs_device_and_nothing_else() {
+    if !require_root("a_scratch_run_sweeps_a_dead_runs_device_and_nothing_else") {
+        return;
+    }
+    let _one_at_a_time = SWEEPS.lock().unwrap_or_else(|e| e.into_inner());
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let j = tempfile::tempdir().unwrap();
+    // A pid that is gone: a child that has exited and been reaped.
+    let dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let mut dead = dead;
+    dead.wait().unwrap();
+    let ns = own_pidns();
+    let creator = |pid, start| Creator {
+        pid,
+        start,
+        pidns: ns,
+    };
+    let gone_file = dir.path().join(creator(dead_pid, 1).file_name(1));
+    let orphan = dir.path().join(creator(dead_pid, 1).file_name(2));
+    // This test process: alive, so its files are not leftovers.
+    let me = Creator::current(&Default::default()).unwrap();
+    let live_file = dir.path().join(me.file_name(3));
+    let foreign = dir.path().join("disk.img");
+    let gone_dev = attach(&gone_file);
+    let live_dev = attach(&live_file);
+    let foreign_dev = attach(&foreign);
+    std::fs::write(&orphan, "").unwrap();
+
+    let err = quick_scratch_run(dir.path(), j.path());
+    let gone_name = gone_dev.0.trim_start_matches("/dev/");
+    assert!(
+        err.lines().any(|l| l
+            == format!(
+                "blktune: removed leftover scratch device {gone_name} ({}, process {dead_pid} is gone)",
+                gone_file.display()
+            )),
+        "{err}"
+    );
+    assert!(
+        err.lines().any(|l| l
+            == format!(
+                "blktune: removed leftover scratch file {} (process {dead_pid} is gone)",
+                orphan.display()
+            )),
+        "{err}"
+    );
+    assert!(!bound_to(&gone_file) && !gone_file.exists() && !orphan.exists());
+    // The live run's and the foreign device are untouched.
+    assert!(bound_to(&live_file) && live_file.exists(), "{err}");
+    assert!(bound_to(&foreign) && foreign.exists(), "{err}");
+    drop((live_dev, foreign_dev));
+    std::mem::forget(gone_dev); // already detached by the sweep
+    assert!(!common::loop_over(dir.path()), "losetup -a is clean");
+}
+
+#[test]
+fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
+    if !require_root("a_scratch_run_sweeps_what_a_sigkilled_bench_left") {
+        return;
+    }
+    let _one_at_a_time = SWEEPS.lock().unwrap_or_else(|e| e.into_inner());
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let j = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["bench", "--scratch", "32M", "--scratch-dir"])
+        .arg(dir.path())
+        // One scheduler: a killed run leaves the loop number on `none`.
+        .args(["--schedulers", "none", "--dwell", "10s"])
+        .env("BLKTUNE_JOURNAL_DIR", j.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t = std::time::Instant::now();
+    while !common::loop_over(dir.path()) {
+        assert!(t.elapsed().as_secs() < 20, "bench never got going");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap(); // SIGKILL: no guard runs
+    child.wait().unwrap();
+    assert!(common::loop_over(dir.path()), "the kill left the device");
+
+    let err = quick_scratch_run(dir.path(), j.path());
+    assert!(
+        err.lines().any(
+            |l| l.starts_with("blktune: removed leftover scratch device loop")
+                && l.ends_with(&format!("process {pid} is gone)"))
+        ),
+        "{err}"
+    );
+    assert!(!common::loop_over(dir.path()), "losetup -a is clean: {err}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }

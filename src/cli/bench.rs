@@ -156,6 +156,9 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 )
                 .into());
             }
+            for line in crate::scratch::sweep(&root, &a.scratch_dir) {
+                eprintln!("{line}");
+            }
             Some(Scratch::create(&a.scratch_dir, size).with_context(|| {
                 format!(
                     "cannot create a scratch loop device in {}",

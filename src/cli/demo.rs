@@ -105,6 +105,10 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
             .context("cannot install signal handlers")?;
     }
     let root = g.root();
+    // A killed earlier run's device and file (no guard ran for them).
+    for line in crate::scratch::sweep(&root, &a.dir) {
+        eprintln!("{line}");
+    }
     let scratch = Scratch::create(&a.dir, a.size)
         .with_context(|| format!("cannot create a scratch loop device in {}", a.dir.display()))?;
     let name = scratch.name().to_owned();
