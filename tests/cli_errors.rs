@@ -454,3 +454,24 @@ fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
     let sched = std::fs::read_to_string(gone.join("queue/scheduler")).unwrap();
     assert_eq!(sched.trim(), "none [mq-deadline] kyber bfq");
 }
+
+#[test]
+fn each_command_refuses_the_interval_its_help_does_not_offer() {
+    let f = Fixture::new();
+    // The tuner (and the demo, which runs it) samples at most every 10 s;
+    // watch and record go up to an hour. Refused before anything starts.
+    for (args, v) in [
+        (&["-i", "11s"][..], "'11s'"),
+        (&["--interval", "10001ms"], "'10001ms'"),
+        (&["demo", "-i", "20s"], "'20s'"),
+    ] {
+        f.fails(args, 2, &[v, "100ms to 10s"]);
+    }
+    f.fails(&["-i", "50ms"], 2, &["'50ms'", "100ms to 10s"]);
+    f.fails(&["watch", "-i", "2h", "sda"], 2, &["'2h'", "100ms to 1h"]);
+    f.fails(
+        &["record", "-i", "3601s", "/dev/null"],
+        2,
+        &["'3601s'", "100ms to 1h"],
+    );
+}

@@ -3,7 +3,7 @@
 //! Everything is removed on the way out: quit, Ctrl-C, SIGTERM, SIGHUP, or a
 //! panic (the guards drop while unwinding).
 
-use super::{Global, TuiArgs, UsageError, parse_interval};
+use super::{Global, TuiArgs, UsageError, parse_tui_interval};
 use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
 use crate::scratch::QueueRestore;
 use crate::tuner::{Settings, Tuner};
@@ -22,8 +22,8 @@ pub struct DemoArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_demo_size, default_value = "256M")]
     pub size: u64,
 
-    /// Sample interval of the TUI.
-    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "500ms")]
+    /// Sample interval of the TUI: 100ms to 10s.
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_tui_interval, default_value = "500ms")]
     pub interval: Duration,
 
     /// Directory for the scratch file (not tmpfs: O_DIRECT needs a real filesystem).

@@ -67,8 +67,8 @@ pub struct TuiArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
-    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 10s.
+    #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_tui_interval, default_value = "1s")]
     pub interval: Duration,
 
     /// Show everything, change nothing.
@@ -80,11 +80,24 @@ pub struct TuiArgs {
     pub revert_on_exit: bool,
 }
 
-/// An interval between 100 ms and 10 s.
+/// An interval of watch and record: 100 ms to 1 h.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
         return Err(format!("interval '{s}' is out of range: 100ms to 1h"));
+    }
+    Ok(d)
+}
+
+/// A sample interval of the full-screen tuner: 100 ms to 10 s
+/// ([`crate::tui::INTERVAL_RANGE`]; a chart of 10 s steps is already slow to read).
+pub fn parse_tui_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    let (lo, hi) = crate::tui::INTERVAL_RANGE;
+    if d < lo || d > hi {
+        return Err(format!(
+            "interval '{s}' is out of range for the tuner: 100ms to 10s (watch and record take up to 1h)"
+        ));
     }
     Ok(d)
 }
@@ -241,5 +254,33 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn each_interval_parser_takes_what_its_help_says() {
+        let ok = |f: fn(&str) -> Result<Duration, String>, s| f(s).is_ok();
+        assert!(ok(parse_tui_interval, "100ms") && ok(parse_tui_interval, "10s"));
+        assert!(!ok(parse_tui_interval, "99ms") && !ok(parse_tui_interval, "10001ms"));
+        assert!(ok(parse_interval, "100ms") && ok(parse_interval, "1h"));
+        assert!(!ok(parse_interval, "99ms") && !ok(parse_interval, "3601s"));
+        let help = |cmd: &mut clap::Command, arg: &str| {
+            cmd.get_arguments()
+                .find(|a| a.get_id() == arg)
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        let mut top = Args::command();
+        let h = help(&mut top, "interval");
+        assert!(h.contains("100ms to 10s") && !h.contains("1h"), "{h}");
+        for (sub, range) in [
+            ("watch", "100ms to 1h"),
+            ("record", "100ms to 1h"),
+            ("demo", "100ms to 10s"),
+        ] {
+            let c = top.find_subcommand_mut(sub).unwrap();
+            let h = help(c, "interval");
+            assert!(h.contains(range), "{sub}: {h}");
+        }
     }
 }

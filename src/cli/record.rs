@@ -21,7 +21,7 @@ pub struct RecordArgs {
     /// File to write: NDJSON, gzip-compressed when the name ends in .gz.
     pub file: PathBuf,
 
-    /// Sample interval: 250ms, 1s, 2 (seconds).
+    /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
     #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
 

@@ -16,7 +16,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Interval: 250ms, 1s, 2 (seconds).
+    /// Interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
     #[arg(long, short = 'i', value_name = "DUR", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
 
