@@ -9,6 +9,63 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+/// What a header part says, so that shortening can find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Name,
+    Mode,
+    Rec,
+    Host,
+    Kernel,
+    Position,
+    Uptime,
+    Iowait,
+    Every,
+    Paused,
+}
+
+/// One way to make the header shorter.
+#[derive(Debug, Clone, Copy)]
+enum Shorten {
+    Drop(Part),
+    /// The recording's file name without its directory.
+    RecBasename,
+    /// The middle of the recording's file name, keeping at least this many characters.
+    RecEllipsis(usize),
+}
+
+/// Cheapest losses first: the program name, the kernel and the uptime, then
+/// the recording's directory and the middle of its file name (which repeats
+/// the hostname), the hostname, iowait. The mode, the recording marker, the
+/// interval and PAUSED stay.
+const SHORTEN: [Shorten; 8] = [
+    Shorten::Drop(Part::Name),
+    Shorten::Drop(Part::Kernel),
+    Shorten::Drop(Part::Uptime),
+    Shorten::RecBasename,
+    Shorten::RecEllipsis(16),
+    Shorten::Drop(Part::Host),
+    Shorten::Drop(Part::Iowait),
+    Shorten::RecEllipsis(5),
+];
+
+const REC: &str = "● REC ";
+
+/// `s` cut to `keep` characters (at least 2) by replacing its middle with `…`.
+fn ellipsize_middle(s: &str, keep: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let keep = keep.max(2);
+    if chars.len() <= keep {
+        return s.to_owned();
+    }
+    let head = (keep - 1) / 2;
+    let tail = keep - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 /// The header's text, joined with `│`, shortened to fit `width`.
 pub fn header_text(app: &App, width: usize) -> String {
     let mode = if app.read_only.is_some() {
@@ -16,47 +73,65 @@ pub fn header_text(app: &App, width: usize) -> String {
     } else {
         "root"
     };
-    let mut parts = vec!["blktune".to_string()];
+    let mut parts = vec![(Part::Name, "blktune".to_string())];
     // A replay's position says "replay"; the live mode is this machine's.
     if app.replay.is_none() {
-        parts.push(mode.to_string());
+        parts.push((Part::Mode, mode.to_string()));
     }
     if let Some(p) = &app.recording {
-        parts.push(format!("● REC {}", p.display()));
+        parts.push((Part::Rec, format!("{REC}{}", p.display())));
     }
     if !app.host.hostname.is_empty() {
-        parts.push(app.host.hostname.clone());
+        parts.push((Part::Host, app.host.hostname.clone()));
     }
     if !app.host.kernel.is_empty() {
-        parts.push(app.host.kernel.clone());
+        parts.push((Part::Kernel, app.host.kernel.clone()));
     }
     match &app.replay {
-        Some(r) => parts.push(crate::tui::replay_view::position_label(r)),
-        None => parts.push(format!("up {}", format_uptime(app.host.uptime_s + app.now))),
+        Some(r) => parts.push((Part::Position, crate::tui::replay_view::position_label(r))),
+        None => parts.push((
+            Part::Uptime,
+            format!("up {}", format_uptime(app.host.uptime_s + app.now)),
+        )),
     }
-    parts.push(match app.iowait {
-        Some(w) => format!("iowait {w:.1}%"),
-        None => "iowait -".into(),
-    });
-    parts.push(format!("every {}", fmt_interval(app.interval)));
+    parts.push((
+        Part::Iowait,
+        match app.iowait {
+            Some(w) => format!("iowait {w:.1}%"),
+            None => "iowait -".into(),
+        },
+    ));
+    parts.push((Part::Every, format!("every {}", fmt_interval(app.interval))));
     if app.paused && app.replay.is_none() {
-        parts.push("PAUSED".into());
+        parts.push((Part::Paused, "PAUSED".into()));
     }
-    // Drop the least useful facts first when the line is too long.
-    for drop in ["blktune", "kernel", "up"] {
-        let len: usize = parts.iter().map(|p| p.chars().count() + 3).sum();
-        if len <= width {
+    // Each part with its separator, plus a margin of two.
+    let len = |parts: &[(Part, String)]| -> usize {
+        parts.iter().map(|(_, p)| p.chars().count() + 3).sum()
+    };
+    for step in SHORTEN {
+        let over = len(&parts).saturating_sub(width);
+        if over == 0 {
             break;
         }
-        match drop {
-            "blktune" => {
-                parts.remove(0);
+        let rec = parts.iter_mut().find(|(k, _)| *k == Part::Rec);
+        match (step, rec) {
+            (Shorten::Drop(kind), _) => parts.retain(|(k, _)| *k != kind),
+            (Shorten::RecBasename, Some((_, text))) => {
+                if let Some(base) = app.recording.as_deref().and_then(|p| p.file_name()) {
+                    *text = format!("{REC}{}", base.to_string_lossy());
+                }
             }
-            "kernel" => parts.retain(|p| *p != app.host.kernel),
-            _ => parts.retain(|p| !p.starts_with("up ")),
+            (Shorten::RecEllipsis(min), Some((_, text))) => {
+                let name = text.strip_prefix(REC).unwrap_or(text);
+                let keep = name.chars().count().saturating_sub(over).max(min);
+                *text = format!("{REC}{}", ellipsize_middle(name, keep));
+            }
+            (_, None) => {}
         }
     }
-    format!(" {}", parts.join(" │ "))
+    let texts: Vec<&str> = parts.iter().map(|(_, p)| p.as_str()).collect();
+    format!(" {}", texts.join(" │ "))
 }
 
 /// Draw the header and, in read-only mode, the banner.
@@ -79,5 +154,110 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.heading()))),
             b,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostInfo;
+    use crate::tui::app::Config;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    const LONG: &str = "/var/log/incidents/blktune-db-prod-01-20261122-081500.ndjson.gz";
+
+    fn app(recording: Option<&str>) -> App {
+        let mut app = App::new(Config {
+            host: HostInfo {
+                hostname: "db-prod-01".into(),
+                kernel: "6.18.44-fc-v657".into(),
+                uptime_s: 3.0 * 86400.0,
+            },
+            read_only: None,
+            interval: Duration::from_millis(250),
+            page_kb: 4,
+            color: false,
+            select: None,
+        });
+        app.recording = recording.map(PathBuf::from);
+        app.iowait = Some(12.5);
+        app
+    }
+
+    #[test]
+    fn recording_at_80_columns_keeps_rec_and_the_interval_on_screen() {
+        let app = app(Some(LONG));
+        let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        term.draw(|f| super::super::draw(f, &app)).unwrap();
+        let top: String = (0..80)
+            .map(|x| term.backend().buffer()[(x, 0)].symbol().to_string())
+            .collect();
+        assert!(top.contains("● REC blktune-"), "{top}");
+        assert!(top.contains("every 250ms"), "{top}");
+        assert!(
+            top.contains("root") && top.contains("iowait 12.5%"),
+            "{top}"
+        );
+        // The name, kernel, uptime and directory went; the file name lost
+        // its middle (the hostname, shown on its own), not its ends.
+        assert_eq!(
+            top.trim_end(),
+            " root │ ● REC blktune-db…0.ndjson.gz │ db-prod-01 │ iowait 12.5% │ every 250ms"
+        );
+    }
+
+    #[test]
+    fn the_header_gives_up_parts_in_order_and_never_rec_or_every() {
+        let full = header_text(&app(Some(LONG)), 200);
+        assert!(
+            full.starts_with(" blktune │ root │ ● REC /var/log/"),
+            "{full}"
+        );
+        assert!(
+            full.contains("6.18.44-fc-v657") && full.contains("up 3d"),
+            "{full}"
+        );
+        let mut last = usize::MAX;
+        for w in (20..=200).rev() {
+            let t = header_text(&app(Some(LONG)), w);
+            let n = t.chars().count();
+            assert!(n <= last, "{w}: {t}");
+            last = n;
+            assert!(
+                t.contains("● REC ") && t.contains("every 250ms"),
+                "{w}: {t}"
+            );
+            if w >= 40 {
+                assert!(n <= w, "{w}: {t}");
+            }
+            // The directory goes before the hostname does.
+            if !t.contains("db-prod-01 │") {
+                assert!(!t.contains("/var/log"), "{w}: {t}");
+            }
+        }
+        let narrow = header_text(&app(Some(LONG)), 40);
+        // 40 = 1 + "root" + "● REC " + 10 + "every 250ms" + separators + margin.
+        assert_eq!(narrow, " root │ ● REC blkt…on.gz │ every 250ms");
+    }
+
+    #[test]
+    fn without_a_recording_the_name_then_the_kernel_go() {
+        // 91 columns in full; without "blktune" 81 (with the margin of two),
+        // without the kernel as well 63.
+        let t = header_text(&app(None), 80);
+        assert_eq!(
+            t,
+            " root │ db-prod-01 │ up 3d 00:00 │ iowait 12.5% │ every 250ms"
+        );
+    }
+
+    #[test]
+    fn ellipsis_keeps_both_ends() {
+        assert_eq!(ellipsize_middle("abcdefghij", 5), "ab…ij");
+        assert_eq!(ellipsize_middle("abc", 5), "abc");
+        assert_eq!(ellipsize_middle("abcdef", 0), "…f");
     }
 }
