@@ -25,6 +25,41 @@ pub use sweep::{Creator, Leftover, Observed, leftovers, observe, sweep};
 /// Prefix of scratch backing files, so leftovers are recognisable.
 pub const FILE_PREFIX: &str = "blktune-scratch-";
 
+/// Suffix of the file next to a scratch file that keeps its loop device's
+/// queue settings as found at attach, so that a later run can put them back
+/// if this one is killed before its guard runs.
+pub const SETTINGS_SUFFIX: &str = ".queue.json";
+
+/// The settings file of a scratch file (`<file>.queue.json`).
+pub fn settings_file(file: &Path) -> PathBuf {
+    let mut s = file.as_os_str().to_owned();
+    s.push(SETTINGS_SUFFIX);
+    PathBuf::from(s)
+}
+
+/// Keep `settings` next to `file`. A new file only (`O_EXCL`): never through
+/// a link someone planted in a shared temp dir.
+fn write_settings_file(file: &Path, settings: &Settings) -> io::Result<()> {
+    let json = serde_json::to_vec(settings).map_err(io::Error::other)?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(settings_file(file))?;
+    io::Write::write_all(&mut f, &json)
+}
+
+/// The settings kept next to `file`, if that is a regular file of this
+/// user (in a shared temp dir, anyone else's file is not evidence).
+pub fn read_settings_file(file: &Path) -> Option<Settings> {
+    use std::os::unix::fs::MetadataExt;
+    let path = settings_file(file);
+    let meta = fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.len() > 64 << 10 {
+        return None;
+    }
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
+
 /// A loop device over a temp file; its queue settings put back, then
 /// detached and deleted on drop.
 #[derive(Debug)]
@@ -90,7 +125,12 @@ impl ScratchLoop {
             Some(c) => c.file_name(unique()),
             None => format!("{FILE_PREFIX}{}-{}.img", std::process::id(), unique()),
         });
-        let f = fs::File::create(&file)?;
+        // A new file only: in a shared temp dir an existing name (or a
+        // planted symlink) must not be truncated and attached.
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&file)?;
         f.set_len(size)?;
         drop(f);
         let out = Command::new("losetup")
@@ -114,6 +154,10 @@ impl ScratchLoop {
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let name = dev.trim_start_matches("/dev/").to_owned();
         let restore = QueueRestore::record(&root, &name);
+        if let Some(o) = restore.original() {
+            // Best effort: without it a killed run's settings stay behind.
+            let _ = write_settings_file(&file, o);
+        }
         Ok(Self {
             name,
             file,
@@ -201,6 +245,7 @@ impl ScratchLoop {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let _ = fs::remove_file(&self.file);
+        let _ = fs::remove_file(settings_file(&self.file));
         result
     }
 }

@@ -78,6 +78,7 @@ fn round(how: &str, teardown: fn(ScratchLoop)) -> Result<(), String> {
     let dir = tempfile::tempdir_in(base).unwrap();
     let lo = ScratchLoop::create(dir.path(), 32 << 20).expect("losetup");
     let name = lo.name().to_owned();
+    let file = lo.file().to_owned();
     let before = queue_of(&name);
     let was = active(&before[0].1).to_owned();
     assert_eq!(
@@ -104,7 +105,14 @@ fn round(how: &str, teardown: fn(ScratchLoop)) -> Result<(), String> {
     assert_eq!(active(&changed[0].1), other);
     assert_eq!(changed[1].1, nr.to_string());
 
+    let kept = blktune::scratch::settings_file(&file);
+    assert_eq!(
+        blktune::scratch::read_settings_file(&file).as_ref(),
+        lo.queue_restore().original(),
+        "kept next to the file for a later run"
+    );
     teardown(lo);
+    assert!(!file.exists() && !kept.exists());
     // Still there after the detach, with the settings put back.
     assert!(Path::new("/sys/block").join(&name).exists());
     let Some(_again) = reattach(&name, dir.path()) else {
@@ -254,6 +262,27 @@ fn a_scratch_run_sweeps_a_dead_runs_device_and_nothing_else() {
     assert!(!common::loop_over(dir.path()), "losetup -a is clean");
 }
 
+/// The scratch file in `dir` and the loop device bound to it, if any.
+fn scratch_in(dir: &Path) -> Option<(PathBuf, String)> {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "img"))?;
+    let o = Command::new("losetup")
+        .arg("-j")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let dev = out
+        .split(':')
+        .next()?
+        .trim()
+        .strip_prefix("/dev/")?
+        .to_owned();
+    Some((file, dev))
+}
+
 #[test]
 fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
     if !require_root("a_scratch_run_sweeps_what_a_sigkilled_bench_left") {
@@ -266,8 +295,14 @@ fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
         .args(["bench", "--scratch", "32M", "--scratch-dir"])
         .arg(dir.path())
-        // One scheduler: a killed run leaves the loop number on `none`.
-        .args(["--schedulers", "none", "--dwell", "10s"])
+        .args([
+            "--schedulers",
+            "kyber,bfq",
+            "--dwell",
+            "10s",
+            "--settle",
+            "0s",
+        ])
         .env("BLKTUNE_JOURNAL_DIR", j.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -275,23 +310,51 @@ fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
         .unwrap();
     let pid = child.id();
     let t = std::time::Instant::now();
-    while !common::loop_over(dir.path()) {
+    let too_long = || {
         assert!(t.elapsed().as_secs() < 20, "bench never got going");
         std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (file, name) = loop {
+        match scratch_in(dir.path()) {
+            Some(s) => break s,
+            None => too_long(),
+        }
+    };
+    // What the scratch guard found at attach, kept next to the file.
+    let original = loop {
+        match blktune::scratch::read_settings_file(&file) {
+            Some(o) => break o,
+            None => too_long(),
+        }
+    };
+    let was = original.scheduler.clone().unwrap();
+    // Killed once the bench switched away from it (to kyber or bfq).
+    while active(&queue_of(&name)[0].1) == was {
+        too_long();
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
     child.kill().unwrap(); // SIGKILL: no guard runs
     child.wait().unwrap();
     assert!(common::loop_over(dir.path()), "the kill left the device");
 
     let err = quick_scratch_run(dir.path(), j.path());
     assert!(
-        err.lines().any(
-            |l| l.starts_with("blktune: removed leftover scratch device loop")
-                && l.ends_with(&format!("process {pid} is gone)"))
-        ),
+        err.lines().any(|l| l
+            == format!(
+                "blktune: removed leftover scratch device {name} ({}, process {pid} is gone)",
+                file.display()
+            )),
         "{err}"
     );
     assert!(!common::loop_over(dir.path()), "losetup -a is clean: {err}");
-    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the scratch file and its settings file are gone"
+    );
+    // The loop number is back on what the killed run found (if no parallel
+    // test took it first, in which case that test's own guard rules it).
+    if let Some(_again) = reattach(&name, dir.path()) {
+        let q = queue_of(&name);
+        assert_eq!(active(&q[0].1), was, "{err}");
+        assert_eq!(Some(q[1].1.parse().unwrap()), original.nr_requests);
+    }
 }

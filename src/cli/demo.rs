@@ -75,6 +75,7 @@ fn watchdog(
                         .arg(format!("/dev/{dev}"))
                         .status();
                     let _ = std::fs::remove_file(&file);
+                    let _ = std::fs::remove_file(crate::scratch::settings_file(&file));
                     std::process::exit(1);
                 }
                 std::thread::sleep(Duration::from_millis(200));

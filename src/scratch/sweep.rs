@@ -9,8 +9,9 @@
 //! loop device over any other file, or over the file of a live process, is
 //! never touched.
 
-use super::FILE_PREFIX;
+use super::{FILE_PREFIX, SETTINGS_SUFFIX, read_settings_file, settings_file};
 use crate::os::SysRoot;
+use crate::tuner::Tuner;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
@@ -165,10 +166,19 @@ pub fn leftovers(o: &Observed) -> Vec<Leftover> {
         })
         .collect();
     for f in &o.files {
-        if o.loops.iter().any(|(_, t)| &backing_path(t) == f) {
+        // A settings file goes with its scratch file, or alone if that is gone.
+        let img = f
+            .to_str()
+            .and_then(|s| s.strip_suffix(SETTINGS_SUFFIX))
+            .map(PathBuf::from);
+        if img.as_ref().is_some_and(|i| o.files.contains(i)) {
             continue;
         }
-        if let Some(c) = gone_creator(f, o) {
+        let main = img.as_ref().unwrap_or(f);
+        if o.loops.iter().any(|(_, t)| &backing_path(t) == main) {
+            continue;
+        }
+        if let Some(c) = gone_creator(main, o) {
             out.push(Leftover {
                 device: None,
                 file: f.clone(),
@@ -246,6 +256,15 @@ pub fn sweep(root: &SysRoot, dir: &Path) -> Vec<String> {
             if !same {
                 continue;
             }
+            // The killed run could not put the loop device's queue settings
+            // back; its settings file says what they were at attach.
+            if let Some(original) = read_settings_file(&l.file)
+                && let Err(e) = Tuner::new(root.clone(), None).restore(dev, &original)
+            {
+                lines.push(format!(
+                    "blktune: note: cannot put back the queue settings of leftover {dev}: {e}"
+                ));
+            }
             if let Err(e) = detach(dev) {
                 lines.push(format!(
                     "blktune: note: cannot remove leftover scratch device {dev} ({}): {e}",
@@ -254,6 +273,7 @@ pub fn sweep(root: &SysRoot, dir: &Path) -> Vec<String> {
                 continue;
             }
         }
+        let _ = fs::remove_file(settings_file(&l.file));
         match fs::remove_file(&l.file) {
             Ok(()) => lines.push(l.message()),
             // Already gone (a parallel sweep, or unlinked before the kill).
@@ -435,6 +455,49 @@ mod tests {
         assert_eq!(
             l[2].message(),
             format!("blktune: removed leftover scratch file {c} (process 102 is gone)")
+        );
+    }
+
+    #[test]
+    fn settings_files_go_with_their_scratch_files_or_alone_when_those_are_gone() {
+        let p = |pid, u| {
+            format!(
+                "/var/tmp/{}",
+                Creator {
+                    pid,
+                    start: 1,
+                    pidns: NS
+                }
+                .file_name(u)
+            )
+        };
+        let side = |f: &str| format!("{f}{SETTINGS_SUFFIX}");
+        let (bound, orphan, alone, live, live_bound) =
+            (p(1, 1), p(2, 2), p(3, 3), p(4, 4), p(5, 5));
+        let o = observed(
+            &[("loop1", &bound), ("loop5", &live_bound)],
+            &[
+                &bound,
+                &side(&bound),
+                &orphan,
+                &side(&orphan),
+                &side(&alone),
+                &side(&live),
+                &side(&live_bound),
+            ],
+            &[(4, 1), (5, 1)],
+        );
+        let got: Vec<(Option<String>, String)> = leftovers(&o)
+            .into_iter()
+            .map(|l| (l.device, l.file.display().to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some("loop1".into()), bound),
+                (None, orphan),
+                (None, side(&alone))
+            ]
         );
     }
 
