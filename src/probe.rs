@@ -230,6 +230,12 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
         open.retain(|k, _| wanted.contains(k));
         if let Ok(mut st) = s.state.lock() {
             st.retain(|k, _| wanted.contains(k));
+            // A device's interval starts when it becomes wanted, not at its
+            // first read: else a take() just after that read would divide
+            // one read by a few milliseconds and report a huge rate.
+            for name in &wanted {
+                st.entry(name.clone()).or_insert_with(DevState::new);
+            }
         }
         for name in &wanted {
             let dev = open

@@ -399,3 +399,153 @@ fn change_undo_and_revert_all_through_the_tuner() {
     ctx.send(Control::Stop).unwrap();
     handle.join().unwrap();
 }
+
+#[test]
+fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.enable_probe(5.0);
+    assert_eq!(app.probe_control(), None, "nothing selected yet");
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(
+        app.probe_control(),
+        Some(Control::Probe(Some("sda".into())))
+    );
+    assert_eq!(app.probe_control(), None, "said once");
+
+    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 3, &busy(4), "sda", &st);
+    let h = &app.probe.as_ref().unwrap().history["sda"];
+    assert_eq!(h.len(), 3);
+    let last = h.back().unwrap();
+    assert_eq!(
+        (
+            last.p50,
+            last.p99,
+            last.max,
+            last.reads_per_sec,
+            last.errors
+        ),
+        (Some(0.3), Some(1.2), Some(2.0), 5.0, 0)
+    );
+    // On the sample timeline: the same ends and lengths as diskstats' points.
+    let probe_t: Vec<(f64, f64)> = h.iter().map(|p| (p.t, p.itv)).collect();
+    let disk_t: Vec<(f64, f64)> = app.histories["sda"]
+        .points()
+        .iter()
+        .skip(1)
+        .map(|p| (p.t, p.itv))
+        .collect();
+    assert_eq!(probe_t, disk_t);
+    assert!(!app.probe.as_ref().unwrap().history.contains_key("sdb"));
+
+    // Moving the selection re-targets the probe, in the key's own answer.
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down]),
+        vec![Control::Probe(Some("sdb".into()))]
+    );
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down, KeyCode::Up]),
+        vec![
+            Control::Probe(Some("zram0".into())),
+            Control::Probe(Some("sdb".into()))
+        ]
+    );
+    // Keys that leave the selection alone say nothing to the probe: a sort
+    // (by %util: sdb first) keeps it, and Up at the top moves nothing.
+    assert!(press(&mut app, &chars("o")).is_empty());
+    assert!(press(&mut app, &[KeyCode::Up]).is_empty());
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down]),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    // Typing a filter moves the selection, and the probe with it.
+    let mut ctl = press(&mut app, &chars("/sdb"));
+    ctl.extend(press(&mut app, &[KeyCode::Enter, KeyCode::Esc]));
+    assert_eq!(ctl, vec![Control::Probe(Some("sdb".into()))]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    m.run_probed(&mut app, 1, &busy(4), "sdb", &st);
+    assert!(app.probe.as_ref().unwrap().latest("sdb").is_some());
+    // A vanished device moves the selection on the next sample; the event
+    // loop asks probe_control() after every batch of feeds.
+    m.tree.remove("sdb").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    let now = app.selected.clone().unwrap();
+    assert_ne!(now, "sdb");
+    assert_eq!(app.probe_control(), Some(Control::Probe(Some(now.clone()))));
+    assert!(
+        !app.probe.as_ref().unwrap().history.contains_key("sdb"),
+        "a vanished device's probe history goes"
+    );
+
+    // An error shows up as the newest point's error, not as a crash.
+    let denied = probe_stats(0.0, None, Some("cannot open /dev/X for reading"));
+    m.run_probed(&mut app, 1, &busy(4), &now, &denied);
+    let p = app.probe.as_ref().unwrap().latest(&now).unwrap();
+    assert_eq!(p.error.as_deref(), Some("cannot open /dev/X for reading"));
+    assert_eq!((p.p99, p.errors), (None, 5));
+}
+
+#[test]
+fn probe_off_has_no_state_and_sends_nothing() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    assert_eq!(app.probe_control(), None);
+    assert!(press(&mut app, &[KeyCode::Down, KeyCode::Down]).is_empty());
+    // Figures that arrive anyway are dropped.
+    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 2, &busy(4), "zram0", &st);
+    assert!(app.probe.is_none());
+    assert!(app.probe_compare("sda", 0).is_none());
+}
+
+#[test]
+fn live_source_probe_error_reaches_the_app_without_a_crash() {
+    // A disk in the fake tree has no node in /dev: the probe cannot open it,
+    // like a user who may not open /dev/X; the error comes back as figures.
+    let name = "blkprobetest0";
+    assert!(!std::path::Path::new("/dev").join(name).exists());
+    let m = Machine::new(&[blktune::fake::FakeDisk::new(name).dev(8, 0)]);
+    m.tree
+        .set_diskstats(&[(name, 8, 0, Counters::default())])
+        .unwrap();
+    let root = m.tree.root();
+    let (ftx, frx) = mpsc::channel();
+    let (ctx, crx) = mpsc::channel();
+    let handle = LiveSource::new(
+        Sampler::new(root).unwrap(),
+        None,
+        Duration::from_millis(100),
+    )
+    .with_probe(20.0)
+    .spawn(ftx, crx)
+    .unwrap();
+    let mut app = m.app(Some("--read-only"));
+    app.enable_probe(20.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut error = None;
+    while error.is_none() {
+        assert!(Instant::now() < deadline, "no probe error came back");
+        if let Ok(f) = frx.recv_timeout(Duration::from_millis(50)) {
+            app.on_feed(f);
+        }
+        if let Some(c) = app.probe_control() {
+            ctx.send(c).unwrap();
+        }
+        error = app
+            .probe
+            .as_ref()
+            .and_then(|p| p.latest(name))
+            .and_then(|p| p.error.clone());
+    }
+    let e = error.unwrap();
+    assert!(
+        e.contains(&format!("cannot open /dev/{name} for reading")),
+        "{e}"
+    );
+    ctx.send(Control::Stop).unwrap();
+    handle.join().unwrap();
+}

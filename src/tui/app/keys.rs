@@ -11,6 +11,13 @@ use std::time::Duration;
 impl App {
     /// Apply an action; returns what the source must do.
     pub fn on_action(&mut self, a: Action) -> Vec<Control> {
+        let mut out = self.dispatch(a);
+        // A new selection moves the probe along.
+        out.extend(self.probe_control());
+        out
+    }
+
+    fn dispatch(&mut self, a: Action) -> Vec<Control> {
         if a == Action::Quit {
             self.quit = true;
             return Vec::new();

@@ -5,7 +5,10 @@
 
 mod dialogs;
 mod keys;
+mod probe;
 mod replay;
+
+pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
 use super::bench_dialog::BenchDialog;
 use super::command::Mode;
@@ -168,6 +171,8 @@ pub struct App {
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo`: the scratch device the guided hint is about.
     pub demo: Option<String>,
+    /// The latency probe (`--probe`); `None` when it is off.
+    pub probe: Option<ProbeState>,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -204,6 +209,7 @@ impl App {
             page_rows: 10,
             recording: None,
             demo: None,
+            probe: None,
             quit: false,
             udev_db: None,
             next_id: 1,
@@ -337,6 +343,7 @@ impl App {
             Feed::ExportWritten(r) => self.on_export_written(r),
             Feed::Reset => self.reset(),
             Feed::Record(ev) => self.on_record(ev),
+            Feed::Probe(p) => self.on_probe(&p),
         }
     }
 
@@ -367,6 +374,10 @@ impl App {
             let devs = Arc::clone(&self.devices);
             self.histories
                 .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            if let Some(p) = &mut self.probe {
+                p.history
+                    .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            }
             self.close_overlay_of_vanished();
         }
         if let Some(itv) = s.interval {
