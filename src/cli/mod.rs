@@ -284,5 +284,10 @@ mod tests {
         assert!(!a.tui.probe, "off by default");
         // A rate without the probe is a usage error, not silently ignored.
         assert!(Args::try_parse_from(["blktune", "--probe-rate", "20"]).is_err());
+        let a = Args::try_parse_from(["blktune", "demo", "--probe", "--probe-rate", "2"]).unwrap();
+        match a.command {
+            Some(Command::Demo(d)) => assert!(d.probe && d.probe_rate == 2.0),
+            c => panic!("{c:?}"),
+        }
     }
 }
