@@ -8,6 +8,7 @@ use blktune::host::HostInfo;
 use blktune::os::SysRoot;
 use blktune::sampler::Sampler;
 use blktune::tui::app::{App, Config};
+use blktune::tui::command::Action;
 use blktune::tui::source::{Control, Feed, LiveSource, ProbeSample};
 use common::*;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -74,7 +75,7 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     let (ctx, crx) = mpsc::channel();
     // Read-only (no tuner), as with --read-only: the probe only reads.
     let handle = LiveSource::new(Sampler::new(root.clone()).unwrap(), None, INTERVAL)
-        .with_probe(RATE)
+        .with_probe_rate(RATE)
         .spawn(ftx, crx)
         .unwrap();
     let mut app = App::new(Config {
@@ -131,6 +132,32 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
         last.reads > 0 && last.p99.is_some_and(|v| v > 0.0),
         "{last:?}"
     );
+
+    // P turns it off: the source stops the probe and closes the device while
+    // sampling goes on; P again starts it anew.
+    let off = app.on_action(Action::ToggleProbe);
+    assert_eq!(off, vec![Control::Probe(None)]);
+    off.into_iter().for_each(|c| ctx.send(c).unwrap());
+    pump(&mut app, &frx, &ctx, 0.5, &[]);
+    let b_reads = reads_of(&bn);
+    let seen = pump(&mut app, &frx, &ctx, 1.0, &[]);
+    assert!(seen.is_empty(), "no probe figures while off: {seen:?}");
+    assert_eq!(reads_of(&bn), b_reads, "no reads of {bn} while off");
+    assert_eq!(opens_of(&bdev), 0);
+    assert!(app.samples > 0 && app.probe.is_none());
+    let on = app.on_action(Action::ToggleProbe);
+    assert_eq!(on, vec![Control::Probe(Some(bn.clone()))]);
+    on.into_iter().for_each(|c| ctx.send(c).unwrap());
+    pump(&mut app, &frx, &ctx, 1.5, &[&bn]);
+    assert!(
+        app.probe
+            .as_ref()
+            .unwrap()
+            .latest(&bn)
+            .is_some_and(|p| p.reads > 0),
+        "probing {bn} again"
+    );
+    assert_eq!(opens_of(&bdev), 1);
 
     // The probe stops with the source: no descriptor left on either device.
     ctx.send(Control::Stop).unwrap();

@@ -1,7 +1,7 @@
 //! End to end: `blktune --probe` in tmux at 80x24 on a loop device this test
 //! creates. The probe's figures show next to r_await, a switch gets a
-//! `pr_p99` before/after row, and quitting ends the process (and with it the
-//! probe). Root only; skips otherwise.
+//! `pr_p99` before/after row, `P` turns it off and on, and quitting ends the
+//! process (and with it the probe). Root only; skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
@@ -160,6 +160,27 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     println!("80x24 after the switch:\n{s}");
     assert!(figures(&s, "r_await").is_some(), "{s}");
 
+    // P turns it off: its lines go and the device is closed; P brings it back.
+    t.keys(&["P"]);
+    let s = t.wait_for("the probe off", |s| {
+        s.contains("probe off") && !s.contains("counted in r/s") && !s.contains("pr_p99")
+    });
+    assert!(figures(&s, "r_await").is_some(), "the rest stays: {s}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while held_open(&dev) {
+        assert!(
+            Instant::now() < deadline,
+            "/dev/{dev} still open with the probe off"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    t.keys(&["P"]);
+    t.wait_for("the probe on again", |s| {
+        s.contains(&format!("probe on: 20.0 read-only 4 KiB reads/s of {dev}"))
+            && figures(s, "250ms").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
+    });
+    assert!(held_open(&dev));
+
     // q: the settings go back and the process (and its probe) ends.
     t.keys(&["q"]);
     t.wait_for("the prompt back after q", |s| {
@@ -170,13 +191,21 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
                 .is_some_and(|l| l.starts_with(PROMPT))
     });
     assert_eq!(lo.active_scheduler(), orig);
+    assert!(
+        !held_open(&dev),
+        "nothing holds /dev/{dev} open after quitting"
+    );
+}
+
+/// Does any other process have `/dev/<dev>` open?
+fn held_open(dev: &str) -> bool {
     let me = std::process::id().to_string();
-    let held = std::fs::read_dir("/proc")
+    let path = std::path::Path::new("/dev").join(dev);
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter(|p| p.file_name().to_str() != Some(me.as_str()))
         .filter_map(|p| std::fs::read_dir(p.path().join("fd")).ok())
         .flat_map(|fds| fds.flatten())
-        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.ends_with(&dev)));
-    assert!(!held, "nothing holds /dev/{dev} open after quitting");
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == path))
 }

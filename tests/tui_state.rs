@@ -520,7 +520,7 @@ fn live_source_probe_error_reaches_the_app_without_a_crash() {
         None,
         Duration::from_millis(100),
     )
-    .with_probe(20.0)
+    .with_probe_rate(20.0)
     .spawn(ftx, crx)
     .unwrap();
     let mut app = m.app(Some("--read-only"));
@@ -548,4 +548,52 @@ fn live_source_probe_error_reaches_the_app_without_a_crash() {
     );
     ctx.send(Control::Stop).unwrap();
     handle.join().unwrap();
+}
+
+#[test]
+fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.probe_rate = 2.0;
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    // On: at the configured rate, pointed at the selected device at once.
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    assert_eq!(app.probe.as_ref().unwrap().rate, 2.0);
+    assert!(
+        status(&app).contains("probe on: 2.0 read-only"),
+        "{}",
+        status(&app)
+    );
+    let st = probe_stats(2.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 2, &busy(4), "sda", &st);
+    assert!(text(&screen(&app, 80, 24)).contains("probe 2.0 r/s, counted in r/s"));
+    // Off: the source is told to stop, and nothing of it is left on screen.
+    assert_eq!(press(&mut app, &chars("P")), vec![Control::Probe(None)]);
+    assert!(app.probe.is_none());
+    assert_eq!(status(&app), "probe off");
+    let s = text(&screen(&app, 80, 24));
+    assert!(!s.contains("counted in r/s") && !s.contains("p99"), "{s}");
+    assert!(press(&mut app, &[KeyCode::Down]).is_empty());
+    // Read-only mode allows it: it only reads.
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    // A replay has no such key.
+    app.on_feed(Feed::Position(blktune::tui::source::ReplayPosition {
+        at: 0.0,
+        total: 10.0,
+        speed: 1.0,
+        paused: false,
+        ended: false,
+    }));
+    assert_eq!(app.mode(), Mode::Replay);
+    assert!(press(&mut app, &chars("P")).is_empty());
+    assert!(app.probe.is_some(), "P did nothing in the replay");
 }

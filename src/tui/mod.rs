@@ -160,6 +160,8 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     if root.sysfs() == std::path::Path::new("/sys") {
         app.udev_db = Some(crate::export::UdevDb::default());
     }
+    // `P` turns the probe on at this rate when --probe did not.
+    app.probe_rate = a.probe_rate;
     if a.probe {
         app.enable_probe(a.probe_rate);
     }
@@ -167,12 +169,10 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     let signals = Signals::register().context("cannot install signal handlers")?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
-    let mut source = LiveSource::new(sampler, tuner, interval);
-    if a.probe {
-        // Read-only mode allows it: the probe only reads.
-        source = source.with_probe(a.probe_rate);
-    }
-    let handle = source
+    // The probe starts when the app names the selected device; read-only
+    // mode allows it (it only reads).
+    let handle = LiveSource::new(sampler, tuner, interval)
+        .with_probe_rate(a.probe_rate)
         .spawn(feed_tx, ctl_rx)
         .context("cannot start the sampler thread")?;
 

@@ -123,7 +123,8 @@ pub enum Control {
     StartShootout(BenchRequest),
     /// Cancel the running shoot-out (it restores the originals).
     CancelShootout,
-    /// Live with `--probe`: probe this device from now on (`None`: none).
+    /// Live only: probe this device from now on (the probe starts if it is
+    /// not running); `None` stops the probe and closes its device.
     Probe(Option<String>),
 }
 
@@ -150,9 +151,11 @@ pub struct LiveSource {
     bench: Option<BenchHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
-    /// The latency probe (`--probe`); its thread stops when this drops,
-    /// which happens on every way out of [`LiveSource::run`].
+    /// The latency probe, while the app wants one; its thread stops when
+    /// this drops, which happens on every way out of [`LiveSource::run`].
     probe: Option<Probe>,
+    /// Reads per second of the probe.
+    probe_rate: f64,
     /// The devices the probe is told to read.
     probe_target: Vec<String>,
 }
@@ -169,22 +172,35 @@ impl LiveSource {
             bench: None,
             recorder: LiveRecorder::default(),
             probe: None,
+            probe_rate: crate::probe::DEFAULT_RATE,
             probe_target: Vec::new(),
         }
     }
 
-    /// Start the latency probe at `rate` reads per second, on no device yet:
-    /// the app names the selected one with [`Control::Probe`].
-    pub fn with_probe(mut self, rate: f64) -> Self {
-        self.probe = Some(Probe::start(self.sampler.root(), &[], rate));
+    /// Probe at `rate` reads per second (default [`crate::probe::DEFAULT_RATE`])
+    /// once the app names a device with [`Control::Probe`].
+    pub fn with_probe_rate(mut self, rate: f64) -> Self {
+        self.probe_rate = rate;
         self
     }
 
-    /// Point the probe at `device` (nothing when the probe is off).
+    /// Point the probe at `device`, starting it if needed; `None` stops it.
     fn retarget_probe(&mut self, device: Option<String>) {
-        if let Some(p) = &self.probe {
-            self.probe_target = device.into_iter().collect();
-            p.set_devices(&self.probe_target);
+        self.probe_target = device.into_iter().collect();
+        if self.probe_target.is_empty() {
+            // Dropping joins its thread and closes the device.
+            self.probe = None;
+            return;
+        }
+        match &self.probe {
+            Some(p) => p.set_devices(&self.probe_target),
+            None => {
+                self.probe = Some(Probe::start(
+                    self.sampler.root(),
+                    &self.probe_target,
+                    self.probe_rate,
+                ));
+            }
         }
     }
 

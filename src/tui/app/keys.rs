@@ -109,6 +109,7 @@ impl App {
             }
             Action::ShootOut => self.open_bench(),
             Action::Record => return self.record_action(),
+            Action::ToggleProbe => return self.toggle_probe(),
             Action::Faster | Action::Slower => {
                 let ms = self.interval.as_millis() as u64;
                 let next = if a == Action::Faster {

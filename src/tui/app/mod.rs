@@ -171,8 +171,10 @@ pub struct App {
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo`: the scratch device the guided hint is about.
     pub demo: Option<String>,
-    /// The latency probe (`--probe`); `None` when it is off.
+    /// The latency probe (`--probe`, `P`); `None` when it is off.
     pub probe: Option<ProbeState>,
+    /// Reads per second of the probe when `P` turns it on.
+    pub probe_rate: f64,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -210,6 +212,7 @@ impl App {
             recording: None,
             demo: None,
             probe: None,
+            probe_rate: crate::probe::DEFAULT_RATE,
             quit: false,
             udev_db: None,
             next_id: 1,

@@ -7,7 +7,7 @@
 //! Pure: the figures come in as [`ProbeSample`]s; the means below are
 //! plain functions of a slice of points.
 
-use super::{App, KEEP_SECS};
+use super::{App, KEEP_SECS, StatusKind};
 use crate::tui::source::{Control, ProbeSample};
 use std::collections::{HashMap, VecDeque};
 
@@ -153,7 +153,26 @@ impl ProbeState {
 impl App {
     /// Turn the latency probe's view on (`--probe` at `rate` reads/s).
     pub fn enable_probe(&mut self, rate: f64) {
+        self.probe_rate = rate;
         self.probe = Some(ProbeState::new(rate));
+    }
+
+    /// `P`: the probe off (the source stops it and closes the device), or
+    /// on at [`App::probe_rate`] (the action's answer then points it at the
+    /// selected device).
+    pub(super) fn toggle_probe(&mut self) -> Vec<Control> {
+        if self.probe.take().is_some() {
+            self.say(StatusKind::Info, "probe off");
+            return vec![Control::Probe(None)];
+        }
+        self.enable_probe(self.probe_rate);
+        let dev = self.selected.as_deref().unwrap_or("the selected device");
+        let msg = format!(
+            "probe on: {:.1} read-only 4 KiB reads/s of {dev}, counted in its r/s",
+            self.probe_rate
+        );
+        self.say(StatusKind::Info, msg);
+        Vec::new()
     }
 
     /// The message that points the probe at the selected device, when the
