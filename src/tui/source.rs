@@ -54,8 +54,8 @@ pub enum Feed {
     Reset,
     /// Recording of the live session (`R`) started, stopped or failed.
     Record(super::live_record::RecordEvent),
-    /// Live with `--probe`: the probe's reads of the interval of the
-    /// snapshot just sent.
+    /// Live, while the probe runs (`--probe`, `P`): its reads in the
+    /// interval of the snapshot just sent.
     Probe(ProbeSample),
 }
 
