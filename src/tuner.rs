@@ -55,6 +55,47 @@ pub fn known_tunables(scheduler: &str) -> &'static [&'static str] {
     }
 }
 
+/// The value every tunable of `scheduler` gets when the scheduler is switched
+/// on (the switch resets them, `elevator_switch()` in `block/elevator.c`).
+///
+/// From `Documentation/block/deadline-iosched.rst` (read_expire 500 ms,
+/// write_expire 5 s, fifo_batch 16, writes_starved 2, front_merges 1,
+/// prio_aging_expire 10 s), the latency targets in `block/kyber-iosched.c`
+/// (2 ms reads, 10 ms writes; `Documentation/block/kyber-iosched.rst` names
+/// the tunables) and `Documentation/block/bfq-iosched.rst`, checked against
+/// Linux 6.18. bfq's fifo_expire_* and slice_idle are kept in nanoseconds
+/// today (250/125 ms exactly, where the doc still says 248/124 from the old
+/// jiffies code); `timeout_sync` is HZ/8 jiffies shown in ms, so 124 is its
+/// value at HZ=250 and 125 at HZ=1000. mq-deadline's `async_depth` has no
+/// fixed default (it follows nr_requests, `dd_depth_updated()` in
+/// `block/mq-deadline.c`) and is left out.
+pub fn default_tunables(scheduler: &str) -> &'static [(&'static str, &'static str)] {
+    match scheduler {
+        "mq-deadline" => &[
+            ("fifo_batch", "16"),
+            ("front_merges", "1"),
+            ("prio_aging_expire", "10000"),
+            ("read_expire", "500"),
+            ("write_expire", "5000"),
+            ("writes_starved", "2"),
+        ],
+        "kyber" => &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")],
+        "bfq" => &[
+            ("back_seek_max", "16384"),
+            ("back_seek_penalty", "2"),
+            ("fifo_expire_async", "250"),
+            ("fifo_expire_sync", "125"),
+            ("low_latency", "1"),
+            ("max_budget", "0"),
+            ("slice_idle", "8"),
+            ("slice_idle_us", "8000"),
+            ("strict_guarantees", "0"),
+            ("timeout_sync", "124"),
+        ],
+        _ => &[],
+    }
+}
+
 /// Wanted settings; `None` (or an absent tunable) means "leave as it is".
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Settings {
@@ -744,6 +785,21 @@ mod tests {
         t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
         let tuner = Tuner::new(t.root(), Some(Journal::new(dir.path().join("j"))));
         (dir, t, tuner)
+    }
+
+    #[test]
+    fn every_known_tunable_but_async_depth_has_a_default() {
+        for sched in ["mq-deadline", "kyber", "bfq"] {
+            let defaults: Vec<&str> = default_tunables(sched).iter().map(|(n, _)| *n).collect();
+            let mut known: Vec<&str> = known_tunables(sched)
+                .iter()
+                .copied()
+                .filter(|n| *n != "async_depth")
+                .collect();
+            known.sort_unstable();
+            assert_eq!(defaults, known, "{sched}");
+        }
+        assert!(default_tunables("none").is_empty());
     }
 
     #[test]
