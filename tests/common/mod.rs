@@ -1,9 +1,31 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod tmux;
+
 use blktune::scratch::ScratchLoop;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for something that should happen soon. Generous:
+/// under load (2 cores, test binaries in parallel) a redraw can take
+/// seconds, and waits poll, so an idle machine never waits this long.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Poll `cond` until it holds (true) or `timeout` has passed (false).
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// Are we root? If not: skip (return false) with a message, or fail under CI=true.
 pub fn require_root(test: &str) -> bool {
