@@ -56,6 +56,65 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
     assert!(status(&app).contains("busy"), "{}", status(&app));
 }
 
+/// The source answers a change before its next snapshot; a picker opened in
+/// between must already start on the scheduler the kernel read back.
+#[test]
+fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
+    use blktune::history::ChangeMark;
+    use blktune::tui::source::{ApplyReport, ApplyRequest};
+    use blktune::tuner::{Outcome, Settings, ValueChange};
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    let ctl = press(
+        &mut app,
+        &[KeyCode::Char('s'), KeyCode::Down, KeyCode::Enter],
+    );
+    let [Control::Apply(req)] = &ctl[..] else {
+        panic!("{ctl:?}")
+    };
+    let before = app.selected_device().unwrap().queue.clone();
+    let mut after = before.clone();
+    after.scheduler.as_mut().unwrap().active = "kyber".into();
+    after.tunables.clear();
+    let mark = ChangeMark {
+        device: "sda".into(),
+        t: app.now,
+        label: "mq-deadline→kyber".into(),
+        before: Settings::snapshot_of(&before),
+        after: Settings::snapshot_of(&after),
+    };
+    let outcome = Outcome {
+        device: "sda".into(),
+        changes: vec![ValueChange {
+            attr: "scheduler".into(),
+            before: "mq-deadline".into(),
+            after: "kyber".into(),
+        }],
+        before,
+        after,
+        kernel_time: Duration::from_millis(3),
+    };
+    app.on_feed(Feed::Applied(Box::new(ApplyReport {
+        request: ApplyRequest {
+            id: req.id,
+            device: req.device.clone(),
+            settings: req.settings.clone(),
+            kind: req.kind,
+        },
+        result: Ok((outcome, mark)),
+    })));
+    assert_eq!(app.pending, 0);
+    assert_eq!(app.selected_device().unwrap().queue.active_label(), "kyber");
+    assert!(press(&mut app, &chars("s")).is_empty());
+    match &app.overlay {
+        Some(Overlay::Picker {
+            cursor, options, ..
+        }) => assert_eq!(options[*cursor], "kyber"),
+        o => panic!("no picker: {o:?}"),
+    }
+}
+
 #[test]
 fn esc_cancels_and_choosing_the_active_one_changes_nothing() {
     let mut m = Machine::three();

@@ -492,6 +492,14 @@ impl App {
                     }
                 }
                 self.undo.retain(|_, s| !s.is_empty());
+                // Show the read-back settings at once: a picker opened before
+                // the next snapshot must start from the scheduler now active.
+                if let Some(d) = Arc::make_mut(&mut self.devices)
+                    .iter_mut()
+                    .find(|d| d.name == dev)
+                {
+                    d.queue = o.after.clone();
+                }
                 self.add_mark(mark);
                 self.say(
                     StatusKind::Done,
