@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use blktune::journal::Journal;
-use common::tmux::{Tmux, alive, public_binary};
+use common::tmux::{Tmux, alive};
 use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
