@@ -8,7 +8,7 @@
 
 use crate::diskstats::Counters;
 use crate::os::SysRoot;
-use crate::tuner::known_tunables;
+use crate::tuner::default_tunables;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -128,39 +128,16 @@ impl FakeDisk {
     }
 }
 
-/// Default tunable values of a scheduler, as seen on Linux 6.18.
-pub fn default_tunables(scheduler: &str) -> Vec<(&'static str, &'static str)> {
-    let table: &[(&str, &str)] = match scheduler {
-        "mq-deadline" => &[
-            ("async_depth", "192"),
-            ("fifo_batch", "16"),
-            ("front_merges", "1"),
-            ("prio_aging_expire", "10000"),
-            ("read_expire", "500"),
-            ("write_expire", "5000"),
-            ("writes_starved", "2"),
-        ],
-        "kyber" => &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")],
-        "bfq" => &[
-            ("back_seek_max", "16384"),
-            ("back_seek_penalty", "2"),
-            ("fifo_expire_async", "250"),
-            ("fifo_expire_sync", "125"),
-            ("low_latency", "1"),
-            ("max_budget", "0"),
-            ("slice_idle", "8"),
-            ("slice_idle_us", "8000"),
-            ("strict_guarantees", "0"),
-            ("timeout_sync", "124"),
-        ],
-        _ => &[],
-    };
-    debug_assert!(
-        table
-            .iter()
-            .all(|(n, _)| known_tunables(scheduler).contains(n))
-    );
-    table.to_vec()
+/// The tunables a fake device gets for `scheduler`: the kernel's defaults
+/// ([`default_tunables`]) plus mq-deadline's derived `async_depth`, which the
+/// kernel computes from nr_requests (a fixed 192 here, 3/4 of 256 as older
+/// kernels did).
+fn fake_tunables(scheduler: &str) -> Vec<(&'static str, &'static str)> {
+    let mut t = default_tunables(scheduler).to_vec();
+    if scheduler == "mq-deadline" {
+        t.push(("async_depth", "192"));
+    }
+    t
 }
 
 /// A fake `/sys` + `/proc` under one directory.
@@ -262,7 +239,7 @@ impl FakeTree {
                 &format!("{}\n", d.nr_requests),
             )?;
             fs::create_dir_all(dir.join("queue/iosched"))?;
-            for (k, v) in default_tunables(&d.active) {
+            for (k, v) in fake_tunables(&d.active) {
                 write(&dir.join("queue/iosched").join(k), &format!("{v}\n"))?;
             }
         }
@@ -306,7 +283,7 @@ impl FakeTree {
         write(&dir.join("nr_requests"), &format!("{nr_default}\n"))?;
         let _ = fs::remove_dir_all(dir.join("iosched"));
         fs::create_dir_all(dir.join("iosched"))?;
-        for (k, v) in default_tunables(raw) {
+        for (k, v) in fake_tunables(raw) {
             write(&dir.join("iosched").join(k), &format!("{v}\n"))?;
         }
         Ok(())

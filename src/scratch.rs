@@ -1,7 +1,18 @@
 //! Scratch loop devices that blktune creates itself: a sparse temp file and a
 //! loop device over it (`losetup --direct-io=on`), both removed when the guard
 //! drops. The only block devices blktune ever writes data to are these.
+//!
+//! A loop device keeps its queue settings (scheduler, nr_requests,
+//! read_ahead_kb, `queue/iosched/*`) across detach and attach: its gendisk
+//! stays registered while unbound (`drivers/block/loop.c`; seen on 6.18, where
+//! `/sys/block/loopN` outlives `losetup -d`). So the guard records the
+//! settings right after attaching and puts them back before detaching, and
+//! the next user of that loop number finds it as this run found it.
 
+use crate::device::QueueSettings;
+use crate::error::TuneError;
+use crate::os::SysRoot;
+use crate::tuner::{Settings, Tuner};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -10,12 +21,55 @@ use std::process::Command;
 /// Prefix of scratch backing files, so leftovers are recognisable.
 pub const FILE_PREFIX: &str = "blktune-scratch-";
 
-/// A loop device over a temp file; detached and deleted on drop.
+/// A loop device over a temp file; its queue settings put back, then
+/// detached and deleted on drop.
 #[derive(Debug)]
 pub struct ScratchLoop {
     name: String,
     file: PathBuf,
+    restore: QueueRestore,
     detached: bool,
+}
+
+/// A scratch device's queue settings as found at attach, and the way to put
+/// them back; cloneable, so a watchdog thread can restore without the guard.
+#[derive(Debug, Clone)]
+pub struct QueueRestore {
+    root: SysRoot,
+    name: String,
+    /// `None` when the settings could not be read (nothing to put back).
+    original: Option<Settings>,
+}
+
+impl QueueRestore {
+    /// Record the current settings of `name` under `root`.
+    pub fn record(root: &SysRoot, name: &str) -> Self {
+        let original = root
+            .device(name)
+            .map(|d| Settings::snapshot_of(&QueueSettings::read(root, &d)));
+        Self {
+            root: root.clone(),
+            name: name.to_owned(),
+            original,
+        }
+    }
+
+    /// The settings recorded at attach.
+    pub fn original(&self) -> Option<&Settings> {
+        self.original.as_ref()
+    }
+
+    /// Put the recorded settings back through the [`Tuner`] (scheduler,
+    /// tunables, nr_requests, read_ahead_kb; unchanged values are not written).
+    /// No journal: the device is ours.
+    pub fn run(&self) -> Result<(), TuneError> {
+        match &self.original {
+            Some(o) => Tuner::new(self.root.clone(), None)
+                .restore(&self.name, o)
+                .map(drop),
+            None => Ok(()),
+        }
+    }
 }
 
 impl ScratchLoop {
@@ -50,11 +104,21 @@ impl ScratchLoop {
         };
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let name = dev.trim_start_matches("/dev/").to_owned();
+        // The real kernel's sysfs: losetup attached a real device, whatever
+        // roots the rest of the run reads.
+        let restore = QueueRestore::record(&SysRoot::default(), &name);
         Ok(Self {
             name,
             file,
+            restore,
             detached: false,
         })
+    }
+
+    /// The queue settings found at attach, and the way to put them back (for
+    /// a watchdog that must tear the device down without the guard).
+    pub fn queue_restore(&self) -> QueueRestore {
+        self.restore.clone()
     }
 
     /// The kernel name (`loop3`).
@@ -72,7 +136,9 @@ impl ScratchLoop {
         &self.file
     }
 
-    /// Detach and delete now, reporting errors (drop does the same silently).
+    /// Put the queue settings back, detach and delete now, reporting errors
+    /// (drop does the same silently). A failed restore still detaches and
+    /// deletes, and is reported.
     pub fn remove(mut self) -> io::Result<()> {
         self.cleanup()
     }
@@ -82,7 +148,14 @@ impl ScratchLoop {
             return Ok(());
         }
         self.detached = true;
-        let mut result = Ok(());
+        // Settings first: after the detach the loop number is free for
+        // someone else, whose settings must not be touched.
+        let mut result = self.restore.run().map_err(|e| {
+            io::Error::other(format!(
+                "cannot put back the queue settings of {}: {e}",
+                self.name
+            ))
+        });
         // A busy device (a reader still closing) can refuse briefly: retry.
         for attempt in 0..20 {
             match Command::new("losetup")
@@ -92,14 +165,14 @@ impl ScratchLoop {
             {
                 Ok(o) if o.status.success() => break,
                 Ok(o) if attempt == 19 => {
-                    result = Err(io::Error::other(format!(
+                    result = result.and(Err(io::Error::other(format!(
                         "losetup -d {} failed: {}",
                         self.name,
                         String::from_utf8_lossy(&o.stderr).trim()
-                    )));
+                    ))));
                 }
                 Err(e) => {
-                    result = Err(e);
+                    result = result.and(Err(e));
                     break;
                 }
                 _ => std::thread::sleep(std::time::Duration::from_millis(100)),
@@ -109,11 +182,13 @@ impl ScratchLoop {
         // I/O is completing), LOOP_CLR_FD only marks it autoclear and returns
         // at once; wait a little for the real detach so that callers (and
         // `losetup -a` checks) see it gone.
-        let backing = PathBuf::from("/sys/block")
-            .join(&self.name)
-            .join("loop/backing_file");
+        let root = &self.restore.root;
         for _ in 0..50 {
-            if !backing.exists() {
+            // Documentation/ABI/testing/sysfs-block-loop: present while bound.
+            let bound = root
+                .device(&self.name)
+                .is_some_and(|d| root.dev_attr_exists(&d, "loop/backing_file"));
+            if !bound {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));

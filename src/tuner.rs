@@ -55,6 +55,47 @@ pub fn known_tunables(scheduler: &str) -> &'static [&'static str] {
     }
 }
 
+/// The value every tunable of `scheduler` gets when the scheduler is switched
+/// on (the switch resets them, `elevator_switch()` in `block/elevator.c`).
+///
+/// From `Documentation/block/deadline-iosched.rst` (read_expire 500 ms,
+/// write_expire 5 s, fifo_batch 16, writes_starved 2, front_merges 1,
+/// prio_aging_expire 10 s), the latency targets in `block/kyber-iosched.c`
+/// (2 ms reads, 10 ms writes; `Documentation/block/kyber-iosched.rst` names
+/// the tunables) and `Documentation/block/bfq-iosched.rst`, checked against
+/// Linux 6.18. bfq's fifo_expire_* and slice_idle are kept in nanoseconds
+/// today (250/125 ms exactly, where the doc still says 248/124 from the old
+/// jiffies code); `timeout_sync` is HZ/8 jiffies shown in ms, so 124 is its
+/// value at HZ=250 and 125 at HZ=1000. mq-deadline's `async_depth` has no
+/// fixed default (it follows nr_requests, `dd_depth_updated()` in
+/// `block/mq-deadline.c`) and is left out.
+pub fn default_tunables(scheduler: &str) -> &'static [(&'static str, &'static str)] {
+    match scheduler {
+        "mq-deadline" => &[
+            ("fifo_batch", "16"),
+            ("front_merges", "1"),
+            ("prio_aging_expire", "10000"),
+            ("read_expire", "500"),
+            ("write_expire", "5000"),
+            ("writes_starved", "2"),
+        ],
+        "kyber" => &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")],
+        "bfq" => &[
+            ("back_seek_max", "16384"),
+            ("back_seek_penalty", "2"),
+            ("fifo_expire_async", "250"),
+            ("fifo_expire_sync", "125"),
+            ("low_latency", "1"),
+            ("max_budget", "0"),
+            ("slice_idle", "8"),
+            ("slice_idle_us", "8000"),
+            ("strict_guarantees", "0"),
+            ("timeout_sync", "124"),
+        ],
+        _ => &[],
+    }
+}
+
 /// Wanted settings; `None` (or an absent tunable) means "leave as it is".
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Settings {
@@ -133,7 +174,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// `mq-deadline→kyber, nr_requests 256→64`, for status lines and chart markers.
+    /// `mq-deadline→kyber, nr_requests 256→64`, for status lines and chart
+    /// markers. A tunable the old scheduler did not have (written after a
+    /// switch, e.g. when a revert restores the original scheduler's values)
+    /// reads `read_expire=500`, not `iosched/read_expire -→500`.
     pub fn label(&self) -> String {
         if self.changes.is_empty() {
             return "no change".into();
@@ -141,10 +185,11 @@ impl Outcome {
         self.changes
             .iter()
             .map(|c| {
-                if c.attr == "scheduler" {
-                    format!("{}→{}", c.before, c.after)
-                } else {
-                    format!("{} {}→{}", c.attr, c.before, c.after)
+                let short = c.attr.strip_prefix("iosched/");
+                match short {
+                    _ if c.attr == "scheduler" => format!("{}→{}", c.before, c.after),
+                    Some(name) if c.before == "-" => format!("{name}={}", c.after),
+                    _ => format!("{} {}→{}", c.attr, c.before, c.after),
                 }
             })
             .collect::<Vec<_>>()
@@ -744,6 +789,46 @@ mod tests {
         t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
         let tuner = Tuner::new(t.root(), Some(Journal::new(dir.path().join("j"))));
         (dir, t, tuner)
+    }
+
+    #[test]
+    fn a_label_names_new_tunables_by_value_and_changed_ones_by_before_and_after() {
+        let change = |attr: &str, before: &str, after: &str| ValueChange {
+            attr: attr.into(),
+            before: before.into(),
+            after: after.into(),
+        };
+        let o = Outcome {
+            device: "sda".into(),
+            changes: vec![
+                change("scheduler", "bfq", "mq-deadline"),
+                change("iosched/read_expire", "-", "250"),
+                change("iosched/fifo_batch", "16", "8"),
+                change("nr_requests", "64", "256"),
+            ],
+            before: QueueSettings::default(),
+            after: QueueSettings::default(),
+            kernel_time: Duration::ZERO,
+        };
+        assert_eq!(
+            o.label(),
+            "bfq→mq-deadline, read_expire=250, iosched/fifo_batch 16→8, nr_requests 64→256"
+        );
+    }
+
+    #[test]
+    fn every_known_tunable_but_async_depth_has_a_default() {
+        for sched in ["mq-deadline", "kyber", "bfq"] {
+            let defaults: Vec<&str> = default_tunables(sched).iter().map(|(n, _)| *n).collect();
+            let mut known: Vec<&str> = known_tunables(sched)
+                .iter()
+                .copied()
+                .filter(|n| *n != "async_depth")
+                .collect();
+            known.sort_unstable();
+            assert_eq!(defaults, known, "{sched}");
+        }
+        assert!(default_tunables("none").is_empty());
     }
 
     #[test]

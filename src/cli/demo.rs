@@ -5,6 +5,7 @@
 
 use super::{Global, TuiArgs, UsageError, parse_interval};
 use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
+use crate::scratch::QueueRestore;
 use crate::tuner::{Settings, Tuner};
 use crate::units::parse_size;
 use anyhow::Context;
@@ -44,7 +45,13 @@ const GRACE: Duration = Duration::from_secs(4);
 /// A thread that removes the device itself if the TUI cannot: a terminal
 /// that vanished (a dropped SSH session) leaves the input reader spinning on
 /// end-of-file, so the event loop never sees the signal flag.
-fn watchdog(signal: Arc<AtomicBool>, done: Arc<AtomicBool>, dev: String, file: PathBuf) {
+fn watchdog(
+    signal: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    dev: String,
+    file: PathBuf,
+    restore: Option<QueueRestore>,
+) {
     let shown = dev.clone();
     let spawned = std::thread::Builder::new()
         .name("blktune-demo-watchdog".into())
@@ -57,8 +64,12 @@ fn watchdog(signal: Arc<AtomicBool>, done: Arc<AtomicBool>, dev: String, file: P
                     since = Some(Instant::now());
                 }
                 if since.is_some_and(|s| s.elapsed() > GRACE) {
-                    // Detach (the kernel finishes when our descriptors close
-                    // at exit) and delete the file, then leave.
+                    // Put the loop device's queue settings back (it keeps
+                    // them across detach), detach (the kernel finishes when
+                    // our descriptors close at exit) and delete the file.
+                    if let Some(r) = &restore {
+                        let _ = r.run();
+                    }
                     let _ = std::process::Command::new("losetup")
                         .arg("-d")
                         .arg(format!("/dev/{dev}"))
@@ -119,6 +130,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
         Arc::clone(&done),
         name.clone(),
         scratch.file().to_owned(),
+        scratch.queue_restore(),
     );
     let code = if early.load(Ordering::Relaxed) {
         0

@@ -113,7 +113,7 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
             ..Settings::default()
         };
     };
-    let defaults = crate::fake::default_tunables(&s.active);
+    let defaults = crate::tuner::default_tunables(&s.active);
     let tunables = q
         .tunables
         .iter()

@@ -58,7 +58,13 @@ impl Scratch {
         &self.file
     }
 
-    /// Detach and delete now, reporting errors.
+    /// The queue settings found at attach and the way to put them back,
+    /// for a watchdog that tears the device down without this guard.
+    pub fn queue_restore(&self) -> Option<crate::scratch::QueueRestore> {
+        self.inner.as_ref().map(ScratchLoop::queue_restore)
+    }
+
+    /// Put its queue settings back, detach and delete now, reporting errors.
     pub fn remove(mut self) -> std::io::Result<()> {
         forget(&self.name);
         self.inner.take().map_or(Ok(()), ScratchLoop::remove)
