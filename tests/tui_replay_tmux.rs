@@ -4,7 +4,7 @@
 //! losetup); skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use common::tmux::{Tmux, alive, public_binary};
+use common::tmux::{Tmux, alive};
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -260,9 +260,7 @@ fn demo_as_non_root_says_so_in_one_line() {
     }
     let dir = tempfile::tempdir().unwrap();
     let bin = public_binary(dir.path());
-    let o = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(&bin)
+    let o = as_nobody(&bin)
         .arg("demo")
         .current_dir("/")
         .output()

@@ -303,7 +303,7 @@ fn settle(
     ctl: &mpsc::Sender<Control>,
     m: &Machine,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while app.pending > 0 {
         assert!(Instant::now() < deadline, "no answer from the source");
         if let Ok(f) = rx.recv_timeout(Duration::from_millis(50)) {
@@ -350,7 +350,7 @@ fn change_undo_and_revert_all_through_the_tuner() {
     .unwrap();
     let mut app = m.app(None);
     while app.samples == 0 {
-        app.on_feed(frx.recv_timeout(Duration::from_secs(5)).unwrap());
+        app.on_feed(frx.recv_timeout(Duration::from_secs(60)).unwrap());
     }
     let active = |d: &str| {
         let line = std::fs::read_to_string(m.tree.dev_dir(d).join("queue/scheduler")).unwrap();

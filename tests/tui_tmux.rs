@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use blktune::journal::Journal;
-use common::tmux::{Tmux, alive, public_binary};
+use common::tmux::{Tmux, alive};
 use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -92,6 +92,24 @@ fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
     );
 }
 
+/// Switch `lo` to kyber in the picker (`s`, arrows, Enter) and wait until sysfs says so.
+fn pick_kyber(t: &Tmux, lo: &TestLoop) {
+    t.keys(&["s"]);
+    t.wait("the picker", |s| {
+        s.contains(&format!("scheduler of {}", lo.name()))
+    });
+    t.keys(&moves(lo, "kyber"));
+    t.keys(&["Enter"]);
+    wait_sysfs(lo, "kyber", || t.capture());
+}
+
+/// Seconds the before/after panel's `after` column covers (`covers  2.3s  1.9s`).
+fn after_covers(screen: &str) -> Option<f64> {
+    let line = screen.lines().find(|l| l.contains("covers "))?;
+    let last = line.split_whitespace().last()?;
+    last.strip_suffix('s')?.parse().ok()
+}
+
 /// Keys to move the picker's cursor from the active scheduler to `to`.
 fn moves(lo: &TestLoop, to: &str) -> Vec<&'static str> {
     let line = lo.queue("scheduler");
@@ -143,19 +161,17 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.wait("fio's reads in the row", |s| {
         row(s, &dev).is_some_and(|r| r.split_whitespace().nth(2).is_some_and(|v| v != "0"))
     });
-    std::thread::sleep(Duration::from_secs(2)); // some "before" for the comparison
-    t.keys(&["s"]);
-    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
-    let s = t.wait("kyber in the row and a marker on the time axis", |s| {
+    // Some "before" for the comparison: time passing, not a condition.
+    std::thread::sleep(Duration::from_secs(2));
+    pick_kyber(&t, &lo);
+    t.wait("kyber in the row and a marker on the time axis", |s| {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
             && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
     });
-    std::thread::sleep(Duration::from_secs(2)); // some "after"
-    println!("80x24 after the switch:\n{}", t.capture());
-    drop(s);
+    let s = t.wait("1.5 s of \"after\" in the before/after panel", |s| {
+        after_covers(s).is_some_and(|a| a >= 1.5)
+    });
+    println!("80x24 after the switch:\n{s}");
 
     // Undo puts the original back.
     t.keys(&["u"]);
@@ -163,11 +179,7 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.wait("the undo status", |s| s.contains(&format!("undo: {dev}")));
 
     // Switch again and quit: the summary names the change and the revert command.
-    t.keys(&["s"]);
-    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
+    pick_kyber(&t, &lo);
     t.wait("the status of the switch", |s| {
         s.contains(&format!("{dev}: {orig}→kyber"))
     });
@@ -191,11 +203,7 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         bin.display()
     ));
     t.wait("the TUI", |s| s.contains(&format!("▶{dev} ")));
-    t.keys(&["s"]);
-    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
+    pick_kyber(&t, &lo);
     t.wait("the status of the switch", |s| {
         s.contains(&format!("{dev}: {orig}→kyber"))
     });
