@@ -170,9 +170,29 @@ impl Probe {
     fn halt(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // A read on a stuck device can block for minutes; quitting the
+            // tuner (and reverting its changes) must not wait for it. The
+            // thread sees the stop flag and closes the device when the read
+            // returns.
+            join_within(t, STOP_WAIT);
         }
     }
+}
+
+/// How long stopping waits for the probe thread before leaving it behind.
+const STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// Join `t` if it ends within `limit`, else detach it; whether it ended.
+fn join_within(t: JoinHandle<()>, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !t.is_finished() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = t.join();
+    true
 }
 
 impl Drop for Probe {
@@ -230,6 +250,12 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
         open.retain(|k, _| wanted.contains(k));
         if let Ok(mut st) = s.state.lock() {
             st.retain(|k, _| wanted.contains(k));
+            // A device's interval starts when it becomes wanted, not at its
+            // first read: else a take() just after that read would divide
+            // one read by a few milliseconds and report a huge rate.
+            for name in &wanted {
+                st.entry(name.clone()).or_insert_with(DevState::new);
+            }
         }
         for name in &wanted {
             let dev = open
@@ -273,5 +299,29 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
         while !s.stop.load(Ordering::Relaxed) && Instant::now() < next {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopping_does_not_wait_for_a_stuck_read() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        // Stands in for a read that does not return until released.
+        let stuck = std::thread::spawn(move || {
+            let _ = rx.recv();
+        });
+        let started = Instant::now();
+        assert!(!join_within(stuck, Duration::from_millis(100)));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        drop(tx);
+    }
+
+    #[test]
+    fn a_thread_that_ends_is_joined() {
+        let quick = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(20)));
+        assert!(join_within(quick, Duration::from_secs(30)));
     }
 }

@@ -174,7 +174,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// `mq-deadline→kyber, nr_requests 256→64`, for status lines and chart markers.
+    /// `mq-deadline→kyber, nr_requests 256→64`, for status lines and chart
+    /// markers. A tunable the old scheduler did not have (written after a
+    /// switch, e.g. when a revert restores the original scheduler's values)
+    /// reads `read_expire=500`, not `iosched/read_expire -→500`.
     pub fn label(&self) -> String {
         if self.changes.is_empty() {
             return "no change".into();
@@ -182,10 +185,11 @@ impl Outcome {
         self.changes
             .iter()
             .map(|c| {
-                if c.attr == "scheduler" {
-                    format!("{}→{}", c.before, c.after)
-                } else {
-                    format!("{} {}→{}", c.attr, c.before, c.after)
+                let short = c.attr.strip_prefix("iosched/");
+                match short {
+                    _ if c.attr == "scheduler" => format!("{}→{}", c.before, c.after),
+                    Some(name) if c.before == "-" => format!("{name}={}", c.after),
+                    _ => format!("{} {}→{}", c.attr, c.before, c.after),
                 }
             })
             .collect::<Vec<_>>()
@@ -785,6 +789,31 @@ mod tests {
         t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
         let tuner = Tuner::new(t.root(), Some(Journal::new(dir.path().join("j"))));
         (dir, t, tuner)
+    }
+
+    #[test]
+    fn a_label_names_new_tunables_by_value_and_changed_ones_by_before_and_after() {
+        let change = |attr: &str, before: &str, after: &str| ValueChange {
+            attr: attr.into(),
+            before: before.into(),
+            after: after.into(),
+        };
+        let o = Outcome {
+            device: "sda".into(),
+            changes: vec![
+                change("scheduler", "bfq", "mq-deadline"),
+                change("iosched/read_expire", "-", "250"),
+                change("iosched/fifo_batch", "16", "8"),
+                change("nr_requests", "64", "256"),
+            ],
+            before: QueueSettings::default(),
+            after: QueueSettings::default(),
+            kernel_time: Duration::ZERO,
+        };
+        assert_eq!(
+            o.label(),
+            "bfq→mq-deadline, read_expire=250, iosched/fifo_batch 16→8, nr_requests 64→256"
+        );
     }
 
     #[test]

@@ -9,13 +9,7 @@ use nix::unistd::Pid;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn temp_in_target() -> tempfile::TempDir {
-    let base =
-        std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    tempfile::tempdir_in(base).unwrap()
-}
+use std::time::Duration;
 
 /// Every queue setting blktune may touch, as the kernel reports it.
 fn queue_state(name: &str) -> BTreeMap<String, String> {
@@ -40,19 +34,38 @@ fn queue_state(name: &str) -> BTreeMap<String, String> {
     m
 }
 
-/// Wait up to 3 s for any loop device over a file in `dir` to go away.
-fn loop_gone(dir: &Path) -> bool {
-    for _ in 0..30 {
-        if !loop_over(dir) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
 fn dir_is_empty(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+/// `bench --scratch SIZE --scratch-dir DIR` followed by `rest`.
+fn scratch_bench<'a>(size: &'a str, dir: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["bench", "--scratch", size, "--scratch-dir"];
+    args.push(dir.to_str().unwrap());
+    args.extend(rest);
+    args
+}
+
+/// The scratch device and its file in `dir` are both gone.
+fn assert_scratch_removed(dir: &Path) {
+    assert!(loop_gone(dir), "scratch loop device left behind");
+    assert!(dir_is_empty(dir), "scratch file left behind");
+}
+
+/// Give `lo` custom settings with `blktune set ARGS` (journal `js`), so that
+/// a restore to defaults would show; the queue state after it.
+fn customise(lo: &TestLoop, js: &Path, args: &[&str]) -> BTreeMap<String, String> {
+    let mut set = vec!["set", lo.name()];
+    set.extend(args);
+    let o = blktune(&set, js);
+    assert!(o.status.success(), "{}", stderr(&o));
+    queue_state(lo.name())
+}
+
+/// Loop devices keep queue settings across detach: leave `lo` as found.
+fn revert(lo: &TestLoop, js: &Path) {
+    let o = blktune(&["revert", lo.name()], js);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 #[test]
@@ -62,24 +75,22 @@ fn shootout_on_a_scratch_device_measures_every_scheduler_in_every_round() {
     }
     let dir = temp_in_target();
     let j = tempfile::tempdir().unwrap();
-    let scratch_dir = dir.path().to_str().unwrap();
     let o = blktune(
-        &[
-            "bench",
-            "--scratch",
+        &scratch_bench(
             "256M",
-            "--scratch-dir",
-            scratch_dir,
-            "--dwell",
-            "3s",
-            "--rounds",
-            "2",
-            "--schedulers",
-            "none,mq-deadline,kyber,bfq",
-            "--load",
-            "mixed",
-            "--json",
-        ],
+            dir.path(),
+            &[
+                "--dwell",
+                "3s",
+                "--rounds",
+                "2",
+                "--schedulers",
+                "none,mq-deadline,kyber,bfq",
+                "--load",
+                "mixed",
+                "--json",
+            ],
+        ),
         j.path(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -162,8 +173,7 @@ fn shootout_on_a_scratch_device_measures_every_scheduler_in_every_round() {
             .starts_with("original settings restored"),
         "{v}"
     );
-    assert!(loop_gone(dir.path()), "scratch loop device left behind");
-    assert!(dir_is_empty(dir.path()), "scratch file left behind");
+    assert_scratch_removed(dir.path());
     assert!(
         dir_is_empty(j.path()),
         "the bench's journal entry is cleared"
@@ -178,11 +188,10 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     let js = tempfile::tempdir().unwrap();
-    // Custom settings, so a restore to defaults would show.
-    let o = blktune(
+    let before = customise(
+        &lo,
+        js.path(),
         &[
-            "set",
-            lo.name(),
             "--scheduler",
             "mq-deadline",
             "-t",
@@ -190,10 +199,7 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
             "--nr-requests",
             "48",
         ],
-        js.path(),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let before = queue_state(lo.name());
     assert_eq!(before["iosched/read_expire"], "100");
 
     // Refusals first: nothing may change.
@@ -242,8 +248,7 @@ fn read_load_bench_on_a_device_restores_its_custom_settings() {
     assert!(out.lines().any(|l| l.starts_with("kyber")), "{out}");
     assert_eq!(queue_state(lo.name()), before, "settings restored exactly");
     assert!(dir_is_empty(j.path()));
-    // Loop devices keep queue settings across detach: leave it as found.
-    assert!(blktune(&["revert", lo.name()], js.path()).status.success());
+    revert(&lo, js.path());
 }
 
 #[test]
@@ -349,22 +354,26 @@ fn signal_midway(
     journal: &Path,
     ready: impl Fn() -> bool,
 ) -> (Option<i32>, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
         .args(args)
         .env("BLKTUNE_JOURNAL_DIR", journal)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while !ready() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "bench never got going"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    let mut ended = None;
+    let going = wait_until(TIMEOUT, || {
+        ended = child.try_wait().unwrap();
+        ended.is_some() || ready()
+    });
+    if let Some(st) = ended {
+        let o = child.wait_with_output().unwrap();
+        panic!("bench ended ({st}) before it got going: {}", stderr(&o));
     }
-    // Into the measurement of the first scheduler.
+    assert!(going, "bench never got going");
+    // Aim at the measurement of the first scheduler. Not a wait for a
+    // condition: the handler is installed first, so a signal at any moment
+    // must cancel cleanly; a late one (busy machine) is just as valid.
     std::thread::sleep(Duration::from_millis(1500));
     kill(Pid::from_raw(child.id() as i32), sig).unwrap();
     let o = child.wait_with_output().unwrap();
@@ -380,17 +389,11 @@ fn sigterm_mid_bench_removes_the_scratch_device_and_file() {
     let j = tempfile::tempdir().unwrap();
     let (code, err) = signal_midway(
         Signal::SIGTERM,
-        &[
-            "bench",
-            "--scratch",
+        &scratch_bench(
             "64M",
-            "--scratch-dir",
-            dir.path().to_str().unwrap(),
-            "--dwell",
-            "10s",
-            "--schedulers",
-            "none,kyber",
-        ],
+            dir.path(),
+            &["--dwell", "10s", "--schedulers", "none,kyber"],
+        ),
         j.path(),
         || loop_over(dir.path()),
     );
@@ -399,8 +402,7 @@ fn sigterm_mid_bench_removes_the_scratch_device_and_file() {
         err.contains("cancelled; original settings restored"),
         "{err}"
     );
-    assert!(loop_gone(dir.path()), "scratch loop device left behind");
-    assert!(dir_is_empty(dir.path()), "scratch file left behind");
+    assert_scratch_removed(dir.path());
     assert!(dir_is_empty(j.path()));
 }
 
@@ -412,19 +414,11 @@ fn ctrl_c_mid_bench_restores_the_device_settings() {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     let js = tempfile::tempdir().unwrap();
-    let o = blktune(
-        &[
-            "set",
-            lo.name(),
-            "--scheduler",
-            "bfq",
-            "--nr-requests",
-            "40",
-        ],
+    let before = customise(
+        &lo,
         js.path(),
+        &["--scheduler", "bfq", "--nr-requests", "40"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let before = queue_state(lo.name());
     let name = lo.name().to_string();
     let (code, err) = signal_midway(
         Signal::SIGINT,
@@ -446,7 +440,7 @@ fn ctrl_c_mid_bench_restores_the_device_settings() {
     assert_eq!(code, Some(130), "{err}");
     assert_eq!(queue_state(lo.name()), before);
     assert!(dir_is_empty(j.path()));
-    assert!(blktune(&["revert", lo.name()], js.path()).status.success());
+    revert(&lo, js.path());
 }
 
 #[test]
@@ -457,15 +451,7 @@ fn a_failed_bench_removes_its_scratch_device() {
     let dir = temp_in_target();
     let j = tempfile::tempdir().unwrap();
     let o = blktune(
-        &[
-            "bench",
-            "--scratch",
-            "32M",
-            "--scratch-dir",
-            dir.path().to_str().unwrap(),
-            "--schedulers",
-            "none,nosuch",
-        ],
+        &scratch_bench("32M", dir.path(), &["--schedulers", "none,nosuch"]),
         j.path(),
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -476,6 +462,5 @@ fn a_failed_bench_removes_its_scratch_device() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(loop_gone(dir.path()));
-    assert!(dir_is_empty(dir.path()));
+    assert_scratch_removed(dir.path());
 }

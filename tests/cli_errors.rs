@@ -200,6 +200,14 @@ fn values_out_of_range() {
     f.fails(&["set", "sda"], 2, &["needs at least one of"]);
     f.fails(&["watch", "-i", "1ms", "sda"], 2, &["'1ms'"]);
     f.fails(&["watch", "-i", "soon", "sda"], 2, &["'soon'"]);
+    // The probe's rate, in watch and in the tuner (checked before any screen).
+    f.fails(
+        &["watch", "--probe", "--probe-rate", "500", "sda"],
+        2,
+        &["'500'", "0.1 to 100"],
+    );
+    f.fails(&["--probe", "--probe-rate", "0"], 2, &["'0'", "0.1 to 100"]);
+    f.fails(&["--probe-rate", "5"], 2, &["--probe"]);
 }
 
 #[test]
@@ -415,7 +423,7 @@ fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
     let entry = f.journal().join("sda.json");
     let gone = f.dir.path().join("gone");
     let mut path = fifo.clone();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "blktune hangs");
         // Serve one read if blktune is waiting on the FIFO (ENXIO: no reader).

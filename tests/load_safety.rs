@@ -7,27 +7,7 @@ use blktune::os::SysRoot;
 use common::*;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn scratch_dir() -> tempfile::TempDir {
-    let base =
-        std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    tempfile::tempdir_in(base).unwrap()
-}
-
-/// Is a loop device over a file in `dir` still attached after up to 3 s?
-/// (`losetup -a` run by a parallel test opens every loop device briefly, and
-/// a detach of an open device completes on its last close.)
-fn losetup_mentions(dir: &Path) -> bool {
-    for _ in 0..30 {
-        if !loop_over(dir) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    true
-}
 
 fn refusal(root: &SysRoot, name: &str) -> String {
     match Target::writable(root, name) {
@@ -41,7 +21,7 @@ fn mixed_load_on_own_scratch_measures_reads_and_writes() {
     if !require_root("mixed_load_on_own_scratch_measures_reads_and_writes") {
         return;
     }
-    let dir = scratch_dir();
+    let dir = temp_in_target();
     let root = SysRoot::default();
     let s = Scratch::create(dir.path(), 64 << 20).unwrap();
     let target = Target::writable(&root, s.name()).unwrap();
@@ -49,9 +29,10 @@ fn mixed_load_on_own_scratch_measures_reads_and_writes() {
     let mut opts = LoadOptions::new(Mix::Mixed);
     opts.duration = Some(Duration::from_millis(1500));
     let load = Load::start(&target, &opts, None).unwrap();
-    while !load.is_finished() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        wait_until(TIMEOUT, || load.is_finished()),
+        "load never ended"
+    );
     let st = load.stop();
     assert_eq!(st.first_error, None);
     assert!(st.reads.ios > 0 && st.writes.ios > 0, "{st:?}");
@@ -69,7 +50,7 @@ fn mixed_load_on_own_scratch_measures_reads_and_writes() {
     let mut opts = LoadOptions::new(Mix::RandRw);
     opts.duration = Some(Duration::from_millis(500));
     let st = Load::start(&target, &opts, None).unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    assert!(wait_until(TIMEOUT, || st.is_finished()), "load never ended");
     let st = st.stop();
     assert_eq!(st.first_error, None);
     assert!(st.reads.ios > 0 && st.writes.ios > 0, "{st:?}");
@@ -80,10 +61,7 @@ fn mixed_load_on_own_scratch_measures_reads_and_writes() {
     drop(target);
     drop(s);
     assert!(!file.exists(), "scratch file removed on drop");
-    assert!(
-        !losetup_mentions(dir.path()),
-        "loop device detached on drop"
-    );
+    assert!(loop_gone(dir.path()), "loop device detached on drop");
 }
 
 #[test]
@@ -107,7 +85,7 @@ fn writes_are_refused_to_devices_the_generator_did_not_create() {
     let mut opts = LoadOptions::new(Mix::RandRead);
     opts.duration = Some(Duration::from_millis(300));
     let st = Load::start(&ro, &opts, None).unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    assert!(wait_until(TIMEOUT, || st.is_finished()), "load never ended");
     let st = st.stop();
     assert!(st.reads.ios > 0 && st.writes.ios == 0);
     assert_eq!(
@@ -127,7 +105,7 @@ fn own_scratch_with_a_signature_is_refused() {
     if !require_root("own_scratch_with_a_signature_is_refused") {
         return;
     }
-    let dir = scratch_dir();
+    let dir = temp_in_target();
     let root = SysRoot::default();
     let s = Scratch::create(dir.path(), 16 << 20).unwrap();
     assert!(
@@ -157,5 +135,5 @@ fn own_scratch_with_a_signature_is_refused() {
     f.flush().unwrap();
     drop(dev);
     drop(s);
-    assert!(!losetup_mentions(dir.path()));
+    assert!(loop_gone(dir.path()));
 }

@@ -187,8 +187,14 @@ fn a_killed_gzip_recording_reads_up_to_its_last_flush() {
     let f = Fixture::new();
     let file = f.path("killed.ndjson.gz");
     let mut child = f.spawn(&["record", file.to_str().unwrap(), "-i", "100ms"]);
-    // The writer flushes at least every 2 s; wait for more than one flush.
-    std::thread::sleep(Duration::from_millis(2600));
+    // The writer flushes at least every 2 s: kill it once a flush holds 10
+    // samples (polled, so a busy machine's slow start does not matter).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !Recording::open(&file).is_ok_and(|r| r.samples() >= 10) {
+        assert!(Instant::now() < deadline, "no flush with 10 samples");
+        assert!(child.try_wait().unwrap().is_none(), "record ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     let _ = child.wait();
     let rec = Recording::open(&file).unwrap();

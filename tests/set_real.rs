@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
-use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Give a fresh loop device a known, non-default original state, so that a
@@ -21,6 +21,22 @@ fn known_original(lo: &TestLoop) -> Vec<(String, String)> {
     s
 }
 
+/// `blktune set DEV ARGS` with the journal `j`; it must succeed.
+fn set(lo: &TestLoop, j: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["set", lo.name()];
+    all.extend(args);
+    let o = blktune(&all, j);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    o
+}
+
+/// `blktune revert DEV` with the journal `j`; it must succeed.
+fn revert(lo: &TestLoop, j: &Path) -> Output {
+    let o = blktune(&["revert", lo.name()], j);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
 #[test]
 fn set_switches_scheduler_and_orders_nr_requests_after_it() {
     if !require_root("set_switches_scheduler_and_orders_nr_requests_after_it") {
@@ -30,18 +46,11 @@ fn set_switches_scheduler_and_orders_nr_requests_after_it() {
     let j = tempfile::tempdir().unwrap();
     let orig_sched = lo.active_scheduler();
     let orig_nr = lo.queue("nr_requests");
-    let o = blktune(
-        &[
-            "set",
-            lo.name(),
-            "--scheduler",
-            "kyber",
-            "--nr-requests",
-            "64",
-        ],
+    let o = set(
+        &lo,
         j.path(),
+        &["--scheduler", "kyber", "--nr-requests", "64"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.active_scheduler(), "kyber");
     assert_eq!(
         lo.queue("nr_requests"),
@@ -53,8 +62,7 @@ fn set_switches_scheduler_and_orders_nr_requests_after_it() {
         "{}",
         stdout(&o)
     );
-    let o = blktune(&["revert", lo.name()], j.path());
-    assert!(o.status.success(), "{}", stderr(&o));
+    revert(&lo, j.path());
     assert_eq!(lo.active_scheduler(), orig_sched);
     assert_eq!(lo.queue("nr_requests"), orig_nr);
 }
@@ -67,10 +75,10 @@ fn set_writes_tunables_of_the_new_scheduler_and_prints_them() {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     lo.set_queue("scheduler", "none");
-    let o = blktune(
+    let o = set(
+        &lo,
+        j.path(),
         &[
-            "set",
-            lo.name(),
             "-s",
             "kyber",
             "-t",
@@ -80,9 +88,7 @@ fn set_writes_tunables_of_the_new_scheduler_and_prints_them() {
             "--read-ahead-kb",
             "256",
         ],
-        j.path(),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.queue("iosched/read_lat_nsec"), "1000000");
     assert_eq!(lo.queue("nr_requests"), "32");
     assert_eq!(lo.queue("read_ahead_kb"), "256");
@@ -145,10 +151,10 @@ fn revert_restores_every_original_and_the_first_original_wins() {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     let original = known_original(&lo);
-    let o = blktune(
+    set(
+        &lo,
+        j.path(),
         &[
-            "set",
-            lo.name(),
             "-s",
             "kyber",
             "--nr-requests",
@@ -156,19 +162,12 @@ fn revert_restores_every_original_and_the_first_original_wins() {
             "--read-ahead-kb",
             "1024",
         ],
-        j.path(),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     // A second change must not replace the journalled original.
-    let o = blktune(
-        &["set", lo.name(), "-s", "bfq", "-t", "slice_idle=0"],
-        j.path(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    set(&lo, j.path(), &["-s", "bfq", "-t", "slice_idle=0"]);
     assert_eq!(lo.active_scheduler(), "bfq");
     assert_ne!(lo.settings(), original);
-    let o = blktune(&["revert", lo.name()], j.path());
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = revert(&lo, j.path());
     assert_eq!(lo.settings(), original);
     assert!(stdout(&o).contains("bfq -> mq-deadline"), "{}", stdout(&o));
     // The entry is gone: a second revert has nothing to do.
@@ -208,7 +207,7 @@ fn the_journal_survives_a_killed_process() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + TIMEOUT;
     while !entry.exists() {
         assert!(Instant::now() < deadline, "no journal entry appeared");
         if let Some(st) = child.try_wait().unwrap() {
@@ -253,12 +252,8 @@ fn not_root_gets_one_line_and_nothing_changes() {
     let lo = TestLoop::new(64);
     lo.set_queue("scheduler", "mq-deadline");
     let before = lo.settings();
-    // nobody must be able to run the binary: copy it to a world-readable dir.
     let bin_dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = bin_dir.path().join("blktune");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = public_binary(bin_dir.path());
     let j = tempfile::tempdir().unwrap();
     for args in [
         vec!["set", lo.name(), "--scheduler", "kyber"],
@@ -266,9 +261,7 @@ fn not_root_gets_one_line_and_nothing_changes() {
         vec!["set", lo.name(), "--read-ahead-kb", "256"],
         vec!["set", lo.name(), "--tunable", "read_expire=100"],
     ] {
-        let o = Command::new("setpriv")
-            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-            .arg(&bin)
+        let o = as_nobody(&bin)
             .args(&args)
             .env("BLKTUNE_JOURNAL_DIR", j.path().join("j"))
             .output()
@@ -285,12 +278,7 @@ fn not_root_gets_one_line_and_nothing_changes() {
         assert_eq!(lo.settings(), before, "{args:?} changed something");
     }
     // Reading works for anyone.
-    let o = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(&bin)
-        .args(["list", "--json"])
-        .output()
-        .unwrap();
+    let o = as_nobody(&bin).args(["list", "--json"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(lo.name()));
 }
@@ -315,11 +303,9 @@ fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
     let lo = TestLoop::new(64);
     let name = lo.name().to_string();
     let j = tempfile::tempdir().unwrap();
-    let o = blktune(&["set", &name, "--nr-requests", "64"], j.path());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let base = option_env!("CARGO_TARGET_TMPDIR")
-        .map_or_else(std::env::temp_dir, std::path::PathBuf::from);
-    let file = tempfile::NamedTempFile::new_in(base).unwrap();
+    set(&lo, j.path(), &["--nr-requests", "64"]);
+    let base = temp_in_target();
+    let file = tempfile::NamedTempFile::new_in(base.path()).unwrap();
     file.as_file().set_len(32 << 20).unwrap();
     lo.dev.remove().unwrap_or_else(|e| panic!("detach: {e}"));
     let dev = format!("/dev/{name}");

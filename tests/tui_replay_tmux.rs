@@ -4,117 +4,12 @@
 //! losetup); skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
+use common::tmux::{Tmux, alive};
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-/// A private tmux server with one 80x24 pane running `cmd` through sh.
-struct Tmux {
-    sock: String,
-}
-
-impl Tmux {
-    fn new(tag: &str, cmd: &str) -> Self {
-        let sock = format!("blktune-{tag}-{}", std::process::id());
-        let t = Self { sock };
-        let ok = t
-            .cmd(&["-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e"])
-            .arg(format!(
-                "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=xterm-256color sh -c '{cmd}; echo EXIT=$?; sleep 60'"
-            ))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "tmux new-session failed");
-        t
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.arg("-L").arg(&self.sock).args(args);
-        c
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend(keys);
-        assert!(self.cmd(&args).status().unwrap().success());
-    }
-
-    fn capture(&self) -> String {
-        let o = self
-            .cmd(&["capture-pane", "-p", "-t", "e2e"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    /// Poll the pane until `pred` holds; panic with the screen after `secs`.
-    fn wait_for(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let s = self.capture();
-            if pred(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Tmux {
-    /// The processes the pane's shell started.
-    fn children(&self) -> Vec<i32> {
-        let o = self
-            .cmd(&["display", "-p", "-t", "e2e", "#{pane_pid}"])
-            .output();
-        let Some(pid) = o.ok().and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<i32>()
-                .ok()
-        }) else {
-            return Vec::new();
-        };
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|c| c.parse().ok())
-            .collect()
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // End what the pane still runs (a failed test) while its terminal is
-        // alive, so that its guards clean up; then the server.
-        let kids = self.children();
-        for &c in &kids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while kids.iter().any(|&c| alive(c)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self
-            .cmd(&["kill-server"])
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
-}
+use std::time::Duration;
 
 /// Seconds of the header's `replay MM:SS/`.
 fn position(screen: &str) -> Option<u64> {
@@ -137,26 +32,24 @@ fn replay_as_nobody_shows_the_switch_and_seeks() {
     }
     // Copies that user nobody can read and run.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("blktune");
+    let bin = public_binary(dir.path());
     let demo = dir.path().join("demo.ndjson.gz");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-kyber-switch.ndjson.gz"),
         &demo,
     )
     .unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&demo, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let t = Tmux::new(
-        "replay",
+    let t = Tmux::start(
         &format!(
             "cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups {} replay {} --speed 10",
             shq(&bin),
             shq(&demo)
         ),
+        80,
+        24,
     );
-    let s = t.wait_for("the switch marker and the before/after panel", 20, |s| {
+    let s = t.wait("the switch marker and the before/after panel", |s| {
         s.contains("mq-deadline→kyber") && s.contains("before") && s.contains("after")
     });
     assert!(s.contains("replay "), "{s}");
@@ -168,22 +61,22 @@ fn replay_as_nobody_shows_the_switch_and_seeks() {
     assert!(!footer.contains("sched"), "no change keys in replay:\n{s}");
     // Pause, then ← moves the position back exactly 10 s.
     t.keys(&["p"]);
-    let s = t.wait_for("the pause", 5, |s| s.contains(" ‖"));
+    let s = t.wait("the pause", |s| s.contains(" ‖"));
     let p0 = position(&s).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let p0b = position(&t.capture()).unwrap();
     assert_eq!(p0, p0b, "paused playback moved");
     t.keys(&["Left"]);
-    let s = t.wait_for("the seek back", 5, |s| {
+    let s = t.wait("the seek back", |s| {
         position(s) == Some(p0.saturating_sub(10))
     });
     assert!(s.contains(" ‖"), "still paused after a seek:\n{s}");
     // Play to the end: it pauses there and says so.
     t.keys(&["]", "]", "p"]);
-    let s = t.wait_for("the end", 20, |s| s.contains("end of recording"));
+    let s = t.wait("the end", |s| s.contains("end of recording"));
     assert!(s.contains("01:30/01:30") || s.contains("■ end"), "{s}");
     t.keys(&["q"]);
-    t.wait_for("exit 0", 10, |s| s.contains("EXIT=0"));
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
 
 #[test]
@@ -194,8 +87,7 @@ fn r_records_the_live_session_to_a_file_replay_reads() {
     let lo = TestLoop::new(64);
     let cwd = tempfile::tempdir().unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::new(
-        "rec",
+    let t = Tmux::start(
         &format!(
             "cd {} && BLKTUNE_JOURNAL_DIR={} {} --device {} --interval 250ms",
             shq(cwd.path()),
@@ -203,29 +95,31 @@ fn r_records_the_live_session_to_a_file_replay_reads() {
             env!("CARGO_BIN_EXE_blktune"),
             lo.name()
         ),
+        80,
+        24,
     );
-    t.wait_for("the first sample", 15, |s| {
+    t.wait("the first sample", |s| {
         s.contains(lo.name()) && s.contains("r_await")
     });
     t.keys(&["R"]);
-    let s = t.wait_for("the REC mark", 10, |s| s.contains("● REC"));
+    let s = t.wait("the REC mark", |s| s.contains("● REC"));
     assert!(s.contains("recording to blktune-"), "{s}");
     // A switch while recording is recorded as a change (none → kyber).
     assert_eq!(lo.active_scheduler(), "none");
     t.keys(&["s"]);
-    t.wait_for("the picker", 5, |s| s.contains("scheduler of"));
+    t.wait("the picker", |s| s.contains("scheduler of"));
     t.keys(&["Down", "Down", "Enter"]);
-    t.wait_for("the switch", 10, |s| {
+    t.wait("the switch", |s| {
         s.contains(&format!("{}: none→kyber", lo.name())) && s.contains("(kernel")
     });
     std::thread::sleep(Duration::from_millis(800));
     t.keys(&["R"]);
-    let s = t.wait_for("the stop", 10, |s| s.contains("recorded "));
+    let s = t.wait("the stop", |s| s.contains("recorded "));
     assert!(!s.contains("● REC"), "{s}");
     t.keys(&["u"]);
-    t.wait_for("the undo", 10, |s| s.contains("undo: "));
+    t.wait("the undo", |s| s.contains("undo: "));
     t.keys(&["q"]);
-    t.wait_for("exit 0", 10, |s| s.contains("EXIT=0"));
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
     let files: Vec<PathBuf> = std::fs::read_dir(cwd.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -267,17 +161,18 @@ fn sysfs_scheduler(dev: &str) -> String {
         .unwrap_or(line)
 }
 
-fn start_demo(tag: &str, dir: &Path, journal: &Path) -> (Tmux, String, String) {
-    let t = Tmux::new(
-        tag,
+fn start_demo(dir: &Path, journal: &Path) -> (Tmux, String, String) {
+    let t = Tmux::start(
         &format!(
             "BLKTUNE_JOURNAL_DIR={} {} demo --size 64M --interval 250ms --dir {}",
             shq(journal),
             env!("CARGO_BIN_EXE_blktune"),
             shq(dir)
         ),
+        80,
+        24,
     );
-    let s = t.wait_for("the demo hint and the device selected", 20, |s| {
+    let s = t.wait("the demo hint and the device selected", |s| {
         s.contains("press s and pick kyber")
             && demo_device(s).is_some_and(|d| s.contains(&format!("▶{d} ")))
     });
@@ -302,19 +197,17 @@ fn demo_switches_its_scratch_device_and_cleans_up_on_quit() {
     let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let dir = tempfile::tempdir_in(base).unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let (t, dev, file) = start_demo("demoq", dir.path(), journal.path());
+    let (t, dev, file) = start_demo(dir.path(), journal.path());
     t.keys(&["s"]);
-    t.wait_for("the picker", 5, |s| {
-        s.contains(&format!("scheduler of {dev}"))
-    });
+    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
     t.keys(&["Down", "Enter"]);
-    let s = t.wait_for("the after hint", 10, |s| {
+    let s = t.wait("the after hint", |s| {
         s.contains("see the before/after panel")
     });
     assert_eq!(sysfs_scheduler(&dev), "kyber");
     assert!(s.contains("mq-deadline→kyber"), "{s}");
     t.keys(&["q"]);
-    let s = t.wait_for("the demo's end", 20, |s| s.contains("EXIT="));
+    let s = t.wait("the demo's end", |s| s.contains("EXIT="));
     assert!(s.contains("EXIT=0") && s.contains("demo over"), "{s}");
     assert_cleaned(&dev, &file);
 }
@@ -331,13 +224,11 @@ fn demo_cleans_up_on_sigterm_and_sighup() {
     ] {
         let dir = tempfile::tempdir_in(&base).unwrap();
         let journal = tempfile::tempdir().unwrap();
-        let (t, dev, file) = start_demo("demot", dir.path(), journal.path());
+        let (t, dev, file) = start_demo(dir.path(), journal.path());
         let kids = t.children();
         assert_eq!(kids.len(), 1, "{kids:?}");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(kids[0]), sig).unwrap();
-        let s = t.wait_for(&format!("the demo's end on {sig}"), 20, |s| {
-            s.contains("EXIT=")
-        });
+        let s = t.wait(&format!("the demo's end on {sig}"), |s| s.contains("EXIT="));
         assert!(s.contains("demo over"), "{sig}: {s}");
         assert_cleaned(&dev, &file);
     }
@@ -351,16 +242,13 @@ fn demo_cleans_up_when_its_terminal_vanishes() {
     let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let dir = tempfile::tempdir_in(base).unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let (t, dev, file) = start_demo("demov", dir.path(), journal.path());
+    let (t, dev, file) = start_demo(dir.path(), journal.path());
     let pid = t.children()[0];
     // The server goes with the pane; no signal reaches the child of `sh -c`.
-    let _ = t.cmd(&["kill-server"]).status();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while (alive(pid) || backing(&dev).as_deref() == Some(file.as_str()))
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    t.kill_server();
+    wait_until(TIMEOUT, || {
+        !alive(pid) && backing(&dev).as_deref() != Some(file.as_str())
+    });
     assert!(!alive(pid), "the demo outlived its terminal");
     assert_cleaned(&dev, &file);
 }
@@ -371,13 +259,8 @@ fn demo_as_non_root_says_so_in_one_line() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("blktune");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(&bin)
+    let bin = public_binary(dir.path());
+    let o = as_nobody(&bin)
         .arg("demo")
         .current_dir("/")
         .output()

@@ -104,3 +104,85 @@ fn tiny_and_odd_sizes_do_not_panic() {
     press(&mut app, &[KeyCode::Esc, KeyCode::Char('t')]);
     screen(&app, 60, 16);
 }
+
+/// sda with the probe on: p99 about 4 ms under mq-deadline, then a switch to
+/// kyber and p99 about 1 ms.
+fn probe_app() -> (Machine, blktune::tui::app::App) {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.enable_probe(5.0);
+    let slow = probe_stats(5.0, Some((0.8, 4.0, 6.5)), None);
+    m.run_probed(&mut app, 40, &busy(6), "sda", &slow);
+    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
+    let fast = probe_stats(5.0, Some((0.4, 1.0, 1.5)), None);
+    m.run_probed(&mut app, 20, &busy(2), "sda", &fast);
+    (m, app)
+}
+
+#[test]
+fn probe_figures_at_80x24() {
+    let (_m, app) = probe_app();
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    assert!(s.contains("probe 5.0 r/s, counted in r/s"), "{s}");
+    assert!(s.contains("ms       p50   p99   max r_await"), "{s}");
+    // The newest interval: probe figures next to diskstats r_await.
+    assert!(s.contains("1s      0.40  1.00  1.50    2.00"), "{s}");
+    // The last minute: 40 s at p99 4 ms and 20 s at 1 ms; the worst read of
+    // it; r_await 40 s at 6 ms and 20 s at 2 ms.
+    assert!(s.contains("60s     0.67  3.00  6.50    4.67"), "{s}");
+    // The payoff: the tail before and after the switch.
+    assert!(s.contains("r_await     6.00    2.00   -67%"), "{s}");
+    assert!(s.contains("pr_p99      4.00    1.00   -75%"), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn probe_figures_at_120x40() {
+    let (_m, app) = probe_app();
+    let term = screen(&app, 120, 40);
+    let s = text(&term);
+    assert!(s.contains("probe 5.0 r/s, counted in r/s"), "{s}");
+    assert!(s.contains("pr_p99      4.00    1.00   -75%"), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn probe_error_is_a_line_in_the_panel() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    app.enable_probe(5.0);
+    let denied = probe_stats(
+        0.0,
+        None,
+        Some("cannot open /dev/sda for reading: Permission denied (os error 13)"),
+    );
+    m.run_probed(&mut app, 10, &busy(4), "sda", &denied);
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    assert!(s.contains("probe 0.0 r/s, counted in r/s"), "{s}");
+    assert!(s.contains("probe: cannot open /dev/sda for"), "{s}");
+    assert!(s.contains("reading: Permission denied (os"), "{s}");
+    assert!(s.contains("error 13)"), "{s}");
+    assert!(!s.contains("p99"), "no table without a read: {s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn probe_off_shows_nothing_of_it() {
+    let (_m, app) = main_app();
+    assert!(app.probe.is_none());
+    for (w, h) in [(80, 24), (160, 48)] {
+        let s = text(&screen(&app, w, h));
+        assert!(!s.contains("probe") && !s.contains("pr_p99"), "{s}");
+    }
+    // Probe on but no figures yet: one line saying it is starting.
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.enable_probe(2.5);
+    m.run(&mut app, 3, &busy(4));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("probe 2.5 r/s: starting"), "{s}");
+    assert!(!s.contains("p99"), "{s}");
+}

@@ -56,6 +56,65 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
     assert!(status(&app).contains("busy"), "{}", status(&app));
 }
 
+/// The source answers a change before its next snapshot; a picker opened in
+/// between must already start on the scheduler the kernel read back.
+#[test]
+fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
+    use blktune::history::ChangeMark;
+    use blktune::tui::source::{ApplyReport, ApplyRequest};
+    use blktune::tuner::{Outcome, Settings, ValueChange};
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    let ctl = press(
+        &mut app,
+        &[KeyCode::Char('s'), KeyCode::Down, KeyCode::Enter],
+    );
+    let [Control::Apply(req)] = &ctl[..] else {
+        panic!("{ctl:?}")
+    };
+    let before = app.selected_device().unwrap().queue.clone();
+    let mut after = before.clone();
+    after.scheduler.as_mut().unwrap().active = "kyber".into();
+    after.tunables.clear();
+    let mark = ChangeMark {
+        device: "sda".into(),
+        t: app.now,
+        label: "mq-deadline→kyber".into(),
+        before: Settings::snapshot_of(&before),
+        after: Settings::snapshot_of(&after),
+    };
+    let outcome = Outcome {
+        device: "sda".into(),
+        changes: vec![ValueChange {
+            attr: "scheduler".into(),
+            before: "mq-deadline".into(),
+            after: "kyber".into(),
+        }],
+        before,
+        after,
+        kernel_time: Duration::from_millis(3),
+    };
+    app.on_feed(Feed::Applied(Box::new(ApplyReport {
+        request: ApplyRequest {
+            id: req.id,
+            device: req.device.clone(),
+            settings: req.settings.clone(),
+            kind: req.kind,
+        },
+        result: Ok((outcome, mark)),
+    })));
+    assert_eq!(app.pending, 0);
+    assert_eq!(app.selected_device().unwrap().queue.active_label(), "kyber");
+    assert!(press(&mut app, &chars("s")).is_empty());
+    match &app.overlay {
+        Some(Overlay::Picker {
+            cursor, options, ..
+        }) => assert_eq!(options[*cursor], "kyber"),
+        o => panic!("no picker: {o:?}"),
+    }
+}
+
 #[test]
 fn esc_cancels_and_choosing_the_active_one_changes_nothing() {
     let mut m = Machine::three();
@@ -244,7 +303,7 @@ fn settle(
     ctl: &mpsc::Sender<Control>,
     m: &Machine,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while app.pending > 0 {
         assert!(Instant::now() < deadline, "no answer from the source");
         if let Ok(f) = rx.recv_timeout(Duration::from_millis(50)) {
@@ -291,7 +350,7 @@ fn change_undo_and_revert_all_through_the_tuner() {
     .unwrap();
     let mut app = m.app(None);
     while app.samples == 0 {
-        app.on_feed(frx.recv_timeout(Duration::from_secs(5)).unwrap());
+        app.on_feed(frx.recv_timeout(Duration::from_secs(60)).unwrap());
     }
     let active = |d: &str| {
         let line = std::fs::read_to_string(m.tree.dev_dir(d).join("queue/scheduler")).unwrap();
@@ -398,4 +457,202 @@ fn change_undo_and_revert_all_through_the_tuner() {
     assert_eq!(app.marks["sda"].last().unwrap().label, "mq-deadline→kyber");
     ctx.send(Control::Stop).unwrap();
     handle.join().unwrap();
+}
+
+#[test]
+fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.enable_probe(5.0);
+    assert_eq!(app.probe_control(), None, "nothing selected yet");
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(
+        app.probe_control(),
+        Some(Control::Probe(Some("sda".into())))
+    );
+    assert_eq!(app.probe_control(), None, "said once");
+
+    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 3, &busy(4), "sda", &st);
+    let h = &app.probe.as_ref().unwrap().history["sda"];
+    assert_eq!(h.len(), 3);
+    let last = h.back().unwrap();
+    assert_eq!(
+        (
+            last.p50,
+            last.p99,
+            last.max,
+            last.reads_per_sec,
+            last.errors
+        ),
+        (Some(0.3), Some(1.2), Some(2.0), 5.0, 0)
+    );
+    // On the sample timeline: the same ends and lengths as diskstats' points.
+    let probe_t: Vec<(f64, f64)> = h.iter().map(|p| (p.t, p.itv)).collect();
+    let disk_t: Vec<(f64, f64)> = app.histories["sda"]
+        .points()
+        .iter()
+        .skip(1)
+        .map(|p| (p.t, p.itv))
+        .collect();
+    assert_eq!(probe_t, disk_t);
+    assert!(!app.probe.as_ref().unwrap().history.contains_key("sdb"));
+
+    // Moving the selection re-targets the probe, in the key's own answer.
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down]),
+        vec![Control::Probe(Some("sdb".into()))]
+    );
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down, KeyCode::Up]),
+        vec![
+            Control::Probe(Some("zram0".into())),
+            Control::Probe(Some("sdb".into()))
+        ]
+    );
+    // Keys that leave the selection alone say nothing to the probe: a sort
+    // (by %util: sdb first) keeps it, and Up at the top moves nothing.
+    assert!(press(&mut app, &chars("o")).is_empty());
+    assert!(press(&mut app, &[KeyCode::Up]).is_empty());
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down]),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    // Typing a filter moves the selection, and the probe with it.
+    let mut ctl = press(&mut app, &chars("/sdb"));
+    ctl.extend(press(&mut app, &[KeyCode::Enter, KeyCode::Esc]));
+    assert_eq!(ctl, vec![Control::Probe(Some("sdb".into()))]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    m.run_probed(&mut app, 1, &busy(4), "sdb", &st);
+    assert!(app.probe.as_ref().unwrap().latest("sdb").is_some());
+    // A vanished device moves the selection on the next sample; the event
+    // loop asks probe_control() after every batch of feeds.
+    m.tree.remove("sdb").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    let now = app.selected.clone().unwrap();
+    assert_ne!(now, "sdb");
+    assert_eq!(app.probe_control(), Some(Control::Probe(Some(now.clone()))));
+    assert!(
+        !app.probe.as_ref().unwrap().history.contains_key("sdb"),
+        "a vanished device's probe history goes"
+    );
+
+    // An error shows up as the newest point's error, not as a crash.
+    let denied = probe_stats(0.0, None, Some("cannot open /dev/X for reading"));
+    m.run_probed(&mut app, 1, &busy(4), &now, &denied);
+    let p = app.probe.as_ref().unwrap().latest(&now).unwrap();
+    assert_eq!(p.error.as_deref(), Some("cannot open /dev/X for reading"));
+    assert_eq!((p.p99, p.errors), (None, 5));
+}
+
+#[test]
+fn probe_off_has_no_state_and_sends_nothing() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    assert_eq!(app.probe_control(), None);
+    assert!(press(&mut app, &[KeyCode::Down, KeyCode::Down]).is_empty());
+    // Figures that arrive anyway are dropped.
+    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 2, &busy(4), "zram0", &st);
+    assert!(app.probe.is_none());
+    assert!(app.probe_compare("sda", 0).is_none());
+}
+
+#[test]
+fn live_source_probe_error_reaches_the_app_without_a_crash() {
+    // A disk in the fake tree has no node in /dev: the probe cannot open it,
+    // like a user who may not open /dev/X; the error comes back as figures.
+    let name = "blkprobetest0";
+    assert!(!std::path::Path::new("/dev").join(name).exists());
+    let m = Machine::new(&[blktune::fake::FakeDisk::new(name).dev(8, 0)]);
+    m.tree
+        .set_diskstats(&[(name, 8, 0, Counters::default())])
+        .unwrap();
+    let root = m.tree.root();
+    let (ftx, frx) = mpsc::channel();
+    let (ctx, crx) = mpsc::channel();
+    let handle = LiveSource::new(
+        Sampler::new(root).unwrap(),
+        None,
+        Duration::from_millis(100),
+    )
+    .with_probe_rate(20.0)
+    .spawn(ftx, crx)
+    .unwrap();
+    let mut app = m.app(Some("--read-only"));
+    app.enable_probe(20.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut error = None;
+    while error.is_none() {
+        assert!(Instant::now() < deadline, "no probe error came back");
+        if let Ok(f) = frx.recv_timeout(Duration::from_millis(50)) {
+            app.on_feed(f);
+        }
+        if let Some(c) = app.probe_control() {
+            ctx.send(c).unwrap();
+        }
+        error = app
+            .probe
+            .as_ref()
+            .and_then(|p| p.latest(name))
+            .and_then(|p| p.error.clone());
+    }
+    let e = error.unwrap();
+    assert!(
+        e.contains(&format!("cannot open /dev/{name} for reading")),
+        "{e}"
+    );
+    ctx.send(Control::Stop).unwrap();
+    handle.join().unwrap();
+}
+
+#[test]
+fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.probe_rate = 2.0;
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    // On: at the configured rate, pointed at the selected device at once.
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    assert_eq!(app.probe.as_ref().unwrap().rate, 2.0);
+    assert!(
+        status(&app).contains("probe on: 2.0 read-only"),
+        "{}",
+        status(&app)
+    );
+    let st = probe_stats(2.0, Some((0.3, 1.2, 2.0)), None);
+    m.run_probed(&mut app, 2, &busy(4), "sda", &st);
+    assert!(text(&screen(&app, 80, 24)).contains("probe 2.0 r/s, counted in r/s"));
+    // Off: the source is told to stop, and nothing of it is left on screen.
+    assert_eq!(press(&mut app, &chars("P")), vec![Control::Probe(None)]);
+    assert!(app.probe.is_none());
+    assert_eq!(status(&app), "probe off");
+    let s = text(&screen(&app, 80, 24));
+    assert!(!s.contains("counted in r/s") && !s.contains("p99"), "{s}");
+    assert!(press(&mut app, &[KeyCode::Down]).is_empty());
+    // Read-only mode allows it: it only reads.
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Probe(Some("sda".into()))]
+    );
+    // A replay has no such key.
+    app.on_feed(Feed::Position(blktune::tui::source::ReplayPosition {
+        at: 0.0,
+        total: 10.0,
+        speed: 1.0,
+        paused: false,
+        ended: false,
+    }));
+    assert_eq!(app.mode(), Mode::Replay);
+    assert!(press(&mut app, &chars("P")).is_empty());
+    assert!(app.probe.is_some(), "P did nothing in the replay");
 }

@@ -3,112 +3,33 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use blktune::journal::Journal;
+use common::tmux::{Tmux, alive};
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// A private tmux server with one 80x24 pane running a plain shell.
-struct Tmux {
-    sock: String,
-}
+use std::time::Duration;
 
 /// The shell prompt (`PS1` plus a space, which capture-pane trims).
 const PROMPT: &str = "e2e$";
 
-impl Tmux {
-    fn new(tag: &str) -> Self {
-        let sock = format!("blktune-{tag}-{}", std::process::id());
-        let t = Self { sock };
-        let ok = t
-            .cmd(&["-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e"])
-            .arg(format!("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=xterm-256color PS1='{PROMPT} ' bash --norc --noprofile"))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "tmux new-session failed");
-        t.wait_for("the shell prompt", |s| s.contains(PROMPT));
-        t
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.arg("-L").arg(&self.sock).args(args);
-        c
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend(keys);
-        assert!(self.cmd(&args).status().unwrap().success());
-    }
-
-    fn line(&self, text: &str) {
-        assert!(
-            self.cmd(&["send-keys", "-t", "e2e", "-l", text])
-                .status()
-                .unwrap()
-                .success()
-        );
-        self.keys(&["Enter"]);
-    }
-
-    fn capture(&self) -> String {
-        let o = self
-            .cmd(&["capture-pane", "-p", "-t", "e2e"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn alternate_on(&self) -> bool {
-        let o = self
-            .cmd(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim() == "1"
-    }
-
-    /// Poll the pane until `pred` holds; panic with the screen after 15 s.
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let s = self.capture();
-            if pred(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Wait until the TUI has left the alternate screen and the prompt is back.
-    fn wait_restored(&self, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while self.alternate_on() {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: still on the alternate screen:\n{}",
-                self.capture()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.wait_for(&format!("{what}: the prompt back"), |s| {
-            s.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| l.starts_with(PROMPT))
-        })
-    }
+/// A plain shell in a private 80x24 tmux pane.
+fn shell() -> Tmux {
+    Tmux::shell(PROMPT, 80, 24)
 }
 
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).status();
-    }
+/// Wait until the TUI has left the alternate screen and the prompt is back.
+fn wait_restored(t: &Tmux, what: &str) -> String {
+    assert!(
+        wait_until(TIMEOUT, || !t.alternate_on()),
+        "{what}: still on the alternate screen:\n{}",
+        t.capture()
+    );
+    t.wait(&format!("{what}: the prompt back"), |s| {
+        s.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.starts_with(PROMPT))
+    })
 }
 
 /// fio load on our own loop device, killed on drop.
@@ -143,16 +64,6 @@ impl Drop for Fio {
     }
 }
 
-/// A copy of the binary that any user can run.
-fn public_binary(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.join("blktune");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
-}
-
 /// The row of the device table for `dev` (selected or not).
 fn row<'a>(screen: &'a str, dev: &str) -> Option<&'a str> {
     screen.lines().find(|l| {
@@ -162,30 +73,41 @@ fn row<'a>(screen: &'a str, dev: &str) -> Option<&'a str> {
     })
 }
 
+/// The pid `sh -c 'echo $$ > file; exec ...'` wrote to `file`.
 fn pid_of(file: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(p) = std::fs::read_to_string(file)
+    let read = || {
+        std::fs::read_to_string(file)
             .ok()
             .and_then(|s| s.trim().parse().ok())
-        {
-            return p;
-        }
-        assert!(Instant::now() < deadline, "no pid file");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    assert!(wait_until(TIMEOUT, || read().is_some()), "no pid file");
+    read().unwrap()
 }
 
 fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while lo.active_scheduler() != want {
-        assert!(
-            Instant::now() < deadline,
-            "sysfs never said {want}; screen:\n{}",
-            screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        wait_until(TIMEOUT, || lo.active_scheduler() == want),
+        "sysfs never said {want}; screen:\n{}",
+        screen()
+    );
+}
+
+/// Switch `lo` to kyber in the picker (`s`, arrows, Enter) and wait until sysfs says so.
+fn pick_kyber(t: &Tmux, lo: &TestLoop) {
+    t.keys(&["s"]);
+    t.wait("the picker", |s| {
+        s.contains(&format!("scheduler of {}", lo.name()))
+    });
+    t.keys(&moves(lo, "kyber"));
+    t.keys(&["Enter"]);
+    wait_sysfs(lo, "kyber", || t.capture());
+}
+
+/// Seconds the before/after panel's `after` column covers (`covers  2.3s  1.9s`).
+fn after_covers(screen: &str) -> Option<f64> {
+    let line = screen.lines().find(|l| l.contains("covers "))?;
+    let last = line.split_whitespace().last()?;
+    last.strip_suffix('s')?.parse().ok()
 }
 
 /// Keys to move the picker's cursor from the active scheduler to `to`.
@@ -226,49 +148,43 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
             journal.display(),
             bin.display()
         ));
-        let s = t.wait_for("the TUI with the loop device", |s| {
+        let s = t.wait("the TUI with the loop device", |s| {
             s.contains("every 250ms") && s.contains(&format!("▶{dev} ")) && s.contains("r_await")
         });
         assert!(t.alternate_on());
         (pid_of(&pidfile), s)
     };
-    let t = Tmux::new("main");
+    let t = shell();
 
     // Switch to kyber with three keys: s, arrows, Enter, once fio's load shows.
     let (_pid, _) = start(&t);
-    t.wait_for("fio's reads in the row", |s| {
+    t.wait("fio's reads in the row", |s| {
         row(s, &dev).is_some_and(|r| r.split_whitespace().nth(2).is_some_and(|v| v != "0"))
     });
-    std::thread::sleep(Duration::from_secs(2)); // some "before" for the comparison
-    t.keys(&["s"]);
-    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
-    let s = t.wait_for("kyber in the row and a marker on the time axis", |s| {
+    // Some "before" for the comparison: time passing, not a condition.
+    std::thread::sleep(Duration::from_secs(2));
+    pick_kyber(&t, &lo);
+    t.wait("kyber in the row and a marker on the time axis", |s| {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
             && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
     });
-    std::thread::sleep(Duration::from_secs(2)); // some "after"
-    println!("80x24 after the switch:\n{}", t.capture());
-    drop(s);
+    let s = t.wait("1.5 s of \"after\" in the before/after panel", |s| {
+        after_covers(s).is_some_and(|a| a >= 1.5)
+    });
+    println!("80x24 after the switch:\n{s}");
 
     // Undo puts the original back.
     t.keys(&["u"]);
     wait_sysfs(&lo, &orig, || t.capture());
-    t.wait_for("the undo status", |s| s.contains(&format!("undo: {dev}")));
+    t.wait("the undo status", |s| s.contains(&format!("undo: {dev}")));
 
     // Switch again and quit: the summary names the change and the revert command.
-    t.keys(&["s"]);
-    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
-    t.wait_for("the status of the switch", |s| {
+    pick_kyber(&t, &lo);
+    t.wait("the status of the switch", |s| {
         s.contains(&format!("{dev}: {orig}→kyber"))
     });
     t.keys(&["q"]);
-    let s = t.wait_restored("after q");
+    let s = wait_restored(&t, "after q");
     assert!(s.contains(&format!("  {dev}: {orig}→kyber")), "{s}");
     assert!(
         s.contains(&format!("to revert: sudo blktune revert {dev}")),
@@ -286,17 +202,13 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         journal.display(),
         bin.display()
     ));
-    t.wait_for("the TUI", |s| s.contains(&format!("▶{dev} ")));
-    t.keys(&["s"]);
-    t.wait_for("the picker", |s| s.contains(&format!("scheduler of {dev}")));
-    t.keys(&moves(&lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(&lo, "kyber", || t.capture());
-    t.wait_for("the status of the switch", |s| {
+    t.wait("the TUI", |s| s.contains(&format!("▶{dev} ")));
+    pick_kyber(&t, &lo);
+    t.wait("the status of the switch", |s| {
         s.contains(&format!("{dev}: {orig}→kyber"))
     });
     t.keys(&["q"]);
-    let s = t.wait_restored("after q with --revert-on-exit");
+    let s = wait_restored(&t, "after q with --revert-on-exit");
     assert!(
         s.contains(&format!("blktune: reverted {dev}: kyber→{orig}")),
         "{s}"
@@ -315,10 +227,10 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         t.line("clear");
         let (pid, _) = start(&t);
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
-        let s = t.wait_restored(&format!("after {sig}"));
+        let s = wait_restored(&t, &format!("after {sig}"));
         assert!(s.contains("no settings were changed"), "{sig}: {s}");
         t.line("echo rc=$?");
-        t.wait_for("the exit code", |s| s.contains("rc=0"));
+        t.wait("the exit code", |s| s.contains("rc=0"));
     }
 
     // A dropped session (the pty closes, SIGHUP) with --revert-on-exit
@@ -331,56 +243,39 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         bin.display()
     );
     assert!(
-        t.cmd(&["new-window", "-d", "-t", "e2e", "-n", "hup", &cmd])
+        t.tmux(&["new-window", "-d", "-t", "e2e", "-n", "hup", &cmd])
             .status()
             .unwrap()
             .success()
     );
     let pid = pid_of(&pidfile);
-    let pane = |t: &Tmux| {
-        let o = t
-            .cmd(&["capture-pane", "-p", "-t", "e2e:hup"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !pane(&t).contains(&format!("▶{dev} ")) {
-        assert!(
-            Instant::now() < deadline,
-            "TUI in the second window:\n{}",
-            pane(&t)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let pane = |t: &Tmux| t.capture_of("e2e:hup");
+    assert!(
+        wait_until(TIMEOUT, || pane(&t).contains(&format!("▶{dev} "))),
+        "TUI in the second window:\n{}",
+        pane(&t)
+    );
     let mut keys = vec!["send-keys", "-t", "e2e:hup", "s"];
     keys.extend(moves(&lo, "kyber"));
     keys.push("Enter");
-    assert!(t.cmd(&keys).status().unwrap().success());
+    assert!(t.tmux(&keys).status().unwrap().success());
     wait_sysfs(&lo, "kyber", || pane(&t));
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !pane(&t).contains(&format!("{dev}: {orig}→kyber")) {
-        assert!(
-            Instant::now() < deadline,
-            "status of the switch:\n{}",
-            pane(&t)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(
-        t.cmd(&["kill-window", "-t", "e2e:hup"])
+        wait_until(TIMEOUT, || pane(&t)
+            .contains(&format!("{dev}: {orig}→kyber"))),
+        "status of the switch:\n{}",
+        pane(&t)
+    );
+    assert!(
+        t.tmux(&["kill-window", "-t", "e2e:hup"])
             .status()
             .unwrap()
             .success()
     );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {
-        assert!(
-            Instant::now() < deadline,
-            "blktune still running after its pty closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        wait_until(TIMEOUT, || !alive(pid)),
+        "blktune still running after its pty closed"
+    );
     assert_eq!(lo.active_scheduler(), orig, "--revert-on-exit after SIGHUP");
 
     // Detaching the loop device while the TUI shows it does not crash it.
@@ -389,7 +284,7 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     drop(fio);
     let loopdev = lo.dev;
     loopdev.remove().unwrap();
-    t.wait_for("the vanished device in the status line", |s| {
+    t.wait("the vanished device in the status line", |s| {
         s.contains(&format!("'{dev}' vanished"))
     });
     assert!(
@@ -397,9 +292,9 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         "still running"
     );
     t.keys(&["q"]);
-    t.wait_restored("after q with the device gone");
+    wait_restored(&t, "after q with the device gone");
     t.line("echo rc=$?");
-    t.wait_for("the exit code", |s| s.contains("rc=0"));
+    t.wait("the exit code", |s| s.contains("rc=0"));
 }
 
 #[test]
@@ -414,22 +309,22 @@ fn tui_as_nobody_is_read_only_and_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let journal = tmp.path().join("journal");
     let bin = public_binary(tmp.path());
-    let t = Tmux::new("nobody");
+    let t = shell();
     t.line(&format!(
         "setpriv --reuid=nobody --regid=nogroup --clear-groups env BLKTUNE_JOURNAL_DIR={} {} --device {dev}",
         journal.display(),
         bin.display()
     ));
-    t.wait_for("the read-only banner", |s| {
+    t.wait("the read-only banner", |s| {
         s.contains("READ-ONLY: not root; changes are disabled")
     });
     t.keys(&["s"]);
-    t.wait_for("the explanation", |s| {
+    t.wait("the explanation", |s| {
         s.contains("read-only (not root)") && s.contains("nothing was changed")
     });
     t.keys(&["Enter", "Down", "Enter", "n", "u"]);
     t.keys(&["q"]);
-    let s = t.wait_restored("after q");
+    let s = wait_restored(&t, "after q");
     assert!(s.contains("no settings were changed"), "{s}");
     assert_eq!((lo.queue("scheduler"), lo.queue("nr_requests")), before);
     assert!(!journal.exists() || std::fs::read_dir(&journal).unwrap().next().is_none());

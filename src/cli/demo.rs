@@ -3,7 +3,7 @@
 //! Everything is removed on the way out: quit, Ctrl-C, SIGTERM, SIGHUP, or a
 //! panic (the guards drop while unwinding).
 
-use super::{Global, TuiArgs, UsageError, parse_tui_interval};
+use super::{Global, TuiArgs, UsageError, parse_probe_rate, parse_tui_interval};
 use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
 use crate::scratch::QueueRestore;
 use crate::tuner::{Settings, Tuner};
@@ -29,6 +29,15 @@ pub struct DemoArgs {
     /// Directory for the scratch file (not tmpfs: O_DIRECT needs a real filesystem).
     #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
     pub dir: PathBuf,
+
+    /// Also run the read-only latency probe on the scratch device, to show
+    /// the tail latency next to the averages (as `blktune --probe`).
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Probe reads per second (0.1 to 100).
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    pub probe_rate: f64,
 }
 
 fn parse_demo_size(s: &str) -> Result<u64, String> {
@@ -147,6 +156,8 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
             // Settings go back before the device goes: a loop device keeps
             // its scheduler across detach and attach.
             revert_on_exit: true,
+            probe: a.probe,
+            probe_rate: a.probe_rate,
         };
         crate::tui::run_with(g, &tui, |app| app.demo = Some(name.clone()))?
     };

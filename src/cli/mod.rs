@@ -78,6 +78,28 @@ pub struct TuiArgs {
     /// On quit, put back every setting changed in this session.
     #[arg(long)]
     pub revert_on_exit: bool,
+
+    /// Also time a few 4 KiB O_DIRECT reads per second at random offsets of the
+    /// selected device (read-only) and show their latency percentiles: what an
+    /// application sees, next to the diskstats averages. The probe's reads count in r/s.
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Probe reads per second (0.1 to 100).
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    pub probe_rate: f64,
+}
+
+/// Probe reads per second: 0.1 to 100 (`--probe-rate` of the TUI and `watch`).
+pub fn parse_probe_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("probe rate '{s}' is not a number"))?;
+    if !(0.1..=100.0).contains(&r) {
+        return Err(format!("probe rate '{s}' is out of range: 0.1 to 100"));
+    }
+    Ok(r)
 }
 
 /// An interval of watch and record: 100 ms to 1 h.
@@ -281,6 +303,32 @@ mod tests {
             let c = top.find_subcommand_mut(sub).unwrap();
             let h = help(c, "interval");
             assert!(h.contains(range), "{sub}: {h}");
+        }
+    }
+
+    #[test]
+    fn probe_rate_is_checked_and_tui_flags_parse() {
+        assert_eq!(parse_probe_rate("0.1"), Ok(0.1));
+        assert_eq!(parse_probe_rate("100"), Ok(100.0));
+        assert!(parse_probe_rate("0").unwrap_err().contains("out of range"));
+        assert!(parse_probe_rate("101").unwrap_err().contains("'101'"));
+        assert!(parse_probe_rate("NaN").is_err());
+        assert!(
+            parse_probe_rate("fast")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        let a = Args::try_parse_from(["blktune", "--probe", "--probe-rate", "20"]).unwrap();
+        assert!(a.tui.probe);
+        assert_eq!(a.tui.probe_rate, 20.0);
+        let a = Args::try_parse_from(["blktune"]).unwrap();
+        assert!(!a.tui.probe, "off by default");
+        // A rate without the probe is a usage error, not silently ignored.
+        assert!(Args::try_parse_from(["blktune", "--probe-rate", "20"]).is_err());
+        let a = Args::try_parse_from(["blktune", "demo", "--probe", "--probe-rate", "2"]).unwrap();
+        match a.command {
+            Some(Command::Demo(d)) => assert!(d.probe && d.probe_rate == 2.0),
+            c => panic!("{c:?}"),
         }
     }
 }

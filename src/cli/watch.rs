@@ -1,6 +1,6 @@
 //! `blktune watch`: iostat -x style rows, or NDJSON with iostat's JSON keys.
 
-use super::{Global, Out, UsageError, parse_interval};
+use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use crate::iostat::{ExtStats, NoData};
 use crate::probe::{Probe, ProbeStats};
 use crate::sampler::{Sampler, Snapshot};
@@ -31,7 +31,7 @@ pub struct WatchArgs {
     pub probe: bool,
 
     /// Probe reads per second per device (0.1 to 100).
-    #[arg(long, value_name = "N", default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
     pub probe_rate: f64,
 
     /// Devices (default: every disk with a scheduler and a non-zero size).

@@ -25,6 +25,8 @@ pub enum Action {
     ShootOut,
     /// Recording of another feature; a hook until it lands.
     Record,
+    /// Live only: the latency probe of the selected device on or off.
+    ToggleProbe,
     Faster,
     Slower,
     Pause,
@@ -230,6 +232,14 @@ pub const MAIN: &[Binding] = &[
         None,
         "record this session to a file",
         Action::Record,
+        false,
+    ),
+    b(
+        &[C('P')],
+        "P",
+        None,
+        "latency probe of this device on/off (a few read-only reads/s)",
+        Action::ToggleProbe,
         false,
     ),
     b(
@@ -688,6 +698,12 @@ mod tests {
             assert_eq!(action_for(m, &ctrl_c), Some(Action::Quit), "{m:?}");
         }
         assert_eq!(action_for(Mode::Main, &key(KeyCode::Char('Z'))), None);
+        // The probe reads the live machine: no such key in a replay.
+        assert_eq!(
+            action_for(Mode::Main, &key(KeyCode::Char('P'))),
+            Some(Action::ToggleProbe)
+        );
+        assert_eq!(action_for(Mode::Replay, &key(KeyCode::Char('P'))), None);
     }
 
     #[test]

@@ -160,11 +160,19 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     if root.sysfs() == std::path::Path::new("/sys") {
         app.udev_db = Some(crate::export::UdevDb::default());
     }
+    // `P` turns the probe on at this rate when --probe did not.
+    app.probe_rate = a.probe_rate;
+    if a.probe {
+        app.enable_probe(a.probe_rate);
+    }
     setup(&mut app);
     let signals = Signals::register().context("cannot install signal handlers")?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
+    // The probe starts when the app names the selected device; read-only
+    // mode allows it (it only reads).
     let handle = LiveSource::new(sampler, tuner, interval)
+        .with_probe_rate(a.probe_rate)
         .spawn(feed_tx, ctl_rx)
         .context("cannot start the sampler thread")?;
 
@@ -291,6 +299,10 @@ where
                     anyhow::bail!("the sampler thread stopped unexpectedly")
                 }
             }
+        }
+        // The first selection, or one moved by a vanished device or the filter.
+        if let Some(c) = app.probe_control() {
+            let _ = ctl.send(c);
         }
         if dirty {
             let size = term.size()?;

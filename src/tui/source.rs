@@ -9,8 +9,10 @@ use super::export_dialog::WriteError;
 use super::live_record::LiveRecorder;
 use crate::export::ExportError;
 use crate::history::ChangeMark;
+use crate::probe::{Probe, ProbeStats};
 use crate::sampler::{SETTINGS_REFRESH, Sampler, Snapshot};
 use crate::tuner::{Outcome, Settings, Tuner};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -52,6 +54,20 @@ pub enum Feed {
     Reset,
     /// Recording of the live session (`R`) started, stopped or failed.
     Record(super::live_record::RecordEvent),
+    /// Live, while the probe runs (`--probe`, `P`): its reads in the
+    /// interval of the snapshot just sent.
+    Probe(ProbeSample),
+}
+
+/// What the latency probe saw in one sample interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeSample {
+    /// End of the interval on the sampler's clock (the snapshot's `t`).
+    pub t: f64,
+    /// Length of the interval in seconds (the snapshot's interval).
+    pub itv: f64,
+    /// Per probed device (only the one the app asked for).
+    pub stats: BTreeMap<String, ProbeStats>,
 }
 
 /// What kind of change a request is.
@@ -107,6 +123,9 @@ pub enum Control {
     StartShootout(BenchRequest),
     /// Cancel the running shoot-out (it restores the originals).
     CancelShootout,
+    /// Live only: probe this device from now on (the probe starts if it is
+    /// not running); `None` stops the probe and closes its device.
+    Probe(Option<String>),
 }
 
 /// How often to re-read every device's settings, given what one re-read cost.
@@ -132,6 +151,13 @@ pub struct LiveSource {
     bench: Option<BenchHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
+    /// The latency probe, while the app wants one; its thread stops when
+    /// this drops, which happens on every way out of [`LiveSource::run`].
+    probe: Option<Probe>,
+    /// Reads per second of the probe.
+    probe_rate: f64,
+    /// The devices the probe is told to read.
+    probe_target: Vec<String>,
 }
 
 impl LiveSource {
@@ -145,7 +171,45 @@ impl LiveSource {
             last: None,
             bench: None,
             recorder: LiveRecorder::default(),
+            probe: None,
+            probe_rate: crate::probe::DEFAULT_RATE,
+            probe_target: Vec::new(),
         }
+    }
+
+    /// Probe at `rate` reads per second (default [`crate::probe::DEFAULT_RATE`])
+    /// once the app names a device with [`Control::Probe`].
+    pub fn with_probe_rate(mut self, rate: f64) -> Self {
+        self.probe_rate = rate;
+        self
+    }
+
+    /// Point the probe at `device`, starting it if needed; `None` stops it.
+    fn retarget_probe(&mut self, device: Option<String>) {
+        self.probe_target = device.into_iter().collect();
+        if self.probe_target.is_empty() {
+            // Dropping joins its thread and closes the device.
+            self.probe = None;
+            return;
+        }
+        match &self.probe {
+            Some(p) => p.set_devices(&self.probe_target),
+            None => {
+                self.probe = Some(Probe::start(
+                    self.sampler.root(),
+                    &self.probe_target,
+                    self.probe_rate,
+                ));
+            }
+        }
+    }
+
+    /// The probe's figures since the last call, for the devices it is told
+    /// to read (a device just left may still have a partial interval).
+    fn take_probe(&self) -> Option<BTreeMap<String, ProbeStats>> {
+        let mut stats = self.probe.as_ref()?.take();
+        stats.retain(|k, _| self.probe_target.contains(k));
+        Some(stats)
     }
 
     /// Run on a new thread until [`Control::Stop`] or the app hangs up.
@@ -180,7 +244,22 @@ impl LiveSource {
                 {
                     return false;
                 }
-                Feed::Snapshot(Box::new(s))
+                // Taken right after the sample, so the probe's interval is
+                // the snapshot's (to within the time of one read).
+                let probe = self.take_probe().and_then(|stats| {
+                    Some(ProbeSample {
+                        t: s.t,
+                        itv: s.interval?,
+                        stats,
+                    })
+                });
+                if feed.send(Feed::Snapshot(Box::new(s))).is_err() {
+                    return false;
+                }
+                match probe {
+                    Some(p) => Feed::Probe(p),
+                    None => return true,
+                }
             }
             Err(e) => Feed::Error(format!("cannot read diskstats: {e}")),
         };
@@ -313,6 +392,7 @@ impl LiveSource {
                         let _ = feed.send(Feed::Bench(BenchFeed::Done(Err(msg))));
                     }
                 }
+                Ok(Control::Probe(device)) => self.retarget_probe(device),
                 Ok(Control::CancelShootout) => {
                     if let Some(b) = &self.bench {
                         b.cancel();

@@ -1,9 +1,31 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod tmux;
+
 use blktune::scratch::ScratchLoop;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for something that should happen soon. Generous:
+/// under load (2 cores, test binaries in parallel) a redraw can take
+/// seconds, and waits poll, so an idle machine never waits this long.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Poll `cond` until it holds (true) or `timeout` has passed (false).
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// Are we root? If not: skip (return false) with a message, or fail under CI=true.
 pub fn require_root(test: &str) -> bool {
@@ -34,6 +56,13 @@ pub fn require_tool(test: &str, tool: &str) -> bool {
     false
 }
 
+/// A temp dir under the target dir, for loop device backing files: not /tmp,
+/// which may be tmpfs, and O_DIRECT needs a real filesystem under the file.
+pub fn temp_in_target() -> tempfile::TempDir {
+    let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    tempfile::tempdir_in(base).expect("temp dir")
+}
+
 /// A scratch loop device of `mib` MiB over a file in a temp dir, removed on drop.
 pub struct TestLoop {
     pub dev: ScratchLoop,
@@ -42,10 +71,7 @@ pub struct TestLoop {
 
 impl TestLoop {
     pub fn new(mib: u64) -> Self {
-        // Not /tmp on tmpfs: O_DIRECT needs a real filesystem under the file.
-        let base =
-            option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
-        let dir = tempfile::tempdir_in(base).expect("temp dir");
+        let dir = temp_in_target();
         let dev = ScratchLoop::create(dir.path(), mib << 20).expect("losetup");
         let lo = Self { dev, _dir: dir };
         // A loop device keeps its scheduler and nr_requests across detach and
@@ -136,4 +162,31 @@ pub fn loop_over(dir: &std::path::Path) -> bool {
         .output()
         .expect("losetup -a");
     String::from_utf8_lossy(&o.stdout).contains(&dir.display().to_string())
+}
+
+/// Has every loop device over a file in `dir` gone (waiting up to [`TIMEOUT`])?
+/// A detach of a device that is still open (`losetup -a` of a parallel test,
+/// udev's probe, direct I/O completing) only marks it autoclear; the kernel
+/// detaches on the last close, which takes a while on a busy machine.
+pub fn loop_gone(dir: &std::path::Path) -> bool {
+    wait_until(TIMEOUT, || !loop_over(dir))
+}
+
+/// A copy of the blktune binary in `dir` that any user can run (for tests
+/// as user nobody); `dir` is made world-readable.
+pub fn public_binary(dir: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("blktune");
+    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// `program` run as user nobody (setpriv), without root's groups.
+pub fn as_nobody(program: &std::path::Path) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(program);
+    c
 }

@@ -7,11 +7,13 @@ use blktune::diskstats::{Counters, DiskStatsLine};
 use blktune::fake::{FakeDisk, FakeTree};
 use blktune::history::ChangeMark;
 use blktune::host::HostInfo;
+use blktune::load::LatencySummary;
+use blktune::probe::ProbeStats;
 use blktune::sampler::{RateTracker, Snapshot};
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::{Mode, action_for};
 use blktune::tui::render;
-use blktune::tui::source::{Control, Feed};
+use blktune::tui::source::{Control, Feed, ProbeSample};
 use blktune::tuner::Settings;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -220,4 +222,47 @@ pub fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
 
 pub fn text(term: &Terminal<TestBackend>) -> String {
     term.backend().to_string()
+}
+
+/// What the probe saw on one device in one interval (`None`: no reads).
+pub fn probe_stats(rate: f64, lat: Option<(f64, f64, f64)>, error: Option<&str>) -> ProbeStats {
+    ProbeStats {
+        reads: lat.map_or(0, |_| rate as u64),
+        reads_per_sec: rate,
+        errors: u64::from(error.is_some()) * 5,
+        latency: lat.map(|(p50, p99, max)| LatencySummary {
+            count: rate as u64,
+            mean: p50,
+            min: p50 / 2.0,
+            p50,
+            p90: p99 * 0.8,
+            p99,
+            p999: max,
+            max,
+        }),
+        error: error.map(String::from),
+    }
+}
+
+impl Machine {
+    /// Like [`Machine::run`], with the probe's figures for `dev` after each
+    /// snapshot, as the live source sends them.
+    pub fn run_probed(
+        &mut self,
+        app: &mut App,
+        n: usize,
+        loads: &[(&str, Load)],
+        dev: &str,
+        stats: &ProbeStats,
+    ) {
+        for _ in 0..n {
+            let s = self.step(1.0, loads);
+            app.on_feed(Feed::Snapshot(Box::new(s)));
+            app.on_feed(Feed::Probe(ProbeSample {
+                t: self.t,
+                itv: 1.0,
+                stats: BTreeMap::from([(dev.to_string(), stats.clone())]),
+            }));
+        }
+    }
 }

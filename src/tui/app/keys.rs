@@ -11,6 +11,13 @@ use std::time::Duration;
 impl App {
     /// Apply an action; returns what the source must do.
     pub fn on_action(&mut self, a: Action) -> Vec<Control> {
+        let mut out = self.dispatch(a);
+        // A new selection moves the probe along.
+        out.extend(self.probe_control());
+        out
+    }
+
+    fn dispatch(&mut self, a: Action) -> Vec<Control> {
         if a == Action::Quit {
             self.quit = true;
             return Vec::new();
@@ -102,6 +109,7 @@ impl App {
             }
             Action::ShootOut => self.open_bench(),
             Action::Record => return self.record_action(),
+            Action::ToggleProbe => return self.toggle_probe(),
             Action::Faster | Action::Slower => {
                 let ms = self.interval.as_millis() as u64;
                 let next = if a == Action::Faster {

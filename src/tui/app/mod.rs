@@ -5,7 +5,10 @@
 
 mod dialogs;
 mod keys;
+mod probe;
 mod replay;
+
+pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
 use super::bench_dialog::BenchDialog;
 use super::command::Mode;
@@ -168,6 +171,10 @@ pub struct App {
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo`: the scratch device the guided hint is about.
     pub demo: Option<String>,
+    /// The latency probe (`--probe`, `P`); `None` when it is off.
+    pub probe: Option<ProbeState>,
+    /// Reads per second of the probe when `P` turns it on.
+    pub probe_rate: f64,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -204,6 +211,8 @@ impl App {
             page_rows: 10,
             recording: None,
             demo: None,
+            probe: None,
+            probe_rate: crate::probe::DEFAULT_RATE,
             quit: false,
             udev_db: None,
             next_id: 1,
@@ -337,6 +346,7 @@ impl App {
             Feed::ExportWritten(r) => self.on_export_written(r),
             Feed::Reset => self.reset(),
             Feed::Record(ev) => self.on_record(ev),
+            Feed::Probe(p) => self.on_probe(&p),
         }
     }
 
@@ -367,6 +377,10 @@ impl App {
             let devs = Arc::clone(&self.devices);
             self.histories
                 .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            if let Some(p) = &mut self.probe {
+                p.history
+                    .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            }
             self.close_overlay_of_vanished();
         }
         if let Some(itv) = s.interval {
@@ -478,6 +492,14 @@ impl App {
                     }
                 }
                 self.undo.retain(|_, s| !s.is_empty());
+                // Show the read-back settings at once: a picker opened before
+                // the next snapshot must start from the scheduler now active.
+                if let Some(d) = Arc::make_mut(&mut self.devices)
+                    .iter_mut()
+                    .find(|d| d.name == dev)
+                {
+                    d.queue = o.after.clone();
+                }
                 self.add_mark(mark);
                 self.say(
                     StatusKind::Done,

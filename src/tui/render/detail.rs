@@ -1,7 +1,8 @@
 //! The detail pane of the selected device: a title with its schedulers and
 //! queue settings, four charts with change markers on a shared time axis, and
-//! a side panel with the before/after table of the newest change, older
-//! changes and the active scheduler's tunables.
+//! a side panel with the latency probe's figures (`--probe`), the
+//! before/after table of the newest change, older changes and the active
+//! scheduler's tunables.
 
 use super::chart::{bucket, column, render_axis, render_bars};
 use super::{Theme, age, num, put};
@@ -145,8 +146,14 @@ fn pct(before: f64, after: f64) -> String {
     pct_change(before, after).map_or_else(|| "n/a".into(), |p| format!("{p:+.0}%"))
 }
 
-/// Lines of the before/after table of one change.
-pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String, bool)> {
+/// Lines of the before/after table of one change; `probe` is the mean probe
+/// p99 before and after (`--probe` only), shown under r_await.
+pub fn before_after(
+    mark: &ChangeMark,
+    c: &Comparison,
+    now: f64,
+    probe: Option<(Option<f64>, Option<f64>)>,
+) -> Vec<(String, bool)> {
     let (main, rest) = split_label(&mark.label);
     let mut out = vec![(format!("Δ {main}  {} ago", age(now - mark.t)), true)];
     if let Some(rest) = rest {
@@ -188,15 +195,30 @@ pub fn before_after(mark: &ChangeMark, c: &Comparison, now: f64) -> Vec<(String,
             _ => String::new(),
         };
         out.push((format!("{label:<8}{:>8}{:>8}{d:>7}", v(b), v(a)), false));
+        if let (Some((pb, pa)), "r_await") = (probe, label) {
+            let v = |m: Option<f64>| m.map_or_else(|| "-".into(), num);
+            let d = match (pb, pa) {
+                (Some(b), Some(a)) => pct(b, a),
+                _ => String::new(),
+            };
+            out.push((
+                format!("{:<8}{:>8}{:>8}{d:>7}", "pr_p99", v(pb), v(pa)),
+                false,
+            ));
+        }
     }
     out
 }
 
 fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Theme) {
-    let mut lines: Vec<(String, Style)> = Vec::new();
+    let mut lines = super::probe::lines(app, &d.name, area.width as usize, t);
+    if !lines.is_empty() {
+        lines.push((String::new(), Style::new()));
+    }
     let changes = app.changes_with_comparison(&d.name);
     if let Some((mark, cmp)) = changes.last() {
-        for (l, head) in before_after(mark, cmp, app.now) {
+        let probe = app.probe_compare(&d.name, changes.len() - 1);
+        for (l, head) in before_after(mark, cmp, app.now, probe) {
             lines.push((l, if head { t.heading() } else { Style::new() }));
         }
         if changes.len() > 1 {

@@ -23,6 +23,7 @@ pub mod dialogs;
 mod footer;
 mod header;
 mod overlay;
+mod probe;
 mod table;
 
 pub use chart::{Series, bucket};

@@ -1,0 +1,116 @@
+//! End to end: `blktune --probe` in tmux at 80x24 on a loop device this test
+//! creates. The probe's figures show next to r_await, a switch gets a
+//! `pr_p99` before/after row, `P` turns it off and on, and quitting ends the
+//! process (and with it the probe). Root only; skips otherwise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+use common::tmux::Tmux;
+use common::*;
+use std::time::Duration;
+
+/// The side panel's text on a line (right of the chart's `│`).
+fn panel(line: &str) -> &str {
+    line.rsplit('│').next().unwrap_or("").trim()
+}
+
+/// The figures of the panel row starting with `label`, parsed (`-` is None).
+fn figures(screen: &str, label: &str) -> Option<Vec<Option<f64>>> {
+    screen.lines().map(panel).find_map(|p| {
+        let mut w = p.split_whitespace();
+        (w.next() == Some(label)).then(|| w.map(|v| v.trim_end_matches('%').parse().ok()).collect())
+    })
+}
+
+#[test]
+fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
+    let name = "tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch";
+    if !require_root(name) || !require_tool(name, "tmux") {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let dev = lo.name().to_string();
+    let orig = lo.active_scheduler();
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "BLKTUNE_JOURNAL_DIR={} {} --probe --probe-rate 20 --device {dev} --interval 250ms --revert-on-exit",
+            tmp.path().join("journal").display(),
+            env!("CARGO_BIN_EXE_blktune"),
+        ),
+        80,
+        24,
+    );
+    // The probe's own load, then its p50/p99/max next to r_await.
+    let s = t.wait("the probe's figures", |s| {
+        s.contains(&format!("▶{dev} "))
+            && s.contains("counted in r/s")
+            && s.contains("ms       p50   p99   max r_await")
+            && figures(s, "250ms").is_some_and(|f| f.len() == 4 && f[1].is_some_and(|v| v > 0.0))
+            && figures(s, "60s").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
+    });
+    println!("80x24 with the probe:\n{s}");
+    let load = s
+        .lines()
+        .map(panel)
+        .find(|p| p.starts_with("probe ") && p.ends_with("counted in r/s"))
+        .unwrap();
+    let rate: f64 = load.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!((10.0..=30.0).contains(&rate), "about 20 reads/s: {load}");
+    let now = figures(&s, "250ms").unwrap();
+    assert!(
+        now[0].unwrap() <= now[1].unwrap() && now[1].unwrap() <= now[2].unwrap(),
+        "{now:?}"
+    );
+
+    // Switch to another scheduler: the before/after table gets the probe's p99.
+    std::thread::sleep(Duration::from_secs(2)); // some "before"
+    t.keys(&["s"]);
+    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
+    t.keys(&["Down", "Enter"]);
+    let s = t.wait("a pr_p99 row with before and after", |s| {
+        figures(s, "pr_p99").is_some_and(|f| f.len() >= 2 && f[0].is_some() && f[1].is_some())
+    });
+    println!("80x24 after the switch:\n{s}");
+    assert!(figures(&s, "r_await").is_some(), "{s}");
+
+    // P turns it off: its lines go and the device is closed; P brings it back.
+    t.keys(&["P"]);
+    let s = t.wait("the probe off", |s| {
+        s.contains("probe off") && !s.contains("counted in r/s") && !s.contains("pr_p99")
+    });
+    assert!(figures(&s, "r_await").is_some(), "the rest stays: {s}");
+    assert!(
+        wait_until(Duration::from_secs(5), || !held_open(&dev)),
+        "/dev/{dev} still open with the probe off"
+    );
+    t.keys(&["P"]);
+    t.wait("the probe on again", |s| {
+        s.contains(&format!("probe on: 20.0 read-only 4 KiB reads/s of {dev}"))
+            && figures(s, "250ms").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
+    });
+    assert!(held_open(&dev));
+
+    // q: the settings go back and the process (and its probe) ends.
+    t.keys(&["q"]);
+    let s = t.wait("the exit after q", |s| s.contains("EXIT="));
+    assert!(s.contains(&format!("blktune: reverted {dev}")), "{s}");
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert_eq!(lo.active_scheduler(), orig);
+    assert!(
+        !held_open(&dev),
+        "nothing holds /dev/{dev} open after quitting"
+    );
+}
+
+/// Does any other process have `/dev/<dev>` open?
+fn held_open(dev: &str) -> bool {
+    let me = std::process::id().to_string();
+    let path = std::path::Path::new("/dev").join(dev);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|p| p.file_name().to_str() != Some(me.as_str()))
+        .filter_map(|p| std::fs::read_dir(p.path().join("fd")).ok())
+        .flat_map(|fds| fds.flatten())
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == path))
+}
