@@ -112,7 +112,7 @@ fn wait_for_input(timeout: Duration) -> Input {
 
 /// Is NO_COLOR unset (or empty)? <https://no-color.org>
 pub fn color_allowed() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    render::Theme::from_no_color(std::env::var_os("NO_COLOR").as_deref()).color
 }
 
 /// Page size in KiB (read_ahead_kb is kept in pages).

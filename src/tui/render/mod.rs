@@ -47,6 +47,13 @@ pub struct Theme {
 }
 
 impl Theme {
+    /// The theme for this value of `NO_COLOR`: no colour when it is set and
+    /// not empty, whatever the value (<https://no-color.org>).
+    pub fn from_no_color(value: Option<&std::ffi::OsStr>) -> Self {
+        Self {
+            color: value.is_none_or(|v| v.is_empty()),
+        }
+    }
     fn pick(self, plain: Style, colored: Style) -> Style {
         if self.color { colored } else { plain }
     }
@@ -85,9 +92,10 @@ impl Theme {
         let s = Style::new().add_modifier(Modifier::BOLD);
         self.pick(s, s.fg(Color::Cyan))
     }
-    /// Chart bars, one colour per chart.
+    /// Chart bars, one colour per chart; none of them the markers' yellow,
+    /// so a marker above a bar does not read as a taller bar.
     pub fn series(self, i: usize) -> Style {
-        const C: [Color; 4] = [Color::Cyan, Color::Magenta, Color::Yellow, Color::Green];
+        const C: [Color; 4] = [Color::Cyan, Color::Magenta, Color::LightBlue, Color::Green];
         self.pick(Style::new(), Style::new().fg(C[i % 4]))
     }
     /// Keys in the footer.
