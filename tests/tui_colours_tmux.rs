@@ -74,6 +74,27 @@ fn sets_colour(ps: &[u32]) -> bool {
     false
 }
 
+/// Is reverse video on where `needle` starts (the first place it is)?
+/// Attributes carry on across the lines of a capture, as tmux writes them.
+fn reversed_at(screen: &str, needle: &str) -> bool {
+    let at = screen.find(needle).expect("needle on the screen");
+    let mut on = false;
+    for ps in sgr_params(&screen[..at]) {
+        let mut i = 0;
+        while i < ps.len() {
+            match ps[i] {
+                0 | 27 => on = false,
+                7 => on = true,
+                // A colour's own numbers (`38;5;7` is not reverse).
+                38 | 48 | 58 => i += if ps.get(i + 1) == Some(&2) { 4 } else { 2 },
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    on
+}
+
 /// What the TUI drew, escapes included, with `no_color` as NO_COLOR
 /// (`None`: unset), after it has shown a sample.
 fn capture(no_color: Option<&str>) -> String {
@@ -135,10 +156,18 @@ fn colour_escapes_follow_no_color() {
             .collect::<Vec<_>>()
     );
     // Without colour the selection and the header bar are reverse video.
+    // (crossterm drops colours under NO_COLOR by itself, writing `\e[;m`,
+    // a full reset, instead; had blktune kept its colours, that reset would
+    // wipe the reverse video and the selection would vanish.)
     assert!(
         reverse(&none),
         "no reverse video with NO_COLOR=1:\n{none:?}"
     );
+    assert!(reversed_at(&none, "▶sda"), "selected row:\n{none:?}");
+    assert!(reversed_at(&none, "testhost"), "header:\n{none:?}");
+    assert!(!reversed_at(&none, " sdb "), "an other row:\n{none:?}");
+    // With colour the selection is reverse video too.
+    assert!(reversed_at(&default, "▶sda"), "{default:?}");
 }
 
 #[test]
@@ -160,6 +189,12 @@ fn sgr_parsing_sees_every_colour_form() {
         assert_eq!(ps.len(), 1, "{s:?}");
         assert_eq!(sets_colour(&ps[0]), colour, "{s:?}");
     }
+    let s = "\x1b[7mA\x1b[0mB\x1b[1;7mC\x1b[27mD\x1b[7mE\x1b[mF\x1b[38;5;7;48;2;7;7;7mG";
+    let on: Vec<bool> = ["A", "B", "C", "D", "E", "F", "G"]
+        .iter()
+        .map(|n| reversed_at(s, n))
+        .collect();
+    assert_eq!(on, [true, false, true, false, true, false, false]);
     // Cursor moves are not SGR.
     assert!(sgr_params("\x1b[31;1H").is_empty());
 }
