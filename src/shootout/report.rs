@@ -105,6 +105,23 @@ fn decimals(m: Metric) -> usize {
     }
 }
 
+/// Decimals for the verdict line: at least `base`, and enough for three
+/// significant digits of the smaller value (up to 4), so sub-0.1 ms latencies
+/// on fast devices do not read `0.03 ms vs 0.03 ms (11.7% better)`.
+fn verdict_decimals(base: usize, values: &[Option<f64>]) -> usize {
+    let smallest = values
+        .iter()
+        .flatten()
+        .map(|v| v.abs())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if !smallest.is_finite() {
+        return base;
+    }
+    let need = (2.0 - smallest.log10().floor()).clamp(0.0, 4.0) as usize;
+    base.max(need)
+}
+
 /// The results table: per scheduler a row of means and a row of ± half the
 /// range across rounds; then the verdict and any noise warning.
 pub fn table(r: &ShootoutResult) -> String {
@@ -202,7 +219,10 @@ pub fn table(r: &ShootoutResult) -> String {
 
 /// `winner for read-latency (r_await): kyber, 0.62 ms vs 0.80 ms for none (22.5% better)`
 pub fn verdict_text(v: &Verdict) -> String {
-    let d = decimals(v.metric);
+    let d = verdict_decimals(
+        decimals(v.metric),
+        &[Some(v.winner_value), v.runner_up_value],
+    );
     let u = v.metric.unit();
     let mut s = format!(
         "winner for {} ({}): {}, {:.d$}{u}",
@@ -291,6 +311,22 @@ mod tests {
         );
         assert!(!t.contains("WARNING"), "{t}");
         assert!(t.contains("original settings restored"));
+    }
+
+    #[test]
+    fn a_verdict_on_sub_millisecond_latencies_shows_the_difference() {
+        let t = table(&result(&[
+            ("none", &[0.0312, 0.0312]),
+            ("bfq", &[0.0276, 0.0276]),
+        ]));
+        assert!(
+            t.contains("bfq, 0.0276 ms vs 0.0312 ms for none (11.5% better)"),
+            "{t}"
+        );
+        assert_eq!(verdict_decimals(2, &[Some(1.1), Some(2.1)]), 2);
+        assert_eq!(verdict_decimals(2, &[Some(0.62), Some(0.8)]), 3);
+        assert_eq!(verdict_decimals(1, &[Some(5000.0), None]), 1);
+        assert_eq!(verdict_decimals(2, &[Some(0.0), None]), 2);
     }
 
     #[test]
