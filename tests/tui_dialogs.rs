@@ -390,6 +390,38 @@ fn results_offer_apply_and_export_of_the_winner() {
 }
 
 #[test]
+fn applying_a_winner_the_shoot_out_left_in_force_changes_nothing() {
+    // The shoot-out restored kyber, the winner; the last snapshot still shows
+    // the scheduler it tried last. What the shoot-out says it left decides.
+    let (_m, mut app) = started();
+    let active = |app: &App| {
+        app.devices
+            .iter()
+            .find(|d| d.name == "sda")
+            .map(|d| d.queue.active_label().to_string())
+    };
+    assert_ne!(
+        active(&app).as_deref(),
+        Some("kyber"),
+        "the snapshot is stale"
+    );
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = result();
+    r.original.scheduler = Some("kyber".into());
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(r)))));
+    assert_eq!(bench(&app).winner(), Some("kyber"));
+    assert!(press(&mut app, &chars("a")).is_empty(), "nothing to apply");
+    assert!(
+        status(&app).contains("'sda': kyber is already active"),
+        "{}",
+        status(&app)
+    );
+    assert_eq!(app.pending, 0);
+    bench(&app); // the results stay open
+}
+
+#[test]
 fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));

@@ -138,3 +138,92 @@ fn shoot_out_shows_progress_and_esc_restores_the_originals() {
     drop(lo);
     assert!(!attached(&file), "our loop device is gone from losetup -a");
 }
+
+#[test]
+fn shoot_out_runs_to_the_end_shows_results_and_applies_the_winner() {
+    let name = "shoot_out_runs_to_the_end_shows_results_and_applies_the_winner";
+    if !require_root(name) || !require_tool(name, "tmux") {
+        return;
+    }
+    let lo = TestLoop::new(32);
+    let dev = lo.name().to_string();
+    let file = lo.dev.file().to_path_buf();
+    let before = lo.settings();
+    let tmp = tempfile::tempdir().unwrap();
+    let t = start_tui(&dev, &tmp.path().join("journal"));
+
+    t.keys(&["b"]);
+    t.wait("the shoot-out setup", |s| s.contains("passive"));
+    t.keys(&["l"]);
+    t.wait("the read load chosen", |s| {
+        s.contains("randread (4 × 4 KiB")
+    });
+    t.keys(&["Enter"]);
+    t.wait("the progress bar", |s| s.contains("round 1/1"));
+    // Four schedulers of 1 s settle + 5 s dwell: about 24 s, more on a busy box.
+    let s = t
+        .wait_for(
+            |s| s.contains("winner for") && s.contains("original settings restored"),
+            std::time::Duration::from_secs(180),
+        )
+        .unwrap_or_else(|s| panic!("no results; screen:\n{s}"));
+    // Every scheduler the device offers has a row with a non-zero r/s (rows
+    // sit inside the dialog's border; the winner's is starred).
+    let cells = |l: &str| -> Option<Vec<String>> {
+        let inner = l.split('│').nth(1)?;
+        Some(
+            inner
+                .trim_start_matches([' ', '★'])
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+        )
+    };
+    let offered = lo.queue("scheduler").replace(['[', ']'], "");
+    for sched in offered.split_whitespace() {
+        let row = s
+            .lines()
+            .filter_map(cells)
+            .find(|c| c.first().map(String::as_str) == Some(sched))
+            .unwrap_or_else(|| panic!("no row for {sched}:\n{s}"));
+        assert_ne!(row[1], "0", "{sched} measured no reads: {row:?}");
+    }
+    assert_eq!(
+        lo.settings(),
+        before,
+        "the originals are back after the run"
+    );
+    let winner = s
+        .lines()
+        .find_map(|l| l.split('★').nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no ★ winner row:\n{s}"));
+
+    // a: the winner goes in through the tuner (its answer is on the status
+    // line), u undoes it.
+    t.keys(&["a"]);
+    let orig = before[0].1.clone();
+    let answer = if winner == orig {
+        // Nothing to apply: said on the status line, the results stay open.
+        format!("'{dev}': {orig} is already active")
+    } else {
+        format!("{dev}: {orig}→{winner}")
+    };
+    t.wait("the apply's answer", |s| s.contains(&answer));
+    assert_eq!(lo.active_scheduler(), winner, "the winner is in force");
+    if winner != orig {
+        t.keys(&["u"]);
+        t.wait("the undo's answer", |s| s.contains(&format!("undo: {dev}")));
+        assert_eq!(lo.settings(), before, "u put the originals back");
+    } else {
+        t.keys(&["Escape"]);
+        t.wait("the results closed", |s| {
+            !s.contains("scheduler shoot-out on")
+        });
+    }
+    quit(&t);
+    assert_eq!(lo.settings(), before);
+    drop(lo);
+    assert!(!attached(&file), "our loop device is gone from losetup -a");
+}

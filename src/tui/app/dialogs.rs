@@ -211,11 +211,9 @@ impl App {
                     self.overlay = Some(Overlay::Bench(Box::new(d)));
                     return out;
                 };
-                let active = self
-                    .devices
-                    .iter()
-                    .find(|x| x.name == d.device)
-                    .map(|x| x.queue.active_label().to_string());
+                // What the shoot-out itself left on the device: fresher than
+                // the last snapshot, which may still show a scheduler it tried.
+                let active = r.applied.as_ref().unwrap_or(&r.original).scheduler.clone();
                 if let Some(why) = self.refuse_change(Action::ApplyWinner) {
                     self.say(StatusKind::Error, why);
                 } else if active.as_deref() == Some(v.winner.as_str()) {
