@@ -23,6 +23,39 @@ fn start_tui(dev: &str, journal: &std::path::Path) -> Tmux {
     t
 }
 
+/// A test's own loop device with the TUI on it (private journal), and what
+/// to compare against.
+struct Bed {
+    lo: TestLoop,
+    dev: String,
+    /// The loop's backing file, to check it is detached at the end.
+    file: PathBuf,
+    /// The loop's settings before the TUI started.
+    before: Vec<(String, String)>,
+    /// Holds the journal; removed on drop.
+    tmp: tempfile::TempDir,
+    t: Tmux,
+}
+
+impl Bed {
+    fn new() -> Self {
+        let lo = TestLoop::new(32);
+        let dev = lo.name().to_string();
+        let file = lo.dev.file().to_path_buf();
+        let before = lo.settings();
+        let tmp = tempfile::tempdir().unwrap();
+        let t = start_tui(&dev, &tmp.path().join("journal"));
+        Self {
+            lo,
+            dev,
+            file,
+            before,
+            tmp,
+            t,
+        }
+    }
+}
+
 /// Quit the TUI and wait for the shell.
 fn quit(t: &Tmux) {
     t.keys(&["q"]);
@@ -43,12 +76,15 @@ fn export_dialog_writes_a_kernel_rule_and_asks_before_overwriting() {
     if !require_root(name) || !require_tool(name, "tmux") {
         return;
     }
-    let lo = TestLoop::new(32);
-    let dev = lo.name().to_string();
-    let before = lo.settings();
-    let tmp = tempfile::tempdir().unwrap();
+    let Bed {
+        lo,
+        dev,
+        before,
+        tmp,
+        t,
+        ..
+    } = Bed::new();
     let rules: PathBuf = tmp.path().join("61-blktune-e2e.rules");
-    let t = start_tui(&dev, &tmp.path().join("journal"));
 
     t.keys(&["e"]);
     t.wait("the export dialog", |s| s.contains("export a udev rule"));
@@ -105,13 +141,15 @@ fn shoot_out_shows_progress_and_esc_restores_the_originals() {
     if !require_root(name) || !require_tool(name, "tmux") {
         return;
     }
-    let lo = TestLoop::new(32);
-    let dev = lo.name().to_string();
-    let file = lo.dev.file().to_path_buf();
-    let before = lo.settings();
+    let Bed {
+        lo,
+        dev,
+        file,
+        before,
+        tmp: _tmp,
+        t,
+    } = Bed::new();
     let orig = lo.active_scheduler();
-    let tmp = tempfile::tempdir().unwrap();
-    let t = start_tui(&dev, &tmp.path().join("journal"));
 
     t.keys(&["b"]);
     t.wait("the shoot-out setup", |s| {
@@ -145,12 +183,14 @@ fn shoot_out_runs_to_the_end_shows_results_and_applies_the_winner() {
     if !require_root(name) || !require_tool(name, "tmux") {
         return;
     }
-    let lo = TestLoop::new(32);
-    let dev = lo.name().to_string();
-    let file = lo.dev.file().to_path_buf();
-    let before = lo.settings();
-    let tmp = tempfile::tempdir().unwrap();
-    let t = start_tui(&dev, &tmp.path().join("journal"));
+    let Bed {
+        lo,
+        dev,
+        file,
+        before,
+        tmp: _tmp,
+        t,
+    } = Bed::new();
 
     t.keys(&["b"]);
     t.wait("the shoot-out setup", |s| s.contains("passive"));
