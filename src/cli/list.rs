@@ -1,7 +1,7 @@
 //! `blktune list`: the devices and their queue settings.
 
 use super::{Global, Out};
-use crate::device::{self, BlockDevice, human_size};
+use crate::device::{self, BlockDevice, QueueSettings, human_size};
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,19 +32,41 @@ pub struct ListEntry<'a> {
     pub rotational: bool,
     pub removable: bool,
     pub read_only: bool,
-    pub scheduler: Option<&'a str>,
-    pub schedulers: Vec<&'a str>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    pub tunables: &'a BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub queue: QueueJson<'a>,
     pub holders: &'a [String],
     pub slaves: &'a [String],
     pub partitions: &'a [String],
 }
 
+/// A device's queue settings in JSON, the same keys wherever they appear
+/// (`list --json`, and `before`/`after` of `set --json`).
+#[derive(Debug, Serialize)]
+pub struct QueueJson<'a> {
+    pub scheduler: Option<&'a str>,
+    pub schedulers: Vec<&'a str>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub tunables: &'a BTreeMap<String, String>,
+}
+
+impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
+    fn from(q: &'a QueueSettings) -> Self {
+        let s = q.scheduler.as_ref();
+        Self {
+            scheduler: s.map(|s| s.active.as_str()),
+            schedulers: s.map_or_else(Vec::new, |s| {
+                s.available.iter().map(String::as_str).collect()
+            }),
+            nr_requests: q.nr_requests,
+            read_ahead_kb: q.read_ahead_kb,
+            tunables: &q.tunables,
+        }
+    }
+}
+
 impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
     fn from(d: &'a BlockDevice) -> Self {
-        let s = d.queue.scheduler.as_ref();
         let model = d.model_label();
         Self {
             name: &d.name,
@@ -56,13 +78,7 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             rotational: d.rotational,
             removable: d.removable,
             read_only: d.read_only,
-            scheduler: s.map(|s| s.active.as_str()),
-            schedulers: s.map_or_else(Vec::new, |s| {
-                s.available.iter().map(String::as_str).collect()
-            }),
-            nr_requests: d.queue.nr_requests,
-            read_ahead_kb: d.queue.read_ahead_kb,
-            tunables: &d.queue.tunables,
+            queue: QueueJson::from(&d.queue),
             holders: &d.holders,
             slaves: &d.slaves,
             partitions: &d.partitions,
