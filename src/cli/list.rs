@@ -2,6 +2,7 @@
 
 use super::{Global, Out};
 use crate::device::{self, BlockDevice, QueueSettings, human_size};
+use crate::os::SysRoot;
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -110,8 +111,33 @@ pub fn scheduler_line(d: &BlockDevice) -> String {
     }
 }
 
-/// The text table.
-pub fn table(devs: &[BlockDevice], all: bool) -> String {
+/// The size in bytes of each partition of `devs` (its own `size` file, in
+/// 512-byte sectors like the disk's); unreadable ones are left out.
+pub fn partition_sizes(root: &SysRoot, devs: &[BlockDevice]) -> BTreeMap<String, u64> {
+    let mut sizes = BTreeMap::new();
+    for d in devs {
+        let Some(dev) = root.device(&d.name) else {
+            continue;
+        };
+        for p in d
+            .partitions
+            .iter()
+            .filter(|p| crate::os::is_plausible_device_name(p))
+        {
+            let size = root
+                .read_dev_attr(&dev, &format!("{p}/size"))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            if let Some(sectors) = size {
+                sizes.insert(p.clone(), sectors.saturating_mul(512));
+            }
+        }
+    }
+    sizes
+}
+
+/// The text table; `part_sizes` gives the partitions' sizes (`--all`).
+pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>) -> String {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
     let mut rows = vec![[
         "DEVICE".to_string(),
@@ -141,7 +167,9 @@ pub fn table(devs: &[BlockDevice], all: bool) -> String {
                 rows.push([
                     format!("└─{p}"),
                     "part".into(),
-                    String::new(),
+                    part_sizes
+                        .get(p)
+                        .map_or_else(String::new, |b| human_size(*b)),
                     String::new(),
                     "-".into(),
                     "-".into(),
@@ -193,7 +221,12 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
             .collect();
         out.line(&serde_json::to_string_pretty(&entries)?)?;
     } else {
-        out.text(&table(&devs, a.all))?;
+        let part_sizes = if a.all {
+            partition_sizes(&root, &devs)
+        } else {
+            BTreeMap::new()
+        };
+        out.text(&table(&devs, a.all, &part_sizes))?;
     }
     Ok(0)
 }
