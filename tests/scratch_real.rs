@@ -185,8 +185,8 @@ fn own_pidns() -> u64 {
         .unwrap()
 }
 
-/// A bench that fails right after creating its scratch device (and so after
-/// the sweep): the quickest scratch run there is.
+/// A bench that fails right after the sweep (an unknown scheduler is refused
+/// before the scratch device is created): the quickest scratch run there is.
 fn quick_scratch_run(dir: &Path, j: &Path) -> String {
     let o = common::blktune(
         &[

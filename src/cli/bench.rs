@@ -150,10 +150,6 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     // signal (the flag stops the shoot-out, then the guard drops).
     let scratch = match a.scratch {
         Some(size) => {
-            // Names that can be checked are checked before anything is created.
-            if let Some(available) = loop_schedulers(&root) {
-                check_schedulers(&a.schedulers, &available)?;
-            }
             if !crate::os::is_root() {
                 // Not root is a failure (exit 1), as for every other command.
                 anyhow::bail!(
@@ -162,6 +158,11 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             }
             for line in crate::scratch::sweep(&root, &a.scratch_dir) {
                 eprintln!("{line}");
+            }
+            // Names that can be checked are checked before anything is
+            // created (after the sweep, which only removes a dead run's leftovers).
+            if let Some(available) = loop_schedulers(&root) {
+                check_schedulers(&a.schedulers, &available)?;
             }
             Some(Scratch::create(&a.scratch_dir, size).with_context(|| {
                 format!(
