@@ -224,6 +224,9 @@ impl FakeTree {
         }
         for (i, p) in d.partitions.iter().enumerate() {
             write(&dir.join(p).join("partition"), &format!("{}\n", i + 1))?;
+            // The disk split evenly, for a size that is easy to check.
+            let sectors = d.size_sectors / d.partitions.len() as u64;
+            write(&dir.join(p).join("size"), &format!("{sectors}\n"))?;
             write(
                 &dir.join(p).join("dev"),
                 &format!("{}:{}\n", d.major, d.minor + 1 + i as u32),

@@ -71,6 +71,21 @@ impl JournalEntry {
     }
 }
 
+impl JournalEntry {
+    /// For a stale entry: may settings blktune wrote to the earlier device of
+    /// this name still be in force on the device there now? Yes when it was
+    /// re-created in this boot (a loop device keeps its scheduler and
+    /// nr_requests across detach and attach); no when it is gone or the
+    /// machine rebooted since.
+    pub fn may_linger(&self, current: Option<&BlockDevice>, boot_id: Option<&str>) -> bool {
+        let rebooted = matches!(
+            (self.boot_id.as_deref(), boot_id),
+            (Some(saved), Some(now)) if saved != now
+        );
+        current.is_some() && !rebooted
+    }
+}
+
 /// The journal directory.
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -292,7 +307,10 @@ mod tests {
                 .unwrap()
                 .contains("reboot")
         );
+        assert!(!e.may_linger(None, Some("b1")), "gone");
+        assert!(!e.may_linger(Some(&dev), Some("b2")), "rebooted");
         e.diskseq = Some(8);
+        assert!(e.may_linger(Some(&dev), Some("b1")), "re-created");
         assert!(
             e.stale_reason(Some(&dev), Some("b1"))
                 .unwrap()

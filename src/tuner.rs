@@ -17,11 +17,43 @@ use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Largest nr_requests the kernel accepts with a scheduler (`BLKDEV_MAX_RQ` * 16... in
-/// practice 2048, `blk_mq_update_nr_requests`); values below 4 are raised to 4.
+/// Smallest nr_requests (`BLKDEV_MIN_RQ`): the kernel raises smaller values to 4.
 pub const NR_REQUESTS_MIN: u64 = 4;
-/// See [`NR_REQUESTS_MIN`].
+/// Largest nr_requests the kernel accepts with a scheduler (`MAX_SCHED_RQ`, the
+/// scheduler tags' limit in `blk_mq_tag_update_depth()`, `block/blk-mq-tag.c`).
+/// Without one the limit is lower: see [`nr_requests_max`].
 pub const NR_REQUESTS_MAX: u64 = 2048;
+
+/// The largest nr_requests the kernel accepts under `scheduler` (the one
+/// active after the change). With a scheduler requests get scheduler tags,
+/// up to [`NR_REQUESTS_MAX`]; under `none` they are the hardware tags, so
+/// `blk_mq_update_nr_requests()` (`block/blk-mq.c`) refuses anything above
+/// the tag set's depth with EINVAL. `hw_depth` is that depth
+/// ([`hw_queue_depth`]); unknown, only the general cap is known.
+pub fn nr_requests_max(scheduler: &str, hw_depth: Option<u64>) -> u64 {
+    match hw_depth {
+        Some(d) if scheduler == "none" => d.clamp(NR_REQUESTS_MIN, NR_REQUESTS_MAX),
+        _ => NR_REQUESTS_MAX,
+    }
+}
+
+/// The hardware queue depth of a blk-mq device: the smallest
+/// `mq/<n>/nr_tags` (every hardware queue shares the tag set's depth), or
+/// `None` when the device has no `mq/` directory.
+pub fn hw_queue_depth(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
+    root.list_dev_dir(dev, "mq")
+        .ok()?
+        .iter()
+        .filter(|q| is_plausible_tunable_name(q))
+        .filter_map(|q| {
+            root.read_dev_attr(dev, &format!("mq/{q}/nr_tags"))
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .min()
+}
 /// A generous upper bound on read-ahead (1 GiB); the kernel has no smaller cap.
 pub const READ_AHEAD_KB_MAX: u64 = 1 << 20;
 
@@ -392,7 +424,21 @@ impl Tuner {
                 dev: dev.to_string(),
             });
         }
+        if strict {
+            self.check_nr_requests_limit(&dev, &before, want)?;
+        }
         self.check_permission(&dev, want)?;
+        if is_no_op(&before, want) {
+            // Nothing to write, so nothing to journal: an entry made now would
+            // record the values already in force as the "original".
+            return Ok(Outcome {
+                device: dev.to_string(),
+                changes: Vec::new(),
+                after: before.clone(),
+                before,
+                kernel_time: Duration::ZERO,
+            });
+        }
         let journalled = match &self.journal {
             Some(j) => self.journal_original(j, &dev, &before)?,
             None => false,
@@ -424,6 +470,36 @@ impl Tuner {
                 Err(err)
             }
         }
+    }
+
+    /// Refuse an nr_requests above what the kernel will take under the
+    /// scheduler active after the change ([`nr_requests_max`]), before writing.
+    fn check_nr_requests_limit(
+        &self,
+        dev: &DeviceName,
+        before: &QueueSettings,
+        want: &Settings,
+    ) -> Result<(), TuneError> {
+        let Some(n) = want.nr_requests else {
+            return Ok(());
+        };
+        let target = want
+            .scheduler
+            .as_deref()
+            .unwrap_or_else(|| before.active_label());
+        let depth = hw_queue_depth(&self.root, dev);
+        let max = nr_requests_max(target, depth);
+        if n > max {
+            return Err(bad(
+                dev,
+                "nr_requests",
+                n,
+                format!(
+                    "out of range under 'none': 4 to {max} (the hardware queue depth, mq/*/nr_tags); a scheduler allows up to {NR_REQUESTS_MAX}"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn check_permission(&self, dev: &DeviceName, want: &Settings) -> Result<(), TuneError> {
@@ -730,6 +806,22 @@ fn add_requested_tunables(
     }
 }
 
+/// Would applying `want` to a device in state `q` write nothing? (Every
+/// requested value is already in force; a scheduler switch never is a no-op,
+/// as it resets the others.)
+pub fn is_no_op(q: &QueueSettings, want: &Settings) -> bool {
+    let active = q.scheduler.as_ref().map(|s| s.active.as_str());
+    want.scheduler.as_deref().is_none_or(|s| Some(s) == active)
+        && want
+            .tunables
+            .iter()
+            .all(|(k, v)| q.tunables.get(k).map(|c| c.trim()) == Some(v.trim()))
+        && want.nr_requests.is_none_or(|n| q.nr_requests == Some(n))
+        && want
+            .read_ahead_kb
+            .is_none_or(|n| q.read_ahead_kb == Some(n))
+}
+
 /// The running kernel's boot id, to tell a stale journal from a live one.
 pub fn boot_id(root: &SysRoot) -> Option<String> {
     root.read_proc("sys/kernel/random/boot_id")
@@ -883,6 +975,72 @@ mod tests {
             Some(128),
             "the first original wins"
         );
+    }
+
+    #[test]
+    fn a_no_op_writes_no_journal_entry_and_keeps_an_existing_one() {
+        let (_d, _t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let same = Settings {
+            scheduler: Some("mq-deadline".into()),
+            read_ahead_kb: Some(128),
+            ..Settings::default()
+        };
+        let o = tuner.apply("sda", &same).unwrap();
+        assert!(o.changes.is_empty(), "{:?}", o.changes);
+        assert!(j.load("sda").unwrap().is_none(), "a no-op journalled");
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        tuner.apply("sda", &ra(256)).unwrap();
+        let saved = j.load("sda").unwrap().unwrap();
+        let o = tuner.apply("sda", &ra(256)).unwrap();
+        assert!(o.changes.is_empty());
+        assert_eq!(
+            j.load("sda").unwrap().unwrap(),
+            saved,
+            "the original is kept"
+        );
+    }
+
+    #[test]
+    fn nr_requests_limit_is_the_tag_depth_only_without_a_scheduler() {
+        assert_eq!(nr_requests_max("none", Some(128)), 128);
+        assert_eq!(nr_requests_max("none", Some(1)), NR_REQUESTS_MIN);
+        assert_eq!(nr_requests_max("none", Some(100_000)), NR_REQUESTS_MAX);
+        assert_eq!(nr_requests_max("none", None), NR_REQUESTS_MAX);
+        assert_eq!(nr_requests_max("kyber", Some(128)), NR_REQUESTS_MAX);
+        assert_eq!(nr_requests_max("mq-deadline", Some(32)), NR_REQUESTS_MAX);
+    }
+
+    #[test]
+    fn nr_requests_above_the_tag_depth_under_none_is_refused_before_writing() {
+        let (_d, t, tuner) = setup();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        for (q, tags) in [("0", "64"), ("1", "32")] {
+            let dir = root.device_dir(&dev).join("mq").join(q);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("nr_tags"), format!("{tags}\n")).unwrap();
+        }
+        assert_eq!(hw_queue_depth(&root, &dev), Some(32));
+        let want = |s: &str, n| Settings {
+            scheduler: Some(s.into()),
+            nr_requests: Some(n),
+            ..Settings::default()
+        };
+        let e = tuner.apply("sda", &want("none", 33)).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("'33'") && msg.contains("4 to 32"), "{msg}");
+        assert_eq!(
+            QueueSettings::read(&root, &dev).active_label(),
+            "mq-deadline"
+        );
+        assert!(tuner.journal().unwrap().load("sda").unwrap().is_none());
+        // With a scheduler the tags are the scheduler's: the depth is no limit.
+        tuner.apply("sda", &want("kyber", 1024)).unwrap();
     }
 
     #[test]

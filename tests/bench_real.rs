@@ -444,23 +444,55 @@ fn ctrl_c_mid_bench_restores_the_device_settings() {
 }
 
 #[test]
-fn a_failed_bench_removes_its_scratch_device() {
-    if !require_root("a_failed_bench_removes_its_scratch_device") {
+fn an_unknown_scheduler_is_refused_before_a_scratch_device_is_made() {
+    if !require_root("an_unknown_scheduler_is_refused_before_a_scratch_device_is_made") {
         return;
     }
+    // The list of schedulers comes from any loop device: make sure there is one.
+    let _lo = TestLoop::new(16);
     let dir = temp_in_target();
     let j = tempfile::tempdir().unwrap();
     let o = blktune(
-        &scratch_bench("32M", dir.path(), &["--schedulers", "none,nosuch"]),
+        &scratch_bench("32M", dir.path(), &["--schedulers", "none,cfq"]),
         j.path(),
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    // The message names the scratch loop device: it existed when the run failed.
-    let err = stderr(&o);
+    // A sweep of a killed earlier run's device may say so first; the error is one line.
+    let err: String = stderr(&o)
+        .lines()
+        .filter(|l| !l.starts_with("blktune: removed leftover"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    // No device is named: the check ran before the scratch device existed.
     assert!(
-        err.starts_with("blktune: 'loop") && err.contains("unknown scheduler 'nosuch'"),
+        err.starts_with("blktune: unknown scheduler 'cfq' for a scratch loop device; available: ")
+            && err.contains("mq-deadline"),
         "{err}"
     );
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert_scratch_removed(dir.path());
+}
+
+#[test]
+fn not_root_is_exit_1_for_bench_and_demo_alike() {
+    if !require_root("not_root_is_exit_1_for_bench_and_demo_alike")
+        || !require_tool("not_root_is_exit_1_for_bench_and_demo_alike", "setpriv")
+    {
+        return;
+    }
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = public_binary(bin_dir.path());
+    let dir = temp_in_target();
+    let d = dir.path().to_str().unwrap();
+    for args in [
+        vec!["bench", "--scratch", "32M", "--scratch-dir", d],
+        vec!["demo", "--dir", d],
+    ] {
+        let o = as_nobody(&bin).args(&args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("needs root"), "{args:?}: {err}");
+    }
     assert_scratch_removed(dir.path());
 }

@@ -483,3 +483,62 @@ fn each_command_refuses_the_interval_its_help_does_not_offer() {
         &["'3601s'", "100ms to 1h"],
     );
 }
+
+#[test]
+fn watch_count_zero_is_a_usage_error() {
+    let f = Fixture::new();
+    f.fails(&["watch", "-c", "0", "sda"], 2, &["'0'", "at least 1"]);
+    f.fails(&["watch", "-c", "x", "sda"], 2, &["'x'"]);
+}
+
+#[test]
+fn set_json_shows_the_queue_as_list_json_does_and_ms_as_a_number() {
+    let f = Fixture::new();
+    let o = f.run(&["set", "sda", "--read-ahead-kb", "256", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let set: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = f.run(&["list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sda = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "sda")
+        .unwrap();
+    let after = set["after"].as_object().unwrap();
+    for (k, v) in after {
+        assert_eq!(&sda[k], v, "after.{k} differs from list --json");
+    }
+    let keys: Vec<&str> = after.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "nr_requests",
+            "read_ahead_kb",
+            "scheduler",
+            "schedulers",
+            "tunables"
+        ]
+    );
+    assert_eq!(set["before"]["read_ahead_kb"], 128);
+    assert!(set["kernel_time_ms"].is_f64(), "{set}");
+    assert!(set.get("kernel_time").is_none());
+    assert_eq!(
+        set["changes"],
+        serde_json::json!([{"attr": "read_ahead_kb", "before": "128", "after": "256"}])
+    );
+}
+
+#[test]
+fn list_all_shows_the_size_of_partitions() {
+    let f = Fixture::new();
+    let o = f.run(&["list", "--all"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("└─sda1"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // The fake disk is 20 GiB with one partition over all of it.
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[..3], ["└─sda1", "part", "20G"], "{out}");
+}

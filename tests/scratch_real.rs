@@ -185,8 +185,8 @@ fn own_pidns() -> u64 {
         .unwrap()
 }
 
-/// A bench that fails right after creating its scratch device (and so after
-/// the sweep): the quickest scratch run there is.
+/// A bench that fails right after the sweep (an unknown scheduler is refused
+/// before the scratch device is created): the quickest scratch run there is.
 fn quick_scratch_run(dir: &Path, j: &Path) -> String {
     let o = common::blktune(
         &[
@@ -259,7 +259,7 @@ fn a_scratch_run_sweeps_a_dead_runs_device_and_nothing_else() {
     assert!(bound_to(&foreign) && foreign.exists(), "{err}");
     drop((live_dev, foreign_dev));
     std::mem::forget(gone_dev); // already detached by the sweep
-    assert!(!common::loop_over(dir.path()), "losetup -a is clean");
+    assert!(common::loop_gone(dir.path()), "losetup -a is clean");
 }
 
 /// The scratch file in `dir` and the loop device bound to it, if any.
@@ -345,7 +345,7 @@ fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
             )),
         "{err}"
     );
-    assert!(!common::loop_over(dir.path()), "losetup -a is clean: {err}");
+    assert!(common::loop_gone(dir.path()), "losetup -a is clean: {err}");
     assert!(
         std::fs::read_dir(dir.path()).unwrap().next().is_none(),
         "the scratch file and its settings file are gone"

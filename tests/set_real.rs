@@ -111,17 +111,17 @@ fn a_step_the_kernel_refuses_rolls_everything_back() {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     let original = known_original(&lo);
-    // With `none`, nr_requests may not exceed the queue depth (128 for loop):
-    // the kernel accepts the switch to none, then refuses 256 with EINVAL.
-    // Validation cannot know the depth, so this is a real mid-change failure.
+    // kyber's latency targets are unsigned: the kernel accepts the switch
+    // to kyber, then refuses '-1' with EINVAL. Validation only knows that it
+    // is an integer, so this is a real mid-change failure.
     let o = blktune(
         &[
             "set",
             lo.name(),
             "--scheduler",
-            "none",
-            "--nr-requests",
-            "256",
+            "kyber",
+            "--tunable",
+            "read_lat_nsec=-1",
         ],
         j.path(),
     );
@@ -129,7 +129,7 @@ fn a_step_the_kernel_refuses_rolls_everything_back() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains(&format!("'{}'", lo.name())) && err.contains("'256'"),
+        err.contains(&format!("'{}'", lo.name())) && err.contains("'-1'"),
         "{err}"
     );
     assert!(err.contains("rolled back"), "{err}");
@@ -293,13 +293,16 @@ impl Drop for Detach {
 }
 
 #[test]
-fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
-    if !require_root("an_entry_of_a_re_created_device_is_dropped_not_applied") {
+fn reverting_a_re_created_device_writes_nothing_and_says_how_to_restore() {
+    if !require_root("reverting_a_re_created_device_writes_nothing_and_says_how_to_restore") {
         return;
     }
     // Change a loop device, detach it, attach another file under the same
     // name: the kernel gives it a new diskseq, so it is another device and
-    // the old original must not be applied to it.
+    // the old original must not be applied to it. But a loop device keeps
+    // its nr_requests across a plain detach and attach, so blktune's change
+    // can still be in force: revert must say so, with the command that
+    // restores it.
     let lo = TestLoop::new(64);
     let name = lo.name().to_string();
     let j = tempfile::tempdir().unwrap();
@@ -320,18 +323,158 @@ fn an_entry_of_a_re_created_device_is_dropped_not_applied() {
         return;
     }
     let _guard = Detach(dev);
-    let nr_now = std::fs::read_to_string(format!("/sys/block/{name}/queue/nr_requests")).unwrap();
+    let nr = format!("/sys/block/{name}/queue/nr_requests");
+    // A loop device detached with plain `losetup -d` keeps blktune's value
+    // into its next attachment; the test helper's detach put the original
+    // back, so give the new (our own) device the changed value by hand.
+    std::fs::write(&nr, "64").unwrap();
+    let nr_now = std::fs::read_to_string(&nr).unwrap();
     let o = blktune(&["revert", &name], j.path());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        out.contains("journal entry dropped, not applied") && out.contains("diskseq"),
-        "expected a stale entry: {out}"
+        err.contains(&format!("'{name}' is not the device blktune changed"))
+            && err.contains("diskseq")
+            && err.contains("nr_requests=128"),
+        "{err}"
     );
-    assert!(!j.path().join(format!("{name}.json")).exists());
+    let cmd = err
+        .lines()
+        .find_map(|l| l.split_once("to restore them: sudo blktune "))
+        .map(|(_, c)| c.to_string())
+        .unwrap_or_else(|| panic!("no command: {err}"));
+    assert_eq!(cmd, format!("set {name} --nr-requests 128"));
+    assert!(
+        !j.path().join(format!("{name}.json")).exists(),
+        "the stale entry is dropped"
+    );
     assert_eq!(
-        std::fs::read_to_string(format!("/sys/block/{name}/queue/nr_requests")).unwrap(),
+        std::fs::read_to_string(&nr).unwrap(),
         nr_now,
         "the new device was left alone"
     );
+    // The printed command does what it says.
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    let o = blktune(&args, j.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&nr).unwrap().trim(), "128");
+}
+
+#[test]
+fn a_no_op_set_says_already_and_journals_nothing() {
+    if !require_root("a_no_op_set_says_already_and_journals_nothing") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let entry = j.path().join(format!("{}.json", lo.name()));
+    let o = set(
+        &lo,
+        j.path(),
+        &["--scheduler", "none", "--nr-requests", "128"],
+    );
+    assert_eq!(
+        stdout(&o).trim(),
+        format!(
+            "{}: already scheduler=none nr_requests=128; nothing changed",
+            lo.name()
+        )
+    );
+    assert!(!entry.exists(), "a no-op made a journal entry");
+    set(&lo, j.path(), &["--nr-requests", "64"]);
+    let saved = std::fs::read_to_string(&entry).unwrap();
+    set(&lo, j.path(), &["--nr-requests", "64"]);
+    assert_eq!(std::fs::read_to_string(&entry).unwrap(), saved);
+    revert(&lo, j.path());
+    assert_eq!(lo.queue("nr_requests"), "128", "the first original wins");
+}
+
+#[test]
+fn nr_requests_above_the_tag_depth_under_none_is_refused_before_writing() {
+    if !require_root("nr_requests_above_the_tag_depth_under_none_is_refused_before_writing") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    lo.set_queue("scheduler", "kyber");
+    let before = lo.settings();
+    let j = tempfile::tempdir().unwrap();
+    let tags = std::fs::read_to_string(format!("/sys/block/{}/mq/0/nr_tags", lo.name()))
+        .unwrap()
+        .trim()
+        .to_string();
+    let over = (tags.parse::<u64>().unwrap() + 1).to_string();
+    let o = blktune(
+        &[
+            "set",
+            lo.name(),
+            "--scheduler",
+            "none",
+            "--nr-requests",
+            &over,
+        ],
+        j.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("'{over}'")) && err.contains(&format!("4 to {tags}")),
+        "{err}"
+    );
+    assert_eq!(lo.settings(), before, "nothing was written");
+    assert!(std::fs::read_dir(j.path()).unwrap().next().is_none());
+    // The depth is the limit: exactly it is fine, and with a scheduler more is.
+    set(
+        &lo,
+        j.path(),
+        &["--scheduler", "none", "--nr-requests", &tags],
+    );
+    set(
+        &lo,
+        j.path(),
+        &["--scheduler", "kyber", "--nr-requests", &over],
+    );
+    assert_eq!(lo.queue("nr_requests"), over);
+    revert(&lo, j.path());
+}
+
+#[test]
+fn revert_all_as_an_ordinary_user_is_one_line_and_fails() {
+    if !require_root("revert_all_as_an_ordinary_user_is_one_line_and_fails")
+        || !require_tool(
+            "revert_all_as_an_ordinary_user_is_one_line_and_fails",
+            "setpriv",
+        )
+    {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    set(&lo, j.path(), &["--nr-requests", "64"]);
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = public_binary(bin_dir.path());
+    // Both a private journal directory and a readable one with private entries.
+    for mode in [0o700, 0o755] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(j.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        let o = as_nobody(&bin)
+            .args(["revert", "--all"])
+            .env("BLKTUNE_JOURNAL_DIR", j.path())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{mode:o}: {err}");
+        assert_eq!(err.lines().count(), 1, "{mode:o}: {err}");
+        assert!(
+            err.contains("permission denied") && err.contains("needs root"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    }
+    assert_eq!(lo.queue("nr_requests"), "64");
+    revert(&lo, j.path());
+    // Nothing left: says so and exits 1, as the README's table has it.
+    let o = blktune(&["revert", "--all"], j.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nothing to revert"), "{}", stderr(&o));
 }

@@ -151,13 +151,18 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let scratch = match a.scratch {
         Some(size) => {
             if !crate::os::is_root() {
-                return Err(UsageError(
-                    "--scratch needs root: it creates a loop device (losetup)".into(),
-                )
-                .into());
+                // Not root is a failure (exit 1), as for every other command.
+                anyhow::bail!(
+                    "bench --scratch needs root: it creates a loop device (losetup); try 'sudo blktune bench --scratch SIZE'"
+                );
             }
             for line in crate::scratch::sweep(&root, &a.scratch_dir) {
                 eprintln!("{line}");
+            }
+            // Names that can be checked are checked before anything is
+            // created (after the sweep, which only removes a dead run's leftovers).
+            if let Some(available) = loop_schedulers(&root) {
+                check_schedulers(&a.schedulers, &available)?;
             }
             Some(Scratch::create(&a.scratch_dir, size).with_context(|| {
                 format!(
@@ -276,6 +281,30 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             .with_context(|| format!("cannot remove the scratch device '{device}'"))?;
     }
     Ok(0)
+}
+
+/// The schedulers a loop device offers, from any loop device's
+/// `queue/scheduler` (they all share one queue type, so one list); `None`
+/// when there is no loop device to ask yet.
+fn loop_schedulers(root: &crate::os::SysRoot) -> Option<Vec<String>> {
+    let names = root.block_names().ok()?;
+    names
+        .iter()
+        .filter(|d| d.as_str().starts_with("loop"))
+        .find_map(|d| crate::device::QueueSettings::read(root, d).scheduler)
+        .map(|s| s.available)
+}
+
+/// Refuse a `--schedulers` name the scratch device will not have.
+fn check_schedulers(wanted: &[String], available: &[String]) -> Result<(), UsageError> {
+    match wanted.iter().find(|w| !available.contains(w)) {
+        Some(w) => Err(UsageError(format!(
+            "unknown scheduler '{}' for a scratch loop device; available: {}",
+            w.chars().take(32).collect::<String>(),
+            available.join(", ")
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `benching loop3 (scratch, 256 MiB): load mixed: ...; settle 1s, dwell 10s, 2 rounds; ...`

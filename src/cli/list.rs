@@ -1,7 +1,8 @@
 //! `blktune list`: the devices and their queue settings.
 
 use super::{Global, Out};
-use crate::device::{self, BlockDevice, human_size};
+use crate::device::{self, BlockDevice, QueueSettings, human_size};
+use crate::os::SysRoot;
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,19 +33,41 @@ pub struct ListEntry<'a> {
     pub rotational: bool,
     pub removable: bool,
     pub read_only: bool,
-    pub scheduler: Option<&'a str>,
-    pub schedulers: Vec<&'a str>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    pub tunables: &'a BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub queue: QueueJson<'a>,
     pub holders: &'a [String],
     pub slaves: &'a [String],
     pub partitions: &'a [String],
 }
 
+/// A device's queue settings in JSON, the same keys wherever they appear
+/// (`list --json`, and `before`/`after` of `set --json`).
+#[derive(Debug, Serialize)]
+pub struct QueueJson<'a> {
+    pub scheduler: Option<&'a str>,
+    pub schedulers: Vec<&'a str>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub tunables: &'a BTreeMap<String, String>,
+}
+
+impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
+    fn from(q: &'a QueueSettings) -> Self {
+        let s = q.scheduler.as_ref();
+        Self {
+            scheduler: s.map(|s| s.active.as_str()),
+            schedulers: s.map_or_else(Vec::new, |s| {
+                s.available.iter().map(String::as_str).collect()
+            }),
+            nr_requests: q.nr_requests,
+            read_ahead_kb: q.read_ahead_kb,
+            tunables: &q.tunables,
+        }
+    }
+}
+
 impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
     fn from(d: &'a BlockDevice) -> Self {
-        let s = d.queue.scheduler.as_ref();
         let model = d.model_label();
         Self {
             name: &d.name,
@@ -56,13 +79,7 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             rotational: d.rotational,
             removable: d.removable,
             read_only: d.read_only,
-            scheduler: s.map(|s| s.active.as_str()),
-            schedulers: s.map_or_else(Vec::new, |s| {
-                s.available.iter().map(String::as_str).collect()
-            }),
-            nr_requests: d.queue.nr_requests,
-            read_ahead_kb: d.queue.read_ahead_kb,
-            tunables: &d.queue.tunables,
+            queue: QueueJson::from(&d.queue),
             holders: &d.holders,
             slaves: &d.slaves,
             partitions: &d.partitions,
@@ -94,8 +111,33 @@ pub fn scheduler_line(d: &BlockDevice) -> String {
     }
 }
 
-/// The text table.
-pub fn table(devs: &[BlockDevice], all: bool) -> String {
+/// The size in bytes of each partition of `devs` (its own `size` file, in
+/// 512-byte sectors like the disk's); unreadable ones are left out.
+pub fn partition_sizes(root: &SysRoot, devs: &[BlockDevice]) -> BTreeMap<String, u64> {
+    let mut sizes = BTreeMap::new();
+    for d in devs {
+        let Some(dev) = root.device(&d.name) else {
+            continue;
+        };
+        for p in d
+            .partitions
+            .iter()
+            .filter(|p| crate::os::is_plausible_device_name(p))
+        {
+            let size = root
+                .read_dev_attr(&dev, &format!("{p}/size"))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            if let Some(sectors) = size {
+                sizes.insert(p.clone(), sectors.saturating_mul(512));
+            }
+        }
+    }
+    sizes
+}
+
+/// The text table; `part_sizes` gives the partitions' sizes (`--all`).
+pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>) -> String {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
     let mut rows = vec![[
         "DEVICE".to_string(),
@@ -125,7 +167,9 @@ pub fn table(devs: &[BlockDevice], all: bool) -> String {
                 rows.push([
                     format!("└─{p}"),
                     "part".into(),
-                    String::new(),
+                    part_sizes
+                        .get(p)
+                        .map_or_else(String::new, |b| human_size(*b)),
                     String::new(),
                     "-".into(),
                     "-".into(),
@@ -177,7 +221,12 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
             .collect();
         out.line(&serde_json::to_string_pretty(&entries)?)?;
     } else {
-        out.text(&table(&devs, a.all))?;
+        let part_sizes = if a.all {
+            partition_sizes(&root, &devs)
+        } else {
+            BTreeMap::new()
+        };
+        out.text(&table(&devs, a.all, &part_sizes))?;
     }
     Ok(0)
 }

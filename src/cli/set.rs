@@ -1,8 +1,10 @@
 //! `blktune set` and `blktune revert`.
 
+use super::list::QueueJson;
 use super::{Global, Out, UsageError};
+use crate::device::QueueSettings;
 use crate::journal::Journal;
-use crate::tuner::{self, Outcome, Settings, Tuner};
+use crate::tuner::{self, Outcome, Settings, Tuner, ValueChange};
 use crate::units::format_duration;
 use anyhow::Context;
 
@@ -69,6 +71,29 @@ pub fn print_outcome(out: &mut Out, o: &Outcome) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `blktune set --json`: the outcome with the queue settings in the shape
+/// of `list --json` and the kernel time in milliseconds.
+#[derive(Debug, serde::Serialize)]
+struct SetJson<'a> {
+    device: &'a str,
+    changes: &'a [ValueChange],
+    before: QueueJson<'a>,
+    after: QueueJson<'a>,
+    kernel_time_ms: f64,
+}
+
+impl<'a> From<&'a Outcome> for SetJson<'a> {
+    fn from(o: &'a Outcome) -> Self {
+        Self {
+            device: &o.device,
+            changes: &o.changes,
+            before: QueueJson::from(&o.before),
+            after: QueueJson::from(&o.after),
+            kernel_time_ms: o.kernel_time.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
 /// Run `blktune set`.
 pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     let want = Settings {
@@ -87,18 +112,93 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     let tuner = Tuner::new(g.root(), Some(Journal::from_env()));
     let o = tuner.apply(&a.device, &want)?;
     if a.json {
-        out.line(&serde_json::to_string_pretty(&o)?)?;
+        out.line(&serde_json::to_string_pretty(&SetJson::from(&o))?)?;
+    } else if o.changes.is_empty() {
+        out.line(&format!(
+            "{}: already {}; nothing changed",
+            o.device,
+            want.summary()
+        ))?;
     } else {
         print_outcome(out, &o)?;
-        if !o.changes.is_empty() {
-            out.line(&format!(
-                "took {} in the kernel; undo with: blktune revert {}",
-                format_duration(o.kernel_time),
-                o.device
-            ))?;
-        }
+        out.line(&format!(
+            "took {} in the kernel; undo with: blktune revert {}",
+            format_duration(o.kernel_time),
+            o.device
+        ))?;
     }
     Ok(0)
+}
+
+/// The one error for a journal this user cannot read (it is root's, mode 0700).
+fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
+    let dir = journal.dir().display();
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        anyhow::anyhow!(
+            "cannot read the journal in {dir}: permission denied; reverting needs root (try sudo)"
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot read the journal in {dir}"))
+    }
+}
+
+/// What must be written to bring a device from `now` back to `original`
+/// (the switch resets nr_requests and the tunables, so after one they are
+/// needed unless they equal the new scheduler's defaults).
+pub fn needed_to_restore(original: &Settings, now: &QueueSettings) -> Settings {
+    let active = now.scheduler.as_ref().map(|s| s.active.as_str());
+    let switch = original
+        .scheduler
+        .as_deref()
+        .is_some_and(|s| Some(s) != active);
+    let defaults = original
+        .scheduler
+        .as_deref()
+        .map_or(&[][..], tuner::default_tunables);
+    let tunables = original
+        .tunables
+        .iter()
+        .filter(|(k, v)| {
+            let will_be = if switch {
+                defaults
+                    .iter()
+                    .find(|(d, _)| d == k)
+                    .map(|(_, d)| d.to_string())
+            } else {
+                now.tunables.get(k.as_str()).cloned()
+            };
+            will_be.as_deref().map(str::trim) != Some(v.trim())
+        })
+        .cloned()
+        .collect();
+    Settings {
+        scheduler: original.scheduler.clone().filter(|_| switch),
+        tunables,
+        nr_requests: original
+            .nr_requests
+            .filter(|n| switch || now.nr_requests != Some(*n)),
+        read_ahead_kb: original
+            .read_ahead_kb
+            .filter(|n| now.read_ahead_kb != Some(*n)),
+    }
+}
+
+/// `blktune set DEV --scheduler S --tunable K=V --nr-requests N --read-ahead-kb N`.
+pub fn set_command(device: &str, s: &Settings) -> String {
+    let mut cmd = format!("blktune set {device}");
+    if let Some(v) = &s.scheduler {
+        cmd.push_str(&format!(" --scheduler {v}"));
+    }
+    for (k, v) in &s.tunables {
+        cmd.push_str(&format!(" --tunable {k}={}", v.trim()));
+    }
+    if let Some(n) = s.nr_requests {
+        cmd.push_str(&format!(" --nr-requests {n}"));
+    }
+    if let Some(n) = s.read_ahead_kb {
+        cmd.push_str(&format!(" --read-ahead-kb {n}"));
+    }
+    cmd
 }
 
 /// Run `blktune revert`.
@@ -106,29 +206,34 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     let root = g.root();
     let journal = Journal::from_env();
     let tuner = Tuner::new(root.clone(), None);
+    let mut failed = 0;
     let names: Vec<String> = if a.all {
         let mut v = Vec::new();
-        for e in journal
-            .list()
-            .with_context(|| format!("cannot read the journal in {}", journal.dir().display()))?
-        {
+        for e in journal.list().map_err(|e| journal_error(&journal, e))? {
             match e {
                 Ok(e) => v.push(e.device),
+                Err((_, err)) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(journal_error(&journal, err));
+                }
                 Err((name, err)) => {
                     eprintln!(
                         "blktune: journal entry of '{name}' is unreadable ({err}); left in place"
                     );
+                    failed += 1;
                 }
             }
         }
-        if v.is_empty() {
-            out.line("nothing to revert: the journal is empty")?;
+        if v.is_empty() && failed == 0 {
+            eprintln!(
+                "blktune: nothing to revert: the journal ({}) is empty",
+                journal.dir().display()
+            );
+            return Ok(1);
         }
         v
     } else {
         a.devices.clone()
     };
-    let mut failed = 0;
     let boot = tuner::boot_id(&root);
     // Check every name before reverting anything (no path tricks into the journal dir).
     if let Some(bad) = names
@@ -144,6 +249,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     for name in &names {
         let entry = journal
             .load(name)
+            .map_err(|e| journal_error(&journal, e))
             .with_context(|| format!("cannot read the journal entry of '{name}'"))?;
         let Some(entry) = entry else {
             eprintln!(
@@ -156,26 +262,111 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         let current = root
             .device(name)
             .map(|d| crate::device::BlockDevice::read(&root, &d));
-        let stale = entry.stale_reason(current.as_ref(), boot.as_deref());
-        if let Some(why) = stale {
-            out.line(&format!(
-                "{name}: journal entry dropped, not applied: {why}"
-            ))?;
-            journal.remove(name)?;
-            continue;
-        }
-        match tuner.restore(name, &entry.original) {
-            Ok(o) => {
-                print_outcome(out, &o)?;
-                journal.remove(name).with_context(|| {
-                    format!("reverted '{name}' but cannot clear its journal entry")
-                })?;
+        let Some(why) = entry.stale_reason(current.as_ref(), boot.as_deref()) else {
+            match tuner.restore(name, &entry.original) {
+                Ok(o) => {
+                    print_outcome(out, &o)?;
+                    journal.remove(name).with_context(|| {
+                        format!("reverted '{name}' but cannot clear its journal entry")
+                    })?;
+                }
+                Err(e) => {
+                    eprintln!("blktune: {e}");
+                    failed += 1;
+                }
             }
-            Err(e) => {
-                eprintln!("blktune: {e}");
+            continue;
+        };
+        // The entry cannot be applied safely, so it is dropped either way;
+        // when what blktune set may still be in force, its values and the
+        // command that restores them are printed first and the exit code says so.
+        let lingering = match &current {
+            Some(d) if entry.may_linger(current.as_ref(), boot.as_deref()) => {
+                Some(needed_to_restore(&entry.original, &d.queue)).filter(|s| !s.is_empty())
+            }
+            _ => None,
+        };
+        journal
+            .remove(name)
+            .with_context(|| format!("cannot drop the stale journal entry of '{name}'"))?;
+        match lingering {
+            None => out.line(&format!(
+                "{name}: journal entry dropped, not applied: {why}"
+            ))?,
+            Some(restore) => {
+                eprintln!(
+                    "blktune: '{name}' is not the device blktune changed: {why}; nothing was \
+                     written, its journal entry is dropped, and what blktune set may still be in force"
+                );
+                eprintln!(
+                    "blktune: '{name}' original values: {}",
+                    entry.original.summary()
+                );
+                eprintln!(
+                    "blktune: to restore them: sudo {}",
+                    set_command(name, &restore)
+                );
                 failed += 1;
             }
         }
     }
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::SchedulerState;
+
+    fn queue(active: &str, nr: u64, ra: u64, tunables: &[(&str, &str)]) -> QueueSettings {
+        QueueSettings {
+            scheduler: Some(SchedulerState {
+                active: active.into(),
+                available: ["none", "mq-deadline", "kyber", "bfq"]
+                    .map(String::from)
+                    .to_vec(),
+            }),
+            nr_requests: Some(nr),
+            read_ahead_kb: Some(ra),
+            tunables: tunables
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_restore_command_names_exactly_what_differs() {
+        let orig = Settings::snapshot_of(&queue(
+            "mq-deadline",
+            100,
+            512,
+            &[("read_expire", "1000"), ("fifo_batch", "16")],
+        ));
+        // Same scheduler: only the values that differ.
+        let now = queue(
+            "mq-deadline",
+            64,
+            512,
+            &[("read_expire", "500"), ("fifo_batch", "16")],
+        );
+        assert_eq!(
+            set_command("loop0", &needed_to_restore(&orig, &now)),
+            "blktune set loop0 --tunable read_expire=1000 --nr-requests 100"
+        );
+        // Another scheduler: the switch, then what its defaults do not give.
+        let now = queue("kyber", 100, 512, &[("read_lat_nsec", "2000000")]);
+        assert_eq!(
+            set_command("loop0", &needed_to_restore(&orig, &now)),
+            "blktune set loop0 --scheduler mq-deadline --tunable read_expire=1000 --nr-requests 100"
+        );
+        // Already as it was: nothing.
+        let now = queue(
+            "mq-deadline",
+            100,
+            512,
+            &[("read_expire", "1000"), ("fifo_batch", "16")],
+        );
+        assert!(needed_to_restore(&orig, &now).is_empty());
+    }
 }

@@ -21,7 +21,7 @@ pub struct WatchArgs {
     pub interval: Duration,
 
     /// Stop after N intervals (default: run until interrupted).
-    #[arg(long, short = 'c', value_name = "N")]
+    #[arg(long, short = 'c', value_name = "N", value_parser = parse_count)]
     pub count: Option<u64>,
 
     /// Also time a few 4 KiB O_DIRECT reads per second at random offsets of each
@@ -140,6 +140,15 @@ fn row(name: &str, sched: &str, s: Option<&ExtStats>) -> String {
             s.util
         ),
         None => format!("{name:<10} {sched:<12} {:>8}", "no data"),
+    }
+}
+
+/// `-c N`: at least one interval (0 would print nothing and look like success).
+fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("count '0' is out of range: at least 1 interval".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("count '{s}' is not a whole number")),
     }
 }
 
