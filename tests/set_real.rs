@@ -327,6 +327,10 @@ fn reverting_a_re_created_device_writes_nothing_and_says_how_to_restore() {
     // A loop device detached with plain `losetup -d` keeps blktune's value
     // into its next attachment; the test helper's detach put the original
     // back, so give the new (our own) device the changed value by hand.
+    // The new attachment starts with whatever scheduler the last user of
+    // this loopN left; give it the original one (before nr_requests: a
+    // switch resets it) so that only nr_requests differs.
+    std::fs::write(format!("/sys/block/{name}/queue/scheduler"), "none").unwrap();
     std::fs::write(&nr, "64").unwrap();
     let nr_now = std::fs::read_to_string(&nr).unwrap();
     let o = blktune(&["revert", &name], j.path());
