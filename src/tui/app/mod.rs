@@ -10,7 +10,7 @@ mod replay;
 
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
-use super::bench_dialog::BenchDialog;
+use super::bench_dialog::{BenchDialog, Stage};
 use super::command::Mode;
 use super::edit::Editor;
 use super::export_dialog::{ExportDialog, Focus};
@@ -180,6 +180,9 @@ pub struct App {
     pub udev_db: Option<UdevDb>,
     next_id: u64,
     want_select: Option<String>,
+    /// Select the first row when one appears: true until a selection is
+    /// made, so that a vanished device leaves nothing selected.
+    auto_select: bool,
 }
 
 impl App {
@@ -217,6 +220,7 @@ impl App {
             udev_db: None,
             next_id: 1,
             want_select: cfg.select,
+            auto_select: true,
         }
     }
 
@@ -283,10 +287,12 @@ impl App {
         v.into_iter().map(|(_, d)| d).collect()
     }
 
-    /// The selected device, if any is shown.
+    /// The selected device, if it is on the machine.
     pub fn selected_device(&self) -> Option<&BlockDevice> {
         let name = self.selected.as_deref()?;
-        self.devices.iter().find(|d| d.name == name)
+        self.devices
+            .iter()
+            .find(|d| d.name == name && d.size_bytes > 0)
     }
 
     /// The newest statistics of a device.
@@ -369,6 +375,7 @@ impl App {
     }
 
     fn on_snapshot(&mut self, s: &Snapshot) {
+        let mut closed = None;
         self.now = s.t;
         self.iowait = s.iowait_pct;
         self.samples += 1;
@@ -381,7 +388,7 @@ impl App {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             }
-            self.close_overlay_of_vanished();
+            closed = self.close_overlay_of_vanished();
         }
         if let Some(itv) = s.interval {
             let devs = Arc::clone(&self.devices);
@@ -399,32 +406,65 @@ impl App {
             }
         }
         self.reconcile_selection();
-    }
-
-    fn close_overlay_of_vanished(&mut self) {
-        let dev = match &self.overlay {
-            Some(Overlay::Picker { device, .. } | Overlay::Tunables { device, .. }) => device,
-            Some(Overlay::Edit(e)) => &e.device,
-            _ => return,
-        };
-        if !self
-            .devices
-            .iter()
-            .any(|d| &d.name == dev && d.size_bytes > 0)
-        {
-            self.overlay = None;
+        if let Some((dev, what)) = closed {
+            self.say(
+                StatusKind::Error,
+                format!(
+                    "'{dev}' vanished: {what} closed, nothing changed{}",
+                    if self.selected.is_none() {
+                        "; no device selected"
+                    } else {
+                        ""
+                    }
+                ),
+            );
         }
     }
 
-    /// Keep the selection on a shown device; say so when it vanished.
+    /// Is this device on the machine with a size (a detached loop device
+    /// keeps its sysfs entry with size 0)?
+    fn is_present(&self, name: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.name == name && d.size_bytes > 0)
+    }
+
+    /// Close a dialog whose device is gone, so that Enter cannot apply it to
+    /// whatever device has the cursor now; returns the device and the dialog.
+    fn close_overlay_of_vanished(&mut self) -> Option<(String, &'static str)> {
+        let (dev, what) = match &self.overlay {
+            Some(Overlay::Picker { device, .. }) => (device, "scheduler picker"),
+            Some(Overlay::Tunables { device, .. }) => (device, "tunables list"),
+            Some(Overlay::Edit(e)) => (&e.device, "editor"),
+            // A running shoot-out fails by itself and restores what it can;
+            // its setup or its results must not outlive the device.
+            Some(Overlay::Bench(b)) if !matches!(b.stage, Stage::Running { .. }) => {
+                (&b.device, "shoot-out")
+            }
+            _ => return None,
+        };
+        if self.is_present(dev) {
+            return None;
+        }
+        let dev = dev.clone();
+        self.overlay = None;
+        Some((dev, what))
+    }
+
+    /// The selection follows the device name. A vanished device leaves
+    /// nothing selected (never a neighbour: change keys would then act on
+    /// another device); the first selection, and one hidden by the filter
+    /// the user types, go to the row at the same place.
     fn reconcile_selection(&mut self) {
         // Fast path, every tick: the selection is still a row.
         if self.want_select.is_none()
-            && let Some(sel) = &self.selected
-            && self
-                .devices
-                .iter()
-                .any(|d| &d.name == sel && self.is_shown(d))
+            && match &self.selected {
+                Some(sel) => self
+                    .devices
+                    .iter()
+                    .any(|d| &d.name == sel && self.is_shown(d)),
+                None => !self.auto_select,
+            }
         {
             return;
         }
@@ -439,24 +479,26 @@ impl App {
                 );
             }
         }
-        match &self.selected {
-            Some(sel) if names.contains(sel) => {}
-            old => {
-                let vanished = old.clone().filter(|o| {
-                    !self
-                        .devices
-                        .iter()
-                        .any(|d| &d.name == o && d.size_bytes > 0)
-                });
-                let pos = self.selected_pos.min(names.len().saturating_sub(1));
+        let pos = self.selected_pos.min(names.len().saturating_sub(1));
+        match self.selected.clone() {
+            Some(sel) if names.contains(&sel) => {}
+            // Hidden by the filter being typed: the user moved it.
+            Some(sel) if self.is_present(&sel) => {
                 self.selected = names.get(pos).cloned();
-                if let Some(v) = vanished {
-                    let now = self.selected.as_deref().unwrap_or("nothing");
-                    self.say(StatusKind::Error, format!("'{v}' vanished; selected {now}"));
-                }
+                self.auto_select = self.selected.is_none();
             }
+            Some(sel) => {
+                self.selected = None;
+                self.say(
+                    StatusKind::Error,
+                    format!("'{sel}' vanished; no device selected (↑/↓ selects one)"),
+                );
+            }
+            None if self.auto_select => self.selected = names.get(pos).cloned(),
+            None => {}
         }
         if let Some(sel) = &self.selected {
+            self.auto_select = false;
             self.selected_pos = names.iter().position(|n| n == sel).unwrap_or(0);
         }
     }
