@@ -186,3 +186,45 @@ fn probe_off_shows_nothing_of_it() {
     assert!(s.contains("probe 2.5 r/s: starting"), "{s}");
     assert!(!s.contains("p99"), "{s}");
 }
+
+/// The last line of the screen.
+fn footer(app: &blktune::tui::app::App, w: u16, h: u16) -> String {
+    let s = text(&screen(app, w, h));
+    s.lines()
+        .nth(h as usize - 1)
+        .unwrap()
+        .trim_matches(['"', ' '])
+        .to_string()
+}
+
+#[test]
+fn read_only_footer_offers_no_change_keys() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 3, &busy(4));
+    let f = footer(&app, 80, 24);
+    assert_eq!(f, "o sort  / filter  p pause  ? help  q quit");
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    let f = footer(&app, 160, 24);
+    assert!(f.starts_with("s sched  n nr  r ra  t tun  u undo"), "{f}");
+}
+
+#[test]
+fn help_lists_each_key_once_per_section() {
+    use blktune::tui::render::Theme;
+    let lines: Vec<String> = blktune::tui::render::help_lines(Theme { color: false }, false)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let start = lines
+        .iter()
+        .position(|l| l == "In lists and editors")
+        .unwrap();
+    let end = lines.iter().position(|l| l == "Schedulers").unwrap();
+    let keys: Vec<&str> = lines[start + 1..end]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(keys, ["↑/k", "Enter", "Esc"]);
+}

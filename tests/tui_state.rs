@@ -525,6 +525,11 @@ fn change_undo_and_revert_all_through_the_tuner() {
     );
     assert_eq!(attr("sdb", "read_ahead_kb"), "128");
     assert!(app.session().is_empty());
+    // The status names every device, not only the last answer.
+    assert_eq!(
+        status(&app),
+        "reverted 2 device(s) to their settings before this session: sda, sdb"
+    );
     assert_eq!(app.marks["sda"].len(), 5, "every change stays marked");
 
     // A scheduler switch goes through the tuner and is marked.

@@ -413,6 +413,10 @@ impl App {
             }
             Overlay::Confirm { devices } => {
                 if a == Action::Confirm {
+                    self.reverting = Some(super::RevertBatch {
+                        left: self.session().len(),
+                        ..Default::default()
+                    });
                     for s in self.session() {
                         out.push(self.request(&s.device, s.original, ApplyKind::RevertAll));
                     }

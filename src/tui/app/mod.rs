@@ -112,6 +112,15 @@ pub struct Status {
     pub kind: StatusKind,
 }
 
+/// The answers of one `U` (revert every change) so far.
+#[derive(Debug, Default)]
+struct RevertBatch {
+    left: usize,
+    reverted: Vec<String>,
+    /// The errors (each names its device).
+    failed: Vec<String>,
+}
+
 /// What the app is started with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -179,6 +188,9 @@ pub struct App {
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
     next_id: u64,
+    /// `U`: answers still due, and the devices reverted and failed so far,
+    /// so the status names every device, not the last answer.
+    reverting: Option<RevertBatch>,
     want_select: Option<String>,
     /// Select the first row when one appears: true until a selection is
     /// made, so that a vanished device leaves nothing selected.
@@ -219,6 +231,7 @@ impl App {
             quit: false,
             udev_db: None,
             next_id: 1,
+            reverting: None,
             want_select: cfg.select,
             auto_select: true,
         }
@@ -505,6 +518,9 @@ impl App {
 
     fn on_applied(&mut self, r: ApplyReport) {
         self.pending = self.pending.saturating_sub(1);
+        if r.request.kind == ApplyKind::RevertAll {
+            return self.on_reverted(r);
+        }
         let dev = r.request.device.clone();
         match r.result {
             Err(e) => self.say(StatusKind::Error, e),
@@ -548,6 +564,56 @@ impl App {
                     format!("{what}{dev}: {label} (kernel {ms:.1} ms)"),
                 );
             }
+        }
+    }
+}
+
+impl App {
+    /// One answer of a `U`; the last one says what happened to every device.
+    fn on_reverted(&mut self, r: ApplyReport) {
+        let dev = r.request.device.clone();
+        let batch = self.reverting.get_or_insert_with(RevertBatch::default);
+        batch.left = batch.left.saturating_sub(1);
+        let error = match r.result {
+            Err(e) => {
+                batch.failed.push(e.clone());
+                Some(e)
+            }
+            Ok((o, mark)) => {
+                batch.reverted.push(dev.clone());
+                self.undo.remove(&dev);
+                if !o.changes.is_empty() {
+                    if let Some(d) = Arc::make_mut(&mut self.devices)
+                        .iter_mut()
+                        .find(|d| d.name == dev)
+                    {
+                        d.queue = o.after.clone();
+                    }
+                    self.add_mark(mark);
+                }
+                None
+            }
+        };
+        let Some(batch) = self.reverting.take_if(|b| b.left == 0) else {
+            // More answers to come; an error shows at once (it names its device).
+            if let Some(e) = error {
+                self.say(StatusKind::Error, e);
+            }
+            return;
+        };
+        let done = batch.reverted.join(", ");
+        let n = batch.reverted.len();
+        if batch.failed.is_empty() {
+            self.say(
+                StatusKind::Done,
+                format!("reverted {n} device(s) to their settings before this session: {done}"),
+            );
+        } else {
+            let failed = batch.failed.join("; ");
+            self.say(
+                StatusKind::Error,
+                format!("reverted {n} device(s): {done}; NOT reverted: {failed}"),
+            );
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The status line and the key hints (from the command lists).
 
 use super::{Theme, put};
-use crate::tui::app::{App, StatusKind};
-use crate::tui::command::Mode;
+use crate::tui::app::{App, Overlay, StatusKind};
+use crate::tui::bench_dialog::Stage;
+use crate::tui::command::{Action, Mode};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -42,20 +43,52 @@ pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme)
 
     let mode = app.mode();
     let mut x = footer.x + 1;
-    for bd in mode.bindings() {
-        let Some(hint) = bd.hint else { continue };
-        let key = short_key(bd.shown);
+    for (key, hint) in hints(app, mode) {
         let need = (key.chars().count() + hint.len() + 3) as u16;
         if x + need > footer.right() {
             break;
         }
-        let off = mode == Mode::Main && bd.changes && app.read_only.is_some();
-        let ks = if off { t.dim() } else { t.key() };
-        let hs = if off { t.dim() } else { Style::new() };
-        put(buf, x, footer.y, key, 8, ks);
+        put(buf, x, footer.y, key, 8, t.key());
         x += key.chars().count() as u16 + 1;
-        put(buf, x, footer.y, hint, 12, hs);
+        put(buf, x, footer.y, hint, 12, Style::new());
         x += hint.len() as u16 + 2;
+    }
+}
+
+/// The footer's (key, hint) pairs: the mode's hinted bindings that do
+/// something now. Read-only mode leaves out the change keys; the shoot-out
+/// shows only the keys of its stage.
+fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
+    let stage = match &app.overlay {
+        Some(Overlay::Bench(d)) => Some(&d.stage),
+        _ => None,
+    };
+    mode.bindings()
+        .iter()
+        .filter_map(|bd| {
+            let hint = bd.hint?;
+            if mode == Mode::Main && bd.changes && app.read_only.is_some() {
+                return None;
+            }
+            let hint = match (mode, stage) {
+                (Mode::Bench, Some(st)) => bench_hint(st, bd.action, hint)?,
+                _ => hint,
+            };
+            Some((short_key(bd.shown), hint))
+        })
+        .collect()
+}
+
+/// The hint of a shoot-out key in this stage, or `None` when it does nothing there.
+fn bench_hint(stage: &Stage, a: Action, hint: &'static str) -> Option<&'static str> {
+    match (stage, a) {
+        (Stage::Setup, Action::Cycle | Action::Confirm) => Some(hint),
+        (Stage::Running { cancelling, .. }, Action::Cancel) => (!*cancelling).then_some("cancel"),
+        (Stage::Done(r), Action::ApplyWinner | Action::Export) => {
+            r.verdict.is_some().then_some(hint)
+        }
+        (Stage::Setup | Stage::Done(_) | Stage::Failed(_), Action::Cancel) => Some("close"),
+        _ => None,
     }
 }
 

@@ -27,6 +27,7 @@ mod probe;
 mod table;
 
 pub use chart::{Series, bucket};
+pub use overlay::help_lines;
 
 use super::app::App;
 use ratatui::Frame;
