@@ -186,14 +186,29 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.keys(&["q"]);
     let s = wait_restored(&t, "after q");
     assert!(s.contains(&format!("  {dev}: {orig}→kyber")), "{s}");
-    assert!(
-        s.contains(&format!("to revert: sudo blktune revert {dev}")),
-        "{s}"
+    // The command names the private journal (sudo would drop the variable).
+    let cmd = format!(
+        "sudo BLKTUNE_JOURNAL_DIR={} blktune revert {dev}",
+        journal.display()
     );
+    assert!(s.contains(&format!("to revert: {cmd}")), "{s}");
     assert_eq!(lo.active_scheduler(), "kyber", "quitting keeps the change");
-    let o = blktune(&["revert", &dev], &journal);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // Run it as printed (we are root already; the binary is not on PATH),
+    // with nothing of the test's environment.
+    let printed = cmd
+        .strip_prefix("sudo ")
+        .unwrap()
+        .replace(" blktune ", &format!(" {} ", bin.display()));
+    let o = Command::new("env")
+        .args(["-i", "sh", "-c", &printed])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{printed}: {}", stderr(&o));
     assert_eq!(lo.active_scheduler(), orig);
+    assert!(
+        Journal::new(&journal).load(&dev).unwrap().is_none(),
+        "the printed command used the session's journal"
+    );
 
     // --revert-on-exit puts the original back on quit.
     t.line("clear");
