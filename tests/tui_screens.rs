@@ -228,3 +228,30 @@ fn help_lists_each_key_once_per_section() {
         .collect();
     assert_eq!(keys, ["↑/k", "Enter", "Esc"]);
 }
+
+/// A long error keeps its start (device, value) and its end (the cause) at
+/// 80x24: it takes a second row instead of being cut at the edge.
+#[test]
+fn a_long_status_takes_two_rows_at_80x24() {
+    let (_m, mut app) = main_app();
+    let msg = "cannot write 'kyber' to /sys/block/nvme0n1/queue/scheduler: Device or \
+               resource busy (os error 16); the kernel left 'none' active and nr_requests \
+               was put back to 1023; try again when the device is idle";
+    app.on_feed(Feed::Error(msg.into()));
+    let s = text(&screen(&app, 80, 24));
+    let rows: Vec<&str> = s.lines().collect();
+    let (a, b) = (rows[21], rows[22]);
+    assert!(
+        a.contains("cannot write 'kyber' to /sys/block/nvme0n1/queue/scheduler: Device or"),
+        "{s}"
+    );
+    assert!(
+        b.contains("…") && b.contains("try again when the device is idle"),
+        "{s}"
+    );
+    assert!(rows[23].contains("? help  q quit"), "{s}");
+    // A short status keeps one row.
+    app.on_feed(Feed::Error("'sda': short".into()));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.lines().nth(22).unwrap().contains("'sda': short"), "{s}");
+}

@@ -8,9 +8,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-/// Draw the status line and the hints.
-pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme) {
-    let (text, st) = if app.filter_typing && app.overlay.is_none() {
+/// The status text and its style.
+fn status_text(app: &App, t: Theme) -> (String, Style) {
+    if app.filter_typing && app.overlay.is_none() {
         (
             format!("filter: {}▏  (Enter keeps it, Esc clears)", app.filter),
             t.heading(),
@@ -31,15 +31,64 @@ pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme)
         ("waiting for the first sample…".into(), t.dim())
     } else {
         (String::new(), Style::new())
+    }
+}
+
+/// Rows the status needs at this terminal width: 2 when it does not fit one.
+pub fn status_rows(app: &App, width: u16) -> u16 {
+    let (text, _) = status_text(app, Theme { color: false });
+    if text.chars().count() > width.saturating_sub(1) as usize {
+        2
+    } else {
+        1
+    }
+}
+
+/// `text` in at most two lines of `w` columns: broken at a space when one
+/// is in the second half of the first line; a second line that is still too
+/// long loses its middle, so the device and value (at the start) and the
+/// cause (at the end) stay visible.
+pub fn wrap_status(text: &str, w: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= w || w < 8 {
+        return vec![text.to_string()];
+    }
+    let cut = chars[..=w]
+        .iter()
+        .rposition(|&c| c == ' ')
+        .filter(|&i| i >= w / 2)
+        .unwrap_or(w);
+    let first: String = chars[..cut].iter().collect();
+    let rest: Vec<char> = chars[cut..]
+        .iter()
+        .copied()
+        .skip_while(|&c| c == ' ')
+        .collect();
+    let second = if rest.len() <= w {
+        rest.into_iter().collect()
+    } else {
+        let head = (w - 1) / 3;
+        let tail = w - 1 - head;
+        let mut s: String = rest[..head].iter().collect();
+        s.push('…');
+        s.extend(&rest[rest.len() - tail..]);
+        s
     };
-    put(
-        buf,
-        status.x + 1,
-        status.y,
-        &text,
-        status.width.saturating_sub(1),
-        st,
-    );
+    vec![first, second]
+}
+
+/// Draw the status line (one or two rows) and the hints.
+pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme) {
+    let (text, st) = status_text(app, t);
+    let w = status.width.saturating_sub(1);
+    let lines = if status.height >= 2 {
+        wrap_status(&text, w as usize)
+    } else {
+        vec![text]
+    };
+    for (i, line) in lines.iter().enumerate().take(status.height as usize) {
+        put(buf, status.x + 1, status.y + i as u16, line, w, st);
+    }
 
     let mode = app.mode();
     let mut x = footer.x + 1;
@@ -97,5 +146,27 @@ fn short_key(shown: &str) -> &str {
     match shown.split_once('/') {
         Some((first, _)) if !first.is_empty() => first,
         _ => shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_status_wraps_at_a_space_and_loses_only_its_middle() {
+        assert_eq!(wrap_status("short", 79), ["short"]);
+        let two = wrap_status("aaaa bbbb cccc dddd", 10);
+        assert_eq!(two, ["aaaa bbbb", "cccc dddd"]);
+        let long = format!("'sda': start {} cause", "x ".repeat(100));
+        let l = wrap_status(&long, 40);
+        assert_eq!(l.len(), 2);
+        assert!(l[0].starts_with("'sda': start"), "{l:?}");
+        assert!(l[1].contains('…') && l[1].ends_with("x  cause"), "{l:?}");
+        assert!(l.iter().all(|s| s.chars().count() <= 40), "{l:?}");
+        // No space to break at: a hard break.
+        let l = wrap_status(&"y".repeat(50), 40);
+        assert_eq!(l[0].len(), 40);
+        assert_eq!(l[1], "y".repeat(10));
     }
 }
