@@ -255,3 +255,25 @@ fn a_long_status_takes_two_rows_at_80x24() {
     let s = text(&screen(&app, 80, 24));
     assert!(s.lines().nth(22).unwrap().contains("'sda': short"), "{s}");
 }
+
+/// At 60x20 (near the smallest size) the title and the way to help and out
+/// stay; less important hints and header parts go first.
+#[test]
+fn at_60x20_the_title_and_help_and_quit_stay() {
+    let (_m, mut app) = main_app();
+    for read_only in [None, Some("not root")] {
+        app.read_only = read_only.map(String::from);
+        let s = text(&screen(&app, 60, 20));
+        let rows: Vec<&str> = s.lines().collect();
+        assert!(rows[0].starts_with("\" blktune │ "), "{s}");
+        assert!(rows[0].contains("every 1s"), "{s}");
+        assert!(rows[19].contains("? help  q quit"), "{s}");
+    }
+    app.read_only = None;
+    let s = text(&screen(&app, 60, 20));
+    let footer = s.lines().nth(19).unwrap().trim_matches(['"', ' ']);
+    assert_eq!(
+        footer,
+        "s sched  n nr  r ra  t tun  u undo  o sort  ? help  q quit"
+    );
+}

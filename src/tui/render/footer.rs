@@ -92,16 +92,36 @@ pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme)
 
     let mode = app.mode();
     let mut x = footer.x + 1;
-    for (key, hint) in hints(app, mode) {
-        let need = (key.chars().count() + hint.len() + 3) as u16;
-        if x + need > footer.right() {
-            break;
-        }
+    for (key, hint) in fit_hints(hints(app, mode), footer.width.saturating_sub(1) as usize) {
         put(buf, x, footer.y, key, 8, t.key());
         x += key.chars().count() as u16 + 1;
         put(buf, x, footer.y, hint, 12, Style::new());
         x += hint.len() as u16 + 2;
     }
+}
+
+/// Columns a hint takes with the gap after it.
+fn hint_width((key, hint): &(&str, &str)) -> usize {
+    key.chars().count() + 1 + hint.chars().count() + 2
+}
+
+/// The hints that fit `width` columns. `? help` and `q quit` (the way to
+/// every other key and the way out) always stay; the others go from the end
+/// of the list, so the change keys at its start go last.
+fn fit_hints(
+    mut v: Vec<(&'static str, &'static str)>,
+    width: usize,
+) -> Vec<(&'static str, &'static str)> {
+    let keep = |h: &(&str, &str)| matches!(h.0, "?" | "q");
+    while v.iter().map(hint_width).sum::<usize>() > width + 2 {
+        match v.iter().rposition(|h| !keep(h)) {
+            Some(i) => {
+                v.remove(i);
+            }
+            None => break,
+        }
+    }
+    v
 }
 
 /// The footer's (key, hint) pairs: the mode's hinted bindings that do
@@ -152,6 +172,26 @@ fn short_key(shown: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_footers_keep_help_and_quit() {
+        let all = vec![
+            ("s", "sched"),
+            ("n", "nr"),
+            ("o", "sort"),
+            ("/", "filter"),
+            ("?", "help"),
+            ("q", "quit"),
+        ];
+        // 9 + 6 + 8 + 10 + 8 + 8 = 49 with the gaps; 47 without the last gap.
+        assert_eq!(fit_hints(all.clone(), 47), all);
+        let f = fit_hints(all.clone(), 30);
+        assert_eq!(
+            f,
+            [("s", "sched"), ("n", "nr"), ("?", "help"), ("q", "quit")]
+        );
+        assert_eq!(fit_hints(all, 5), [("?", "help"), ("q", "quit")]);
+    }
 
     #[test]
     fn long_status_wraps_at_a_space_and_loses_only_its_middle() {
