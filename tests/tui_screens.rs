@@ -277,3 +277,30 @@ fn at_60x20_the_title_and_help_and_quit_stay() {
         "s sched  n nr  r ra  t tun  u undo  o sort  ? help  q quit"
     );
 }
+
+/// Sorting by await puts the arrow on the `await` sparkline (the larger of
+/// r_await and w_await, the sort key); a virtio disk's TYPE reads `virt`.
+#[test]
+fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
+    use blktune::fake::FakeDisk;
+    let mut m = Machine::new(&[
+        FakeDisk::new("sda").dev(8, 0),
+        FakeDisk::new("vda").dev(253, 0),
+    ]);
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    press(&mut app, &chars("oo"));
+    for w in [60, 80, 100] {
+        let s = text(&screen(&app, w, 24));
+        let head = s.lines().nth(1).unwrap();
+        assert!(head.contains("await↓"), "{w}: {head}");
+        assert_eq!(head.matches('↓').count(), 1, "{w}: {head}");
+    }
+    let s = text(&screen(&app, 100, 24));
+    let vda = s.lines().find(|l| l.contains("vda ")).unwrap();
+    assert!(vda.contains(" virt "), "{s}");
+    assert!(!s.contains("virti"), "{s}");
+    press(&mut app, &chars("o"));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.lines().nth(1).unwrap().contains("r/s↓"), "{s}");
+}

@@ -44,7 +44,7 @@ pub fn title(d: &BlockDevice) -> String {
     format!(
         "{}  {} {}  {}  nr {}  ra {}",
         d.name,
-        d.kind.label(),
+        super::table::kind_label(d.kind),
         human_size(d.size_bytes),
         sched,
         opt(d.queue.nr_requests),
