@@ -321,6 +321,11 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
         screen.contains("─ no device selected: ↑/↓ selects one"),
         "{screen}"
     );
+    let footer = screen.lines().nth(23).unwrap();
+    assert!(
+        !footer.contains("sched") && footer.contains("? help  q quit"),
+        "no change keys offered: {footer}"
+    );
     // Down takes the row now where sdb was; from then on keys work again.
     press(&mut app, &[KeyCode::Home]);
     assert_eq!(

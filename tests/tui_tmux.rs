@@ -400,6 +400,10 @@ fn tui_a_detached_device_leaves_nothing_selected_and_keys_change_nothing() {
     println!("80x24 after the detach:\n{s}");
     assert!(!s.contains("scheduler of"), "the picker closed:\n{s}");
     assert!(!s.contains('▶'), "no row is selected:\n{s}");
+    assert!(
+        !s.contains("s sched") && s.contains("? help  q quit"),
+        "the footer offers no change keys:\n{s}"
+    );
     // The keys a user would press next: Enter (meant for the picker), s, n...
     // `o` in between puts another status up, so each refusal is its own.
     for k in ["Enter", "s", "n", "t", "r", "u"] {

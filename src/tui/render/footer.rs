@@ -125,7 +125,8 @@ fn fit_hints(
 }
 
 /// The footer's (key, hint) pairs: the mode's hinted bindings that do
-/// something now. Read-only mode leaves out the change keys; the shoot-out
+/// something now. Read-only mode, and a screen with no device selected,
+/// leave out the change keys; the shoot-out
 /// shows only the keys of its stage.
 fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
     let stage = match &app.overlay {
@@ -136,7 +137,8 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
         .iter()
         .filter_map(|bd| {
             let hint = bd.hint?;
-            if mode == Mode::Main && bd.changes && app.read_only.is_some() {
+            let no_device = app.selected_device().is_none() && app.samples > 0;
+            if mode == Mode::Main && bd.changes && (app.read_only.is_some() || no_device) {
                 return None;
             }
             let hint = match (mode, stage) {
