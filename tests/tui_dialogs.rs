@@ -467,3 +467,33 @@ fn snapshot_shoot_out_results() {
     app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
     insta::assert_snapshot!(screen(&app, 80, 24).backend());
 }
+
+/// The footer of the shoot-out shows only the keys that do something in
+/// its stage (it used to offer start and apply while it ran).
+#[test]
+fn shoot_out_footer_shows_the_keys_of_its_stage() {
+    let footer = |app: &App| {
+        let s = text(&screen(app, 80, 24));
+        s.lines()
+            .nth(23)
+            .unwrap()
+            .trim_matches(['"', ' '])
+            .to_string()
+    };
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    assert_eq!(footer(&app), "l load  Enter start  Esc close");
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(footer(&app), "Esc cancel");
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(footer(&app), "", "nothing to press while it restores");
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    assert_eq!(footer(&app), "a apply  e export  Esc close");
+    press(&mut app, &[KeyCode::Esc]);
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
+        "'sda': the load failed".into()
+    ))));
+    assert_eq!(footer(&app), "Esc close");
+}

@@ -186,3 +186,121 @@ fn probe_off_shows_nothing_of_it() {
     assert!(s.contains("probe 2.5 r/s: starting"), "{s}");
     assert!(!s.contains("p99"), "{s}");
 }
+
+/// The last line of the screen.
+fn footer(app: &blktune::tui::app::App, w: u16, h: u16) -> String {
+    let s = text(&screen(app, w, h));
+    s.lines()
+        .nth(h as usize - 1)
+        .unwrap()
+        .trim_matches(['"', ' '])
+        .to_string()
+}
+
+#[test]
+fn read_only_footer_offers_no_change_keys() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 3, &busy(4));
+    let f = footer(&app, 80, 24);
+    assert_eq!(f, "o sort  / filter  p pause  ? help  q quit");
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    let f = footer(&app, 160, 24);
+    assert!(f.starts_with("s sched  n nr  r ra  t tun  u undo"), "{f}");
+}
+
+#[test]
+fn help_lists_each_key_once_per_section() {
+    use blktune::tui::render::Theme;
+    let lines: Vec<String> = blktune::tui::render::help_lines(Theme { color: false }, false)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let start = lines
+        .iter()
+        .position(|l| l == "In lists and editors")
+        .unwrap();
+    let end = lines.iter().position(|l| l == "Schedulers").unwrap();
+    let keys: Vec<&str> = lines[start + 1..end]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(keys, ["↑/k", "Enter", "Esc"]);
+}
+
+/// A long error keeps its start (device, value) and its end (the cause) at
+/// 80x24: it takes a second row instead of being cut at the edge.
+#[test]
+fn a_long_status_takes_two_rows_at_80x24() {
+    let (_m, mut app) = main_app();
+    let msg = "cannot write 'kyber' to /sys/block/nvme0n1/queue/scheduler: Device or \
+               resource busy (os error 16); the kernel left 'none' active and nr_requests \
+               was put back to 1023; try again when the device is idle";
+    app.on_feed(Feed::Error(msg.into()));
+    let s = text(&screen(&app, 80, 24));
+    let rows: Vec<&str> = s.lines().collect();
+    let (a, b) = (rows[21], rows[22]);
+    assert!(
+        a.contains("cannot write 'kyber' to /sys/block/nvme0n1/queue/scheduler: Device or"),
+        "{s}"
+    );
+    assert!(
+        b.contains("…") && b.contains("try again when the device is idle"),
+        "{s}"
+    );
+    assert!(rows[23].contains("? help  q quit"), "{s}");
+    // A short status keeps one row.
+    app.on_feed(Feed::Error("'sda': short".into()));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.lines().nth(22).unwrap().contains("'sda': short"), "{s}");
+}
+
+/// At 60x20 (near the smallest size) the title and the way to help and out
+/// stay; less important hints and header parts go first.
+#[test]
+fn at_60x20_the_title_and_help_and_quit_stay() {
+    let (_m, mut app) = main_app();
+    for read_only in [None, Some("not root")] {
+        app.read_only = read_only.map(String::from);
+        let s = text(&screen(&app, 60, 20));
+        let rows: Vec<&str> = s.lines().collect();
+        assert!(rows[0].starts_with("\" blktune │ "), "{s}");
+        assert!(rows[0].contains("every 1s"), "{s}");
+        assert!(rows[19].contains("? help  q quit"), "{s}");
+    }
+    app.read_only = None;
+    let s = text(&screen(&app, 60, 20));
+    let footer = s.lines().nth(19).unwrap().trim_matches(['"', ' ']);
+    assert_eq!(
+        footer,
+        "s sched  n nr  r ra  t tun  u undo  o sort  ? help  q quit"
+    );
+}
+
+/// Sorting by await puts the arrow on the `await` sparkline (the larger of
+/// r_await and w_await, the sort key); a virtio disk's TYPE reads `virt`.
+#[test]
+fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
+    use blktune::fake::FakeDisk;
+    let mut m = Machine::new(&[
+        FakeDisk::new("sda").dev(8, 0),
+        FakeDisk::new("vda").dev(253, 0),
+    ]);
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    press(&mut app, &chars("oo"));
+    for w in [60, 80, 100] {
+        let s = text(&screen(&app, w, 24));
+        let head = s.lines().nth(1).unwrap();
+        assert!(head.contains("await↓"), "{w}: {head}");
+        assert_eq!(head.matches('↓').count(), 1, "{w}: {head}");
+    }
+    let s = text(&screen(&app, 100, 24));
+    let vda = s.lines().find(|l| l.contains("vda ")).unwrap();
+    assert!(vda.contains(" virt "), "{s}");
+    assert!(!s.contains("virti"), "{s}");
+    press(&mut app, &chars("o"));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.lines().nth(1).unwrap().contains("r/s↓"), "{s}");
+}

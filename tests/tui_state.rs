@@ -275,24 +275,119 @@ fn navigation_filter_sort_and_hooks() {
     assert!(app.quit);
 }
 
+/// The safety rule: the selection follows the name and never lands on a
+/// neighbour when its device goes, so the next key cannot change another device.
 #[test]
-fn a_vanished_selected_device_moves_the_selection() {
+fn a_vanished_selected_device_leaves_nothing_selected() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
     press(&mut app, &[KeyCode::Down]);
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     press(&mut app, &chars("s"));
+    assert!(matches!(app.overlay, Some(Overlay::Picker { .. })));
     m.tree.remove("sdb").unwrap();
     m.refresh();
     m.run(&mut app, 1, &busy(4));
-    assert_eq!(app.selected.as_deref(), Some("zram0"));
-    assert!(status(&app).contains("'sdb' vanished"), "{}", status(&app));
+    assert_eq!(app.selected, None, "no neighbour is selected");
+    assert!(app.selected_device().is_none());
+    let s = status(&app);
+    assert!(
+        s.contains("'sdb' vanished")
+            && s.contains("scheduler picker closed, nothing changed")
+            && s.contains("no device selected"),
+        "{s}"
+    );
     assert!(
         app.overlay.is_none(),
         "the picker of a vanished device closes"
     );
     assert!(!app.histories.contains_key("sdb"));
+    // Enter is `s` in the main view: it must not open a picker for another device.
+    for k in ["s", "n", "r", "t", "u", "b", "e"] {
+        assert!(press(&mut app, &chars(k)).is_empty(), "{k}");
+        assert!(app.overlay.is_none(), "{k} opened {:?}", app.overlay);
+        assert!(status(&app).contains("no device selected"), "{k}");
+    }
+    assert!(press(&mut app, &[KeyCode::Enter, KeyCode::Enter]).is_empty());
+    assert!(app.overlay.is_none());
+    // More samples (and a re-sort) do not pick a device on their own.
+    press(&mut app, &chars("o"));
+    m.run(&mut app, 3, &busy(4));
+    assert_eq!(app.selected, None);
+    let screen = text(&screen(&app, 80, 24));
+    assert!(!screen.contains('▶'), "no row is marked:\n{screen}");
+    assert!(
+        screen.contains("─ no device selected: ↑/↓ selects one"),
+        "{screen}"
+    );
+    let footer = screen.lines().nth(23).unwrap();
+    assert!(
+        !footer.contains("sched") && footer.contains("? help  q quit"),
+        "no change keys offered: {footer}"
+    );
+    // Down takes the row now where sdb was; from then on keys work again.
+    press(&mut app, &[KeyCode::Home]);
+    assert_eq!(
+        app.selected.as_deref(),
+        Some(app.visible()[0].name.as_str())
+    );
+}
+
+/// A real loop detach leaves /sys/block/loopN with size 0: same rule, and an
+/// open editor closes instead of applying its value to another device.
+#[test]
+fn a_device_whose_size_drops_to_zero_closes_its_editor() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    press(&mut app, &chars("n"));
+    press(&mut app, &[KeyCode::Backspace, KeyCode::Char('6')]);
+    assert!(matches!(app.overlay, Some(Overlay::Edit(_))));
+    std::fs::write(m.tree.dev_dir("sda").join("size"), "0\n").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    assert!(app.overlay.is_none(), "{:?}", app.overlay);
+    assert_eq!(app.selected, None);
+    let s = status(&app);
+    assert!(
+        s.contains("'sda' vanished: editor closed, nothing changed; no device selected"),
+        "{s}"
+    );
+    // The Enter meant for the editor does nothing now.
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert!(app.overlay.is_none());
+    assert_eq!(app.pending, 0);
+    // Down selects the row now first (where sda was), Up stays there.
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+}
+
+/// Rows re-sort by %util every sample; the selection stays on its device.
+#[test]
+fn the_selection_follows_its_device_when_rows_re_sort() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &chars("o"));
+    assert_eq!(app.sort, SortKey::Util);
+    press(&mut app, &[KeyCode::Home]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"), "sdb is 95% busy");
+    // Now sda is the busiest: the rows swap, the selection stays on sdb.
+    let swapped = vec![
+        ("sda", load(800, 4, 40, 10, 99)),
+        ("sdb", load(20, 12, 150, 30, 5)),
+        ("zram0", load(100, 0, 100, 0, 1)),
+    ];
+    m.run(&mut app, 2, &swapped);
+    assert_eq!(app.visible()[0].name, "sda");
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    let ctl = press(&mut app, &[KeyCode::Char('s'), KeyCode::Up, KeyCode::Enter]);
+    match &ctl[..] {
+        [Control::Apply(r)] => assert_eq!(r.device, "sdb"),
+        c => panic!("{c:?}"),
+    }
 }
 
 /// Feed the app from the source until no change is pending, then do what the
@@ -435,6 +530,11 @@ fn change_undo_and_revert_all_through_the_tuner() {
     );
     assert_eq!(attr("sdb", "read_ahead_kb"), "128");
     assert!(app.session().is_empty());
+    // The status names every device, not only the last answer.
+    assert_eq!(
+        status(&app),
+        "reverted 2 device(s) to their settings before this session: sda, sdb"
+    );
     assert_eq!(app.marks["sda"].len(), 5, "every change stays marked");
 
     // A scheduler switch goes through the tuner and is marked.
@@ -525,14 +625,17 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     m.run_probed(&mut app, 1, &busy(4), "sdb", &st);
     assert!(app.probe.as_ref().unwrap().latest("sdb").is_some());
-    // A vanished device moves the selection on the next sample; the event
-    // loop asks probe_control() after every batch of feeds.
+    // A vanished device leaves nothing selected and stops the probe; the
+    // event loop asks probe_control() after every batch of feeds.
     m.tree.remove("sdb").unwrap();
     m.refresh();
     m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.selected, None);
+    assert_eq!(app.probe_control(), Some(Control::Probe(None)));
+    let ctl = press(&mut app, &[KeyCode::Down]);
     let now = app.selected.clone().unwrap();
     assert_ne!(now, "sdb");
-    assert_eq!(app.probe_control(), Some(Control::Probe(Some(now.clone()))));
+    assert_eq!(ctl, vec![Control::Probe(Some(now.clone()))]);
     assert!(
         !app.probe.as_ref().unwrap().history.contains_key("sdb"),
         "a vanished device's probe history goes"

@@ -186,14 +186,29 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.keys(&["q"]);
     let s = wait_restored(&t, "after q");
     assert!(s.contains(&format!("  {dev}: {orig}→kyber")), "{s}");
-    assert!(
-        s.contains(&format!("to revert: sudo blktune revert {dev}")),
-        "{s}"
+    // The command names the private journal (sudo would drop the variable).
+    let cmd = format!(
+        "sudo BLKTUNE_JOURNAL_DIR={} blktune revert {dev}",
+        journal.display()
     );
+    assert!(s.contains(&format!("to revert: {cmd}")), "{s}");
     assert_eq!(lo.active_scheduler(), "kyber", "quitting keeps the change");
-    let o = blktune(&["revert", &dev], &journal);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // Run it as printed (we are root already; the binary is not on PATH),
+    // with nothing of the test's environment.
+    let printed = cmd
+        .strip_prefix("sudo ")
+        .unwrap()
+        .replace(" blktune ", &format!(" {} ", bin.display()));
+    let o = Command::new("env")
+        .args(["-i", "sh", "-c", &printed])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{printed}: {}", stderr(&o));
     assert_eq!(lo.active_scheduler(), orig);
+    assert!(
+        Journal::new(&journal).load(&dev).unwrap().is_none(),
+        "the printed command used the session's journal"
+    );
 
     // --revert-on-exit puts the original back on quit.
     t.line("clear");
@@ -328,4 +343,86 @@ fn tui_as_nobody_is_read_only_and_changes_nothing() {
     assert!(s.contains("no settings were changed"), "{s}");
     assert_eq!((lo.queue("scheduler"), lo.queue("nr_requests")), before);
     assert!(!journal.exists() || std::fs::read_dir(&journal).unwrap().next().is_none());
+}
+
+/// The queue settings of `dev` and of every device that is not a loop device
+/// (other tests' loop devices change theirs), read only, to check none changed.
+fn queue_settings(dev: &str) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("loop") && name != dev {
+            continue;
+        }
+        for attr in ["scheduler", "nr_requests", "read_ahead_kb"] {
+            if let Ok(s) = std::fs::read_to_string(e.path().join("queue").join(attr)) {
+                v.push((format!("{name}/{attr}"), s.trim().to_string()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// The safety rule end to end: detaching the selected loop device while its
+/// picker is open closes the picker, selects nothing, and the keys that
+/// follow change no device (in a review they changed the VM's disk).
+#[test]
+fn tui_a_detached_device_leaves_nothing_selected_and_keys_change_nothing() {
+    let name = "tui_a_detached_device_leaves_nothing_selected_and_keys_change_nothing";
+    if !require_root(name) || !require_tool(name, "tmux") {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let dev = lo.name().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let journal = tmp.path().join("journal");
+    let bin = public_binary(tmp.path());
+    let t = shell();
+    t.line(&format!(
+        "BLKTUNE_JOURNAL_DIR={} {} --device {dev} --interval 250ms",
+        journal.display(),
+        bin.display()
+    ));
+    t.wait("the TUI on the loop device", |s| {
+        s.contains(&format!("▶{dev} "))
+    });
+    t.keys(&["s"]);
+    t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
+    let loopdev = lo.dev;
+    loopdev.remove().unwrap();
+    let before = queue_settings(&dev);
+    let s = t.wait("the vanished device in the status line", |s| {
+        s.contains(&format!(
+            "'{dev}' vanished: scheduler picker closed, nothing changed; no device selected"
+        ))
+    });
+    println!("80x24 after the detach:\n{s}");
+    assert!(!s.contains("scheduler of"), "the picker closed:\n{s}");
+    assert!(!s.contains('▶'), "no row is selected:\n{s}");
+    assert!(
+        !s.contains("s sched") && s.contains("? help  q quit"),
+        "the footer offers no change keys:\n{s}"
+    );
+    // The keys a user would press next: Enter (meant for the picker), s, n...
+    // `o` in between puts another status up, so each refusal is its own.
+    for k in ["Enter", "s", "n", "t", "r", "u"] {
+        t.keys(&["o"]);
+        t.wait("the sort status", |s| s.contains("sorted by"));
+        t.keys(&[k]);
+        let s = t.wait(&format!("'{k}' refused"), |s| {
+            s.contains("no device selected: ↑/↓ selects one")
+        });
+        assert!(
+            !s.contains("┌"),
+            "'{k}' opened a dialog on another device:\n{s}"
+        );
+    }
+    t.keys(&["q"]);
+    wait_restored(&t, "after q");
+    assert_eq!(queue_settings(&dev), before, "no device changed");
+    assert!(
+        Journal::new(&journal).list().unwrap().is_empty(),
+        "nothing was journalled"
+    );
 }

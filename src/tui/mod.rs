@@ -218,12 +218,18 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
         ));
     }
     // Errors writing to a terminal that went away (SIGHUP) are ignored.
-    let _ = write_summary(&mut out, &session);
+    let _ = write_summary(&mut out, &session, journal.dir());
     Ok(0)
 }
 
-/// Print what this session changed and the command that reverts it.
-pub fn write_summary(out: &mut impl Write, session: &[app::SessionChange]) -> std::io::Result<()> {
+/// Print what this session changed and the command that reverts it. The
+/// command names the journal the session wrote to when it is not the
+/// default one (sudo drops `BLKTUNE_JOURNAL_DIR` from the environment).
+pub fn write_summary(
+    out: &mut impl Write,
+    session: &[app::SessionChange],
+    journal_dir: &std::path::Path,
+) -> std::io::Result<()> {
     if session.is_empty() {
         return writeln!(out, "blktune: no settings were changed in this session");
     }
@@ -232,7 +238,30 @@ pub fn write_summary(out: &mut impl Write, session: &[app::SessionChange]) -> st
         writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
-    writeln!(out, "to revert: sudo blktune revert {}", devs.join(" "))
+    let env = if journal_dir == std::path::Path::new(crate::journal::DEFAULT_DIR) {
+        String::new()
+    } else {
+        format!(
+            "{}={} ",
+            crate::journal::DIR_ENV,
+            shell_quote(&journal_dir.to_string_lossy())
+        )
+    };
+    writeln!(
+        out,
+        "to revert: sudo {env}blktune revert {}",
+        devs.join(" ")
+    )
+}
+
+/// `s` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 fn revert_on_exit(
@@ -351,5 +380,43 @@ where
         if app.quit {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuner::Settings;
+    use std::path::Path;
+
+    fn summary(dir: &str) -> String {
+        let session = [app::SessionChange {
+            device: "loop0".into(),
+            original: Settings::default(),
+            labels: vec!["none→kyber".into()],
+        }];
+        let mut out = Vec::new();
+        write_summary(&mut out, &session, Path::new(dir)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_revert_command_names_a_private_journal() {
+        assert!(
+            summary("/run/blktune").ends_with("\nto revert: sudo blktune revert loop0\n"),
+            "{}",
+            summary("/run/blktune")
+        );
+        assert!(
+            summary("/tmp/j")
+                .ends_with("\nto revert: sudo BLKTUNE_JOURNAL_DIR=/tmp/j blktune revert loop0\n"),
+            "{}",
+            summary("/tmp/j")
+        );
+        assert!(
+            summary("/tmp/my j's").contains("BLKTUNE_JOURNAL_DIR='/tmp/my j'\\''s' blktune"),
+            "{}",
+            summary("/tmp/my j's")
+        );
     }
 }

@@ -73,7 +73,7 @@ impl App {
             return;
         }
         let Some(d) = self.selected_device() else {
-            self.say(StatusKind::Error, "no device selected");
+            self.say(StatusKind::Error, super::keys::NO_SELECTION);
             return;
         };
         let name = d.name.clone();

@@ -8,6 +8,9 @@ use crate::tui::source::{ApplyKind, ApplyRequest, Control};
 use crate::tuner::Settings;
 use std::time::Duration;
 
+/// What a device key says while nothing is selected.
+pub(super) const NO_SELECTION: &str = "no device selected: ↑/↓ selects one";
+
 impl App {
     /// Apply an action; returns what the source must do.
     pub fn on_action(&mut self, a: Action) -> Vec<Control> {
@@ -38,14 +41,26 @@ impl App {
         if names.is_empty() {
             return;
         }
+        let last = names.len() as isize - 1;
         let cur = self
             .selected
             .as_ref()
-            .and_then(|s| names.iter().position(|n| n == s))
-            .unwrap_or(0);
-        let pos = absolute
-            .unwrap_or_else(|| (cur as isize + delta).clamp(0, names.len() as isize - 1) as usize);
-        let pos = pos.min(names.len() - 1);
+            .and_then(|s| names.iter().position(|n| n == s));
+        let pos = match (absolute, cur) {
+            (Some(p), _) => p.min(names.len() - 1),
+            (None, Some(c)) => (c as isize + delta).clamp(0, last) as usize,
+            // Nothing selected (the device vanished): the cursor sits where
+            // that row was, so Down takes the row now there, Up the one above.
+            (None, None) => {
+                let gap = self.selected_pos as isize;
+                let p = if delta > 0 {
+                    gap + delta - 1
+                } else {
+                    gap + delta
+                };
+                p.clamp(0, last) as usize
+            }
+        };
         self.selected = Some(names[pos].clone());
         self.selected_pos = pos;
     }
@@ -104,7 +119,7 @@ impl App {
                 if let Some(name) = self.selected.clone() {
                     self.open_export(&name, None);
                 } else {
-                    self.say(StatusKind::Error, "no device selected");
+                    self.say(StatusKind::Error, NO_SELECTION);
                 }
             }
             Action::ShootOut => self.open_bench(),
@@ -155,8 +170,21 @@ impl App {
     }
 
     fn change_action(&mut self, a: Action) -> Vec<Control> {
+        if a == Action::RevertAll {
+            // Every device of the session, whatever is selected.
+            let devices: Vec<String> = self.session().into_iter().map(|s| s.device).collect();
+            if devices.is_empty() {
+                self.say(
+                    StatusKind::Info,
+                    "nothing to revert: no changes in this session",
+                );
+            } else {
+                self.overlay = Some(Overlay::Confirm { devices });
+            }
+            return Vec::new();
+        }
         let Some(d) = self.selected_device().cloned() else {
-            self.say(StatusKind::Error, "no device selected");
+            self.say(StatusKind::Error, NO_SELECTION);
             return Vec::new();
         };
         let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
@@ -225,17 +253,6 @@ impl App {
                     format!("applying: undo {} on {}…", m.label, d.name),
                 );
                 return vec![self.request(&d.name, m.before, ApplyKind::Undo)];
-            }
-            Action::RevertAll => {
-                let devices: Vec<String> = self.session().into_iter().map(|s| s.device).collect();
-                if devices.is_empty() {
-                    self.say(
-                        StatusKind::Info,
-                        "nothing to revert: no changes in this session",
-                    );
-                } else {
-                    self.overlay = Some(Overlay::Confirm { devices });
-                }
             }
             _ => {}
         }
@@ -396,6 +413,10 @@ impl App {
             }
             Overlay::Confirm { devices } => {
                 if a == Action::Confirm {
+                    self.reverting = Some(super::RevertBatch {
+                        left: self.session().len(),
+                        ..Default::default()
+                    });
                     for s in self.session() {
                         out.push(self.request(&s.device, s.original, ApplyKind::RevertAll));
                     }

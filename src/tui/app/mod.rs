@@ -10,7 +10,7 @@ mod replay;
 
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
-use super::bench_dialog::BenchDialog;
+use super::bench_dialog::{BenchDialog, Stage};
 use super::command::Mode;
 use super::edit::Editor;
 use super::export_dialog::{ExportDialog, Focus};
@@ -112,6 +112,15 @@ pub struct Status {
     pub kind: StatusKind,
 }
 
+/// The answers of one `U` (revert every change) so far.
+#[derive(Debug, Default)]
+struct RevertBatch {
+    left: usize,
+    reverted: Vec<String>,
+    /// The errors (each names its device).
+    failed: Vec<String>,
+}
+
 /// What the app is started with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -179,7 +188,13 @@ pub struct App {
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
     next_id: u64,
+    /// `U`: answers still due, and the devices reverted and failed so far,
+    /// so the status names every device, not the last answer.
+    reverting: Option<RevertBatch>,
     want_select: Option<String>,
+    /// Select the first row when one appears: true until a selection is
+    /// made, so that a vanished device leaves nothing selected.
+    auto_select: bool,
 }
 
 impl App {
@@ -216,7 +231,9 @@ impl App {
             quit: false,
             udev_db: None,
             next_id: 1,
+            reverting: None,
             want_select: cfg.select,
+            auto_select: true,
         }
     }
 
@@ -283,10 +300,12 @@ impl App {
         v.into_iter().map(|(_, d)| d).collect()
     }
 
-    /// The selected device, if any is shown.
+    /// The selected device, if it is on the machine.
     pub fn selected_device(&self) -> Option<&BlockDevice> {
         let name = self.selected.as_deref()?;
-        self.devices.iter().find(|d| d.name == name)
+        self.devices
+            .iter()
+            .find(|d| d.name == name && d.size_bytes > 0)
     }
 
     /// The newest statistics of a device.
@@ -369,6 +388,7 @@ impl App {
     }
 
     fn on_snapshot(&mut self, s: &Snapshot) {
+        let mut closed = None;
         self.now = s.t;
         self.iowait = s.iowait_pct;
         self.samples += 1;
@@ -381,7 +401,7 @@ impl App {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             }
-            self.close_overlay_of_vanished();
+            closed = self.close_overlay_of_vanished();
         }
         if let Some(itv) = s.interval {
             let devs = Arc::clone(&self.devices);
@@ -399,32 +419,65 @@ impl App {
             }
         }
         self.reconcile_selection();
-    }
-
-    fn close_overlay_of_vanished(&mut self) {
-        let dev = match &self.overlay {
-            Some(Overlay::Picker { device, .. } | Overlay::Tunables { device, .. }) => device,
-            Some(Overlay::Edit(e)) => &e.device,
-            _ => return,
-        };
-        if !self
-            .devices
-            .iter()
-            .any(|d| &d.name == dev && d.size_bytes > 0)
-        {
-            self.overlay = None;
+        if let Some((dev, what)) = closed {
+            self.say(
+                StatusKind::Error,
+                format!(
+                    "'{dev}' vanished: {what} closed, nothing changed{}",
+                    if self.selected.is_none() {
+                        "; no device selected"
+                    } else {
+                        ""
+                    }
+                ),
+            );
         }
     }
 
-    /// Keep the selection on a shown device; say so when it vanished.
+    /// Is this device on the machine with a size (a detached loop device
+    /// keeps its sysfs entry with size 0)?
+    fn is_present(&self, name: &str) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.name == name && d.size_bytes > 0)
+    }
+
+    /// Close a dialog whose device is gone, so that Enter cannot apply it to
+    /// whatever device has the cursor now; returns the device and the dialog.
+    fn close_overlay_of_vanished(&mut self) -> Option<(String, &'static str)> {
+        let (dev, what) = match &self.overlay {
+            Some(Overlay::Picker { device, .. }) => (device, "scheduler picker"),
+            Some(Overlay::Tunables { device, .. }) => (device, "tunables list"),
+            Some(Overlay::Edit(e)) => (&e.device, "editor"),
+            // A running shoot-out fails by itself and restores what it can;
+            // its setup or its results must not outlive the device.
+            Some(Overlay::Bench(b)) if !matches!(b.stage, Stage::Running { .. }) => {
+                (&b.device, "shoot-out")
+            }
+            _ => return None,
+        };
+        if self.is_present(dev) {
+            return None;
+        }
+        let dev = dev.clone();
+        self.overlay = None;
+        Some((dev, what))
+    }
+
+    /// The selection follows the device name. A vanished device leaves
+    /// nothing selected (never a neighbour: change keys would then act on
+    /// another device); the first selection, and one hidden by the filter
+    /// the user types, go to the row at the same place.
     fn reconcile_selection(&mut self) {
         // Fast path, every tick: the selection is still a row.
         if self.want_select.is_none()
-            && let Some(sel) = &self.selected
-            && self
-                .devices
-                .iter()
-                .any(|d| &d.name == sel && self.is_shown(d))
+            && match &self.selected {
+                Some(sel) => self
+                    .devices
+                    .iter()
+                    .any(|d| &d.name == sel && self.is_shown(d)),
+                None => !self.auto_select,
+            }
         {
             return;
         }
@@ -439,30 +492,35 @@ impl App {
                 );
             }
         }
-        match &self.selected {
-            Some(sel) if names.contains(sel) => {}
-            old => {
-                let vanished = old.clone().filter(|o| {
-                    !self
-                        .devices
-                        .iter()
-                        .any(|d| &d.name == o && d.size_bytes > 0)
-                });
-                let pos = self.selected_pos.min(names.len().saturating_sub(1));
+        let pos = self.selected_pos.min(names.len().saturating_sub(1));
+        match self.selected.clone() {
+            Some(sel) if names.contains(&sel) => {}
+            // Hidden by the filter being typed: the user moved it.
+            Some(sel) if self.is_present(&sel) => {
                 self.selected = names.get(pos).cloned();
-                if let Some(v) = vanished {
-                    let now = self.selected.as_deref().unwrap_or("nothing");
-                    self.say(StatusKind::Error, format!("'{v}' vanished; selected {now}"));
-                }
+                self.auto_select = self.selected.is_none();
             }
+            Some(sel) => {
+                self.selected = None;
+                self.say(
+                    StatusKind::Error,
+                    format!("'{sel}' vanished; no device selected (↑/↓ selects one)"),
+                );
+            }
+            None if self.auto_select => self.selected = names.get(pos).cloned(),
+            None => {}
         }
         if let Some(sel) = &self.selected {
+            self.auto_select = false;
             self.selected_pos = names.iter().position(|n| n == sel).unwrap_or(0);
         }
     }
 
     fn on_applied(&mut self, r: ApplyReport) {
         self.pending = self.pending.saturating_sub(1);
+        if r.request.kind == ApplyKind::RevertAll {
+            return self.on_reverted(r);
+        }
         let dev = r.request.device.clone();
         match r.result {
             Err(e) => self.say(StatusKind::Error, e),
@@ -506,6 +564,56 @@ impl App {
                     format!("{what}{dev}: {label} (kernel {ms:.1} ms)"),
                 );
             }
+        }
+    }
+}
+
+impl App {
+    /// One answer of a `U`; the last one says what happened to every device.
+    fn on_reverted(&mut self, r: ApplyReport) {
+        let dev = r.request.device.clone();
+        let batch = self.reverting.get_or_insert_with(RevertBatch::default);
+        batch.left = batch.left.saturating_sub(1);
+        let error = match r.result {
+            Err(e) => {
+                batch.failed.push(e.clone());
+                Some(e)
+            }
+            Ok((o, mark)) => {
+                batch.reverted.push(dev.clone());
+                self.undo.remove(&dev);
+                if !o.changes.is_empty() {
+                    if let Some(d) = Arc::make_mut(&mut self.devices)
+                        .iter_mut()
+                        .find(|d| d.name == dev)
+                    {
+                        d.queue = o.after.clone();
+                    }
+                    self.add_mark(mark);
+                }
+                None
+            }
+        };
+        let Some(batch) = self.reverting.take_if(|b| b.left == 0) else {
+            // More answers to come; an error shows at once (it names its device).
+            if let Some(e) = error {
+                self.say(StatusKind::Error, e);
+            }
+            return;
+        };
+        let done = batch.reverted.join(", ");
+        let n = batch.reverted.len();
+        if batch.failed.is_empty() {
+            self.say(
+                StatusKind::Done,
+                format!("reverted {n} device(s) to their settings before this session: {done}"),
+            );
+        } else {
+            let failed = batch.failed.join("; ");
+            self.say(
+                StatusKind::Error,
+                format!("reverted {n} device(s): {done}; NOT reverted: {failed}"),
+            );
         }
     }
 }

@@ -147,48 +147,131 @@ pub fn render_axis(
         gutter - 1,
         t.dim(),
     );
-    let mut line: Vec<char> = vec!['─'; w];
-    let now = "now";
-    for (i, ch) in now.chars().enumerate() {
-        if w >= now.len() {
-            line[w - now.len() + i] = ch;
-        }
-    }
-    let mut styled = vec![false; w];
-    let mut free_from = 0;
-    for (k, (col, label)) in marks.iter().enumerate() {
-        let col = (*col).min(w - 1);
-        line[col] = '▲';
-        styled[col] = true;
-        let label: Vec<char> = label.chars().collect();
-        let limit = marks.get(k + 1).map_or(w, |(n, _)| (*n).min(w));
-        let right = limit.saturating_sub(col + 1);
-        let left = col.saturating_sub(free_from);
-        // Right of the marker if it fits, else left of it, else the larger room, cut.
-        let (start, room) = if label.len() <= right || right >= left {
-            (col + 1, right)
-        } else {
-            (col - left.min(label.len()), left)
-        };
-        let mut text: Vec<char> = label.clone();
-        if text.len() > room {
-            text.truncate(room.saturating_sub(1));
-            if room > 0 {
-                text.push('…');
-            }
-        }
-        for (i, ch) in text.iter().enumerate() {
-            if let Some(slot) = line.get_mut(start + i) {
-                *slot = *ch;
-                styled[start + i] = true;
-            }
-        }
-        free_from = (col + 1).max(if start > col { start + text.len() } else { 0 });
-    }
+    let (line, styled) = axis_line(w, marks);
     let x0 = area.x + gutter;
     for (i, ch) in line.iter().enumerate() {
         let st = if styled[i] { t.marker() } else { t.dim() };
         put(buf, x0 + i as u16, area.y, &ch.to_string(), 1, st);
+    }
+}
+
+/// The time axis of `w` columns: `─`, `now` at the right end, a `▲` per
+/// change and its label beside it. Labels never cover a marker, `now` or
+/// another label (one column apart); the newest change is labelled first, a
+/// label without room is cut with `…` or left out. Returns the characters and
+/// which of them are marker text.
+pub fn axis_line(w: usize, marks: &[(usize, String)]) -> (Vec<char>, Vec<bool>) {
+    let mut line: Vec<char> = vec!['─'; w];
+    let mut styled = vec![false; w];
+    let mut taken = vec![false; w];
+    let now: Vec<char> = "now".chars().collect();
+    // A change in the newest columns is itself "now": its marker and label
+    // take the place of the word.
+    let now_from = w
+        .checked_sub(now.len())
+        .filter(|&from| marks.iter().all(|(c, _)| *c < from));
+    if let Some(from) = now_from {
+        for i in from..w {
+            line[i] = now[i - from];
+            taken[i] = true;
+        }
+    }
+    if w == 0 {
+        return (line, styled);
+    }
+    for (col, _) in marks {
+        let col = (*col).min(w - 1);
+        line[col] = '▲';
+        styled[col] = true;
+        taken[col] = true;
+    }
+    for (col, label) in marks.iter().rev() {
+        let col = (*col).min(w - 1);
+        let label: Vec<char> = label.chars().collect();
+        // Free columns on each side, less one to keep apart from what follows.
+        let run_right = (col + 1..w).take_while(|&i| !taken[i]).count();
+        let right = if col + 1 + run_right < w {
+            run_right.saturating_sub(1)
+        } else {
+            run_right
+        };
+        let run_left = (0..col).rev().take_while(|&i| !taken[i]).count();
+        let left = if run_left < col {
+            run_left.saturating_sub(1)
+        } else {
+            run_left
+        };
+        let (on_right, room) = if label.len() <= right {
+            (true, right)
+        } else if label.len() <= left {
+            (false, left)
+        } else {
+            (right >= left, right.max(left))
+        };
+        if label.len() > room && room < 3 {
+            continue;
+        }
+        let text = cut_label(label, room);
+        let start = if on_right { col + 1 } else { col - text.len() };
+        for (i, ch) in text.into_iter().enumerate() {
+            line[start + i] = ch;
+            styled[start + i] = true;
+            taken[start + i] = true;
+        }
+    }
+    (line, styled)
+}
+
+/// `label` in `room` columns: a switch `a→b` keeps its new side `→b` and
+/// loses the end of the old one; anything else loses its end.
+fn cut_label(mut label: Vec<char>, room: usize) -> Vec<char> {
+    if label.len() <= room {
+        return label;
+    }
+    if let Some(arrow) = label.iter().position(|&c| c == '→') {
+        let tail = label.len() - arrow;
+        if tail + 2 <= room {
+            let head = room - tail - 1;
+            let mut out: Vec<char> = label[..head].to_vec();
+            out.push('…');
+            out.extend_from_slice(&label[arrow..]);
+            return out;
+        }
+    }
+    label.truncate(room.saturating_sub(1));
+    label.push('…');
+    label
+}
+
+#[cfg(test)]
+mod axis_tests {
+    /// The axis as a string.
+    fn axis(w: usize, marks: &[(usize, &str)]) -> String {
+        let m: Vec<(usize, String)> = marks.iter().map(|(c, l)| (*c, l.to_string())).collect();
+        super::axis_line(w, &m).0.into_iter().collect()
+    }
+
+    #[test]
+    fn labels_neither_collide_nor_cover_now() {
+        assert_eq!(axis(20, &[]), "─────────────────now");
+        assert_eq!(axis(20, &[(2, "a→b")]), "──▲a→b───────────now");
+        // Too close to `now` on the right: the label goes left of its marker.
+        assert_eq!(axis(20, &[(15, "none→kyber")]), "─────none→kyber▲─now");
+        // Two changes close together: the newest gets its room first, the
+        // older one goes left or is cut, one column apart.
+        let a = axis(30, &[(10, "none→kyber"), (13, "kyber→bfq")]);
+        assert_eq!(a, "none→kyber▲──▲kyber→bfq────now");
+        let a = axis(24, &[(3, "none→kyber"), (6, "kyber→bfq")]);
+        assert_eq!(a, "no…▲──▲kyber→bfq─────now");
+        let a = axis(24, &[(3, "none→kyber"), (15, "mq-deadline→kyber")]);
+        // Cut labels keep the new side of a switch.
+        assert_eq!(a, "no…▲─mq-…→kyber▲─────now");
+        // No room at all: no label rather than a clash.
+        let a = axis(12, &[(4, "none→kyber"), (6, "kyber→bfq"), (8, "x")]);
+        assert_eq!(a.chars().filter(|&c| c == '▲').count(), 3, "{a}");
+        assert!(a.ends_with("now"), "{a}");
+        // A change in the newest column takes the place of `now`.
+        assert_eq!(axis(10, &[(9, "a→b")]), "──────a→b▲");
     }
 }
 

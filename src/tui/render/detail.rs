@@ -44,7 +44,7 @@ pub fn title(d: &BlockDevice) -> String {
     format!(
         "{}  {} {}  {}  nr {}  ra {}",
         d.name,
-        d.kind.label(),
+        super::table::kind_label(d.kind),
         human_size(d.size_bytes),
         sched,
         opt(d.queue.nr_requests),
@@ -58,6 +58,11 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         return;
     }
     let Some(d) = app.selected_device() else {
+        if app.samples > 0 {
+            let msg = "─ no device selected: ↑/↓ selects one ";
+            let line = format!("{msg:─<w$}", w = area.width as usize);
+            put(buf, area.x, area.y, &line, area.width, t.dim());
+        }
         return;
     };
     let line = format!(

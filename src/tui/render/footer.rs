@@ -1,15 +1,16 @@
 //! The status line and the key hints (from the command lists).
 
 use super::{Theme, put};
-use crate::tui::app::{App, StatusKind};
-use crate::tui::command::Mode;
+use crate::tui::app::{App, Overlay, StatusKind};
+use crate::tui::bench_dialog::Stage;
+use crate::tui::command::{Action, Mode};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-/// Draw the status line and the hints.
-pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme) {
-    let (text, st) = if app.filter_typing && app.overlay.is_none() {
+/// The status text and its style.
+fn status_text(app: &App, t: Theme) -> (String, Style) {
+    if app.filter_typing && app.overlay.is_none() {
         (
             format!("filter: {}▏  (Enter keeps it, Esc clears)", app.filter),
             t.heading(),
@@ -30,32 +31,135 @@ pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme)
         ("waiting for the first sample…".into(), t.dim())
     } else {
         (String::new(), Style::new())
+    }
+}
+
+/// Rows the status needs at this terminal width: 2 when it does not fit one.
+pub fn status_rows(app: &App, width: u16) -> u16 {
+    let (text, _) = status_text(app, Theme { color: false });
+    if text.chars().count() > width.saturating_sub(1) as usize {
+        2
+    } else {
+        1
+    }
+}
+
+/// `text` in at most two lines of `w` columns: broken at a space when one
+/// is in the second half of the first line; a second line that is still too
+/// long loses its middle, so the device and value (at the start) and the
+/// cause (at the end) stay visible.
+pub fn wrap_status(text: &str, w: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= w || w < 8 {
+        return vec![text.to_string()];
+    }
+    let cut = chars[..=w]
+        .iter()
+        .rposition(|&c| c == ' ')
+        .filter(|&i| i >= w / 2)
+        .unwrap_or(w);
+    let first: String = chars[..cut].iter().collect();
+    let rest: Vec<char> = chars[cut..]
+        .iter()
+        .copied()
+        .skip_while(|&c| c == ' ')
+        .collect();
+    let second = if rest.len() <= w {
+        rest.into_iter().collect()
+    } else {
+        let head = (w - 1) / 3;
+        let tail = w - 1 - head;
+        let mut s: String = rest[..head].iter().collect();
+        s.push('…');
+        s.extend(&rest[rest.len() - tail..]);
+        s
     };
-    put(
-        buf,
-        status.x + 1,
-        status.y,
-        &text,
-        status.width.saturating_sub(1),
-        st,
-    );
+    vec![first, second]
+}
+
+/// Draw the status line (one or two rows) and the hints.
+pub fn render(buf: &mut Buffer, status: Rect, footer: Rect, app: &App, t: Theme) {
+    let (text, st) = status_text(app, t);
+    let w = status.width.saturating_sub(1);
+    let lines = if status.height >= 2 {
+        wrap_status(&text, w as usize)
+    } else {
+        vec![text]
+    };
+    for (i, line) in lines.iter().enumerate().take(status.height as usize) {
+        put(buf, status.x + 1, status.y + i as u16, line, w, st);
+    }
 
     let mode = app.mode();
     let mut x = footer.x + 1;
-    for bd in mode.bindings() {
-        let Some(hint) = bd.hint else { continue };
-        let key = short_key(bd.shown);
-        let need = (key.chars().count() + hint.len() + 3) as u16;
-        if x + need > footer.right() {
-            break;
-        }
-        let off = mode == Mode::Main && bd.changes && app.read_only.is_some();
-        let ks = if off { t.dim() } else { t.key() };
-        let hs = if off { t.dim() } else { Style::new() };
-        put(buf, x, footer.y, key, 8, ks);
+    for (key, hint) in fit_hints(hints(app, mode), footer.width.saturating_sub(1) as usize) {
+        put(buf, x, footer.y, key, 8, t.key());
         x += key.chars().count() as u16 + 1;
-        put(buf, x, footer.y, hint, 12, hs);
+        put(buf, x, footer.y, hint, 12, Style::new());
         x += hint.len() as u16 + 2;
+    }
+}
+
+/// Columns a hint takes with the gap after it.
+fn hint_width((key, hint): &(&str, &str)) -> usize {
+    key.chars().count() + 1 + hint.chars().count() + 2
+}
+
+/// The hints that fit `width` columns. `? help` and `q quit` (the way to
+/// every other key and the way out) always stay; the others go from the end
+/// of the list, so the change keys at its start go last.
+fn fit_hints(
+    mut v: Vec<(&'static str, &'static str)>,
+    width: usize,
+) -> Vec<(&'static str, &'static str)> {
+    let keep = |h: &(&str, &str)| matches!(h.0, "?" | "q");
+    while v.iter().map(hint_width).sum::<usize>() > width + 2 {
+        match v.iter().rposition(|h| !keep(h)) {
+            Some(i) => {
+                v.remove(i);
+            }
+            None => break,
+        }
+    }
+    v
+}
+
+/// The footer's (key, hint) pairs: the mode's hinted bindings that do
+/// something now. Read-only mode, and a screen with no device selected,
+/// leave out the change keys; the shoot-out
+/// shows only the keys of its stage.
+fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
+    let stage = match &app.overlay {
+        Some(Overlay::Bench(d)) => Some(&d.stage),
+        _ => None,
+    };
+    mode.bindings()
+        .iter()
+        .filter_map(|bd| {
+            let hint = bd.hint?;
+            let no_device = app.selected_device().is_none() && app.samples > 0;
+            if mode == Mode::Main && bd.changes && (app.read_only.is_some() || no_device) {
+                return None;
+            }
+            let hint = match (mode, stage) {
+                (Mode::Bench, Some(st)) => bench_hint(st, bd.action, hint)?,
+                _ => hint,
+            };
+            Some((short_key(bd.shown), hint))
+        })
+        .collect()
+}
+
+/// The hint of a shoot-out key in this stage, or `None` when it does nothing there.
+fn bench_hint(stage: &Stage, a: Action, hint: &'static str) -> Option<&'static str> {
+    match (stage, a) {
+        (Stage::Setup, Action::Cycle | Action::Confirm) => Some(hint),
+        (Stage::Running { cancelling, .. }, Action::Cancel) => (!*cancelling).then_some("cancel"),
+        (Stage::Done(r), Action::ApplyWinner | Action::Export) => {
+            r.verdict.is_some().then_some(hint)
+        }
+        (Stage::Setup | Stage::Done(_) | Stage::Failed(_), Action::Cancel) => Some("close"),
+        _ => None,
     }
 }
 
@@ -64,5 +168,47 @@ fn short_key(shown: &str) -> &str {
     match shown.split_once('/') {
         Some((first, _)) if !first.is_empty() => first,
         _ => shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_footers_keep_help_and_quit() {
+        let all = vec![
+            ("s", "sched"),
+            ("n", "nr"),
+            ("o", "sort"),
+            ("/", "filter"),
+            ("?", "help"),
+            ("q", "quit"),
+        ];
+        // 9 + 6 + 8 + 10 + 8 + 8 = 49 with the gaps; 47 without the last gap.
+        assert_eq!(fit_hints(all.clone(), 47), all);
+        let f = fit_hints(all.clone(), 30);
+        assert_eq!(
+            f,
+            [("s", "sched"), ("n", "nr"), ("?", "help"), ("q", "quit")]
+        );
+        assert_eq!(fit_hints(all, 5), [("?", "help"), ("q", "quit")]);
+    }
+
+    #[test]
+    fn long_status_wraps_at_a_space_and_loses_only_its_middle() {
+        assert_eq!(wrap_status("short", 79), ["short"]);
+        let two = wrap_status("aaaa bbbb cccc dddd", 10);
+        assert_eq!(two, ["aaaa bbbb", "cccc dddd"]);
+        let long = format!("'sda': start {} cause", "x ".repeat(100));
+        let l = wrap_status(&long, 40);
+        assert_eq!(l.len(), 2);
+        assert!(l[0].starts_with("'sda': start"), "{l:?}");
+        assert!(l[1].contains('…') && l[1].ends_with("x  cause"), "{l:?}");
+        assert!(l.iter().all(|s| s.chars().count() <= 40), "{l:?}");
+        // No space to break at: a hard break.
+        let l = wrap_status(&"y".repeat(50), 40);
+        assert_eq!(l[0].len(), 40);
+        assert_eq!(l[1], "y".repeat(10));
     }
 }

@@ -34,12 +34,11 @@ enum Shorten {
     RecEllipsis(usize),
 }
 
-/// Cheapest losses first: the program name, the kernel and the uptime, then
-/// the recording's directory and the middle of its file name (which repeats
-/// the hostname), the hostname, iowait. The mode, the recording marker, the
-/// interval and PAUSED stay.
-const SHORTEN: [Shorten; 8] = [
-    Shorten::Drop(Part::Name),
+/// Cheapest losses first: the kernel and the uptime, then the recording's
+/// directory and the middle of its file name (which repeats the hostname),
+/// the hostname, iowait. The program name, the mode, the recording marker,
+/// the interval and PAUSED stay.
+const SHORTEN: [Shorten; 7] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
     Shorten::RecBasename,
@@ -195,17 +194,17 @@ mod tests {
         let top: String = (0..80)
             .map(|x| term.backend().buffer()[(x, 0)].symbol().to_string())
             .collect();
-        assert!(top.contains("● REC blktune-"), "{top}");
+        assert!(top.contains("● REC blktune…"), "{top}");
         assert!(top.contains("every 250ms"), "{top}");
         assert!(
             top.contains("root") && top.contains("iowait 12.5%"),
             "{top}"
         );
-        // The name, kernel, uptime and directory went; the file name lost
-        // its middle (the hostname, shown on its own), not its ends.
+        // The kernel, uptime, directory and hostname went; the file name
+        // lost its middle (the hostname again), not its ends; the name stays.
         assert_eq!(
             top.trim_end(),
-            " root │ ● REC blktune-db…0.ndjson.gz │ db-prod-01 │ iowait 12.5% │ every 250ms"
+            " blktune │ root │ ● REC blktune…djson.gz │ iowait 12.5% │ every 250ms"
         );
     }
 
@@ -230,27 +229,32 @@ mod tests {
                 t.contains("● REC ") && t.contains("every 250ms"),
                 "{w}: {t}"
             );
-            if w >= 40 {
+            if w >= 50 {
                 assert!(n <= w, "{w}: {t}");
+                assert!(t.starts_with(" blktune │ "), "{w}: {t}");
             }
             // The directory goes before the hostname does.
             if !t.contains("db-prod-01 │") {
                 assert!(!t.contains("/var/log"), "{w}: {t}");
             }
         }
-        let narrow = header_text(&app(Some(LONG)), 40);
-        // 40 = 1 + "root" + "● REC " + 10 + "every 250ms" + separators + margin.
-        assert_eq!(narrow, " root │ ● REC blkt…on.gz │ every 250ms");
+        let narrow = header_text(&app(Some(LONG)), 50);
+        // 50 = 1 + "blktune" + "root" + "● REC " + 10 + "every 250ms" + separators + margin.
+        assert_eq!(narrow, " blktune │ root │ ● REC blkt…on.gz │ every 250ms");
     }
 
     #[test]
-    fn without_a_recording_the_name_then_the_kernel_go() {
-        // 91 columns in full; without "blktune" 81 (with the margin of two),
-        // without the kernel as well 63.
+    fn without_a_recording_the_kernel_then_the_uptime_go_never_the_name() {
+        // 91 columns in full (with the margin of two); without the kernel 73.
         let t = header_text(&app(None), 80);
         assert_eq!(
             t,
-            " root │ db-prod-01 │ up 3d 00:00 │ iowait 12.5% │ every 250ms"
+            " blktune │ root │ db-prod-01 │ up 3d 00:00 │ iowait 12.5% │ every 250ms"
+        );
+        let t = header_text(&app(None), 60);
+        assert_eq!(
+            t,
+            " blktune │ root │ db-prod-01 │ iowait 12.5% │ every 250ms"
         );
     }
 

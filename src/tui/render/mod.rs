@@ -27,6 +27,7 @@ mod probe;
 mod table;
 
 pub use chart::{Series, bucket};
+pub use overlay::help_lines;
 
 use super::app::App;
 use ratatui::Frame;
@@ -128,13 +129,14 @@ pub fn layout(area: Rect, app: &App) -> Option<Areas> {
         y += 1;
         row(y - 1, 1)
     });
-    let avail = area.bottom().saturating_sub(y + 2);
+    let status_h = footer::status_rows(app, area.width);
+    let avail = area.bottom().saturating_sub(y + 1 + status_h);
     let max_rows = (avail / 3).max(3);
     let n = app.visible_count().max(1) as u16;
     let table_h = n.min(max_rows) + 1;
     let table = row(y, table_h);
     let detail = row(y + table_h, avail - table_h);
-    let status = row(area.bottom() - 2, 1);
+    let status = row(area.bottom() - 1 - status_h, status_h);
     let footer = row(area.bottom() - 1, 1);
     Some(Areas {
         header,

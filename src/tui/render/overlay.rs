@@ -185,8 +185,13 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
         "In lists and editors",
         t.heading(),
     )));
+    // Lists and editors share Enter and Esc: each key once.
+    let mut seen = Vec::new();
     for b in LIST.iter().chain(TEXT).filter(|b| b.hint.is_some()) {
-        out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
+        if !seen.contains(&b.shown) {
+            seen.push(b.shown);
+            out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
+        }
     }
     out.push(Line::from(Span::styled("Schedulers", t.heading())));
     for s in SCHEDULERS {

@@ -2,7 +2,7 @@
 //! terminal is narrow, an inline sparkline of await at the end.
 
 use super::{Theme, num, put};
-use crate::device::{BlockDevice, human_size};
+use crate::device::{BlockDevice, DeviceKind, human_size};
 use crate::iostat::ExtStats;
 use crate::tui::app::{App, SortKey};
 use ratatui::buffer::Buffer;
@@ -150,7 +150,7 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
     let stat = |f: fn(&ExtStats) -> f64| s.map_or_else(|| "-".into(), |s| num(f(s)));
     match id {
         ColId::Name => d.name.clone(),
-        ColId::Kind => d.kind.label().to_string(),
+        ColId::Kind => kind_label(d.kind).to_string(),
         ColId::Size => human_size(d.size_bytes),
         ColId::Sched => d.queue.active_label().to_string(),
         ColId::Nr => opt(d.queue.nr_requests),
@@ -161,6 +161,15 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
         ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
+    }
+}
+
+/// The device class in at most the TYPE column's 5 characters (`virtio`
+/// would be cut to `virti`); the detail title uses the same word.
+pub fn kind_label(k: DeviceKind) -> &'static str {
+    match k {
+        DeviceKind::Virtio => "virt",
+        k => k.label(),
     }
 }
 
@@ -183,15 +192,17 @@ pub fn sparkline(values: &[f64]) -> String {
 /// Draw the table into `area` (first row: headings).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     let (cols, spark_w) = fit(area.width);
+    // await sorts by the larger of r_await and w_await, which is what the
+    // `await` sparkline draws: its heading carries the arrow.
     let sort_col = match app.sort {
-        SortKey::Name => ColId::Name,
-        SortKey::Util => ColId::Util,
-        SortKey::Await => ColId::RAwait,
-        SortKey::Iops => ColId::Rs,
+        SortKey::Name => Some(ColId::Name),
+        SortKey::Util => Some(ColId::Util),
+        SortKey::Await => None,
+        SortKey::Iops => Some(ColId::Rs),
     };
     let mut x = area.x + 1;
     for c in &cols {
-        let head = if c.id == sort_col {
+        let head = if Some(c.id) == sort_col {
             format!("{}↓", c.head)
         } else {
             c.head.to_string()
@@ -205,7 +216,12 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         x += c.width + 1;
     }
     if spark_w >= 4 {
-        put(buf, x, area.y, "await", spark_w, t.heading());
+        let head = if sort_col.is_none() {
+            "await↓"
+        } else {
+            "await"
+        };
+        put(buf, x, area.y, head, spark_w, t.heading());
     }
     let devs = app.visible();
     let rows = area.height.saturating_sub(1) as usize;
@@ -272,5 +288,25 @@ mod tests {
         assert!(fit(160).0.len() == COLS.len());
         assert_eq!(sparkline(&[0.0, 1.0, 2.0]), "▁▅█");
         assert_eq!(sparkline(&[0.0, 0.0]), "▁▁");
+    }
+
+    #[test]
+    fn every_type_fits_its_column() {
+        let w = COLS.iter().find(|c| c.id == ColId::Kind).unwrap().width as usize;
+        for k in [
+            DeviceKind::Nvme,
+            DeviceKind::Ssd,
+            DeviceKind::Hdd,
+            DeviceKind::Virtio,
+            DeviceKind::Loop,
+            DeviceKind::Zram,
+            DeviceKind::Md,
+            DeviceKind::Dm,
+            DeviceKind::Mmc,
+            DeviceKind::Other,
+        ] {
+            assert!(kind_label(k).chars().count() <= w, "{k:?}");
+        }
+        assert_eq!(kind_label(DeviceKind::Virtio), "virt");
     }
 }
