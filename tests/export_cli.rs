@@ -267,6 +267,45 @@ fn overrides_replace_live_values() {
     );
 }
 
+#[test]
+fn a_scheduler_override_keeps_the_live_numbers() {
+    let h = host();
+    // sda runs mq-deadline with nr_requests and read_expire changed.
+    let q = h.dir.path().join("sys/block/sda/queue");
+    fs::write(q.join("nr_requests"), "64\n").unwrap();
+    fs::write(q.join("read_ahead_kb"), "256\n").unwrap();
+    fs::write(q.join("iosched/read_expire"), "100\n").unwrap();
+    let o = h.run(&["export", "sda", "-s", "bfq", "--match", "kernel"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("#   sets:  scheduler=bfq nr_requests=64 read_ahead_kb=256"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("iosched"),
+        "mq-deadline's tunables do not apply: {text}"
+    );
+    let sched = text.find("ATTR{queue/scheduler}=\"bfq\"").unwrap();
+    let nr = text.find("ATTR{queue/nr_requests}=\"64\"").unwrap();
+    assert!(sched < nr, "nr_requests after the scheduler: {text}");
+}
+
+#[test]
+fn output_into_a_missing_directory_names_the_given_path() {
+    let h = host();
+    let file = h.out("missing/dir/61-x.rules");
+    let o = h.run(&["export", "loop0", "-o", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(file.to_str().unwrap()), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!err.contains(".blktune-"), "no temp file name: {err}");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert_eq!(h.out_entries(), Vec::<String>::new());
+}
+
 fn check_json(h: &Host, file: &Path) -> Value {
     let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));

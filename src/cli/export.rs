@@ -23,8 +23,9 @@ pub struct ExportArgs {
     #[arg(long = "match", value_enum, value_name = "HOW")]
     pub strategy: Option<MatchStrategy>,
 
-    /// Export this scheduler instead of the active one (drops the live
-    /// nr_requests and tunables: the switch resets them).
+    /// Export this scheduler instead of the active one (keeps the live
+    /// nr_requests and read_ahead_kb, written after it; drops the old
+    /// scheduler's tunables).
     #[arg(long, short = 's', value_name = "NAME")]
     pub scheduler: Option<String>,
 
@@ -142,14 +143,14 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             );
         }
     }
-    for w in &r.warnings {
-        eprintln!("blktune: warning: {w}");
-    }
     let Some(path) = &a.output else {
+        print_warnings(&r.warnings);
         out.text(&r.text)?;
         return Ok(0);
     };
+    // Write first: when it fails, its one line is all the user needs to read.
     export::write_rules(path, &r.text, a.force).map_err(cli_error)?;
+    print_warnings(&r.warnings);
     match a.format {
         Format::Udev => out.line(&format!(
             "wrote {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
@@ -162,6 +163,13 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         ))?,
     }
     Ok(0)
+}
+
+/// The render warnings, one `blktune: warning:` line each on stderr.
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("blktune: warning: {w}");
+    }
 }
 
 /// The devices blktune changed (journalled originals).

@@ -129,23 +129,39 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
     }
 }
 
-/// Apply overrides to live settings. A new scheduler drops the live
-/// nr_requests and tunables: the switch resets them, so carrying the old
-/// scheduler's values over would export something nobody chose.
+/// Apply overrides to live settings. A new scheduler replaces only the
+/// scheduler: the live nr_requests and read_ahead_kb stay (the rule writes
+/// nr_requests after the scheduler, so the value survives the switch), and the
+/// old scheduler's tunables go, because they do not exist under the new one.
 pub fn with_overrides(live: &Settings, over: &Settings) -> Settings {
-    let switched = over
-        .scheduler
+    let mut out = live.clone();
+    if switches(live, over) {
+        out.scheduler = over.scheduler.clone();
+        out.tunables.clear();
+    }
+    merge(out, over)
+}
+
+/// Like [`with_overrides`], but a new scheduler also drops the live
+/// nr_requests: for a shoot-out winner, which was measured with the value the
+/// switch left (kernel `elevator_switch()` resets it), not the original one.
+pub fn with_switch_defaults(live: &Settings, over: &Settings) -> Settings {
+    let mut out = with_overrides(live, over);
+    if switches(live, over) && over.nr_requests.is_none() {
+        out.nr_requests = None;
+    }
+    out
+}
+
+/// Does `over` choose another scheduler than `live` has?
+fn switches(live: &Settings, over: &Settings) -> bool {
+    over.scheduler
         .as_ref()
-        .is_some_and(|s| live.scheduler.as_ref() != Some(s));
-    let mut out = if switched {
-        Settings {
-            scheduler: over.scheduler.clone(),
-            read_ahead_kb: live.read_ahead_kb,
-            ..Settings::default()
-        }
-    } else {
-        live.clone()
-    };
+        .is_some_and(|s| live.scheduler.as_ref() != Some(s))
+}
+
+/// `over`'s explicit tunables and numbers on top of `out`.
+fn merge(mut out: Settings, over: &Settings) -> Settings {
     for (k, v) in &over.tunables {
         if let Some(slot) = out.tunables.iter_mut().find(|(n, _)| n == k) {
             slot.1 = v.clone();

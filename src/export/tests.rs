@@ -202,30 +202,43 @@ fn live_settings_skip_default_tunables() {
 }
 
 #[test]
-fn a_new_scheduler_drops_the_old_ones_values() {
+fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
     let live = Settings {
         scheduler: Some("mq-deadline".into()),
         tunables: vec![("read_expire".into(), "100".into())],
-        nr_requests: Some(256),
+        nr_requests: Some(64),
         read_ahead_kb: Some(512),
     };
     let over = Settings {
-        scheduler: Some("kyber".into()),
+        scheduler: Some("bfq".into()),
         ..Settings::default()
     };
     assert_eq!(
         with_overrides(&live, &over).summary(),
-        "scheduler=kyber read_ahead_kb=512"
+        "scheduler=bfq nr_requests=64 read_ahead_kb=512"
+    );
+    // A shoot-out winner was measured with what the switch left: no nr_requests.
+    assert_eq!(
+        with_switch_defaults(&live, &over).summary(),
+        "scheduler=bfq read_ahead_kb=512"
+    );
+    let explicit = Settings {
+        nr_requests: Some(32),
+        ..over.clone()
+    };
+    assert_eq!(
+        with_switch_defaults(&live, &explicit).summary(),
+        "scheduler=bfq nr_requests=32 read_ahead_kb=512"
     );
     let same = Settings {
         scheduler: Some("mq-deadline".into()),
-        nr_requests: Some(64),
+        nr_requests: Some(128),
         tunables: vec![("read_expire".into(), "50".into())],
         ..Settings::default()
     };
     assert_eq!(
         with_overrides(&live, &same).summary(),
-        "scheduler=mq-deadline read_expire=50 nr_requests=64 read_ahead_kb=512"
+        "scheduler=mq-deadline read_expire=50 nr_requests=128 read_ahead_kb=512"
     );
 }
 

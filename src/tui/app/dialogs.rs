@@ -25,7 +25,7 @@ impl App {
         let d = self.devices.iter().find(|d| d.name == name)?.clone();
         let live = export::live_settings(&d);
         let (settings, measured) = match winner {
-            Some((w, text)) => (export::with_overrides(&live, w), Some(text.clone())),
+            Some((w, text)) => (export::with_switch_defaults(&live, w), Some(text.clone())),
             None => (
                 live,
                 self.last_change(name)
