@@ -306,6 +306,75 @@ fn output_into_a_missing_directory_names_the_given_path() {
     assert_eq!(h.out_entries(), Vec::<String>::new());
 }
 
+/// The devices whose `change` action has a matching line in a `--check` report.
+fn matched(report: &Value) -> Vec<String> {
+    report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["actions"].as_array().unwrap().iter().any(|a| {
+                a["action"] == "change"
+                    && a["lines"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|l| l["status"] == "match")
+            })
+        })
+        .map(|d| d["device"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn class_rule_warnings_name_exactly_what_the_check_matches() {
+    let h = host();
+    // A second rotational loop device; vda and sdb rotate too, but are not loops.
+    let t = FakeTree::new(h.dir.path()).unwrap();
+    t.add(&FakeDisk::new("loop1").dev(7, 1).rotational(true))
+        .unwrap();
+    t.add(
+        &FakeDisk::new("loop2")
+            .dev(7, 2)
+            .rotational(true)
+            .active("none"),
+    )
+    .unwrap();
+    let q = h.dir.path().join("sys/block/loop0/queue/rotational");
+    fs::write(&q, "1\n").unwrap();
+    for (dev, also) in [("loop0", vec!["loop1", "loop2"]), ("sda", vec![])] {
+        let file = h.out(&format!("61-{dev}.rules"));
+        let o = h.run(&[
+            "export",
+            dev,
+            "--match",
+            "class",
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        let warned: Vec<String> = err
+            .lines()
+            .find_map(|l| l.split("rule also matches ").nth(1))
+            .map(|l| {
+                l.trim_end_matches(" on this host")
+                    .split(", ")
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(warned, also, "{err}");
+        let mut want: Vec<String> = also.iter().map(|s| s.to_string()).collect();
+        want.push(dev.to_string());
+        want.sort();
+        let mut got = matched(&check_json(&h, &file));
+        got.sort();
+        assert_eq!(got, want, "the warning and --check agree");
+        assert!(!got.contains(&"vda".to_string()));
+    }
+}
+
 fn check_json(h: &Host, file: &Path) -> Value {
     let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -548,7 +617,7 @@ fn script_selects_like_the_rule_and_is_idempotent() {
     assert_eq!(queue(&h, "sdb", "read_ahead_kb"), "512");
     assert_eq!(queue(&h, "sdc", "read_ahead_kb"), "128");
 
-    // A class rule for the rotational sdb also matches vda and sdc.
+    // A class rule for the rotational sdb also matches sdc (sd*), never vda.
     let s2 = h.out("b.sh");
     let o = h.run(&[
         "export",
@@ -564,15 +633,16 @@ fn script_selects_like_the_rule_and_is_idempotent() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("also matches sdc, vda"),
+        stderr(&o).contains("also matches sdc on this host"),
         "{}",
         stderr(&o)
     );
     let o = run_script(&h, &s2);
     assert!(o.status.success(), "{}", stderr(&o));
-    for d in ["sdb", "sdc", "vda"] {
+    for d in ["sdb", "sdc"] {
         assert_eq!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
     }
+    assert_eq!(queue(&h, "vda", "read_ahead_kb"), "128");
     for d in ["sda", "nvme0n1", "loop0"] {
         assert_ne!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
     }

@@ -340,6 +340,25 @@ fn class_rule_is_accepted_and_applied_by_udev() {
         "{}",
         stderr(&o)
     );
+    // The class is this loop device's family: never the VM's own disk.
+    let text = fs::read_to_string(&guard.rule).unwrap();
+    assert!(text.contains("KERNEL==\"loop*\""), "{text}");
+    assert!(!stderr(&o).contains("vda"), "{}", stderr(&o));
+    let c = blktune(&["export", "--check", rule, "--json"], j.path());
+    let report: serde_json::Value = serde_json::from_str(&stdout(&c)).unwrap();
+    for d in report["devices"].as_array().unwrap() {
+        let hit = d["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| !a["lines"].as_array().unwrap().is_empty());
+        let name = d["device"].as_str().unwrap();
+        if name == dev {
+            assert!(hit, "{d}");
+        } else if !name.starts_with("loop") {
+            assert!(!hit, "the class rule reaches {name}: {d}");
+        }
+    }
     let (ok, out) = udevadm_test(&dev);
     assert!(ok, "{out}");
     assert_eq!(diagnostics(&out, &guard.rule, &dev), Vec::<String>::new());

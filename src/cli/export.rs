@@ -117,6 +117,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }
+    let host_devices = device::discover(&root).unwrap_or_default();
     let opts = RenderOptions {
         strategy: a.strategy,
         format: a.format,
@@ -124,7 +125,8 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         version: env!("CARGO_PKG_VERSION").into(),
         generated: Some(generated_at()),
         output: a.output.clone(),
-        host_devices: device::discover(&root).unwrap_or_default(),
+        host_udev_env: db.properties_of(&host_devices),
+        host_devices,
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format) {

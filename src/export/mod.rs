@@ -193,9 +193,12 @@ pub struct RenderOptions {
     pub generated: Option<String>,
     /// Where the text will be written, for the install commands in the header.
     pub output: Option<PathBuf>,
-    /// Every block device of this host, to warn when a model or class rule
-    /// also matches other disks here.
+    /// Every block device of this host, to warn when a rule also matches
+    /// other disks here.
     pub host_devices: Vec<BlockDevice>,
+    /// Their udev properties by device name (for `ENV{ID_*}` matches); a
+    /// device missing here has none.
+    pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl RenderOptions {
@@ -297,7 +300,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         let (spec, mut w) = matching::choose(item, opts.strategy)?;
         warnings.append(&mut w);
         let assigns = rules::assignments(&item.device, &item.settings)?;
-        if let Some(w) = matching::others_warning(item, &spec, &opts.host_devices) {
+        if let Some(w) = carried_nr_requests_warning(item) {
             warnings.push(w);
         }
         // Two devices caught by the same match: fine if they get the same, refused otherwise.
@@ -318,6 +321,24 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
             items: vec![item.clone()],
         });
     }
+    for b in &blocks {
+        let names: Vec<&str> = b.items.iter().map(|i| i.device.name.as_str()).collect();
+        let others = matching::also_matched(
+            &b.spec,
+            b.guard_attr(),
+            &names,
+            &opts.host_devices,
+            &opts.host_udev_env,
+        );
+        if !others.is_empty() {
+            warnings.push(format!(
+                "'{}': the {} rule also matches {} on this host",
+                names.join("', '"),
+                b.spec.strategy,
+                others.join(", ")
+            ));
+        }
+    }
     let text = match opts.format {
         Format::Udev => rules::render_file(&blocks, opts, &warnings),
         Format::Script => script::render_script(&blocks, opts, &warnings),
@@ -331,6 +352,21 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         warnings,
         suggested_path,
         uses_udev_env: blocks.iter().any(|b| b.spec.uses_udev_env()),
+    })
+}
+
+/// Switching to `none` makes the queue depth the limit of nr_requests
+/// (kernel `Documentation/ABI/stable/sysfs-block`), so a value carried over
+/// from another scheduler may be refused when the rule runs.
+fn carried_nr_requests_warning(item: &ExportItem) -> Option<String> {
+    let s = &item.settings;
+    let live = item.device.queue.scheduler.as_ref()?;
+    let n = s.nr_requests?;
+    (s.scheduler.as_deref() == Some("none") && live.active != "none").then(|| {
+        format!(
+            "'{}': nr_requests {n} was set under {}; under none the kernel refuses values above the queue depth",
+            item.device.name, live.active
+        )
     })
 }
 

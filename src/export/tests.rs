@@ -286,7 +286,128 @@ fn class_rule_names_the_other_disks_it_hits_here() {
     );
     assert!(
         r.text
-            .contains("KERNEL!=\"nvme*\", ATTR{queue/rotational}==\"0\"")
+            .contains("KERNEL==\"sd*\", ATTR{queue/rotational}==\"0\""),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
+fn class_rule_for_a_loop_disk_stays_among_loop_disks() {
+    let lo = device(FakeDisk::new("loop0").dev(7, 0).rotational(true));
+    let host = vec![
+        lo.clone(),
+        device(FakeDisk::new("loop1").dev(7, 1).rotational(true)),
+        device(FakeDisk::new("loop2").dev(7, 2)),
+        device(FakeDisk::new("vda").dev(254, 0).rotational(true)),
+        device(FakeDisk::new("sda").dev(8, 0).rotational(true)),
+        device(FakeDisk::new("dm-0").dev(252, 0).rotational(true)),
+    ];
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Class),
+        host_devices: host,
+        ..opts()
+    };
+    let r = render(&[ExportItem::new(lo, kyber64(), BTreeMap::new())], &o).unwrap();
+    assert!(
+        rule_body(&r.text).contains("KERNEL==\"loop*\", ATTR{queue/rotational}==\"1\""),
+        "{}",
+        r.text
+    );
+    let also: Vec<&String> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("also matches"))
+        .collect();
+    assert_eq!(
+        also,
+        ["'loop0': the class rule also matches loop1 on this host"],
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn class_patterns_follow_the_device_family() {
+    for (name, rot, want) in [
+        (
+            "sdb",
+            false,
+            "KERNEL==\"sd*\", ATTR{queue/rotational}==\"0\"",
+        ),
+        (
+            "vdb",
+            true,
+            "KERNEL==\"vd*\", ATTR{queue/rotational}==\"1\"",
+        ),
+        ("xvda", true, "KERNEL==\"xvd*\""),
+        ("nvme1n1", false, "KERNEL==\"nvme*\""),
+        ("mmcblk0", false, "KERNEL==\"mmcblk*\""),
+        ("dm-3", false, "KERNEL==\"dm-*\""),
+        ("nbd0", false, "KERNEL==\"nbd*\""),
+    ] {
+        let d = device(FakeDisk::new(name).rotational(rot));
+        let spec = match_spec(
+            &ExportItem::new(d, kyber64(), BTreeMap::new()),
+            MatchStrategy::Class,
+        )
+        .unwrap();
+        assert!(
+            spec.render_keys().starts_with(want),
+            "{name}: {}",
+            spec.render_keys()
+        );
+    }
+}
+
+#[test]
+fn id_rule_names_another_disk_with_the_same_serial() {
+    // Two paths to one LUN share ID_SERIAL: the id rule sets both.
+    let a = device(FakeDisk::new("sda").dev(8, 0));
+    let b = device(FakeDisk::new("sdb").dev(8, 16));
+    let env: BTreeMap<String, String> = [("ID_SERIAL".to_string(), "LUN-1".to_string())].into();
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Id),
+        host_devices: vec![a.clone(), b],
+        host_udev_env: [
+            ("sda".to_string(), env.clone()),
+            ("sdb".to_string(), env.clone()),
+        ]
+        .into(),
+        ..opts()
+    };
+    let r = render(&[ExportItem::new(a, kyber64(), env)], &o).unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w == "'sda': the id rule also matches sdb on this host"),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn switching_to_none_warns_about_a_carried_nr_requests() {
+    let d = device(FakeDisk::new("loop0").dev(7, 0).active("kyber"));
+    let over = Settings {
+        scheduler: Some("none".into()),
+        ..Settings::default()
+    };
+    let s = with_overrides(&live_settings(&d), &over);
+    let r = render(
+        &[ExportItem::new(d, s, BTreeMap::new())],
+        &RenderOptions {
+            strategy: Some(MatchStrategy::Kernel),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("was set under kyber; under none the kernel refuses")),
+        "{:?}",
+        r.warnings
     );
 }
 

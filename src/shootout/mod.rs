@@ -235,9 +235,11 @@ pub fn export_winner(
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
+    let host_devices = crate::device::discover(root).unwrap_or_default();
     let opts = RenderOptions {
         output: Some(path.clone()),
-        host_devices: crate::device::discover(root).unwrap_or_default(),
+        host_udev_env: db.properties_of(&host_devices),
+        host_devices,
         ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
     };
     let r = export::render(&[item], &opts)?;

@@ -87,6 +87,8 @@ pub struct ExportDialog {
     /// Host name and every device, for the header and the "also matches" warnings.
     pub host: String,
     pub host_devices: Vec<BlockDevice>,
+    /// Their udev properties by name (for the "also matches" warnings of `id` rules).
+    pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
     /// Why writing is not possible as this user, shown in the dialog.
     pub read_only: Option<String>,
 }
@@ -119,6 +121,7 @@ impl ExportDialog {
         changed: Vec<Candidate>,
         host: String,
         host_devices: Vec<BlockDevice>,
+        host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
         read_only: Option<String>,
     ) -> Self {
         let strategy = default_strategy(&[&one]);
@@ -133,6 +136,7 @@ impl ExportDialog {
             preview: Err(String::new()),
             host,
             host_devices,
+            host_udev_env,
             read_only,
         };
         d.refresh();
@@ -156,6 +160,7 @@ impl ExportDialog {
             strategy: Some(self.strategy),
             output: Some(PathBuf::from(self.path.trim())),
             host_devices: self.host_devices.clone(),
+            host_udev_env: self.host_udev_env.clone(),
             ..RenderOptions::new(&self.host)
         };
         self.preview = export::render(&items, &opts).map_err(|e| e.to_string());

@@ -61,6 +61,10 @@ impl App {
             changed,
             self.host.hostname.clone(),
             self.devices.to_vec(),
+            self.udev_db
+                .as_ref()
+                .map(|db| db.properties_of(&self.devices))
+                .unwrap_or_default(),
             self.read_only.clone(),
         );
         self.overlay = Some(Overlay::Export(Box::new(dialog)));
