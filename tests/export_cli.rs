@@ -375,9 +375,15 @@ fn class_rule_warnings_name_exactly_what_the_check_matches() {
     }
 }
 
+/// `--check --json` of a file without problems (exit 0).
 fn check_json(h: &Host, file: &Path) -> Value {
+    check_json_exit(h, file, 0)
+}
+
+/// `--check --json`, expecting exit code `code` (3: problems found).
+fn check_json_exit(h: &Host, file: &Path, code: i32) -> Value {
     let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(code), "{}{}", stdout(&o), stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
@@ -466,7 +472,7 @@ fn check_a_distribution_style_file() {
     let h = host();
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/60-io-scheduler.rules");
-    let r = check_json(&h, &fixture);
+    let r = check_json_exit(&h, &fixture, 3);
     assert_eq!(r["ignored"][0]["why"], "invalid key 'KERNAL'");
     assert_eq!(
         result(&r, "nvme0n1", "add"),
@@ -480,10 +486,15 @@ fn check_a_distribution_style_file() {
         result(&r, "vda", "change"),
         pairs(&[("queue/scheduler", "bfq")])
     );
-    // sda: deadline, then the local override, whose nr_requests is lost.
+    // sda: deadline, then the local override, whose nr_requests is lost:
+    // the scheduler write after it resets it, so the result leaves it out.
     assert_eq!(
         result(&r, "sda", "add"),
-        pairs(&[("queue/scheduler", "kyber"), ("queue/nr_requests", "32")])
+        pairs(&[("queue/scheduler", "kyber")])
+    );
+    assert_eq!(
+        device(&r, "sda")["actions"][0]["reset"],
+        serde_json::json!([{"attr": "queue/nr_requests", "value": "32"}])
     );
     let sda = &device(&r, "sda")["actions"][0];
     assert_eq!(
@@ -506,15 +517,84 @@ fn check_a_distribution_style_file() {
     assert!(program["why"][0].as_str().unwrap().contains("PROGRAM"));
     // zram0 has no scheduler: the TEST guard sends it to the end.
     assert!(result(&r, "zram0", "add").is_empty());
-    // Text form: the same facts for people.
+    // Text form: the same facts for people, and exit code 3.
     let o = h.run(&["export", "--check", fixture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let text = stdout(&o);
+    assert!(
+        text.contains(
+            "result: scheduler=kyber (nr_requests=32 is reset by a later scheduler write)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("problems found (exit code 3)"), "{text}");
     assert!(
         text.contains("udev ignores this line: invalid key 'KERNAL'"),
         "{text}"
     );
     assert!(text.contains("problem: line"), "{text}");
     assert!(text.contains("cannot evaluate"), "{text}");
+}
+
+#[test]
+fn check_reports_a_rule_that_also_hits_partitions() {
+    let h = host();
+    let file = h.out("61-parts.rules");
+    // No DEVTYPE guard: sda's partition sda1 matches KERNEL=="sd*" too.
+    fs::write(
+        &file,
+        "ACTION==\"add|change\", KERNEL==\"sd*\", ATTR{queue/scheduler}=\"bfq\"\n",
+    )
+    .unwrap();
+    let r = check_json_exit(&h, &file, 3);
+    let p = device(&r, "sda")["actions"][0]["problems"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        p.contains("line 1 also matches partition sda1") && p.contains("queue/scheduler"),
+        "{r}"
+    );
+    assert_eq!(
+        device(&r, "sdb")["actions"][0]["problems"],
+        serde_json::json!([])
+    );
+    let o = h.run(&["export", "--check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stdout(&o).contains("problem: line 1 also matches partition sda1"),
+        "{}",
+        stdout(&o)
+    );
+    // The guard, or one with the same effect (a partition has no queue/), is enough.
+    for guard in ["ENV{DEVTYPE}==\"disk\"", "TEST==\"queue/scheduler\""] {
+        fs::write(
+            &file,
+            format!("ACTION==\"add|change\", {guard}, KERNEL==\"sd*\", ATTR{{queue/scheduler}}=\"bfq\"\n"),
+        )
+        .unwrap();
+        let r = check_json(&h, &file);
+        assert_eq!(
+            result(&r, "sda", "add"),
+            pairs(&[("queue/scheduler", "bfq")]),
+            "{guard}"
+        );
+    }
+}
+
+#[test]
+fn check_of_a_generated_file_finds_no_problems() {
+    let h = host();
+    let file = h.out("61-blktune.rules");
+    let o = h.run(&["export", "sda", "sdb", "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = h.run(&["export", "--check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("\nno problems found\n"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

@@ -55,6 +55,9 @@ pub struct ExportArgs {
 
     /// Instead of exporting: show which lines of a rules FILE match each device
     /// of this machine (for ACTION add and change) and what they would set.
+    /// Exit code 3 when it finds problems (a line udev ignores, nr_requests or
+    /// a tunable written before a scheduler switch, a rule that also hits
+    /// partitions), 1 when the file cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
     pub check: Option<PathBuf>,
 
@@ -211,5 +214,9 @@ fn run_check(
     } else {
         out.text(&export::check::render_text(&report))?;
     }
-    Ok(0)
+    Ok(if report.problem_count() == 0 {
+        0
+    } else {
+        export::check::EXIT_PROBLEMS
+    })
 }
