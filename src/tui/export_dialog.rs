@@ -4,7 +4,8 @@
 //! The state is pure: opening it renders the preview with
 //! [`crate::export::render`] (no I/O: the udev properties are read once by the
 //! caller), and `Enter` only produces a [`Control::WriteExport`] for the source
-//! thread, which writes through [`crate::export::write_rules`] (atomic, no
+//! thread (when the rule has warnings, only after they were all shown and `y`
+//! confirmed them), which writes through [`crate::export::write_rules`] (atomic, no
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
@@ -62,6 +63,8 @@ pub enum Focus {
     Options,
     /// Typing edits the path; the path before editing is kept for Esc.
     Path { before: String },
+    /// The rule has warnings: they are all listed, y writes anyway, n goes back.
+    Warnings,
     /// The file exists: y overwrites, n goes back.
     Overwrite,
     /// A write was sent; waiting for the answer.
@@ -224,6 +227,11 @@ impl ExportDialog {
             ));
         }
         Ok((path, r.text.clone()))
+    }
+
+    /// The preview's warnings (none when there is no preview).
+    pub fn warnings(&self) -> &[String] {
+        self.preview.as_ref().map_or(&[], |r| r.warnings.as_slice())
     }
 
     /// Names of the exported devices, for the status line.

@@ -125,6 +125,18 @@ impl App {
             (Focus::Options, Action::PageUp) => d.scroll_by(-10),
             (Focus::Options, Action::PageDown) => d.scroll_by(10),
             (Focus::Options, Action::Confirm) => match d.ready() {
+                // Warnings first: the rule may reach other disks or not last.
+                Ok(_) if !d.warnings().is_empty() => {
+                    d.focus = Focus::Warnings;
+                    let n = d.warnings().len();
+                    self.say(
+                        StatusKind::Info,
+                        format!(
+                            "{n} warning{}: y writes anyway, n goes back",
+                            if n == 1 { "" } else { "s" }
+                        ),
+                    );
+                }
                 Ok((path, text)) => {
                     d.focus = Focus::Writing;
                     out.push(Control::WriteExport {
@@ -134,6 +146,20 @@ impl App {
                     });
                 }
                 Err(why) => self.say(StatusKind::Error, why),
+            },
+            (Focus::Warnings, Action::Confirm) => match d.ready() {
+                Ok((path, text)) => {
+                    d.focus = Focus::Writing;
+                    out.push(Control::WriteExport {
+                        path,
+                        text,
+                        force: false,
+                    });
+                }
+                Err(why) => {
+                    d.focus = Focus::Options;
+                    self.say(StatusKind::Error, why);
+                }
             },
             (Focus::Path { .. }, Action::Input(c)) if d.path.len() < MAX_PATH => d.path.push(c),
             (Focus::Path { .. }, Action::Backspace) => {
@@ -161,6 +187,7 @@ impl App {
                     self.say(StatusKind::Error, why);
                 }
             },
+            (Focus::Warnings, Action::Cancel) => d.focus = Focus::Options,
             // The answer still comes (and lands in the status line); the dialog may go.
             (Focus::Writing, Action::Cancel) => return out,
             (Focus::Overwrite, Action::Cancel) => {
