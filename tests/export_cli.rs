@@ -267,9 +267,123 @@ fn overrides_replace_live_values() {
     );
 }
 
-fn check_json(h: &Host, file: &Path) -> Value {
-    let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
+#[test]
+fn a_scheduler_override_keeps_the_live_numbers() {
+    let h = host();
+    // sda runs mq-deadline with nr_requests and read_expire changed.
+    let q = h.dir.path().join("sys/block/sda/queue");
+    fs::write(q.join("nr_requests"), "64\n").unwrap();
+    fs::write(q.join("read_ahead_kb"), "256\n").unwrap();
+    fs::write(q.join("iosched/read_expire"), "100\n").unwrap();
+    let o = h.run(&["export", "sda", "-s", "bfq", "--match", "kernel"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("#   sets:  scheduler=bfq nr_requests=64 read_ahead_kb=256"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("iosched"),
+        "mq-deadline's tunables do not apply: {text}"
+    );
+    let sched = text.find("ATTR{queue/scheduler}=\"bfq\"").unwrap();
+    let nr = text.find("ATTR{queue/nr_requests}=\"64\"").unwrap();
+    assert!(sched < nr, "nr_requests after the scheduler: {text}");
+}
+
+#[test]
+fn output_into_a_missing_directory_names_the_given_path() {
+    let h = host();
+    let file = h.out("missing/dir/61-x.rules");
+    let o = h.run(&["export", "loop0", "-o", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(file.to_str().unwrap()), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!err.contains(".blktune-"), "no temp file name: {err}");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert_eq!(h.out_entries(), Vec::<String>::new());
+}
+
+/// The devices whose `change` action has a matching line in a `--check` report.
+fn matched(report: &Value) -> Vec<String> {
+    report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["actions"].as_array().unwrap().iter().any(|a| {
+                a["action"] == "change"
+                    && a["lines"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|l| l["status"] == "match")
+            })
+        })
+        .map(|d| d["device"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn class_rule_warnings_name_exactly_what_the_check_matches() {
+    let h = host();
+    // A second rotational loop device; vda and sdb rotate too, but are not loops.
+    let t = FakeTree::new(h.dir.path()).unwrap();
+    t.add(&FakeDisk::new("loop1").dev(7, 1).rotational(true))
+        .unwrap();
+    t.add(
+        &FakeDisk::new("loop2")
+            .dev(7, 2)
+            .rotational(true)
+            .active("none"),
+    )
+    .unwrap();
+    let q = h.dir.path().join("sys/block/loop0/queue/rotational");
+    fs::write(&q, "1\n").unwrap();
+    for (dev, also) in [("loop0", vec!["loop1", "loop2"]), ("sda", vec![])] {
+        let file = h.out(&format!("61-{dev}.rules"));
+        let o = h.run(&[
+            "export",
+            dev,
+            "--match",
+            "class",
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        let warned: Vec<String> = err
+            .lines()
+            .find_map(|l| l.split("rule also matches ").nth(1))
+            .map(|l| {
+                l.trim_end_matches(" on this host")
+                    .split(", ")
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(warned, also, "{err}");
+        let mut want: Vec<String> = also.iter().map(|s| s.to_string()).collect();
+        want.push(dev.to_string());
+        want.sort();
+        let mut got = matched(&check_json(&h, &file));
+        got.sort();
+        assert_eq!(got, want, "the warning and --check agree");
+        assert!(!got.contains(&"vda".to_string()));
+    }
+}
+
+/// `--check --json` of a file without problems (exit 0).
+fn check_json(h: &Host, file: &Path) -> Value {
+    check_json_exit(h, file, 0)
+}
+
+/// `--check --json`, expecting exit code `code` (3: problems found).
+fn check_json_exit(h: &Host, file: &Path, code: i32) -> Value {
+    let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(code), "{}{}", stdout(&o), stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
@@ -358,7 +472,7 @@ fn check_a_distribution_style_file() {
     let h = host();
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/60-io-scheduler.rules");
-    let r = check_json(&h, &fixture);
+    let r = check_json_exit(&h, &fixture, 3);
     assert_eq!(r["ignored"][0]["why"], "invalid key 'KERNAL'");
     assert_eq!(
         result(&r, "nvme0n1", "add"),
@@ -372,10 +486,15 @@ fn check_a_distribution_style_file() {
         result(&r, "vda", "change"),
         pairs(&[("queue/scheduler", "bfq")])
     );
-    // sda: deadline, then the local override, whose nr_requests is lost.
+    // sda: deadline, then the local override, whose nr_requests is lost:
+    // the scheduler write after it resets it, so the result leaves it out.
     assert_eq!(
         result(&r, "sda", "add"),
-        pairs(&[("queue/scheduler", "kyber"), ("queue/nr_requests", "32")])
+        pairs(&[("queue/scheduler", "kyber")])
+    );
+    assert_eq!(
+        device(&r, "sda")["actions"][0]["reset"],
+        serde_json::json!([{"attr": "queue/nr_requests", "value": "32"}])
     );
     let sda = &device(&r, "sda")["actions"][0];
     assert_eq!(
@@ -398,15 +517,84 @@ fn check_a_distribution_style_file() {
     assert!(program["why"][0].as_str().unwrap().contains("PROGRAM"));
     // zram0 has no scheduler: the TEST guard sends it to the end.
     assert!(result(&r, "zram0", "add").is_empty());
-    // Text form: the same facts for people.
+    // Text form: the same facts for people, and exit code 3.
     let o = h.run(&["export", "--check", fixture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let text = stdout(&o);
+    assert!(
+        text.contains(
+            "result: scheduler=kyber (nr_requests=32 is reset by a later scheduler write)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("problems found (exit code 3)"), "{text}");
     assert!(
         text.contains("udev ignores this line: invalid key 'KERNAL'"),
         "{text}"
     );
     assert!(text.contains("problem: line"), "{text}");
     assert!(text.contains("cannot evaluate"), "{text}");
+}
+
+#[test]
+fn check_reports_a_rule_that_also_hits_partitions() {
+    let h = host();
+    let file = h.out("61-parts.rules");
+    // No DEVTYPE guard: sda's partition sda1 matches KERNEL=="sd*" too.
+    fs::write(
+        &file,
+        "ACTION==\"add|change\", KERNEL==\"sd*\", ATTR{queue/scheduler}=\"bfq\"\n",
+    )
+    .unwrap();
+    let r = check_json_exit(&h, &file, 3);
+    let p = device(&r, "sda")["actions"][0]["problems"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        p.contains("line 1 also matches partition sda1") && p.contains("queue/scheduler"),
+        "{r}"
+    );
+    assert_eq!(
+        device(&r, "sdb")["actions"][0]["problems"],
+        serde_json::json!([])
+    );
+    let o = h.run(&["export", "--check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stdout(&o).contains("problem: line 1 also matches partition sda1"),
+        "{}",
+        stdout(&o)
+    );
+    // The guard, or one with the same effect (a partition has no queue/), is enough.
+    for guard in ["ENV{DEVTYPE}==\"disk\"", "TEST==\"queue/scheduler\""] {
+        fs::write(
+            &file,
+            format!("ACTION==\"add|change\", {guard}, KERNEL==\"sd*\", ATTR{{queue/scheduler}}=\"bfq\"\n"),
+        )
+        .unwrap();
+        let r = check_json(&h, &file);
+        assert_eq!(
+            result(&r, "sda", "add"),
+            pairs(&[("queue/scheduler", "bfq")]),
+            "{guard}"
+        );
+    }
+}
+
+#[test]
+fn check_of_a_generated_file_finds_no_problems() {
+    let h = host();
+    let file = h.out("61-blktune.rules");
+    let o = h.run(&["export", "sda", "sdb", "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = h.run(&["export", "--check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("\nno problems found\n"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -509,7 +697,7 @@ fn script_selects_like_the_rule_and_is_idempotent() {
     assert_eq!(queue(&h, "sdb", "read_ahead_kb"), "512");
     assert_eq!(queue(&h, "sdc", "read_ahead_kb"), "128");
 
-    // A class rule for the rotational sdb also matches vda and sdc.
+    // A class rule for the rotational sdb also matches sdc (sd*), never vda.
     let s2 = h.out("b.sh");
     let o = h.run(&[
         "export",
@@ -525,15 +713,16 @@ fn script_selects_like_the_rule_and_is_idempotent() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("also matches sdc, vda"),
+        stderr(&o).contains("also matches sdc on this host"),
         "{}",
         stderr(&o)
     );
     let o = run_script(&h, &s2);
     assert!(o.status.success(), "{}", stderr(&o));
-    for d in ["sdb", "sdc", "vda"] {
+    for d in ["sdb", "sdc"] {
         assert_eq!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
     }
+    assert_eq!(queue(&h, "vda", "read_ahead_kb"), "128");
     for d in ["sda", "nvme0n1", "loop0"] {
         assert_ne!(queue(&h, d, "read_ahead_kb"), "1024", "{d}");
     }

@@ -88,6 +88,7 @@ impl Host {
             generated: Some("2026-01-02T03:04:05.000Z".into()),
             output: None,
             host_devices: self.devices.clone(),
+            host_udev_env: self.db.properties_of(&self.devices),
         }
     }
 }

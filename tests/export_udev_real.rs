@@ -340,6 +340,25 @@ fn class_rule_is_accepted_and_applied_by_udev() {
         "{}",
         stderr(&o)
     );
+    // The class is this loop device's family: never the VM's own disk.
+    let text = fs::read_to_string(&guard.rule).unwrap();
+    assert!(text.contains("KERNEL==\"loop*\""), "{text}");
+    assert!(!stderr(&o).contains("vda"), "{}", stderr(&o));
+    let c = blktune(&["export", "--check", rule, "--json"], j.path());
+    let report: serde_json::Value = serde_json::from_str(&stdout(&c)).unwrap();
+    for d in report["devices"].as_array().unwrap() {
+        let hit = d["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| !a["lines"].as_array().unwrap().is_empty());
+        let name = d["device"].as_str().unwrap();
+        if name == dev {
+            assert!(hit, "{d}");
+        } else if !name.starts_with("loop") {
+            assert!(!hit, "the class rule reaches {name}: {d}");
+        }
+    }
     let (ok, out) = udevadm_test(&dev);
     assert!(ok, "{out}");
     assert_eq!(diagnostics(&out, &guard.rule, &dev), Vec::<String>::new());
@@ -537,7 +556,8 @@ fn check_agrees_with_udev_on_a_distribution_style_file() {
         &["export", "--check", guard.rule.to_str().unwrap(), "--json"],
         j.path(),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The fixture has problems on purpose (a refused line, a lost nr_requests).
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let change = report["devices"]
         .as_array()
@@ -581,4 +601,60 @@ fn check_agrees_with_udev_on_a_distribution_style_file() {
             assert!(it.any(|d| d == p), "{p:?} not applied in order: {done:?}");
         }
     }
+}
+
+/// `export -s bfq` of a device tuned under mq-deadline: udev switches to bfq,
+/// then writes the live nr_requests, which survives (the old scheduler's
+/// read_expire is not written: bfq has no such tunable).
+#[test]
+fn scheduler_override_keeps_nr_requests_through_udev() {
+    if !ready("scheduler_override_keeps_nr_requests_through_udev") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lo = TestLoop::new(64);
+    let _restore = Restore::new(&lo);
+    let guard = UdevGuard::new(&lo, "override");
+    baseline(&lo);
+    let j = tempfile::tempdir().unwrap();
+    let dev = lo.name().to_string();
+    run_ok(
+        &[
+            "set",
+            &dev,
+            "-s",
+            "mq-deadline",
+            "-t",
+            "read_expire=100",
+            "--nr-requests",
+            "64",
+            "--read-ahead-kb",
+            "256",
+        ],
+        j.path(),
+    );
+    let rule = guard.rule.to_str().unwrap();
+    run_ok(
+        &[
+            "export", &dev, "-s", "bfq", "--match", "kernel", "--output", rule,
+        ],
+        j.path(),
+    );
+    run_ok(&["revert", &dev], j.path());
+    assert_eq!(lo.active_scheduler(), "none");
+    let (ok, out) = udevadm_test(&dev);
+    assert!(ok, "{out}");
+    assert_eq!(diagnostics(&out, &guard.rule, &dev), Vec::<String>::new());
+    let want: Vec<(String, String)> = [
+        ("queue/scheduler", "bfq"),
+        ("queue/nr_requests", "64"),
+        ("queue/read_ahead_kb", "256"),
+    ]
+    .iter()
+    .map(|(a, v)| (a.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(writes(&out, &guard.rule, &dev), want, "{out}");
+    assert_eq!(lo.active_scheduler(), "bfq");
+    assert_eq!(lo.queue("nr_requests"), "64");
+    assert_eq!(lo.queue("read_ahead_kb"), "256");
 }

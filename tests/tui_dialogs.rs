@@ -127,7 +127,14 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
         preview(&app).contains("/tmp/x/61-test.rules"),
         "install line names the path"
     );
-    let ctl = press(&mut app, &[KeyCode::Enter]);
+    // The kernel-name rule has a warning: Enter shows it and waits for y.
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert_eq!(dialog(&app).focus, Focus::Warnings);
+    assert_eq!(mode(&app), Mode::Confirm);
+    assert!(press(&mut app, &chars("n")).is_empty());
+    assert_eq!(dialog(&app).focus, Focus::Options);
+    press(&mut app, &[KeyCode::Enter]);
+    let ctl = press(&mut app, &chars("y"));
     let text = preview(&app);
     match &ctl[..] {
         [
@@ -157,6 +164,7 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     assert!(press(&mut app, &chars("n")).is_empty());
     assert_eq!(mode(&app), Mode::Export);
     press(&mut app, &[KeyCode::Enter]);
+    press(&mut app, &chars("y"));
     app.on_feed(Feed::ExportWritten(Err(WriteError::Exists("f".into()))));
     let ctl = press(&mut app, &chars("y"));
     assert!(
@@ -184,6 +192,7 @@ fn a_failed_write_keeps_the_dialog_and_says_why() {
     assert!(status(&app).contains("type a path"), "{}", status(&app));
     type_path(&mut app, "/nope/61-x.rules");
     press(&mut app, &[KeyCode::Enter]);
+    press(&mut app, &chars("y"));
     app.on_feed(Feed::ExportWritten(Err(WriteError::Failed(
         "/nope/61-x.rules: No such file or directory".into(),
     ))));
@@ -195,6 +204,7 @@ fn a_failed_write_keeps_the_dialog_and_says_why() {
     );
     // Esc while the write is on its way closes the dialog; the answer still shows.
     press(&mut app, &[KeyCode::Enter]);
+    press(&mut app, &chars("y"));
     assert_eq!(dialog(&app).focus, Focus::Writing);
     press(&mut app, &[KeyCode::Esc]);
     assert!(app.overlay.is_none());
@@ -496,4 +506,87 @@ fn shoot_out_footer_shows_the_keys_of_its_stage() {
         "'sda': the load failed".into()
     ))));
     assert_eq!(footer(&app), "Esc close");
+}
+
+/// The open export dialog with its warnings replaced by `n` long ones.
+fn with_warnings(app: &mut App, n: usize) {
+    let Some(Overlay::Export(d)) = &mut app.overlay else {
+        panic!("no export dialog");
+    };
+    d.preview.as_mut().unwrap().warnings = (1..=n)
+        .map(|i| {
+            format!(
+                "warning {i}: the class rule also matches loop{i} on this host, and more words so that it wraps"
+            )
+        })
+        .collect();
+}
+
+#[test]
+fn every_warning_is_counted_and_listed_before_the_write() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    with_warnings(&mut app, 7);
+    // Above the preview: two warnings, then how many more.
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("! warning 1:"), "{s}");
+    assert!(s.contains("! warning 2:"), "{s}");
+    assert!(!s.contains("! warning 3:"), "{s}");
+    assert!(
+        s.contains("! +5 more warnings (Enter lists them all before writing)"),
+        "{s}"
+    );
+    // Enter lists all seven, wrapped; nothing is written without y.
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert_eq!(dialog(&app).focus, Focus::Warnings);
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    for i in 1..=7 {
+        assert!(
+            s.contains(&format!("! warning {i}: the class rule")),
+            "{i}: {s}"
+        );
+    }
+    assert!(s.contains("7 warnings: read before writing"), "{s}");
+    assert!(
+        s.contains("y write /etc/udev/rules.d/61-blktune.rules anyway"),
+        "{s}"
+    );
+    insta::assert_snapshot!("export_warnings_confirm", term.backend());
+    // Esc (n) goes back; Enter, then y writes.
+    assert!(press(&mut app, &[KeyCode::Esc]).is_empty());
+    assert_eq!(dialog(&app).focus, Focus::Options);
+    press(&mut app, &[KeyCode::Enter]);
+    let ctl = press(&mut app, &chars("y"));
+    assert!(
+        matches!(&ctl[..], [Control::WriteExport { force: false, .. }]),
+        "{ctl:?}"
+    );
+
+    // More than fit: the rest is counted.
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    with_warnings(&mut app, 12);
+    press(&mut app, &[KeyCode::Enter]);
+    let s = text(&screen(&app, 80, 24));
+    let shown = (1..=12)
+        .filter(|i| s.contains(&format!("! warning {i}: ")))
+        .count();
+    assert!(shown >= 5, "{s}");
+    assert!(
+        s.contains(&format!("+{} more (all are in the file's", 12 - shown)),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_rule_without_warnings_is_written_at_once() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("e"));
+    with_warnings(&mut app, 0);
+    let ctl = press(&mut app, &[KeyCode::Enter]);
+    assert!(
+        matches!(&ctl[..], [Control::WriteExport { force: false, .. }]),
+        "{ctl:?}"
+    );
 }

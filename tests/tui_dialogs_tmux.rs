@@ -102,7 +102,11 @@ fn export_dialog_writes_a_kernel_rule_and_asks_before_overwriting() {
     t.keys(&["-N", "80", "BSpace"]);
     t.literal(&rules.to_string_lossy());
     t.keys(&["Enter"]);
+    // A kernel-name rule has a warning: Enter lists it, only y writes.
     t.keys(&["Enter"]);
+    t.wait("the warnings", |s| s.contains("read before writing"));
+    assert!(!rules.exists(), "nothing written before y");
+    t.keys(&["y"]);
     let s = t.wait("the write", |s| s.contains("wrote "));
     // The full apply command is in the status line (clipped at 80 columns) and in the header.
     assert!(s.contains("apply: sudo udevadm control"), "{s}");
@@ -118,11 +122,15 @@ fn export_dialog_writes_a_kernel_rule_and_asks_before_overwriting() {
     t.keys(&["-N", "80", "BSpace"]);
     t.literal(&rules.to_string_lossy());
     t.keys(&["Enter", "Enter"]);
+    t.wait("the warnings", |s| s.contains("read before writing"));
+    t.keys(&["y"]);
     t.wait("the overwrite question", |s| s.contains("y overwrite"));
     t.keys(&["n"]);
     t.wait("not overwritten", |s| s.contains("not overwritten"));
     assert_eq!(std::fs::read_to_string(&rules).unwrap(), "old\n");
     t.keys(&["Enter"]);
+    t.wait("the warnings", |s| s.contains("read before writing"));
+    t.keys(&["y"]);
     t.wait("the overwrite question", |s| s.contains("y overwrite"));
     t.keys(&["y"]);
     t.wait("the write", |s| s.contains("wrote "));

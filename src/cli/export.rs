@@ -23,8 +23,9 @@ pub struct ExportArgs {
     #[arg(long = "match", value_enum, value_name = "HOW")]
     pub strategy: Option<MatchStrategy>,
 
-    /// Export this scheduler instead of the active one (drops the live
-    /// nr_requests and tunables: the switch resets them).
+    /// Export this scheduler instead of the active one (keeps the live
+    /// nr_requests and read_ahead_kb, written after it; drops the old
+    /// scheduler's tunables).
     #[arg(long, short = 's', value_name = "NAME")]
     pub scheduler: Option<String>,
 
@@ -54,6 +55,9 @@ pub struct ExportArgs {
 
     /// Instead of exporting: show which lines of a rules FILE match each device
     /// of this machine (for ACTION add and change) and what they would set.
+    /// Exit code 3 when it finds problems (a line udev ignores, nr_requests or
+    /// a tunable written before a scheduler switch, a rule that also hits
+    /// partitions), 1 when the file cannot be read.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
     pub check: Option<PathBuf>,
 
@@ -116,6 +120,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }
+    let host_devices = device::discover(&root).unwrap_or_default();
     let opts = RenderOptions {
         strategy: a.strategy,
         format: a.format,
@@ -123,7 +128,8 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         version: env!("CARGO_PKG_VERSION").into(),
         generated: Some(generated_at()),
         output: a.output.clone(),
-        host_devices: device::discover(&root).unwrap_or_default(),
+        host_udev_env: db.properties_of(&host_devices),
+        host_devices,
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format) {
@@ -142,14 +148,14 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             );
         }
     }
-    for w in &r.warnings {
-        eprintln!("blktune: warning: {w}");
-    }
     let Some(path) = &a.output else {
+        print_warnings(&r.warnings);
         out.text(&r.text)?;
         return Ok(0);
     };
+    // Write first: when it fails, its one line is all the user needs to read.
     export::write_rules(path, &r.text, a.force).map_err(cli_error)?;
+    print_warnings(&r.warnings);
     match a.format {
         Format::Udev => out.line(&format!(
             "wrote {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
@@ -162,6 +168,13 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         ))?,
     }
     Ok(0)
+}
+
+/// The render warnings, one `blktune: warning:` line each on stderr.
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("blktune: warning: {w}");
+    }
 }
 
 /// The devices blktune changed (journalled originals).
@@ -201,5 +214,9 @@ fn run_check(
     } else {
         out.text(&export::check::render_text(&report))?;
     }
-    Ok(0)
+    Ok(if report.problem_count() == 0 {
+        0
+    } else {
+        export::check::EXIT_PROBLEMS
+    })
 }

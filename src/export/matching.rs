@@ -6,9 +6,11 @@
 //! device or a parent) and need no rule ordering; `KERNEL` names are handed out
 //! in probe order and may point at another disk after a reboot.
 
+use super::check::udev_match;
 use super::safe::{check_match_value, shown};
 use super::{ExportError, ExportItem};
 use crate::device::{BlockDevice, DeviceKind};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How the rule selects devices.
@@ -225,32 +227,68 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
     })
 }
 
-/// Three disjoint classes: NVMe by name, then the others by `queue/rotational`.
+/// The kernel-name pattern of a device's family: `loop*`, `sd*`, `vd*`,
+/// `nvme*`, `mmcblk*`, `dm-*`, ... as its kind implies; for other kinds the
+/// name's leading letters (`nbd0` gives `nbd*`). A class rule is narrowed to
+/// it, so a rule made on a loop test disk never reaches the host's own disks.
+pub(super) fn family_pattern(d: &BlockDevice) -> String {
+    let starts = |p: &str| d.name.starts_with(p);
+    let fixed = match d.kind {
+        DeviceKind::Nvme => Some("nvme*"),
+        DeviceKind::Loop => Some("loop*"),
+        DeviceKind::Zram => Some("zram*"),
+        DeviceKind::Md => Some("md*"),
+        DeviceKind::Dm => Some("dm-*"),
+        DeviceKind::Mmc => Some("mmcblk*"),
+        DeviceKind::Virtio if starts("xvd") => Some("xvd*"),
+        DeviceKind::Virtio => Some("vd*"),
+        DeviceKind::Ssd | DeviceKind::Hdd if starts("hd") => Some("hd*"),
+        DeviceKind::Ssd | DeviceKind::Hdd => Some("sd*"),
+        DeviceKind::Other => None,
+    };
+    if let Some(p) = fixed {
+        return p.into();
+    }
+    let letters: String = d
+        .name
+        .chars()
+        .take_while(char::is_ascii_lowercase)
+        .collect();
+    if letters.is_empty() || letters == d.name {
+        // No family to speak of: the name itself (checked like any value).
+        d.name.clone()
+    } else {
+        format!("{letters}*")
+    }
+}
+
+/// The device's family by kernel name, then (except NVMe, which does not
+/// rotate) its `queue/rotational` class.
 fn class_spec(d: &BlockDevice) -> MatchSpec {
+    let family = family_pattern(d);
     let (keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
-        (vec![MatchKey::eq("KERNEL", "nvme*")], "NVMe disk")
-    } else if d.rotational {
         (
-            vec![MatchKey::eq("ATTR{queue/rotational}", "1")],
-            "rotational disk",
+            vec![MatchKey::eq("KERNEL", &family)],
+            "NVMe disk".to_string(),
         )
     } else {
+        let (rot, label) = if d.rotational {
+            ("1", "rotational")
+        } else {
+            ("0", "non-rotational")
+        };
         (
             vec![
-                MatchKey {
-                    key: "KERNEL".into(),
-                    negate: true,
-                    value: "nvme*".into(),
-                },
-                MatchKey::eq("ATTR{queue/rotational}", "0"),
+                MatchKey::eq("KERNEL", &family),
+                MatchKey::eq("ATTR{queue/rotational}", rot),
             ],
-            "non-rotational disk (not NVMe)",
+            format!("{label} disk named {family}"),
         )
     };
     MatchSpec {
         strategy: MatchStrategy::Class,
         keys,
-        meaning: meaning.into(),
+        meaning,
     }
 }
 
@@ -267,34 +305,50 @@ fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec,
     })
 }
 
-/// For model and class rules: the other devices of this host the same rule
-/// would also set (those with a scheduler, as the guard requires).
-pub(super) fn others_warning(
-    item: &ExportItem,
+/// Would `key` match `d` (whose udev properties are `env`, if known)? The
+/// same glob and alternative rules as udev (via [`udev_match`]); sysfs values
+/// are those discovery read. An unknown key counts as a match, so a warning
+/// errs on the side of naming a device.
+fn key_matches(key: &MatchKey, d: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
+    let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
+    let actual: Option<String> = match key.key.as_str() {
+        "KERNEL" => Some(d.name.clone()),
+        "ATTR{queue/rotational}" => bool_attr(d.rotational),
+        "ATTRS{model}" => d.model.clone(),
+        "ATTRS{vendor}" => d.vendor.clone(),
+        "ATTRS{wwid}" => d.wwid.clone(),
+        "ATTRS{serial}" => d.serial.clone(),
+        k => match k.strip_prefix("ENV{").and_then(|k| k.strip_suffix('}')) {
+            Some(name) => Some(env.and_then(|e| e.get(name)).cloned().unwrap_or_default()),
+            None => return true,
+        },
+    };
+    // udev: an attribute that cannot be read fails the match, whatever the operator.
+    let Some(actual) = actual else { return false };
+    udev_match(&key.value, actual.trim_end()) != key.negate
+}
+
+/// The devices of this host, other than `exported`, that a rule with these
+/// match keys and this `TEST` guard would also set (every entry of `host` is a
+/// whole disk, so the `ENV{DEVTYPE}=="disk"` guard passes).
+pub(super) fn also_matched<'a>(
     spec: &MatchSpec,
-    host: &[BlockDevice],
-) -> Option<String> {
-    if !matches!(spec.strategy, MatchStrategy::Model | MatchStrategy::Class) {
-        return None;
-    }
-    let others: Vec<&str> = host
-        .iter()
-        .filter(|d| d.name != item.device.name && d.queue.has_scheduler())
+    guard_attr: &str,
+    exported: &[&str],
+    host: &'a [BlockDevice],
+    host_env: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<&'a str> {
+    host.iter()
+        .filter(|d| !exported.contains(&d.name.as_str()))
+        .filter(|d| match guard_attr {
+            "queue/scheduler" => d.queue.has_scheduler(),
+            "queue/read_ahead_kb" => d.queue.read_ahead_kb.is_some(),
+            _ => true,
+        })
         .filter(|d| {
-            let same = match spec.strategy {
-                MatchStrategy::Model => model_spec(d).ok(),
-                _ => Some(class_spec(d)),
-            };
-            same.is_some_and(|s| s.keys == spec.keys)
+            let env = host_env.get(&d.name);
+            spec.keys.iter().all(|k| key_matches(k, d, env))
         })
         .map(|d| d.name.as_str())
-        .collect();
-    (!others.is_empty()).then(|| {
-        format!(
-            "'{}': the {} rule also matches {} on this host",
-            item.device.name,
-            spec.strategy,
-            others.join(", ")
-        )
-    })
+        .collect()
 }

@@ -129,23 +129,39 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
     }
 }
 
-/// Apply overrides to live settings. A new scheduler drops the live
-/// nr_requests and tunables: the switch resets them, so carrying the old
-/// scheduler's values over would export something nobody chose.
+/// Apply overrides to live settings. A new scheduler replaces only the
+/// scheduler: the live nr_requests and read_ahead_kb stay (the rule writes
+/// nr_requests after the scheduler, so the value survives the switch), and the
+/// old scheduler's tunables go, because they do not exist under the new one.
 pub fn with_overrides(live: &Settings, over: &Settings) -> Settings {
-    let switched = over
-        .scheduler
+    let mut out = live.clone();
+    if switches(live, over) {
+        out.scheduler = over.scheduler.clone();
+        out.tunables.clear();
+    }
+    merge(out, over)
+}
+
+/// Like [`with_overrides`], but a new scheduler also drops the live
+/// nr_requests: for a shoot-out winner, which was measured with the value the
+/// switch left (kernel `elevator_switch()` resets it), not the original one.
+pub fn with_switch_defaults(live: &Settings, over: &Settings) -> Settings {
+    let mut out = with_overrides(live, over);
+    if switches(live, over) && over.nr_requests.is_none() {
+        out.nr_requests = None;
+    }
+    out
+}
+
+/// Does `over` choose another scheduler than `live` has?
+fn switches(live: &Settings, over: &Settings) -> bool {
+    over.scheduler
         .as_ref()
-        .is_some_and(|s| live.scheduler.as_ref() != Some(s));
-    let mut out = if switched {
-        Settings {
-            scheduler: over.scheduler.clone(),
-            read_ahead_kb: live.read_ahead_kb,
-            ..Settings::default()
-        }
-    } else {
-        live.clone()
-    };
+        .is_some_and(|s| live.scheduler.as_ref() != Some(s))
+}
+
+/// `over`'s explicit tunables and numbers on top of `out`.
+fn merge(mut out: Settings, over: &Settings) -> Settings {
     for (k, v) in &over.tunables {
         if let Some(slot) = out.tunables.iter_mut().find(|(n, _)| n == k) {
             slot.1 = v.clone();
@@ -177,9 +193,12 @@ pub struct RenderOptions {
     pub generated: Option<String>,
     /// Where the text will be written, for the install commands in the header.
     pub output: Option<PathBuf>,
-    /// Every block device of this host, to warn when a model or class rule
-    /// also matches other disks here.
+    /// Every block device of this host, to warn when a rule also matches
+    /// other disks here.
     pub host_devices: Vec<BlockDevice>,
+    /// Their udev properties by device name (for `ENV{ID_*}` matches); a
+    /// device missing here has none.
+    pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl RenderOptions {
@@ -281,7 +300,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         let (spec, mut w) = matching::choose(item, opts.strategy)?;
         warnings.append(&mut w);
         let assigns = rules::assignments(&item.device, &item.settings)?;
-        if let Some(w) = matching::others_warning(item, &spec, &opts.host_devices) {
+        if let Some(w) = carried_nr_requests_warning(item) {
             warnings.push(w);
         }
         // Two devices caught by the same match: fine if they get the same, refused otherwise.
@@ -302,6 +321,24 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
             items: vec![item.clone()],
         });
     }
+    for b in &blocks {
+        let names: Vec<&str> = b.items.iter().map(|i| i.device.name.as_str()).collect();
+        let others = matching::also_matched(
+            &b.spec,
+            b.guard_attr(),
+            &names,
+            &opts.host_devices,
+            &opts.host_udev_env,
+        );
+        if !others.is_empty() {
+            warnings.push(format!(
+                "'{}': the {} rule also matches {} on this host",
+                names.join("', '"),
+                b.spec.strategy,
+                others.join(", ")
+            ));
+        }
+    }
     let text = match opts.format {
         Format::Udev => rules::render_file(&blocks, opts, &warnings),
         Format::Script => script::render_script(&blocks, opts, &warnings),
@@ -315,6 +352,21 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         warnings,
         suggested_path,
         uses_udev_env: blocks.iter().any(|b| b.spec.uses_udev_env()),
+    })
+}
+
+/// Switching to `none` makes the queue depth the limit of nr_requests
+/// (kernel `Documentation/ABI/stable/sysfs-block`), so a value carried over
+/// from another scheduler may be refused when the rule runs.
+fn carried_nr_requests_warning(item: &ExportItem) -> Option<String> {
+    let s = &item.settings;
+    let live = item.device.queue.scheduler.as_ref()?;
+    let n = s.nr_requests?;
+    (s.scheduler.as_deref() == Some("none") && live.active != "none").then(|| {
+        format!(
+            "'{}': nr_requests {n} was set under {}; under none the kernel refuses values above the queue depth",
+            item.device.name, live.active
+        )
     })
 }
 

@@ -76,7 +76,7 @@ fn q(s: &str) -> String {
 /// passes one match key. `ATTRS` keys are handled together by [`attrs_condition`].
 fn key_statement(k: &MatchKey) -> Option<String> {
     if k.key == "KERNEL" {
-        // Our KERNEL values are a plain name or the constant pattern `nvme*`.
+        // Our KERNEL values are a plain name or a family pattern (`loop*`, `sd*`).
         let pat = match k.value.strip_suffix('*') {
             Some(prefix) => format!("{}*", q(prefix)),
             None => q(&k.value),

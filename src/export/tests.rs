@@ -202,30 +202,43 @@ fn live_settings_skip_default_tunables() {
 }
 
 #[test]
-fn a_new_scheduler_drops_the_old_ones_values() {
+fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
     let live = Settings {
         scheduler: Some("mq-deadline".into()),
         tunables: vec![("read_expire".into(), "100".into())],
-        nr_requests: Some(256),
+        nr_requests: Some(64),
         read_ahead_kb: Some(512),
     };
     let over = Settings {
-        scheduler: Some("kyber".into()),
+        scheduler: Some("bfq".into()),
         ..Settings::default()
     };
     assert_eq!(
         with_overrides(&live, &over).summary(),
-        "scheduler=kyber read_ahead_kb=512"
+        "scheduler=bfq nr_requests=64 read_ahead_kb=512"
+    );
+    // A shoot-out winner was measured with what the switch left: no nr_requests.
+    assert_eq!(
+        with_switch_defaults(&live, &over).summary(),
+        "scheduler=bfq read_ahead_kb=512"
+    );
+    let explicit = Settings {
+        nr_requests: Some(32),
+        ..over.clone()
+    };
+    assert_eq!(
+        with_switch_defaults(&live, &explicit).summary(),
+        "scheduler=bfq nr_requests=32 read_ahead_kb=512"
     );
     let same = Settings {
         scheduler: Some("mq-deadline".into()),
-        nr_requests: Some(64),
+        nr_requests: Some(128),
         tunables: vec![("read_expire".into(), "50".into())],
         ..Settings::default()
     };
     assert_eq!(
         with_overrides(&live, &same).summary(),
-        "scheduler=mq-deadline read_expire=50 nr_requests=64 read_ahead_kb=512"
+        "scheduler=mq-deadline read_expire=50 nr_requests=128 read_ahead_kb=512"
     );
 }
 
@@ -273,7 +286,128 @@ fn class_rule_names_the_other_disks_it_hits_here() {
     );
     assert!(
         r.text
-            .contains("KERNEL!=\"nvme*\", ATTR{queue/rotational}==\"0\"")
+            .contains("KERNEL==\"sd*\", ATTR{queue/rotational}==\"0\""),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
+fn class_rule_for_a_loop_disk_stays_among_loop_disks() {
+    let lo = device(FakeDisk::new("loop0").dev(7, 0).rotational(true));
+    let host = vec![
+        lo.clone(),
+        device(FakeDisk::new("loop1").dev(7, 1).rotational(true)),
+        device(FakeDisk::new("loop2").dev(7, 2)),
+        device(FakeDisk::new("vda").dev(254, 0).rotational(true)),
+        device(FakeDisk::new("sda").dev(8, 0).rotational(true)),
+        device(FakeDisk::new("dm-0").dev(252, 0).rotational(true)),
+    ];
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Class),
+        host_devices: host,
+        ..opts()
+    };
+    let r = render(&[ExportItem::new(lo, kyber64(), BTreeMap::new())], &o).unwrap();
+    assert!(
+        rule_body(&r.text).contains("KERNEL==\"loop*\", ATTR{queue/rotational}==\"1\""),
+        "{}",
+        r.text
+    );
+    let also: Vec<&String> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("also matches"))
+        .collect();
+    assert_eq!(
+        also,
+        ["'loop0': the class rule also matches loop1 on this host"],
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn class_patterns_follow_the_device_family() {
+    for (name, rot, want) in [
+        (
+            "sdb",
+            false,
+            "KERNEL==\"sd*\", ATTR{queue/rotational}==\"0\"",
+        ),
+        (
+            "vdb",
+            true,
+            "KERNEL==\"vd*\", ATTR{queue/rotational}==\"1\"",
+        ),
+        ("xvda", true, "KERNEL==\"xvd*\""),
+        ("nvme1n1", false, "KERNEL==\"nvme*\""),
+        ("mmcblk0", false, "KERNEL==\"mmcblk*\""),
+        ("dm-3", false, "KERNEL==\"dm-*\""),
+        ("nbd0", false, "KERNEL==\"nbd*\""),
+    ] {
+        let d = device(FakeDisk::new(name).rotational(rot));
+        let spec = match_spec(
+            &ExportItem::new(d, kyber64(), BTreeMap::new()),
+            MatchStrategy::Class,
+        )
+        .unwrap();
+        assert!(
+            spec.render_keys().starts_with(want),
+            "{name}: {}",
+            spec.render_keys()
+        );
+    }
+}
+
+#[test]
+fn id_rule_names_another_disk_with_the_same_serial() {
+    // Two paths to one LUN share ID_SERIAL: the id rule sets both.
+    let a = device(FakeDisk::new("sda").dev(8, 0));
+    let b = device(FakeDisk::new("sdb").dev(8, 16));
+    let env: BTreeMap<String, String> = [("ID_SERIAL".to_string(), "LUN-1".to_string())].into();
+    let o = RenderOptions {
+        strategy: Some(MatchStrategy::Id),
+        host_devices: vec![a.clone(), b],
+        host_udev_env: [
+            ("sda".to_string(), env.clone()),
+            ("sdb".to_string(), env.clone()),
+        ]
+        .into(),
+        ..opts()
+    };
+    let r = render(&[ExportItem::new(a, kyber64(), env)], &o).unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w == "'sda': the id rule also matches sdb on this host"),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn switching_to_none_warns_about_a_carried_nr_requests() {
+    let d = device(FakeDisk::new("loop0").dev(7, 0).active("kyber"));
+    let over = Settings {
+        scheduler: Some("none".into()),
+        ..Settings::default()
+    };
+    let s = with_overrides(&live_settings(&d), &over);
+    let r = render(
+        &[ExportItem::new(d, s, BTreeMap::new())],
+        &RenderOptions {
+            strategy: Some(MatchStrategy::Kernel),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("was set under kyber; under none the kernel refuses")),
+        "{:?}",
+        r.warnings
     );
 }
 

@@ -60,6 +60,18 @@ impl UdevDb {
             .map(|t| parse_db(&t))
             .unwrap_or_default()
     }
+
+    /// The properties of every device that has an entry, by device name.
+    pub fn properties_of(
+        &self,
+        devices: &[crate::device::BlockDevice],
+    ) -> BTreeMap<String, BTreeMap<String, String>> {
+        devices
+            .iter()
+            .filter(|d| self.has_entry(d.major, d.minor))
+            .map(|d| (d.name.clone(), self.properties(d.major, d.minor)))
+            .collect()
+    }
 }
 
 /// The `E:KEY=value` lines of a database file. Other lines (`S:` links,

@@ -6,7 +6,8 @@
 //! which fails with EEXIST if the name appeared meanwhile, so an existing file
 //! is never replaced by accident. The temp name starts with `.` and does not
 //! end in `.rules`, so udevd ignores it while it exists. On any failure the
-//! temp file is removed and the target is untouched.
+//! temp file is removed and the target is untouched; errors name the path the
+//! caller gave, never the temp file.
 
 use super::ExportError;
 use std::fs;
@@ -51,6 +52,15 @@ pub fn write_rules(path: &Path, text: &str, force: bool) -> Result<(), ExportErr
         }
         _ => {}
     }
+    if !dir.is_dir() {
+        return Err(ExportError::BadPath {
+            path: path.display().to_string(),
+            why: format!(
+                "the directory '{}' does not exist; create it first or choose another path",
+                dir.display()
+            ),
+        });
+    }
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -58,17 +68,19 @@ pub fn write_rules(path: &Path, text: &str, force: bool) -> Result<(), ExportErr
         ".{name}.blktune-{}-{nanos}.tmp",
         std::process::id()
     ));
-    let result = write_tmp(&tmp, text).and_then(|()| {
-        if force {
-            fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-        } else {
-            match fs::hard_link(&tmp, path) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists(path)),
-                Err(e) => Err(io_err(path, e)),
+    let result = write_tmp(&tmp, text)
+        .map_err(|e| io_err(path, e))
+        .and_then(|()| {
+            if force {
+                fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+            } else {
+                match fs::hard_link(&tmp, path) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists(path)),
+                    Err(e) => Err(io_err(path, e)),
+                }
             }
-        }
-    });
+        });
     // After rename the temp name is gone; after link (or a failure) it must go.
     let _ = fs::remove_file(&tmp);
     result?;
@@ -79,16 +91,14 @@ pub fn write_rules(path: &Path, text: &str, force: bool) -> Result<(), ExportErr
     Ok(())
 }
 
-fn write_tmp(tmp: &Path, text: &str) -> Result<(), ExportError> {
+fn write_tmp(tmp: &Path, text: &str) -> io::Result<()> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
-        .open(tmp)
-        .map_err(|e| io_err(tmp, e))?;
-    f.write_all(text.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| io_err(tmp, e))
+        .open(tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 #[cfg(test)]
@@ -140,12 +150,13 @@ mod tests {
         fs::create_dir(&p).unwrap();
         assert!(write_rules(&p, "x", true).is_err());
         assert_eq!(entries(d.path()), ["x.rules"]);
-        // A missing directory: nothing is created.
+        // A missing directory: nothing is created, and the error names the path given.
         let q = d.path().join("missing/61.rules");
-        assert!(matches!(
-            write_rules(&q, "x", false),
-            Err(ExportError::Io { .. })
-        ));
+        let e = write_rules(&q, "x", false).unwrap_err();
+        assert!(matches!(e, ExportError::BadPath { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&q.display().to_string()), "{msg}");
+        assert!(!msg.contains(".blktune-"), "{msg}");
         assert_eq!(entries(d.path()), ["x.rules"]);
     }
 }

@@ -220,8 +220,8 @@ pub fn export_winner(
     let dev = tuner::resolve(root, device)?;
     let d = BlockDevice::read(root, &dev);
     // The live settings are the originals again: the winner replaces the
-    // scheduler and drops what the switch resets (see `with_overrides`).
-    let settings = export::with_overrides(&export::live_settings(&d), winner);
+    // scheduler and drops what the switch resets (see `with_switch_defaults`).
+    let settings = export::with_switch_defaults(&export::live_settings(&d), winner);
     // The real database describes the real devices: none for a fake tree.
     let db = match &to.udev_db {
         Some(dir) => UdevDb::new(dir),
@@ -235,9 +235,11 @@ pub fn export_winner(
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
+    let host_devices = crate::device::discover(root).unwrap_or_default();
     let opts = RenderOptions {
         output: Some(path.clone()),
-        host_devices: crate::device::discover(root).unwrap_or_default(),
+        host_udev_env: db.properties_of(&host_devices),
+        host_devices,
         ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
     };
     let r = export::render(&[item], &opts)?;

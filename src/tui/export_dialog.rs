@@ -4,7 +4,8 @@
 //! The state is pure: opening it renders the preview with
 //! [`crate::export::render`] (no I/O: the udev properties are read once by the
 //! caller), and `Enter` only produces a [`Control::WriteExport`] for the source
-//! thread, which writes through [`crate::export::write_rules`] (atomic, no
+//! thread (when the rule has warnings, only after they were all shown and `y`
+//! confirmed them), which writes through [`crate::export::write_rules`] (atomic, no
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
@@ -62,6 +63,8 @@ pub enum Focus {
     Options,
     /// Typing edits the path; the path before editing is kept for Esc.
     Path { before: String },
+    /// The rule has warnings: they are all listed, y writes anyway, n goes back.
+    Warnings,
     /// The file exists: y overwrites, n goes back.
     Overwrite,
     /// A write was sent; waiting for the answer.
@@ -87,6 +90,8 @@ pub struct ExportDialog {
     /// Host name and every device, for the header and the "also matches" warnings.
     pub host: String,
     pub host_devices: Vec<BlockDevice>,
+    /// Their udev properties by name (for the "also matches" warnings of `id` rules).
+    pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
     /// Why writing is not possible as this user, shown in the dialog.
     pub read_only: Option<String>,
 }
@@ -119,6 +124,7 @@ impl ExportDialog {
         changed: Vec<Candidate>,
         host: String,
         host_devices: Vec<BlockDevice>,
+        host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
         read_only: Option<String>,
     ) -> Self {
         let strategy = default_strategy(&[&one]);
@@ -133,6 +139,7 @@ impl ExportDialog {
             preview: Err(String::new()),
             host,
             host_devices,
+            host_udev_env,
             read_only,
         };
         d.refresh();
@@ -156,6 +163,7 @@ impl ExportDialog {
             strategy: Some(self.strategy),
             output: Some(PathBuf::from(self.path.trim())),
             host_devices: self.host_devices.clone(),
+            host_udev_env: self.host_udev_env.clone(),
             ..RenderOptions::new(&self.host)
         };
         self.preview = export::render(&items, &opts).map_err(|e| e.to_string());
@@ -219,6 +227,11 @@ impl ExportDialog {
             ));
         }
         Ok((path, r.text.clone()))
+    }
+
+    /// The preview's warnings (none when there is no preview).
+    pub fn warnings(&self) -> &[String] {
+        self.preview.as_ref().map_or(&[], |r| r.warnings.as_slice())
     }
 
     /// Names of the exported devices, for the status line.

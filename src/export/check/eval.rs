@@ -200,13 +200,22 @@ fn initial_env(
     env
 }
 
-/// Ordering check: nr_requests or a tunable written before a scheduler switch is lost.
-fn order_problems(seq: &[(usize, Write)]) -> Vec<String> {
+/// Is `attr` reset by a scheduler switch (kernel `elevator_switch()`)?
+fn resets(attr: &str) -> bool {
+    attr == "queue/nr_requests" || attr.starts_with("queue/iosched/")
+}
+
+/// Ordering check: nr_requests or a tunable written before a scheduler switch
+/// is lost. `seq` holds (line, write, does the line match for sure). On one
+/// line the order is wrong whether or not the line matches; across lines only
+/// when both match for sure (two lines that cannot be evaluated may exclude
+/// each other, such as two id rules without a udev database).
+fn order_problems(seq: &[(usize, Write, bool)]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut pending: Vec<&(usize, Write)> = Vec::new();
+    let mut pending: Vec<&(usize, Write, bool)> = Vec::new();
     for w in seq {
         if w.1.attr == "queue/scheduler" {
-            for p in pending.drain(..) {
+            for p in pending.drain(..).filter(|p| p.0 == w.0 || (p.2 && w.2)) {
                 let when = if p.0 == w.0 {
                     "before it writes the scheduler on the same line".to_string()
                 } else {
@@ -217,7 +226,7 @@ fn order_problems(seq: &[(usize, Write)]) -> Vec<String> {
                     p.0, p.1.attr
                 ));
             }
-        } else if w.1.attr == "queue/nr_requests" || w.1.attr.starts_with("queue/iosched/") {
+        } else if resets(&w.1.attr) {
             pending.push(w);
         }
     }
@@ -233,17 +242,81 @@ pub(super) fn evaluate(
     props: Option<&BTreeMap<String, String>>,
     action: &str,
 ) -> ActionCheck {
-    let mut ctx = Ctx {
+    let ctx = Ctx {
         root,
         action,
         name: &d.name,
         env: initial_env(root, dev, d, props, action),
-        missing: match props {
-            Some(_) => Known::Value(String::new()),
-            None => Known::Unknown("no udev database entry for this device".into()),
-        },
+        missing: missing(props),
         lineage: root.device_lineage(dev),
     };
+    walk(rules, ctx)
+}
+
+/// Keys not in the event: empty when the database has an entry, else unknown.
+fn missing(props: Option<&BTreeMap<String, String>>) -> Known {
+    match props {
+        Some(_) => Known::Value(String::new()),
+        None => Known::Unknown("no udev database entry for this device".into()),
+    }
+}
+
+/// Walk the rules for partition `part` of `dev` (an event with
+/// `DEVTYPE=partition`; its parents are the disk's), `props` being the
+/// partition's udev properties if the database has them.
+pub(super) fn evaluate_partition(
+    rules: &[Rule],
+    root: &SysRoot,
+    dev: &DeviceName,
+    part: &str,
+    props: Option<&BTreeMap<String, String>>,
+    action: &str,
+) -> ActionCheck {
+    let mut lineage = root.device_lineage(dev);
+    let dir = lineage.first().map(|d| d.join(part)).unwrap_or_default();
+    let mut env = BTreeMap::new();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_owned(), Known::Value(v));
+    };
+    set("ACTION", action.into());
+    set("SUBSYSTEM", "block".into());
+    set("DEVTYPE", "partition".into());
+    set("DEVNAME", format!("/dev/{part}"));
+    if let Ok(uevent) = root.read_lineage_attr(&dir, "uevent") {
+        for (k, v) in uevent.lines().filter_map(|l| l.split_once('=')) {
+            let v = if k == "DEVNAME" {
+                format!("/dev/{v}")
+            } else {
+                v.to_owned()
+            };
+            set(k, v);
+        }
+    }
+    if let Some(props) = props {
+        for (k, v) in props {
+            env.entry(k.clone())
+                .or_insert_with(|| Known::Value(v.clone()));
+        }
+    }
+    env.insert(
+        "DEVPATH".into(),
+        Known::Unknown("ENV{DEVPATH}: not evaluated".into()),
+    );
+    lineage.insert(0, dir);
+    let ctx = Ctx {
+        root,
+        action,
+        name: part,
+        env,
+        missing: missing(props),
+        lineage,
+    };
+    walk(rules, ctx)
+}
+
+/// Walk the rules with the event `ctx`.
+fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
+    let action = ctx.action;
     let mut out = ActionCheck {
         action: action.into(),
         lines: Vec::new(),
@@ -251,8 +324,9 @@ pub(super) fn evaluate(
         uncertain: false,
         stopped: None,
         problems: Vec::new(),
+        reset: Vec::new(),
     };
-    let mut seq: Vec<(usize, Write)> = Vec::new();
+    let mut seq: Vec<(usize, Write, bool)> = Vec::new();
     let mut i = 0;
     while i < rules.len() {
         let rule = &rules[i];
@@ -283,7 +357,15 @@ pub(super) fn evaluate(
                         attr: a.into(),
                         value: t.value.clone(),
                     };
-                    seq.push((rule.line, w.clone()));
+                    seq.push((rule.line, w.clone(), sure));
+                    if sure && w.attr == "queue/scheduler" {
+                        // The switch resets nr_requests and every tunable
+                        // (kernel `block/elevator.c`): earlier writes are lost.
+                        let (lost, kept): (Vec<Write>, Vec<Write>) =
+                            out.result.drain(..).partition(|r| resets(&r.attr));
+                        out.result = kept;
+                        out.reset.extend(lost);
+                    }
                     if sure {
                         match out.result.iter_mut().find(|r| r.attr == w.attr) {
                             Some(r) => r.value = w.value.clone(),

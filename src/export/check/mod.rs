@@ -67,8 +67,11 @@ pub struct ActionCheck {
     pub uncertain: bool,
     /// Why evaluation stopped early (GOTO or OPTIONS under an unknown condition).
     pub stopped: Option<String>,
-    /// Ordering problems: nr_requests or a tunable written before a scheduler switch.
+    /// Problems: nr_requests or a tunable written before a scheduler switch; a
+    /// line that also writes to a partition of the device (no DEVTYPE guard).
     pub problems: Vec<String>,
+    /// Writes a later scheduler write resets (they are not in `result`).
+    pub reset: Vec<Write>,
 }
 
 /// One line's outcome.
@@ -101,8 +104,62 @@ pub struct Write {
     pub value: String,
 }
 
+/// The exit code of `blktune export --check` when it found problems
+/// ([`CheckReport::problem_count`]); 1 stays "could not check", 2 bad input.
+pub const EXIT_PROBLEMS: i32 = 3;
+
 /// The actions a scheduler rule is meant for.
 pub const ACTIONS: [&str; 2] = ["add", "change"];
+
+impl CheckReport {
+    /// How many problems the check found: lines udev ignores, writes lost to
+    /// a later scheduler switch, lines that also hit partitions (each counted
+    /// once per device, whatever the action).
+    pub fn problem_count(&self) -> usize {
+        let per_device = |d: &DeviceCheck| {
+            let mut all: Vec<&String> = d.actions.iter().flat_map(|a| &a.problems).collect();
+            all.sort();
+            all.dedup();
+            all.len()
+        };
+        self.ignored.len() + self.devices.iter().map(per_device).sum::<usize>()
+    }
+}
+
+/// Lines that match partition `part` of `dev` for sure and write attributes:
+/// the rule lacks `ENV{DEVTYPE}=="disk"` (or a guard with the same effect,
+/// such as `TEST=="queue/scheduler"`, which a partition fails).
+fn partition_problems(
+    rules: &[Rule],
+    root: &SysRoot,
+    db: &UdevDb,
+    dev: &crate::os::DeviceName,
+    part: &str,
+    action: &str,
+) -> Vec<String> {
+    let dir = root.device_lineage(dev).first().map(|d| d.join(part));
+    let props = dir
+        .and_then(|d| root.read_lineage_attr(&d, "dev").ok())
+        .and_then(|mm| {
+            let (ma, mi) = mm.trim().split_once(':')?;
+            Some((ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?))
+        })
+        .filter(|(ma, mi)| db.has_entry(*ma, *mi))
+        .map(|(ma, mi)| db.properties(ma, mi));
+    eval::evaluate_partition(rules, root, dev, part, props.as_ref(), action)
+        .lines
+        .iter()
+        .filter(|l| l.status == Status::Match && !l.sets.is_empty())
+        .map(|l| {
+            let attrs: Vec<&str> = l.sets.iter().map(|w| w.attr.as_str()).collect();
+            format!(
+                "line {} also matches partition {part} (no ENV{{DEVTYPE}}==\"disk\" guard): udev would write {} there too",
+                l.line,
+                attrs.join(", ")
+            )
+        })
+        .collect()
+}
 
 /// Check `text` (the content of `file`) against `devices`.
 pub fn check(
@@ -130,9 +187,17 @@ pub fn check(
                 .has_entry(d.major, d.minor)
                 .then(|| db.properties(d.major, d.minor));
             let udev_db = props.is_some();
+            let parts = root.partitions_of(&dev);
             let actions = ACTIONS
                 .iter()
-                .map(|a| eval::evaluate(&rules, root, &dev, d, props.as_ref(), a))
+                .map(|a| {
+                    let mut c = eval::evaluate(&rules, root, &dev, d, props.as_ref(), a);
+                    for p in &parts {
+                        c.problems
+                            .extend(partition_problems(&rules, root, db, &dev, p, a));
+                    }
+                    c
+                })
                 .collect();
             Some(DeviceCheck {
                 device: d.name.clone(),

@@ -19,7 +19,11 @@ pub fn render_text(r: &CheckReport) -> String {
     let untouched: Vec<&str> = r
         .devices
         .iter()
-        .filter(|d| d.actions.iter().all(|a| a.lines.is_empty()))
+        .filter(|d| {
+            d.actions
+                .iter()
+                .all(|a| a.lines.is_empty() && a.problems.is_empty())
+        })
         .map(|d| d.device.as_str())
         .collect();
     for d in r
@@ -46,6 +50,17 @@ pub fn render_text(r: &CheckReport) -> String {
     if !untouched.is_empty() {
         let _ = writeln!(out, "\nno line matches: {}", untouched.join(", "));
     }
+    match r.problem_count() {
+        0 => out.push_str("\nno problems found\n"),
+        n => {
+            let _ = writeln!(
+                out,
+                "\n{n} problem{} found (exit code {})",
+                if n == 1 { "" } else { "s" },
+                super::EXIT_PROBLEMS
+            );
+        }
+    }
     out
 }
 
@@ -55,11 +70,32 @@ fn same_outcome(a: &ActionCheck, b: &ActionCheck) -> bool {
         && a.uncertain == b.uncertain
         && a.stopped == b.stopped
         && a.problems == b.problems
+        && a.reset == b.reset
+}
+
+/// ` (nr_requests=64 is reset by a later scheduler write)`, or nothing.
+fn reset_note(a: &ActionCheck) -> String {
+    if a.reset.is_empty() {
+        return String::new();
+    }
+    let lost: Vec<String> = a
+        .reset
+        .iter()
+        .map(|w| format!("{}={}", w.attr.trim_start_matches("queue/"), w.value))
+        .collect();
+    format!(
+        " ({} {} reset by a later scheduler write)",
+        lost.join(" "),
+        if lost.len() == 1 { "is" } else { "are" }
+    )
 }
 
 fn action(out: &mut String, label: &str, a: &ActionCheck) {
     if a.lines.is_empty() {
         let _ = writeln!(out, "  {label}: no line matches");
+        for p in &a.problems {
+            let _ = writeln!(out, "    problem: {p}");
+        }
         return;
     }
     let _ = writeln!(out, "  {label}:");
@@ -103,8 +139,9 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
             .collect();
         let _ = writeln!(
             out,
-            "    result: {}{}",
+            "    result: {}{}{}",
             summary.join(" "),
+            reset_note(a),
             if a.uncertain {
                 " (uncertain: a line that cannot be evaluated also writes)"
             } else {

@@ -25,7 +25,7 @@ impl App {
         let d = self.devices.iter().find(|d| d.name == name)?.clone();
         let live = export::live_settings(&d);
         let (settings, measured) = match winner {
-            Some((w, text)) => (export::with_overrides(&live, w), Some(text.clone())),
+            Some((w, text)) => (export::with_switch_defaults(&live, w), Some(text.clone())),
             None => (
                 live,
                 self.last_change(name)
@@ -61,6 +61,10 @@ impl App {
             changed,
             self.host.hostname.clone(),
             self.devices.to_vec(),
+            self.udev_db
+                .as_ref()
+                .map(|db| db.properties_of(&self.devices))
+                .unwrap_or_default(),
             self.read_only.clone(),
         );
         self.overlay = Some(Overlay::Export(Box::new(dialog)));
@@ -121,6 +125,18 @@ impl App {
             (Focus::Options, Action::PageUp) => d.scroll_by(-10),
             (Focus::Options, Action::PageDown) => d.scroll_by(10),
             (Focus::Options, Action::Confirm) => match d.ready() {
+                // Warnings first: the rule may reach other disks or not last.
+                Ok(_) if !d.warnings().is_empty() => {
+                    d.focus = Focus::Warnings;
+                    let n = d.warnings().len();
+                    self.say(
+                        StatusKind::Info,
+                        format!(
+                            "{n} warning{}: y writes anyway, n goes back",
+                            if n == 1 { "" } else { "s" }
+                        ),
+                    );
+                }
                 Ok((path, text)) => {
                     d.focus = Focus::Writing;
                     out.push(Control::WriteExport {
@@ -130,6 +146,20 @@ impl App {
                     });
                 }
                 Err(why) => self.say(StatusKind::Error, why),
+            },
+            (Focus::Warnings, Action::Confirm) => match d.ready() {
+                Ok((path, text)) => {
+                    d.focus = Focus::Writing;
+                    out.push(Control::WriteExport {
+                        path,
+                        text,
+                        force: false,
+                    });
+                }
+                Err(why) => {
+                    d.focus = Focus::Options;
+                    self.say(StatusKind::Error, why);
+                }
             },
             (Focus::Path { .. }, Action::Input(c)) if d.path.len() < MAX_PATH => d.path.push(c),
             (Focus::Path { .. }, Action::Backspace) => {
@@ -157,6 +187,7 @@ impl App {
                     self.say(StatusKind::Error, why);
                 }
             },
+            (Focus::Warnings, Action::Cancel) => d.focus = Focus::Options,
             // The answer still comes (and lands in the status line); the dialog may go.
             (Focus::Writing, Action::Cancel) => return out,
             (Focus::Overwrite, Action::Cancel) => {

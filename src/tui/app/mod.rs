@@ -246,7 +246,7 @@ impl App {
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
             Some(Overlay::Export(d)) => match d.focus {
                 Focus::Path { .. } => Mode::Text,
-                Focus::Overwrite => Mode::Confirm,
+                Focus::Overwrite | Focus::Warnings => Mode::Confirm,
                 Focus::Options | Focus::Writing => Mode::Export,
             },
             Some(Overlay::Bench(_)) => Mode::Bench,

@@ -11,6 +11,9 @@
 //! │Enter write  m match  a all  p path  ↑↓ scroll  Esc close                 │
 //! └──────────────────────────────────────────────────────────────────────────┘
 //! ```
+//! At most three warning lines fit above the preview (the third says how many
+//! more); when the rule has warnings, Enter first replaces the preview with all
+//! of them, wrapped, and only `y` writes.
 //! The shoot-out box shows its setup, then a progress bar, then the results.
 
 use super::{Theme, num};
@@ -92,8 +95,40 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         Ok(p) => (p.text.lines().collect(), p.warnings.clone()),
         Err(e) => (Vec::new(), vec![format!("cannot export: {e}")]),
     };
-    for w in warnings.iter().take(2) {
-        lines.push(Line::from(Span::styled(format!("! {w}"), t.error())));
+    let w = r.width.saturating_sub(2) as usize;
+    if d.focus == Focus::Warnings {
+        warnings_body(&mut lines, &warnings, inner_h, w, t);
+        lines.push(Line::from(Span::styled(
+            format!("y write {} anyway   n back", d.path.trim()),
+            t.heading(),
+        )));
+        boxed(f, r, "export a udev rule", lines, t, false);
+        return;
+    }
+    // At most WARN_LINES lines here; Enter lists them all before writing.
+    const WARN_LINES: usize = 3;
+    let shown_w = if warnings.len() > WARN_LINES {
+        WARN_LINES - 1
+    } else {
+        warnings.len()
+    };
+    for warning in warnings.iter().take(shown_w) {
+        lines.push(Line::from(Span::styled(
+            clip(&format!("! {warning}"), w),
+            t.error(),
+        )));
+    }
+    if warnings.len() > shown_w {
+        lines.push(Line::from(Span::styled(
+            clip(
+                &format!(
+                    "! +{} more warnings (Enter lists them all before writing)",
+                    warnings.len() - shown_w
+                ),
+                w,
+            ),
+            t.error(),
+        )));
     }
     let room = inner_h.saturating_sub(lines.len() + 2);
     let skip = (d.scroll as usize).min(text.len().saturating_sub(1));
@@ -103,7 +138,6 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     } else {
         format!("{}-{} of {}", skip + 1, skip + shown, text.len())
     };
-    let w = r.width.saturating_sub(2) as usize;
     let label = format!("── preview {pos} ");
     lines.push(Line::from(Span::styled(
         format!(
@@ -119,6 +153,8 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         lines.push(Line::raw(""));
     }
     let hint = match d.focus {
+        // Drawn by `warnings_body` above.
+        Focus::Warnings => Line::raw(""),
         Focus::Overwrite => Line::from(Span::styled(
             format!("{} exists: y overwrite   n keep it", d.path.trim()),
             t.error(),
@@ -135,6 +171,97 @@ pub fn export(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     };
     lines.push(hint);
     boxed(f, r, "export a udev rule", lines, t, false);
+}
+
+/// `s` cut to `w` characters, with `…` when something was cut.
+fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `s` broken into lines of at most `w` characters, at spaces where possible.
+fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        let mut word = word.to_string();
+        while word.chars().count() > w {
+            if !line.is_empty() {
+                out.push(std::mem::take(&mut line));
+            }
+            let head: String = word.chars().take(w).collect();
+            word = word.chars().skip(w).collect();
+            out.push(head);
+        }
+        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if need > w && !line.is_empty() {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// The confirmation step: every warning, wrapped, in place of the preview.
+/// If they do not all fit, the rest is counted (they are also in the file's
+/// `# Warnings:` header, which the preview shows).
+fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: usize, t: Theme) {
+    let n = warnings.len();
+    lines.push(Line::from(Span::styled(
+        format!(
+            "── {n} warning{}: read before writing ",
+            if n == 1 { "" } else { "s" }
+        ),
+        t.heading(),
+    )));
+    // Room for the warnings, leaving the "+N more" line and the hint.
+    let room = inner_h.saturating_sub(lines.len() + 2);
+    let mut used = 0;
+    let mut done = 0;
+    for warning in warnings {
+        let wrapped = wrap(warning, w.saturating_sub(2));
+        let last = done + 1 == n;
+        let limit = if last { room + 1 } else { room };
+        if used + wrapped.len() > limit {
+            break;
+        }
+        for (i, l) in wrapped.into_iter().enumerate() {
+            let l = if i == 0 {
+                format!("! {l}")
+            } else {
+                format!("  {l}")
+            };
+            lines.push(Line::from(Span::styled(clip(&l, w), t.error())));
+            used += 1;
+        }
+        done += 1;
+    }
+    if done < n {
+        lines.push(Line::from(Span::styled(
+            clip(
+                &format!(
+                    "+{} more (all are in the file's \"# Warnings:\" header)",
+                    n - done
+                ),
+                w,
+            ),
+            t.error(),
+        )));
+    }
+    while lines.len() < inner_h.saturating_sub(1) {
+        lines.push(Line::raw(""));
+    }
 }
 
 /// A text progress bar of `w` cells.
