@@ -542,3 +542,18 @@ fn list_all_shows_the_size_of_partitions() {
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[..3], ["└─sda1", "part", "20G"], "{out}");
 }
+
+#[test]
+fn a_bad_option_value_points_to_its_subcommands_help() {
+    let f = Fixture::new();
+    for (args, cmd) in [
+        (&["set", "sda", "--nr-requests", "abc"][..], "set"),
+        (&["watch", "-i", "x", "sda"], "watch"),
+        (&["bench", "--dwell", "x", "sda"], "bench"),
+        (&["set", "sda", "--bogus"], "set"),
+    ] {
+        f.fails(args, 2, &[&format!("(see 'blktune {cmd} --help')")]);
+    }
+    // An option of the tuner itself points to the top-level help.
+    f.fails(&["-i", "x"], 2, &["(see 'blktune --help')"]);
+}

@@ -197,22 +197,29 @@ pub fn parse_args() -> Args {
                 .collect::<Vec<_>>()
                 .join(" ");
             let msg = msg.trim_start_matches("error: ");
-            let cmd = text
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("Usage: "))
-                .and_then(|u| {
-                    let mut w = u.split_whitespace();
-                    let first = w.next()?;
-                    let sub = w
-                        .next()
-                        .filter(|s| s.chars().all(|c| c.is_ascii_lowercase()));
-                    Some(sub.map_or_else(|| first.to_string(), |s| format!("{first} {s}")))
-                })
-                .unwrap_or_else(|| "blktune".into());
+            let cmd = help_command(std::env::args_os());
             eprintln!("blktune: {msg} (see '{cmd} --help')");
             std::process::exit(2);
         }
     }
+}
+
+/// The command whose `--help` a usage error points to: `blktune set` when the
+/// command line names a subcommand, else `blktune`. clap's error text names
+/// the subcommand only for some errors (an unknown argument, not an invalid
+/// value), so the command line is parsed again with errors ignored.
+pub fn help_command<I, T>(argv: I) -> String
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::CommandFactory;
+    Args::command()
+        .ignore_errors(true)
+        .try_get_matches_from(argv)
+        .ok()
+        .and_then(|m| m.subcommand_name().map(|s| format!("blktune {s}")))
+        .unwrap_or_else(|| "blktune".into())
 }
 
 /// Run the parsed command line; returns the process exit code.
@@ -272,6 +279,25 @@ pub struct UsageError(pub String);
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn usage_errors_point_to_the_help_of_their_subcommand() {
+        for (argv, want) in [
+            (
+                &["blktune", "set", "sda", "--nr-requests", "abc"][..],
+                "blktune set",
+            ),
+            (
+                &["blktune", "--sysfs-root", "/x", "watch", "-i", "x"],
+                "blktune watch",
+            ),
+            (&["blktune", "bench", "--bogus"], "blktune bench"),
+            (&["blktune", "-i", "x"], "blktune"),
+            (&["blktune", "nosuchcommand"], "blktune"),
+        ] {
+            assert_eq!(help_command(argv), want, "{argv:?}");
+        }
+    }
 
     #[test]
     fn clap_definition_is_consistent() {
