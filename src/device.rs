@@ -2,7 +2,7 @@
 //!
 //! Attribute meanings: kernel `Documentation/ABI/stable/sysfs-block`.
 
-use crate::os::{DeviceName, QueueAttr, SysRoot};
+use crate::os::{DeviceName, QueueAttr, SysRoot, is_plausible_tunable_name};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -170,6 +170,24 @@ impl QueueSettings {
     }
 }
 
+/// The hardware queue depth of a blk-mq device: the smallest
+/// `mq/<n>/nr_tags` (every hardware queue shares the tag set's depth), or
+/// `None` when the device has no `mq/` directory.
+pub fn hw_queue_depth(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
+    root.list_dev_dir(dev, "mq")
+        .ok()?
+        .iter()
+        .filter(|q| is_plausible_tunable_name(q))
+        .filter_map(|q| {
+            root.read_dev_attr(dev, &format!("mq/{q}/nr_tags"))
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .min()
+}
+
 /// Everything blktune knows about one block device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockDevice {
@@ -191,6 +209,9 @@ pub struct BlockDevice {
     /// Bumped by the kernel each time the name is reused (loop re-attach), 5.15+.
     pub diskseq: Option<u64>,
     pub queue: QueueSettings,
+    /// [`hw_queue_depth`]: the most nr_requests the kernel takes under `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_queue_depth: Option<u64>,
 }
 
 impl BlockDevice {
@@ -227,6 +248,7 @@ impl BlockDevice {
             partitions: root.partitions_of(dev),
             diskseq: attr("diskseq").and_then(|s| s.parse().ok()),
             queue: QueueSettings::read(root, dev),
+            hw_queue_depth: hw_queue_depth(root, dev),
         }
     }
 

@@ -36,6 +36,8 @@ pub struct FakeDisk {
     pub holders: Vec<String>,
     pub slaves: Vec<String>,
     pub diskseq: Option<u64>,
+    /// `Some`: an `mq/0/nr_tags` with this hardware queue depth.
+    pub hw_queue_depth: Option<u64>,
 }
 
 impl FakeDisk {
@@ -66,6 +68,7 @@ impl FakeDisk {
             holders: Vec::new(),
             slaves: Vec::new(),
             diskseq: None,
+            hw_queue_depth: None,
         }
     }
 
@@ -117,6 +120,12 @@ impl FakeDisk {
     /// Builder: partitions (names like `sda1`).
     pub fn partitions(mut self, p: &[&str]) -> Self {
         self.partitions = p.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Builder: one hardware queue with this tag depth (`mq/0/nr_tags`).
+    pub fn hw_queue_depth(mut self, depth: u64) -> Self {
+        self.hw_queue_depth = Some(depth);
         self
     }
 
@@ -212,6 +221,9 @@ impl FakeTree {
         }
         if let Some(seq) = d.diskseq {
             write(&dir.join("diskseq"), &format!("{seq}\n"))?;
+        }
+        if let Some(depth) = d.hw_queue_depth {
+            write(&dir.join("mq/0/nr_tags"), &format!("{depth}\n"))?;
         }
         for sub in ["holders", "slaves"] {
             fs::create_dir_all(dir.join(sub))?;

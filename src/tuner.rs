@@ -9,6 +9,7 @@
 //! already changed is put back. The device's original settings are journalled
 //! before its first change.
 
+pub use crate::device::hw_queue_depth;
 use crate::device::{BlockDevice, QueueSettings};
 use crate::error::TuneError;
 use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry};
@@ -37,23 +38,6 @@ pub fn nr_requests_max(scheduler: &str, hw_depth: Option<u64>) -> u64 {
     }
 }
 
-/// The hardware queue depth of a blk-mq device: the smallest
-/// `mq/<n>/nr_tags` (every hardware queue shares the tag set's depth), or
-/// `None` when the device has no `mq/` directory.
-pub fn hw_queue_depth(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
-    root.list_dev_dir(dev, "mq")
-        .ok()?
-        .iter()
-        .filter(|q| is_plausible_tunable_name(q))
-        .filter_map(|q| {
-            root.read_dev_attr(dev, &format!("mq/{q}/nr_tags"))
-                .ok()?
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .min()
-}
 /// A generous upper bound on read-ahead (1 GiB); the kernel has no smaller cap.
 pub const READ_AHEAD_KB_MAX: u64 = 1 << 20;
 

@@ -213,3 +213,39 @@ fn malformed_attribute_files_give_no_value_not_a_panic() {
     assert!(!sda.read_only);
     assert_eq!(sda.diskseq, None);
 }
+
+#[test]
+fn the_hardware_queue_depth_is_the_smallest_nr_tags_and_list_json_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    t.add(&FakeDisk::new("nvme0n1").dev(259, 0).hw_queue_depth(1023))
+        .unwrap();
+    // A second hardware queue with a smaller depth: the kernel's limit is the smallest.
+    let q1 = t.dev_dir("nvme0n1").join("mq/1");
+    std::fs::create_dir_all(&q1).unwrap();
+    std::fs::write(q1.join("nr_tags"), "64\n").unwrap();
+    t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+    let devs = discover(&t.root()).unwrap();
+    assert_eq!(find(&devs, "nvme0n1").hw_queue_depth, Some(64));
+    assert_eq!(find(&devs, "sda").hw_queue_depth, None, "no mq/ directory");
+
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["list", "--json", "--sysfs-root"])
+        .arg(dir.path().join("sys"))
+        .arg("--proc-root")
+        .arg(dir.path().join("proc"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let depth = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap()["hw_queue_depth"]
+            .clone()
+    };
+    assert_eq!(depth("nvme0n1"), 64);
+    assert_eq!(depth("sda"), serde_json::Value::Null);
+}

@@ -184,6 +184,93 @@ fn invalid_edits_are_refused_with_the_reason() {
     assert!(status(&app).contains("0 or 1"), "{}", status(&app));
 }
 
+/// Two loop-like disks with 128 hardware tags: one under none, one under
+/// kyber with nr_requests above the depth.
+fn loops() -> Machine {
+    let mut none = blktune::fake::FakeDisk::new("loop0")
+        .active("none")
+        .hw_queue_depth(128)
+        .dev(7, 0);
+    none.nr_requests = 128;
+    let mut kyber = blktune::fake::FakeDisk::new("loop1")
+        .active("kyber")
+        .hw_queue_depth(128)
+        .dev(7, 1);
+    kyber.nr_requests = 512;
+    Machine::new(&[none, kyber])
+}
+
+#[test]
+fn nr_requests_under_none_is_checked_against_the_hardware_depth_while_typing() {
+    let mut m = loops();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &[]);
+    assert_eq!(app.selected.as_deref(), Some("loop0"));
+    assert_eq!(app.selected_device().unwrap().hw_queue_depth, Some(128));
+    let mut keys = chars("n");
+    keys.extend([KeyCode::Backspace; 3]);
+    keys.extend(chars("20"));
+    press(&mut app, &keys);
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        s.contains("4 to 128 under none (hardware queue depth)"),
+        "{s}"
+    );
+    assert!(s.contains("✓ valid"), "20 is fine:\n{s}");
+    // One more digit and the same editor refuses it, before Enter.
+    press(&mut app, &chars("0"));
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        s.contains("✗ nr_requests '200' is out of range: 4 to 128 under none"),
+        "{s}"
+    );
+    assert!(
+        press(&mut app, &[KeyCode::Enter]).is_empty(),
+        "nothing applied"
+    );
+    assert!(matches!(app.overlay, Some(Overlay::Edit(_))));
+    assert!(
+        status(&app).contains("4 to 128 under none; nothing was changed"),
+        "{}",
+        status(&app)
+    );
+    let mut keys = vec![KeyCode::Backspace; 3];
+    keys.extend(chars("100"));
+    keys.push(KeyCode::Enter);
+    match &press(&mut app, &keys)[..] {
+        [Control::Apply(r)] => assert_eq!(r.settings.nr_requests, Some(100)),
+        c => panic!("{c:?}"),
+    }
+
+    // Under kyber the same device takes up to 2048, and the picker says what
+    // a switch to none does to its 512. (A fresh app: the change above is
+    // still pending in this one.)
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &[]);
+    let mut keys = vec![KeyCode::Down, KeyCode::Char('n')];
+    keys.extend([KeyCode::Backspace; 3]);
+    keys.extend(chars("1024"));
+    press(&mut app, &keys);
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("4 to 2048; the kernel raises"), "{s}");
+    assert!(s.contains("✓ valid"), "{s}");
+    press(&mut app, &[KeyCode::Esc, KeyCode::Char('s')]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(!s.contains("the switch"), "no note on the active one:\n{s}");
+    press(&mut app, &[KeyCode::Up, KeyCode::Up]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        s.contains("the switch sets nr_requests 512→128 (the hardware queue depth)"),
+        "{s}"
+    );
+    press(&mut app, &[KeyCode::Down]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        s.contains("the switch resets nr_requests and the tunables"),
+        "{s}"
+    );
+}
+
 #[test]
 fn read_only_explains_instead_of_changing() {
     let mut m = Machine::three();

@@ -35,6 +35,9 @@ pub struct ListEntry<'a> {
     pub read_only: bool,
     #[serde(flatten)]
     pub queue: QueueJson<'a>,
+    /// The most nr_requests the kernel takes under `none` (`mq/*/nr_tags`),
+    /// `null` without a blk-mq queue.
+    pub hw_queue_depth: Option<u64>,
     pub holders: &'a [String],
     pub slaves: &'a [String],
     pub partitions: &'a [String],
@@ -80,6 +83,7 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             removable: d.removable,
             read_only: d.read_only,
             queue: QueueJson::from(&d.queue),
+            hw_queue_depth: d.hw_queue_depth,
             holders: &d.holders,
             slaves: &d.slaves,
             partitions: &d.partitions,

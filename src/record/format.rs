@@ -88,6 +88,9 @@ pub struct DeviceFacts {
     pub slaves: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diskseq: Option<u64>,
+    /// The hardware queue depth (`mq/*/nr_tags`); absent in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_queue_depth: Option<u64>,
 }
 
 impl DeviceFacts {
@@ -109,6 +112,7 @@ impl DeviceFacts {
             holders: d.holders.clone(),
             slaves: d.slaves.clone(),
             diskseq: d.diskseq,
+            hw_queue_depth: d.hw_queue_depth,
         }
     }
 
@@ -132,6 +136,7 @@ impl DeviceFacts {
             partitions: self.partitions.clone(),
             diskseq: self.diskseq,
             queue,
+            hw_queue_depth: self.hw_queue_depth,
         }
     }
 }

@@ -3,7 +3,62 @@
 //! "why not" while the value is typed.
 
 use super::text::is_boolean_tunable;
-use crate::tuner::{NR_REQUESTS_MAX, NR_REQUESTS_MIN, READ_AHEAD_KB_MAX, Settings};
+use crate::device::BlockDevice;
+use crate::tuner::{NR_REQUESTS_MIN, READ_AHEAD_KB_MAX, Settings, nr_requests_max};
+
+/// What bounds nr_requests on a device now: its active scheduler and its
+/// hardware queue depth, both from the device snapshot (the screen never
+/// reads sysfs). The same limit the tuner enforces before writing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NrLimit {
+    pub scheduler: String,
+    pub hw_depth: Option<u64>,
+}
+
+impl NrLimit {
+    /// The limit of a device as the last snapshot shows it.
+    pub fn of(d: &BlockDevice) -> Self {
+        Self {
+            scheduler: d.queue.active_label().to_string(),
+            hw_depth: d.hw_queue_depth,
+        }
+    }
+
+    /// The largest value the kernel takes ([`nr_requests_max`]).
+    pub fn max(&self) -> u64 {
+        nr_requests_max(&self.scheduler, self.hw_depth)
+    }
+
+    fn under_none(&self) -> bool {
+        self.scheduler == "none"
+    }
+
+    /// `4 to 128 under none`, or `4 to 2048`.
+    fn range(&self) -> String {
+        let max = self.max();
+        match self.hw_depth {
+            Some(_) if self.under_none() => format!("{NR_REQUESTS_MIN} to {max} under none"),
+            _ => format!("{NR_REQUESTS_MIN} to {max}"),
+        }
+    }
+
+    /// The editor's line on what may be typed.
+    pub fn hint(&self) -> String {
+        match self.hw_depth {
+            Some(_) if self.under_none() => {
+                format!("{} (hardware queue depth); below 4 becomes 4", self.range())
+            }
+            None if self.under_none() => format!(
+                "{}; under none at most the hardware queue depth",
+                self.range()
+            ),
+            _ => format!(
+                "{}; the kernel raises smaller values to {NR_REQUESTS_MIN}",
+                self.range()
+            ),
+        }
+    }
+}
 
 /// A value that can be edited.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,14 +95,15 @@ pub struct Editor {
 pub const MAX_INPUT: usize = 20;
 
 impl Editor {
-    /// Check the typed value; `Ok` holds the settings to apply.
-    pub fn check(&self, page_kb: u64) -> Result<Settings, String> {
-        check(&self.field, &self.input, page_kb)
+    /// Check the typed value against `nr` (for nr_requests) and the page
+    /// size (for read_ahead_kb); `Ok` holds the settings to apply.
+    pub fn check(&self, page_kb: u64, nr: &NrLimit) -> Result<Settings, String> {
+        check(&self.field, &self.input, page_kb, nr)
     }
 }
 
 /// Check `input` for `field`: the reason it would be refused, or the settings.
-pub fn check(field: &Field, input: &str, page_kb: u64) -> Result<Settings, String> {
+pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<Settings, String> {
     let v = input.trim();
     if v.is_empty() {
         return Err("type a number".into());
@@ -59,10 +115,8 @@ pub fn check(field: &Field, input: &str, page_kb: u64) -> Result<Settings, Strin
                 .parse()
                 .map_err(|_| format!("{what} '{v}' is not a whole number"))?;
             if *field == Field::NrRequests {
-                if !(NR_REQUESTS_MIN..=NR_REQUESTS_MAX).contains(&n) {
-                    return Err(format!(
-                        "{what} '{v}' is out of range: {NR_REQUESTS_MIN} to {NR_REQUESTS_MAX}"
-                    ));
+                if !(NR_REQUESTS_MIN..=nr.max()).contains(&n) {
+                    return Err(format!("{what} '{v}' is out of range: {}", nr.range()));
                 }
                 return Ok(Settings {
                     nr_requests: Some(n),
@@ -102,9 +156,65 @@ pub fn check(field: &Field, input: &str, page_kb: u64) -> Result<Settings, Strin
     }
 }
 
+/// What a switch of `d` to `choice` does to nr_requests, for the picker:
+/// the kernel resets it on every switch (`elevator_switch()`), under `none`
+/// to the hardware queue depth, which also lowers a value above it (seen on
+/// a loop device: kyber with 512, switched to none, reads back 128).
+pub fn switch_note(d: &BlockDevice, choice: &str) -> String {
+    match (choice, d.hw_queue_depth) {
+        ("none", Some(depth)) => {
+            let now = d
+                .queue
+                .nr_requests
+                .map_or_else(|| "-".into(), |n| n.to_string());
+            format!("the switch sets nr_requests {now}→{depth} (the hardware queue depth)")
+        }
+        _ => "the switch resets nr_requests and the tunables to the kernel's defaults".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check(field: &Field, input: &str, page_kb: u64) -> Result<Settings, String> {
+        super::check(field, input, page_kb, &NrLimit::default())
+    }
+
+    fn limit(scheduler: &str, hw_depth: Option<u64>) -> NrLimit {
+        NrLimit {
+            scheduler: scheduler.into(),
+            hw_depth,
+        }
+    }
+
+    #[test]
+    fn nr_requests_under_none_is_bounded_by_the_hardware_queue_depth() {
+        let nr = Field::NrRequests;
+        let none = limit("none", Some(128));
+        let ok = |v: &str, l: &NrLimit| super::check(&nr, v, 4, l);
+        assert_eq!(ok("128", &none).unwrap().nr_requests, Some(128));
+        assert_eq!(ok("4", &none).unwrap().nr_requests, Some(4));
+        let e = ok("129", &none).unwrap_err();
+        assert_eq!(e, "nr_requests '129' is out of range: 4 to 128 under none");
+        assert_eq!(
+            none.hint(),
+            "4 to 128 under none (hardware queue depth); below 4 becomes 4"
+        );
+        // With a scheduler the depth is no limit; nor is an unknown depth.
+        let kyber = limit("kyber", Some(128));
+        assert_eq!(ok("2048", &kyber).unwrap().nr_requests, Some(2048));
+        assert!(ok("2049", &kyber).unwrap_err().ends_with("4 to 2048"));
+        assert!(kyber.hint().starts_with("4 to 2048; "), "{}", kyber.hint());
+        let unknown = limit("none", None);
+        assert_eq!(ok("2048", &unknown).unwrap().nr_requests, Some(2048));
+        assert!(unknown.hint().contains("hardware queue depth"));
+        // A tiny tag set still allows the kernel's minimum.
+        assert!(ok("4", &limit("none", Some(1))).is_ok());
+        assert!(ok("5", &limit("none", Some(1))).is_err());
+        // Other fields do not care.
+        assert!(super::check(&Field::ReadAheadKb, "4096", 4, &none).is_ok());
+    }
 
     #[test]
     fn values_are_checked_with_reasons() {

@@ -370,7 +370,7 @@ impl App {
                     e.input.pop();
                     Some(Overlay::Edit(e))
                 }
-                Action::Confirm => match e.check(self.page_kb) {
+                Action::Confirm => match e.check(self.page_kb, &self.nr_limit(&e.device)) {
                     Err(why) => {
                         self.say(
                             StatusKind::Error,

@@ -12,7 +12,7 @@ pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
 use super::bench_dialog::{BenchDialog, Stage};
 use super::command::Mode;
-use super::edit::Editor;
+use super::edit::{Editor, NrLimit};
 use super::export_dialog::{ExportDialog, Focus};
 use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
 use crate::device::BlockDevice;
@@ -306,6 +306,15 @@ impl App {
         self.devices
             .iter()
             .find(|d| d.name == name && d.size_bytes > 0)
+    }
+
+    /// What bounds nr_requests on `name` now, from the last snapshot.
+    pub fn nr_limit(&self, name: &str) -> NrLimit {
+        self.devices
+            .iter()
+            .find(|d| d.name == name)
+            .map(NrLimit::of)
+            .unwrap_or_default()
     }
 
     /// The newest statistics of a device.

@@ -4,7 +4,7 @@
 use super::Theme;
 use crate::tui::app::{App, Overlay};
 use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
-use crate::tui::edit::{Editor, Field};
+use crate::tui::edit::{Editor, Field, NrLimit, switch_note};
 use crate::tui::text::{SCHEDULERS, scheduler_help, tunable_help};
 use crate::tuner::known_tunables;
 use ratatui::Frame;
@@ -53,7 +53,14 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 };
                 lines.push(Line::from(Span::styled(text, st)));
             }
-            lines.push(Line::raw(""));
+            // Under the cursor another scheduler: what the switch resets.
+            let note = options
+                .get(*cursor)
+                .filter(|o| *o != active)
+                .zip(app.devices.iter().find(|d| d.name == *device))
+                .map(|(o, d)| switch_note(d, o))
+                .unwrap_or_default();
+            lines.push(Line::from(Span::styled(note, t.dim())));
             lines.push(Line::from(Span::styled(
                 "● active   ↑↓ move   Enter apply   Esc cancel",
                 t.dim(),
@@ -100,7 +107,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 t,
             );
         }
-        Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, t),
+        Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
         Some(Overlay::Export(d)) => super::dialogs::export(f, area, d, t),
         Some(Overlay::Bench(d)) => super::dialogs::bench(f, area, d, t),
         Some(Overlay::Help { scroll }) => {
@@ -142,13 +149,13 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
     }
 }
 
-fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, t: Theme) {
+fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: Theme) {
     let range = match &e.field {
-        Field::NrRequests => "4 to 2048; the kernel raises smaller values to 4".to_string(),
+        Field::NrRequests => nr.hint(),
         Field::ReadAheadKb => format!("KiB, a multiple of the page size ({page_kb} KiB)"),
         Field::Tunable(n) => tunable_help(n).to_string(),
     };
-    let verdict = match e.check(page_kb) {
+    let verdict = match e.check(page_kb, nr) {
         Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
         Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", t.done())),
         Err(why) => Line::from(Span::styled(format!("✗ {why}"), t.error())),
