@@ -18,7 +18,8 @@ pub struct SetArgs {
     #[arg(long, short = 's', value_name = "NAME")]
     pub scheduler: Option<String>,
 
-    /// queue/nr_requests (4 to 2048); written after the scheduler switch, which resets it.
+    /// queue/nr_requests (4 to 2048; under none at most the hardware queue depth);
+    /// written after the scheduler switch, which resets it.
     #[arg(long, value_name = "N")]
     pub nr_requests: Option<u64>,
 
