@@ -46,7 +46,10 @@ impl NrLimit {
     pub fn hint(&self) -> String {
         match self.hw_depth {
             Some(_) if self.under_none() => {
-                format!("{} (hardware queue depth); below 4 becomes 4", self.range())
+                format!(
+                    "{} (hardware queue depth); below {NR_REQUESTS_MIN} becomes {NR_REQUESTS_MIN}",
+                    self.range()
+                )
             }
             None if self.under_none() => format!(
                 "{}; under none at most the hardware queue depth",
