@@ -496,3 +496,33 @@ fn not_root_is_exit_1_for_bench_and_demo_alike() {
     }
     assert_scratch_removed(dir.path());
 }
+
+#[test]
+fn not_root_bench_of_a_device_is_one_line_and_changes_nothing() {
+    if !require_root("not_root_bench_of_a_device_is_one_line_and_changes_nothing")
+        || !require_tool(
+            "not_root_bench_of_a_device_is_one_line_and_changes_nothing",
+            "setpriv",
+        )
+    {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let before = lo.settings();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = public_binary(bin_dir.path());
+    let o = as_nobody(&bin)
+        .args(["bench", lo.name(), "--dwell", "1s", "--rounds", "1"])
+        .env("BLKTUNE_JOURNAL_DIR", bin_dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("needs root") && err.contains(lo.name()),
+        "{err}"
+    );
+    assert!(!err.contains("RESTORE"), "{err}");
+    assert_eq!(lo.settings(), before);
+}

@@ -180,6 +180,13 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     // A partition or an unknown name gets the tuner's own message, before any load check.
     crate::tuner::resolve(&root, &device)?;
+    if scratch.is_none() && !crate::os::is_root() {
+        // Without root the first switch fails and the restore fails with it:
+        // say so before anything starts, like --scratch and demo.
+        anyhow::bail!(
+            "bench needs root: it switches '{device}' through its schedulers; try 'sudo blktune bench {device}'"
+        );
+    }
     let load_spec = match load {
         LoadChoice::None => None,
         LoadChoice::Mix(mix) => {
