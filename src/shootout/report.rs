@@ -122,6 +122,36 @@ fn verdict_decimals(base: usize, values: &[Option<f64>]) -> usize {
     base.max(need)
 }
 
+/// The line under the table: what its figures are, naming only the columns
+/// and the spread rows it shows.
+fn footnote(r: &ShootoutResult, cols: &[Metric]) -> String {
+    let mut parts = vec![format!(
+        "means over {} round{} of {:.0}s",
+        r.rounds,
+        if r.rounds == 1 { "" } else { "s" },
+        r.dwell_s
+    )];
+    if r.rounds > 1 {
+        parts.push("± is half the range across rounds".into());
+    }
+    parts.push("r_await/w_await/aqu-sz/%util from diskstats".into());
+    let reads = [Metric::P50, Metric::P99, Metric::P999]
+        .into_iter()
+        .filter(|m| cols.contains(m))
+        .map(Metric::label)
+        .collect::<Vec<_>>();
+    match (reads.is_empty(), cols.contains(&Metric::WP99)) {
+        (false, true) => parts.push(format!(
+            "{} of the load's reads and w_p99 of its writes, in ms",
+            reads.join("/")
+        )),
+        (false, false) => parts.push(format!("{} of the load's reads, in ms", reads.join("/"))),
+        (true, true) => parts.push("w_p99 of the load's writes, in ms".into()),
+        (true, false) => {}
+    }
+    format!("({})", parts.join("; "))
+}
+
 /// The results table: per scheduler a row of means and a row of ± half the
 /// range across rounds; then the verdict and any noise warning.
 pub fn table(r: &ShootoutResult) -> String {
@@ -189,18 +219,7 @@ pub fn table(r: &ShootoutResult) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "(means over {} round{} of {:.0}s; ± is half the range across rounds; r_await/w_await/aqu-sz/%util from diskstats{})",
-        r.rounds,
-        if r.rounds == 1 { "" } else { "s" },
-        r.dwell_s,
-        if r.load.is_some() {
-            "; p50/p99/p99.9 of the load's reads and w_p99 of its writes, in ms"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(out, "{}", footnote(r, &cols));
     out.push('\n');
     match &r.verdict {
         None => {
@@ -327,6 +346,31 @@ mod tests {
         assert_eq!(verdict_decimals(2, &[Some(0.62), Some(0.8)]), 3);
         assert_eq!(verdict_decimals(1, &[Some(5000.0), None]), 1);
         assert_eq!(verdict_decimals(2, &[Some(0.0), None]), 2);
+    }
+
+    #[test]
+    fn the_footnote_names_only_what_the_table_shows() {
+        let one = result(&[("none", &[2.0]), ("kyber", &[1.0])]);
+        let reads = [Metric::RAwait, Metric::P50, Metric::P99, Metric::P999];
+        let f = footnote(&one, &reads);
+        assert_eq!(
+            f,
+            "(means over 1 round of 3s; r_await/w_await/aqu-sz/%util from diskstats; p50/p99/p99.9 of the load's reads, in ms)"
+        );
+        let two = result(&[("none", &[2.0, 2.2]), ("kyber", &[1.0, 1.2])]);
+        let mut mixed = reads.to_vec();
+        mixed.push(Metric::WP99);
+        let f = footnote(&two, &mixed);
+        assert!(
+            f.contains("means over 2 rounds of 3s; ± is half the range across rounds"),
+            "{f}"
+        );
+        assert!(
+            f.ends_with("p50/p99/p99.9 of the load's reads and w_p99 of its writes, in ms)"),
+            "{f}"
+        );
+        // Passive: diskstats only.
+        assert!(!footnote(&two, &[Metric::RAwait]).contains("load"));
     }
 
     #[test]
