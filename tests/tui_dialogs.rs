@@ -432,6 +432,37 @@ fn applying_a_winner_the_shoot_out_left_in_force_changes_nothing() {
 }
 
 #[test]
+fn a_long_noisy_verdict_never_pushes_out_the_result_keys() {
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = result();
+    let v = r.verdict.as_mut().unwrap();
+    v.noisy = true;
+    v.notes = vec![
+        "the advantage (1.4%) is below the 5% noise floor".into(),
+        "one round only: the spread is unknown; use --rounds 2 or more".into(),
+    ];
+    r.final_settings =
+        "original settings restored (scheduler=mq-deadline nr_requests=256 read_ahead_kb=2560)"
+            .into();
+    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(r)))));
+    for (w, h) in [(80, 24), (60, 20)] {
+        let s = text(&screen(&app, w, h));
+        let lines: Vec<&str> = s.lines().collect();
+        let keys = lines
+            .iter()
+            .position(|l| l.contains("a apply the winner"))
+            .unwrap_or_else(|| panic!("{w}x{h}: no result keys:\n{s}"));
+        assert!(
+            lines[keys + 1].contains('└'),
+            "{w}x{h}: the keys sit on the box's last row:\n{s}"
+        );
+        assert!(s.contains("WARNING: inside the noise"), "{w}x{h}:\n{s}");
+    }
+}
+
+#[test]
 fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));

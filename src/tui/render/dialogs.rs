@@ -275,6 +275,7 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
     let r = big(area);
     let w = r.width.saturating_sub(2) as usize;
     let mut lines = Vec::new();
+    let mut keys: Option<&str> = None;
     let title = format!("scheduler shoot-out on {}", d.device);
     match &d.stage {
         Stage::Setup => {
@@ -338,10 +339,7 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
         Stage::Done(res) => {
             lines.extend(results_lines(res, t));
             lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled(
-                "a apply the winner   e export it as a udev rule   Esc close",
-                t.heading(),
-            )));
+            keys = Some("a apply the winner   e export it as a udev rule   Esc close");
         }
         Stage::Failed(e) => {
             lines.push(Line::from(Span::styled(e.clone(), t.error())));
@@ -349,9 +347,46 @@ pub fn bench(f: &mut Frame, area: Rect, d: &BenchDialog, t: Theme) {
             lines.push(Line::from(Span::styled("Esc close", t.heading())));
         }
     }
-    let h = (lines.len() as u16 + 4).min(r.height);
+    // Wrapped rows, plus the key line, plus the borders; the key line is
+    // drawn on the last inner row so a long verdict never pushes it out.
+    let rows = wrapped_rows(&lines, w) + usize::from(keys.is_some());
+    let h = (rows as u16 + 2).min(r.height);
     let boxr = Rect::new(r.x, r.y + (r.height - h) / 2, r.width, h);
     boxed(f, boxr, &title, lines, t, true);
+    if let Some(k) = keys
+        && boxr.height > 2
+    {
+        let row = Rect::new(boxr.x + 1, boxr.bottom() - 2, boxr.width - 2, 1);
+        f.render_widget(Clear, row);
+        f.render_widget(Paragraph::new(Span::styled(k, t.heading())), row);
+    }
+}
+
+/// Rows `lines` take when word-wrapped greedily at `w` columns (as the
+/// paragraph wraps them; a word longer than a row is split).
+fn wrapped_rows(lines: &[Line], w: usize) -> usize {
+    let w = w.max(1);
+    lines
+        .iter()
+        .map(|l| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            let (mut rows, mut col) = (1, 0);
+            for word in text.split(' ') {
+                let n = word.chars().count();
+                let need = if col == 0 { n } else { col + 1 + n };
+                if need <= w {
+                    col = need;
+                } else {
+                    // On a new row, unless the row is still empty; a word
+                    // longer than a row goes on over the next ones.
+                    rows += usize::from(col > 0);
+                    rows += n.saturating_sub(1) / w;
+                    col = if n == 0 { 0 } else { (n - 1) % w + 1 };
+                }
+            }
+            rows
+        })
+        .sum()
 }
 
 /// The results table (means per scheduler), the verdict and what the device was left with.
@@ -408,4 +443,25 @@ pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
     }
     out.push(Line::styled(r.final_settings.clone(), t.done()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_rows_counts_greedy_word_wrapping() {
+        let rows = |s: &str, w| wrapped_rows(&[Line::raw(s.to_string())], w);
+        assert_eq!(rows("", 10), 1);
+        assert_eq!(rows("abc def", 7), 1);
+        assert_eq!(rows("abc def", 6), 2);
+        assert_eq!(rows("aaaa bbbb cccc", 9), 2);
+        // A word longer than a row is split over rows.
+        assert_eq!(rows("aaaaaaaaaaaa", 5), 3);
+        assert_eq!(rows("aaaaaaaaaa", 5), 2);
+        assert_eq!(
+            wrapped_rows(&[Line::raw("one"), Line::raw("two three")], 5),
+            3
+        );
+    }
 }
