@@ -255,6 +255,11 @@ pub enum ExportError {
         matcher: String,
     },
 
+    #[error(
+        "'{dev}': nr_requests {n} is above the hardware queue depth ({depth}), the most the kernel takes under none; give --nr-requests {depth} or less"
+    )]
+    AboveQueueDepth { dev: String, n: u64, depth: u64 },
+
     #[error("'{dev}': nothing to export (no scheduler and no read_ahead_kb)")]
     Nothing { dev: String },
 
@@ -300,6 +305,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
         let (spec, mut w) = matching::choose(item, opts.strategy)?;
         warnings.append(&mut w);
         let assigns = rules::assignments(&item.device, &item.settings)?;
+        check_queue_depth(item)?;
         if let Some(w) = carried_nr_requests_warning(item) {
             warnings.push(w);
         }
@@ -355,10 +361,34 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
     })
 }
 
+/// Under `none` the kernel refuses nr_requests above the hardware queue
+/// depth: a rule writing more would fail at boot, so it is not written. A
+/// device whose depth is unknown is left to the warning below.
+fn check_queue_depth(item: &ExportItem) -> Result<(), ExportError> {
+    let s = &item.settings;
+    let target = s.scheduler.as_deref().or(item
+        .device
+        .queue
+        .scheduler
+        .as_ref()
+        .map(|q| q.active.as_str()));
+    match (target, s.nr_requests, item.device.hw_queue_depth) {
+        (Some("none"), Some(n), Some(depth)) if n > depth => Err(ExportError::AboveQueueDepth {
+            dev: item.device.name.clone(),
+            n,
+            depth,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Switching to `none` makes the queue depth the limit of nr_requests
 /// (kernel `Documentation/ABI/stable/sysfs-block`), so a value carried over
 /// from another scheduler may be refused when the rule runs.
 fn carried_nr_requests_warning(item: &ExportItem) -> Option<String> {
+    if item.device.hw_queue_depth.is_some() {
+        return None; // known: checked by check_queue_depth
+    }
     let s = &item.settings;
     let live = item.device.queue.scheduler.as_ref()?;
     let n = s.nr_requests?;

@@ -412,6 +412,47 @@ fn switching_to_none_warns_about_a_carried_nr_requests() {
 }
 
 #[test]
+fn nr_requests_above_the_queue_depth_under_none_is_not_exported() {
+    let kernel = RenderOptions {
+        strategy: Some(MatchStrategy::Kernel),
+        ..opts()
+    };
+    let to_none = |nr: Option<u64>| Settings {
+        scheduler: Some("none".into()),
+        nr_requests: nr,
+        ..Settings::default()
+    };
+    // Carried over from kyber (256 on this disk), above the depth: refused.
+    let mut disk = FakeDisk::new("loop0")
+        .dev(7, 0)
+        .active("kyber")
+        .hw_queue_depth(128);
+    disk.nr_requests = 256;
+    let d = device(disk);
+    let s = with_overrides(&live_settings(&d), &to_none(None));
+    assert_eq!(s.nr_requests, Some(256));
+    let e = render(&[ExportItem::new(d.clone(), s, BTreeMap::new())], &kernel).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert_eq!(
+        e.to_string(),
+        "'loop0': nr_requests 256 is above the hardware queue depth (128), the most the kernel takes under none; give --nr-requests 128 or less"
+    );
+    // Within the depth: written, and no warning about it.
+    let s = with_overrides(&live_settings(&d), &to_none(Some(128)));
+    let r = render(&[ExportItem::new(d, s, BTreeMap::new())], &kernel).unwrap();
+    assert!(
+        r.text.contains("ATTR{queue/nr_requests}=\"128\""),
+        "{}",
+        r.text
+    );
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("queue depth")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
 fn id_from_udev_env_needs_a_late_file_name() {
     assert!(sorts_after_persistent_storage(Path::new(
         DEFAULT_RULES_PATH
