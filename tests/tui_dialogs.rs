@@ -584,9 +584,17 @@ fn every_warning_is_counted_and_listed_before_the_write() {
         "{s}"
     );
     insta::assert_snapshot!("export_warnings_confirm", term.backend());
+    // Only y writes: a second Enter (typed ahead) does nothing.
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert_eq!(dialog(&app).focus, Focus::Warnings);
     // Esc (n) goes back; Enter, then y writes.
     assert!(press(&mut app, &[KeyCode::Esc]).is_empty());
     assert_eq!(dialog(&app).focus, Focus::Options);
+    assert_eq!(
+        status(&app),
+        "/etc/udev/rules.d/61-blktune.rules not written; Enter lists the warnings again",
+        "the y/n prompt is gone from the status line"
+    );
     press(&mut app, &[KeyCode::Enter]);
     let ctl = press(&mut app, &chars("y"));
     assert!(

@@ -607,6 +607,9 @@ fn change_undo_and_revert_all_through_the_tuner() {
     );
     assert!(press(&mut app, &chars("U")).is_empty());
     assert!(matches!(app.overlay, Some(Overlay::Confirm { .. })));
+    // Only y confirms: an Enter typed ahead changes nothing.
+    assert!(press(&mut app, &[KeyCode::Enter]).is_empty());
+    assert!(matches!(app.overlay, Some(Overlay::Confirm { .. })));
     send(press(&mut app, &chars("y")));
     settle(&mut app, &frx, &ctx, &m);
     assert_eq!(

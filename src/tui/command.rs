@@ -442,14 +442,7 @@ pub const HELP: &[Binding] = &[
 
 /// Keys of a yes/no question.
 pub const CONFIRM: &[Binding] = &[
-    b(
-        &[C('y'), K(KeyCode::Enter)],
-        "y",
-        Some("yes"),
-        "do it",
-        Action::Confirm,
-        false,
-    ),
+    b(&[C('y')], "y", Some("yes"), "do it", Action::Confirm, false),
     b(
         &[C('n'), K(KeyCode::Esc), C('q')],
         "n/Esc",

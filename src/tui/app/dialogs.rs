@@ -187,7 +187,16 @@ impl App {
                     self.say(StatusKind::Error, why);
                 }
             },
-            (Focus::Warnings, Action::Cancel) => d.focus = Focus::Options,
+            (Focus::Warnings, Action::Cancel) => {
+                d.focus = Focus::Options;
+                self.say(
+                    StatusKind::Info,
+                    format!(
+                        "{} not written; Enter lists the warnings again",
+                        d.path.trim()
+                    ),
+                );
+            }
             // The answer still comes (and lands in the status line); the dialog may go.
             (Focus::Writing, Action::Cancel) => return out,
             (Focus::Overwrite, Action::Cancel) => {
