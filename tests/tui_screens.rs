@@ -250,6 +250,17 @@ fn a_long_status_takes_two_rows_at_80x24() {
         "{s}"
     );
     assert!(rows[23].contains("? help  q quit"), "{s}");
+    // An open dialog, even one as tall as the screen, leaves both status
+    // rows visible.
+    press(&mut app, &chars("e"));
+    let s = text(&screen(&app, 80, 24));
+    let rows: Vec<&str> = s.lines().collect();
+    assert!(rows.iter().any(|r| r.contains("export a udev rule")), "{s}");
+    assert!(
+        rows[21].contains("cannot write 'kyber'") && rows[22].contains("try again when"),
+        "{s}"
+    );
+    press(&mut app, &[KeyCode::Esc]);
     // A short status keeps one row.
     app.on_feed(Feed::Error("'sda': short".into()));
     let s = text(&screen(&app, 80, 24));

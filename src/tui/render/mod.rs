@@ -171,7 +171,13 @@ pub fn draw(f: &mut Frame, app: &App) {
     table::render(f.buffer_mut(), a.table, app, theme);
     detail::render(f.buffer_mut(), a.detail, app, theme);
     footer::render(f.buffer_mut(), a.status, a.footer, app, theme);
-    overlay::render(f, area, app, theme);
+    // Dialogs leave the status and footer rows visible: a two-row status
+    // takes one row more from them.
+    let over = Rect {
+        height: area.height - a.status.height.saturating_sub(1),
+        ..area
+    };
+    overlay::render(f, over, app, theme);
 }
 
 /// A number in at most `w` characters: `0.42`, `12.3`, `812`, `12k`.
