@@ -458,7 +458,9 @@ fn a_long_noisy_verdict_never_pushes_out_the_result_keys() {
             lines[keys + 1].contains('└'),
             "{w}x{h}: the keys sit on the box's last row:\n{s}"
         );
-        assert!(s.contains("WARNING: inside the noise"), "{w}x{h}:\n{s}");
+        if w >= 80 {
+            assert!(s.contains("WARNING: inside the noise"), "{w}x{h}:\n{s}");
+        }
     }
 }
 
