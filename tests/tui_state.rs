@@ -364,6 +364,65 @@ fn navigation_filter_sort_and_hooks() {
 
 /// The safety rule: the selection follows the name and never lands on a
 /// neighbour when its device goes, so the next key cannot change another device.
+/// A loop device detached and re-attached between two snapshots keeps its
+/// name but is another device (new diskseq): it counts as vanished, and
+/// the old one's undo never reaches the new one.
+#[test]
+fn a_device_replaced_under_the_same_name_counts_as_vanished() {
+    let disk = |name: &str, minor, seq| {
+        let mut d = blktune::fake::FakeDisk::new(name).dev(7, minor);
+        d.diskseq = Some(seq);
+        d
+    };
+    let mut m = Machine::new(&[disk("loop0", 0, 5), disk("loop1", 1, 6)]);
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert_eq!(app.selected.as_deref(), Some("loop0"));
+    app.undo.insert(
+        "loop0".into(),
+        vec![blktune::history::ChangeMark {
+            device: "loop0".into(),
+            t: 1.0,
+            label: "none→kyber".into(),
+            before: Default::default(),
+            after: Default::default(),
+        }],
+    );
+    press(&mut app, &chars("s"));
+    assert!(matches!(app.overlay, Some(Overlay::Picker { .. })));
+    // Same number of samples, same name, new diskseq.
+    std::fs::write(m.tree.dev_dir("loop0").join("diskseq"), "9\n").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    assert!(app.overlay.is_none(), "the picker of the old device closes");
+    assert_eq!(
+        app.selected, None,
+        "the new device is not selected by itself"
+    );
+    assert!(app.undo.is_empty(), "no undo onto another device");
+    let s = status(&app);
+    assert!(
+        s.contains("'loop0' was replaced by another device of that name (new diskseq)"),
+        "{s}"
+    );
+    for k in ["s", "u"] {
+        assert!(press(&mut app, &chars(k)).is_empty(), "{k}");
+    }
+    // The next snapshot does not report it again; the user picks it anew.
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.selected, None);
+    press(&mut app, &[KeyCode::Down]);
+    assert!(app.selected.is_some());
+    // Unchanged diskseqs are the same devices; a detach (size 0, and the
+    // kernel gives a new diskseq) is a vanished device, not a replaced one.
+    assert!(blktune::tui::app::replaced_devices(&m.devices, &m.devices).is_empty());
+    let old = m.devices.clone();
+    std::fs::write(m.tree.dev_dir("loop1").join("diskseq"), "12\n").unwrap();
+    std::fs::write(m.tree.dev_dir("loop1").join("size"), "0\n").unwrap();
+    m.refresh();
+    assert!(blktune::tui::app::replaced_devices(&old, &m.devices).is_empty());
+}
+
 #[test]
 fn a_vanished_selected_device_leaves_nothing_selected() {
     let mut m = Machine::three();

@@ -195,6 +195,10 @@ pub struct App {
     /// Select the first row when one appears: true until a selection is
     /// made, so that a vanished device leaves nothing selected.
     auto_select: bool,
+    /// Names whose device was replaced by another one (same name, new
+    /// `diskseq`: a loop device detached and re-attached between two
+    /// snapshots) in the snapshot being handled: they count as vanished.
+    replaced: Vec<String>,
 }
 
 impl App {
@@ -234,6 +238,7 @@ impl App {
             reverting: None,
             want_select: cfg.select,
             auto_select: true,
+            replaced: Vec::new(),
         }
     }
 
@@ -401,11 +406,30 @@ impl App {
         self.now = s.t;
         self.iowait = s.iowait_pct;
         self.samples += 1;
+        self.replaced.clear();
         if !Arc::ptr_eq(&self.devices, &s.devices) {
+            self.replaced = replaced_devices(&self.devices, &s.devices);
             self.devices = Arc::clone(&s.devices);
             let devs = Arc::clone(&self.devices);
-            self.histories
-                .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            let replaced = self.replaced.clone();
+            for name in &replaced {
+                // Its originals belong to the device that went: never undo
+                // onto the new one (`blktune revert` explains what is left).
+                self.marks.remove(name);
+                if self.undo.remove(name).is_some() {
+                    self.say(
+                        StatusKind::Error,
+                        format!(
+                            "'{name}' was replaced by another device of that name (new diskseq): \
+                             its changes can no longer be undone here; see 'blktune revert {name}'"
+                        ),
+                    );
+                }
+            }
+            // Another device's history must not go on under the same name.
+            self.histories.retain(|name, _| {
+                !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
+            });
             if let Some(p) = &mut self.probe {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
@@ -432,7 +456,8 @@ impl App {
             self.say(
                 StatusKind::Error,
                 format!(
-                    "'{dev}' vanished: {what} closed, nothing changed{}",
+                    "'{dev}' {}: {what} closed, nothing changed{}",
+                    self.gone(&dev),
                     if self.selected.is_none() {
                         "; no device selected"
                     } else {
@@ -446,9 +471,20 @@ impl App {
     /// Is this device on the machine with a size (a detached loop device
     /// keeps its sysfs entry with size 0)?
     fn is_present(&self, name: &str) -> bool {
-        self.devices
-            .iter()
-            .any(|d| d.name == name && d.size_bytes > 0)
+        !self.replaced.iter().any(|r| r == name)
+            && self
+                .devices
+                .iter()
+                .any(|d| d.name == name && d.size_bytes > 0)
+    }
+
+    /// How a device that is no longer there went.
+    fn gone(&self, name: &str) -> &'static str {
+        if self.replaced.iter().any(|r| r == name) {
+            "was replaced by another device of that name (new diskseq)"
+        } else {
+            "vanished"
+        }
     }
 
     /// Close a dialog whose device is gone, so that Enter cannot apply it to
@@ -481,10 +517,13 @@ impl App {
         // Fast path, every tick: the selection is still a row.
         if self.want_select.is_none()
             && match &self.selected {
-                Some(sel) => self
-                    .devices
-                    .iter()
-                    .any(|d| &d.name == sel && self.is_shown(d)),
+                Some(sel) => {
+                    self.is_present(sel)
+                        && self
+                            .devices
+                            .iter()
+                            .any(|d| &d.name == sel && self.is_shown(d))
+                }
                 None => !self.auto_select,
             }
         {
@@ -503,7 +542,7 @@ impl App {
         }
         let pos = self.selected_pos.min(names.len().saturating_sub(1));
         match self.selected.clone() {
-            Some(sel) if names.contains(&sel) => {}
+            Some(sel) if names.contains(&sel) && self.is_present(&sel) => {}
             // Hidden by the filter being typed: the user moved it.
             Some(sel) if self.is_present(&sel) => {
                 self.selected = names.get(pos).cloned();
@@ -513,7 +552,10 @@ impl App {
                 self.selected = None;
                 self.say(
                     StatusKind::Error,
-                    format!("'{sel}' vanished; no device selected (↑/↓ selects one)"),
+                    format!(
+                        "'{sel}' {}; no device selected (↑/↓ selects one)",
+                        self.gone(&sel)
+                    ),
                 );
             }
             None if self.auto_select => self.selected = names.get(pos).cloned(),
@@ -660,6 +702,22 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
             _ => (x, y) = (&x[1..], &y[1..]),
         }
     }
+}
+
+/// Names whose device in `new` is another one than in `old`: both have a
+/// `diskseq` (kernel 5.15+, new on every attach and also on a loop
+/// device's detach) and they differ, and the new one has a size (a
+/// detached loop device is just vanished). Pure.
+pub fn replaced_devices(old: &[BlockDevice], new: &[BlockDevice]) -> Vec<String> {
+    new.iter()
+        .filter(|n| n.size_bytes > 0)
+        .filter(|n| {
+            old.iter().any(|o| {
+                o.name == n.name && matches!((o.diskseq, n.diskseq), (Some(a), Some(b)) if a != b)
+            })
+        })
+        .map(|n| n.name.clone())
+        .collect()
 }
 
 #[cfg(test)]
