@@ -178,7 +178,7 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     let s = status(&app);
     assert!(s.starts_with("wrote /tmp/x/61-test.rules (sda)"), "{s}");
     assert!(
-        s.contains("udevadm control --reload && udevadm trigger"),
+        s.contains("apply: sudo udevadm control --reload && sudo udevadm trigger"),
         "{s}"
     );
 }
@@ -441,7 +441,7 @@ fn a_long_noisy_verdict_never_pushes_out_the_result_keys() {
     v.noisy = true;
     v.notes = vec![
         "the advantage (1.4%) is below the 5% noise floor".into(),
-        "one round only: the spread is unknown; use --rounds 2 or more".into(),
+        "one round only: the spread is unknown".into(),
     ];
     r.final_settings =
         "original settings restored (scheduler=mq-deadline nr_requests=256 read_ahead_kb=2560)"

@@ -96,6 +96,10 @@ fn nr_requests_above_the_hardware_depth_is_refused_in_the_editor_and_a_switch_to
     t.wait("kyber under the cursor", |s| s.contains("▶   kyber"));
     t.keys(&["Enter"]);
     wait_attr(&lo, &t, "scheduler", "kyber");
+    // Until its answer arrives a change is pending and n would say "busy".
+    t.wait("the status of the switch", |s| {
+        s.contains(&format!("{dev}: none→kyber")) && s.contains("(kernel")
+    });
     let many = (depth * 4).to_string();
     t.keys(&["n"]);
     t.wait("the editor", |s| {

@@ -364,8 +364,7 @@ pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
         ));
     }
     if ws.rounds < 2 || rs.rounds < 2 {
-        v.notes
-            .push("one round only: the spread is unknown; use --rounds 2 or more".into());
+        v.notes.push("one round only: the spread is unknown".into());
     }
     Some(v)
 }

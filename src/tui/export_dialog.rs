@@ -29,9 +29,10 @@ pub const STRATEGIES: [MatchStrategy; 4] = [
     MatchStrategy::Kernel,
 ];
 
-/// The command that makes udev re-read rules and apply them to block devices.
+/// The commands that make udev re-read rules and apply them to block
+/// devices (each needs root).
 pub const APPLY_HINT: &str =
-    "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block";
+    "sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block";
 
 /// One device the dialog can export.
 #[derive(Debug, Clone, PartialEq)]

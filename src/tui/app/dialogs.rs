@@ -359,10 +359,7 @@ impl App {
                 self.overlay = None;
                 self.say(
                     StatusKind::Done,
-                    format!(
-                        "wrote {} ({names}); apply: sudo {APPLY_HINT}",
-                        path.display()
-                    ),
+                    format!("wrote {} ({names}); apply: {APPLY_HINT}", path.display()),
                 );
             }
             Err(WriteError::Exists(p)) if names.is_empty() => {
