@@ -366,7 +366,40 @@ pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
     if ws.rounds < 2 || rs.rounds < 2 {
         v.notes.push("one round only: the spread is unknown".into());
     }
+    if let Some(n) = starvation_note(m, &w.scheduler, summaries) {
+        v.notes.push(n);
+    }
     Some(v)
+}
+
+/// A winner on read latency that nearly stopped the writes (or on write
+/// latency that nearly stopped the reads) won at their cost: bfq can starve
+/// a sequential writer for a whole dwell. Says so when the winner's rate of
+/// the other direction is below a tenth of the best other scheduler's.
+fn starvation_note(m: Metric, winner: &str, summaries: &[SchedulerSummary]) -> Option<String> {
+    let (other, what) = match m {
+        Metric::RAwait | Metric::P50 | Metric::P99 | Metric::P999 => (Metric::WS, "writes"),
+        Metric::WAwait | Metric::WP99 => (Metric::RS, "reads"),
+        _ => return None,
+    };
+    let rate = |s: &SchedulerSummary| s.get(other).map(|sp| sp.mean);
+    let mine = summaries
+        .iter()
+        .find(|s| s.scheduler == winner)
+        .and_then(rate)?;
+    let best = summaries
+        .iter()
+        .filter(|s| s.scheduler != winner)
+        .filter_map(rate)
+        .fold(0.0_f64, f64::max);
+    (best >= 1.0 && mine < best / 10.0).then(|| {
+        format!(
+            "{winner} nearly stopped the {what} ({mine:.1} {l} vs {best:.1} under another scheduler): \
+             its {} is bought with them",
+            m.label(),
+            l = other.label()
+        )
+    })
 }
 
 /// The measuring order: round 1 as given, round 2 reversed, and so on, so
@@ -387,6 +420,48 @@ pub fn plan(schedulers: &[String], rounds: usize) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_latency_win_that_starved_the_writes_says_so() {
+        let f = |r_await: f64, w_s: f64| Figures {
+            r_s: 1000.0,
+            w_s,
+            r_await,
+            ..Figures::default()
+        };
+        let s = vec![
+            SchedulerSummary::new("kyber", vec![f(0.31, 3300.0), f(0.31, 3250.0)]),
+            SchedulerSummary::new("bfq", vec![f(0.28, 0.5), f(0.28, 0.7)]),
+        ];
+        let v = verdict(Goal::ReadLatency, &s).unwrap();
+        assert_eq!(v.winner, "bfq");
+        assert!(
+            v.notes.iter().any(|n| n
+                == "bfq nearly stopped the writes (0.6 w/s vs 3275.0 under another scheduler): its r_await is bought with them"),
+            "{:?}",
+            v.notes
+        );
+        // Writes kept going: no such note; a read-only load has none either.
+        let fair = vec![
+            SchedulerSummary::new("kyber", vec![f(0.31, 3300.0)]),
+            SchedulerSummary::new("bfq", vec![f(0.28, 2900.0)]),
+        ];
+        let reads_only = vec![
+            SchedulerSummary::new("kyber", vec![f(0.31, 0.0)]),
+            SchedulerSummary::new("bfq", vec![f(0.28, 0.0)]),
+        ];
+        for s in [fair, reads_only] {
+            let v = verdict(Goal::ReadLatency, &s).unwrap();
+            assert!(
+                !v.notes.iter().any(|n| n.contains("nearly stopped")),
+                "{:?}",
+                v.notes
+            );
+        }
+        // Throughput has no other direction to starve.
+        let v = verdict(Goal::Throughput, &s).unwrap();
+        assert!(!v.notes.iter().any(|n| n.contains("nearly stopped")));
+    }
 
     fn fig(r_await: f64, mb_s: f64) -> Figures {
         Figures {
