@@ -94,7 +94,14 @@ fn unknown_device() {
         &["'sdz'", "blktune list"],
     );
     f.fails(&["watch", "-c", "1", "sdz"], 2, &["'sdz'"]);
-    f.fails(&["revert", "sdz"], 1, &["'sdz'", "nothing to revert"]);
+    // Neither a device nor in the journal: a typo, like set's (exit 2).
+    f.fails(
+        &["revert", "sdz"],
+        2,
+        &["unknown device 'sdz'", "blktune list"],
+    );
+    // A device with nothing journalled: nothing to revert (exit 1).
+    f.fails(&["revert", "sda"], 1, &["'sda'", "nothing to revert"]);
 }
 
 #[test]

@@ -103,7 +103,11 @@ fn r_records_the_live_session_to_a_file_replay_reads() {
     });
     t.keys(&["R"]);
     let s = t.wait("the REC mark", |s| s.contains("● REC"));
-    assert!(s.contains("recording to blktune-"), "{s}");
+    // The status names the whole path, so the admin knows where it went.
+    assert!(
+        s.contains(&format!("recording to {}/blktune-", cwd.path().display())),
+        "{s}"
+    );
     // A switch while recording is recorded as a change (none → kyber).
     assert_eq!(lo.active_scheduler(), "none");
     t.keys(&["s"]);

@@ -247,6 +247,22 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         ))
         .into());
     }
+    // A name that is neither a device nor in the journal is a typo: say so
+    // (exit 2) before reverting anything.
+    for name in &names {
+        let known = journal
+            .load(name)
+            .map_err(|e| journal_error(&journal, e))
+            .with_context(|| format!("cannot read the journal entry of '{name}'"))?
+            .is_some();
+        if !known && root.device(name).is_none() {
+            return Err(UsageError(format!(
+                "unknown device '{name}': no such entry under {}/block and nothing of it in the journal (see 'blktune list')",
+                root.sysfs().display()
+            ))
+            .into());
+        }
+    }
     for name in &names {
         let entry = journal
             .load(name)

@@ -55,7 +55,9 @@ impl App {
             self.say(StatusKind::Info, "stopping the recording…");
             return vec![Control::Record(None)];
         }
-        let path = default_file_name(&self.host.hostname, SystemTime::now());
+        // Absolute, so the status line says where it went.
+        let name = default_file_name(&self.host.hostname, SystemTime::now());
+        let path = std::env::current_dir().map_or(name.clone(), |d| d.join(&name));
         self.say(
             StatusKind::Info,
             format!("starting to record to {}…", path.display()),
