@@ -345,7 +345,10 @@ fn navigation_filter_sort_and_hooks() {
     // R asks the source to record to a new file named after the host.
     match press(&mut app, &chars("R")).as_slice() {
         [Control::Record(Some(p))] => {
-            assert!(p.to_string_lossy().starts_with("blktune-"), "{p:?}")
+            assert!(p.is_absolute(), "{p:?}");
+            let name = p.file_name().unwrap().to_string_lossy();
+            assert!(name.starts_with("blktune-testhost-"), "{p:?}");
+            assert_eq!(p.parent(), std::env::current_dir().ok().as_deref());
         }
         other => panic!("R sent {other:?}"),
     }
