@@ -177,26 +177,7 @@ fn initial_env(
     set("MAJOR", d.major.to_string());
     set("MINOR", d.minor.to_string());
     set("DEVNAME", format!("/dev/{}", d.name));
-    if let Ok(uevent) = root.read_dev_attr(dev, "uevent") {
-        for (k, v) in uevent.lines().filter_map(|l| l.split_once('=')) {
-            let v = if k == "DEVNAME" {
-                format!("/dev/{v}")
-            } else {
-                v.to_owned()
-            };
-            set(k, v);
-        }
-    }
-    if let Some(props) = props {
-        for (k, v) in props {
-            env.entry(k.clone())
-                .or_insert_with(|| Known::Value(v.clone()));
-        }
-    }
-    env.insert(
-        "DEVPATH".into(),
-        Known::Unknown("ENV{DEVPATH}: not evaluated".into()),
-    );
+    add_uevent_and_database(&mut env, root.read_dev_attr(dev, "uevent").ok(), props);
     env
 }
 
@@ -253,6 +234,36 @@ pub(super) fn evaluate(
     walk(rules, ctx)
 }
 
+/// The rest of an event's properties: the `uevent` file's (over what the
+/// caller set), then the database's where still unset; `DEVPATH` is not
+/// evaluated.
+fn add_uevent_and_database(
+    env: &mut BTreeMap<String, Known>,
+    uevent: Option<String>,
+    props: Option<&BTreeMap<String, String>>,
+) {
+    for (k, v) in uevent
+        .iter()
+        .flat_map(|u| u.lines())
+        .filter_map(|l| l.split_once('='))
+    {
+        let v = if k == "DEVNAME" {
+            format!("/dev/{v}")
+        } else {
+            v.to_owned()
+        };
+        env.insert(k.to_owned(), Known::Value(v));
+    }
+    for (k, v) in props.into_iter().flatten() {
+        env.entry(k.clone())
+            .or_insert_with(|| Known::Value(v.clone()));
+    }
+    env.insert(
+        "DEVPATH".into(),
+        Known::Unknown("ENV{DEVPATH}: not evaluated".into()),
+    );
+}
+
 /// Keys not in the event: empty when the database has an entry, else unknown.
 fn missing(props: Option<&BTreeMap<String, String>>) -> Known {
     match props {
@@ -282,26 +293,7 @@ pub(super) fn evaluate_partition(
     set("SUBSYSTEM", "block".into());
     set("DEVTYPE", "partition".into());
     set("DEVNAME", format!("/dev/{part}"));
-    if let Ok(uevent) = root.read_lineage_attr(&dir, "uevent") {
-        for (k, v) in uevent.lines().filter_map(|l| l.split_once('=')) {
-            let v = if k == "DEVNAME" {
-                format!("/dev/{v}")
-            } else {
-                v.to_owned()
-            };
-            set(k, v);
-        }
-    }
-    if let Some(props) = props {
-        for (k, v) in props {
-            env.entry(k.clone())
-                .or_insert_with(|| Known::Value(v.clone()));
-        }
-    }
-    env.insert(
-        "DEVPATH".into(),
-        Known::Unknown("ENV{DEVPATH}: not evaluated".into()),
-    );
+    add_uevent_and_database(&mut env, root.read_lineage_attr(&dir, "uevent").ok(), props);
     lineage.insert(0, dir);
     let ctx = Ctx {
         root,
