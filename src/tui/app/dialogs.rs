@@ -147,20 +147,20 @@ impl App {
                 }
                 Err(why) => self.say(StatusKind::Error, why),
             },
-            (Focus::Warnings, Action::Confirm) => match d.ready() {
-                Ok((path, text)) => {
-                    d.focus = Focus::Writing;
-                    out.push(Control::WriteExport {
-                        path,
-                        text,
-                        force: false,
-                    });
+            // y after the warnings, or y to replace an existing file.
+            (Focus::Warnings | Focus::Overwrite, Action::Confirm) => {
+                let force = d.focus == Focus::Overwrite;
+                match d.ready() {
+                    Ok((path, text)) => {
+                        d.focus = Focus::Writing;
+                        out.push(Control::WriteExport { path, text, force });
+                    }
+                    Err(why) => {
+                        d.focus = Focus::Options;
+                        self.say(StatusKind::Error, why);
+                    }
                 }
-                Err(why) => {
-                    d.focus = Focus::Options;
-                    self.say(StatusKind::Error, why);
-                }
-            },
+            }
             (Focus::Path { .. }, Action::Input(c)) if d.path.len() < MAX_PATH => d.path.push(c),
             (Focus::Path { .. }, Action::Backspace) => {
                 d.path.pop();
@@ -173,20 +173,6 @@ impl App {
                 d.path = before;
                 d.focus = Focus::Options;
             }
-            (Focus::Overwrite, Action::Confirm) => match d.ready() {
-                Ok((path, text)) => {
-                    d.focus = Focus::Writing;
-                    out.push(Control::WriteExport {
-                        path,
-                        text,
-                        force: true,
-                    });
-                }
-                Err(why) => {
-                    d.focus = Focus::Options;
-                    self.say(StatusKind::Error, why);
-                }
-            },
             (Focus::Warnings, Action::Cancel) => {
                 d.focus = Focus::Options;
                 self.say(
