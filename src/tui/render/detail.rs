@@ -72,7 +72,7 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     );
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
-    let side_w = (body.width * 2 / 5).clamp(33, 64);
+    let side_w = (body.width * 2 / 5).clamp(MIN_SIDE_W as u16, 64);
     let charts = Rect::new(body.x, body.y, body.width - side_w - 1, body.height);
     let side = Rect::new(body.x + charts.width + 1, body.y, side_w, body.height);
     render_charts(buf, charts, app, &d.name, t);
@@ -138,6 +138,9 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
     );
 }
 
+/// The side panel's narrowest width.
+const MIN_SIDE_W: usize = 33;
+
 /// A change label split after its first part: `mq-deadline→kyber` and the rest
 /// (`nr_requests 256→64`, often the kernel's reset after a switch).
 pub fn split_label(label: &str) -> (&str, Option<&str>) {
@@ -159,8 +162,17 @@ pub fn before_after(
     now: f64,
     probe: Option<(Option<f64>, Option<f64>)>,
 ) -> Vec<(String, bool)> {
-    let (main, rest) = split_label(&mark.label);
-    let mut out = vec![(format!("Δ {main}  {} ago", age(now - mark.t)), true)];
+    // Tunables by their own name: the panel is narrow (33 columns at least).
+    let label = mark.label.replace("iosched/", "");
+    let (main, rest) = split_label(&label);
+    let ago = format!("{} ago", age(now - mark.t));
+    let head = format!("Δ {main}  {ago}");
+    let mut out = if head.chars().count() <= MIN_SIDE_W {
+        vec![(head, true)]
+    } else {
+        // A long change keeps its values whole; its age goes below.
+        vec![(format!("Δ {main}"), true), (format!("  {ago}"), false)]
+    };
     if let Some(rest) = rest {
         out.push((format!("  and {rest}"), false));
     }
@@ -261,5 +273,41 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     }
     for y in area.y..area.bottom() {
         put(buf, area.x - 1, y, "│", 1, t.dim());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(label: &str) -> ChangeMark {
+        ChangeMark {
+            device: "sda".into(),
+            t: 10.0,
+            label: label.into(),
+            before: Default::default(),
+            after: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_long_change_keeps_its_values_whole_in_the_narrow_panel() {
+        let none = Comparison {
+            before: None,
+            after: None,
+        };
+        let l = before_after(
+            &mark("iosched/read_lat_nsec 2000000→1000000"),
+            &none,
+            13.0,
+            None,
+        );
+        assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
+        assert_eq!(l[1].0, "  3s ago");
+        assert!(l.iter().all(|(s, _)| s.chars().count() <= MIN_SIDE_W));
+        // A short one keeps its age on the same line.
+        let l = before_after(&mark("none→kyber, nr_requests 128→256"), &none, 13.0, None);
+        assert_eq!(l[0].0, "Δ none→kyber  3s ago");
+        assert_eq!(l[1].0, "  and nr_requests 128→256");
     }
 }
