@@ -4,7 +4,7 @@
 mod common;
 use common::tmux::Tmux;
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const PROMPT: &str = "dlg$";
@@ -62,6 +62,15 @@ fn quit(t: &Tmux) {
     t.wait("the prompt back", |s| {
         s.contains("blktune: ") && s.trim_end().ends_with(PROMPT)
     });
+}
+
+/// Quit, then: the loop device has its original settings, and once dropped
+/// it is gone from `losetup -a`.
+fn quit_and_check_gone(t: &Tmux, lo: TestLoop, before: &[(String, String)], file: &Path) {
+    quit(t);
+    assert_eq!(lo.settings(), before);
+    drop(lo);
+    assert!(!attached(file), "our loop device is gone from losetup -a");
 }
 
 /// Is a loop device over `file` still attached?
@@ -179,10 +188,7 @@ fn shoot_out_shows_progress_and_esc_restores_the_originals() {
     });
     assert!(!s.contains("scheduler shoot-out on"), "dialog closed: {s}");
     assert_eq!(lo.settings(), before, "settings back to the originals");
-    quit(&t);
-    assert_eq!(lo.settings(), before);
-    drop(lo);
-    assert!(!attached(&file), "our loop device is gone from losetup -a");
+    quit_and_check_gone(&t, lo, &before, &file);
 }
 
 #[test]
@@ -270,8 +276,5 @@ fn shoot_out_runs_to_the_end_shows_results_and_applies_the_winner() {
             !s.contains("scheduler shoot-out on")
         });
     }
-    quit(&t);
-    assert_eq!(lo.settings(), before);
-    drop(lo);
-    assert!(!attached(&file), "our loop device is gone from losetup -a");
+    quit_and_check_gone(&t, lo, &before, &file);
 }
