@@ -4,13 +4,13 @@
 //! (TestBackend), plus the share of one core that costs at a 1 s interval.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::diskstats::Counters;
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::host::HostInfo;
-use blktune::sampler::Sampler;
 use blktune::tui::app::{App, Config};
 use blktune::tui::render;
 use blktune::tui::source::{Feed, refresh_period};
+use blktune_core::diskstats::Counters;
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::host::HostInfo;
+use blktune_core::sampler::Sampler;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! tree exactly as it was. (Not-root and real-device cases: `set_real.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::fake::{FakeDisk, FakeTree};
+use blktune_core::fake::{FakeDisk, FakeTree};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};

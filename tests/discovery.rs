@@ -2,8 +2,8 @@
 //! scheduler, stacked devices (dm/md with slaves and their holders), partitions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::device::{BlockDevice, DeviceKind, discover};
-use blktune::fake::{FakeDisk, FakeTree};
+use blktune_core::device::{BlockDevice, DeviceKind, discover};
+use blktune_core::fake::{FakeDisk, FakeTree};
 
 /// One machine with one device of every kind blktune knows.
 fn zoo(dir: &std::path::Path) -> FakeTree {
@@ -182,7 +182,7 @@ fn partitions_resolve_to_their_disk() {
     assert_eq!(root.parent_of_partition("sda1").unwrap().as_str(), "sda");
     assert!(root.parent_of_partition("sda9").is_none());
     assert!(root.device("sda1").is_none(), "a partition is not a disk");
-    let err = blktune::tuner::resolve(&root, "sda1").unwrap_err();
+    let err = blktune_core::tuner::resolve(&root, "sda1").unwrap_err();
     assert!(err.to_string().contains("use 'sda'"), "{err}");
 }
 

@@ -3,7 +3,7 @@
 //! files and a distribution-style rules file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::fake::{FakeDisk, FakeTree};
+use blktune_core::fake::{FakeDisk, FakeTree};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};

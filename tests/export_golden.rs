@@ -3,10 +3,10 @@
 //! injected, so the snapshots are the same on every machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::device::{self, BlockDevice};
-use blktune::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::tuner::Settings;
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::tuner::Settings;
 use std::fs;
 
 struct Host {

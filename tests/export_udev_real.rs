@@ -10,10 +10,10 @@
 mod common;
 use common::*;
 
-use blktune::device::BlockDevice;
-use blktune::export::{ExportItem, MatchStrategy, RenderOptions, render};
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::tuner::Settings;
+use blktune_core::device::BlockDevice;
+use blktune_core::export::{ExportItem, MatchStrategy, RenderOptions, render};
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::tuner::Settings;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

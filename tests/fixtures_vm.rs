@@ -4,9 +4,9 @@
 //! scheduler, and a loop device the capturing session created and set to bfq).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::device::{DeviceKind, discover};
-use blktune::diskstats;
-use blktune::os::SysRoot;
+use blktune_core::device::{DeviceKind, discover};
+use blktune_core::diskstats;
+use blktune_core::os::SysRoot;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

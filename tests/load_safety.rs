@@ -2,8 +2,8 @@
 //! scratch device, and refuses to write anywhere else.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::load::{Load, LoadError, LoadOptions, Mix, Scratch, Target};
-use blktune::os::SysRoot;
+use blktune_core::load::{Load, LoadError, LoadOptions, Mix, Scratch, Target};
+use blktune_core::os::SysRoot;
 use common::*;
 use std::io::Write;
 use std::os::unix::fs::FileExt;

@@ -2,8 +2,8 @@
 //! opens, the configured rate, and `blktune watch --probe`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::os::SysRoot;
-use blktune::probe::Probe;
+use blktune_core::os::SysRoot;
+use blktune_core::probe::Probe;
 use common::*;
 use std::time::Duration;
 

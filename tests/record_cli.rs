@@ -1,9 +1,9 @@
 //! `blktune record` and `blktune replay` as processes, on a fake tree.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::diskstats::Counters;
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::record::{ChangeSource, Record, Recording};
+use blktune_core::diskstats::Counters;
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::record::{ChangeSource, Record, Recording};
 use common::{stderr, stdout};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;

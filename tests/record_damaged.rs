@@ -2,7 +2,7 @@
 //! problem is one note, and a newer format is refused by name.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod record_support;
-use blktune::record::{Player, RecordError, Recording, summarize};
+use blktune_core::record::{Player, RecordError, Recording, summarize};
 use record_support::*;
 
 #[test]

@@ -2,15 +2,15 @@
 //! must reproduce the live figures, settings and change marks exactly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod record_support;
-use blktune::device::{self, BlockDevice};
-use blktune::diskstats;
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::history::ChangeMark;
-use blktune::record::{
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::diskstats;
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::history::ChangeMark;
+use blktune_core::record::{
     ChangeSource, FORMAT_VERSION, Player, Record, RecordError, RecordOptions, Recorder, Recording,
     summarize,
 };
-use blktune::sampler::{RateTracker, Snapshot};
+use blktune_core::sampler::{RateTracker, Snapshot};
 use record_support::*;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -53,7 +53,7 @@ fn replay_reproduces_the_live_rates_settings_and_marks() {
     assert!(last.ext("sda").unwrap().r_s > 0.0);
     assert!(last.ext("sdb").unwrap().r_s > 0.0);
     // The hot-plugged disk appears in the frame where the live side saw it.
-    let has_sdb = |f: &blktune::record::Frame| f.snapshot.device("sdb").is_some();
+    let has_sdb = |f: &blktune_core::record::Frame| f.snapshot.device("sdb").is_some();
     assert_eq!(frames.iter().position(has_sdb), Some(HOTPLUG_AT));
     assert_eq!(
         last.device("sdb")
@@ -188,11 +188,11 @@ fn gzip_recordings_read_back_like_plain_ones() {
     assert!(b.notes.is_empty(), "{:?}", b.notes);
     // Only the wall-clock fields differ between the two runs.
     let strip = |r: &Record| match r {
-        Record::Sample(s) => Record::Sample(blktune::record::Sample {
+        Record::Sample(s) => Record::Sample(blktune_core::record::Sample {
             wall: 0.0,
             ..s.clone()
         }),
-        Record::End(e) => Record::End(blktune::record::EndRecord {
+        Record::End(e) => Record::End(blktune_core::record::EndRecord {
             wall: 0.0,
             ..e.clone()
         }),

@@ -2,7 +2,7 @@
 //! summarised by the binary as an unprivileged user.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::record::{ChangeSource, Player, Recording};
+use blktune_core::record::{ChangeSource, Player, Recording};
 use common::{require_root, require_tool, stderr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

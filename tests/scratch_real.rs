@@ -4,8 +4,8 @@
 
 mod common;
 
-use blktune::scratch::{Creator, ScratchLoop};
-use blktune::tuner::{Settings, Tuner};
+use blktune_core::scratch::{Creator, ScratchLoop};
+use blktune_core::tuner::{Settings, Tuner};
 use common::require_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -105,9 +105,9 @@ fn round(how: &str, teardown: fn(ScratchLoop)) -> Result<(), String> {
     assert_eq!(active(&changed[0].1), other);
     assert_eq!(changed[1].1, nr.to_string());
 
-    let kept = blktune::scratch::settings_file(&file);
+    let kept = blktune_core::scratch::settings_file(&file);
     assert_eq!(
-        blktune::scratch::read_settings_file(&file).as_ref(),
+        blktune_core::scratch::read_settings_file(&file).as_ref(),
         lo.queue_restore().original(),
         "kept next to the file for a later run"
     );
@@ -322,7 +322,7 @@ fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
     };
     // What the scratch guard found at attach, kept next to the file.
     let original = loop {
-        match blktune::scratch::read_settings_file(&file) {
+        match blktune_core::scratch::read_settings_file(&file) {
             Some(o) => break o,
             None => too_long(),
         }

@@ -6,8 +6,8 @@
 //! (the fake tree and `--read-only` keep every real device out of it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::diskstats::Counters;
-use blktune::fake::{FakeDisk, FakeTree};
+use blktune_core::diskstats::Counters;
+use blktune_core::fake::{FakeDisk, FakeTree};
 use common::tmux::{SESSION, Tmux};
 use common::*;
 

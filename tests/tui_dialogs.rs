@@ -3,16 +3,16 @@
 //! snapshots of each dialog on deterministic fake data.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
-use blktune::shootout::{
-    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
-};
 use blktune::tui::app::{App, Overlay};
 use blktune::tui::bench_dialog::{LoadChoice, Stage};
 use blktune::tui::bench_worker::BenchFeed;
 use blktune::tui::command::Mode;
 use blktune::tui::export_dialog::{Focus, WriteError};
 use blktune::tui::source::{ApplyKind, Control, Feed};
-use blktune::tuner::Settings;
+use blktune_core::shootout::{
+    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
+};
+use blktune_core::tuner::Settings;
 use crossterm::event::KeyCode;
 use std::path::PathBuf;
 use std::time::Duration;

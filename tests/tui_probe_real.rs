@@ -4,12 +4,12 @@
 //! app starts on our loop device and every re-target is checked first.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::host::HostInfo;
-use blktune::os::SysRoot;
-use blktune::sampler::Sampler;
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::Action;
 use blktune::tui::source::{Control, Feed, LiveSource, ProbeSample};
+use blktune_core::host::HostInfo;
+use blktune_core::os::SysRoot;
+use blktune_core::sampler::Sampler;
 use common::*;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};

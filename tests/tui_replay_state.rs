@@ -4,12 +4,12 @@
 //! resets and refeeds; the end pauses on the last frame.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
-use blktune::record::{Recording, summarize};
 use blktune::tui::app::App;
 use blktune::tui::command::{Mode, action_for};
 use blktune::tui::replay_source::{ReplaySource, SEEK_STEP};
 use blktune::tui::replay_view::replay_app;
 use blktune::tui::source::Feed;
+use blktune_core::record::{Recording, summarize};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::Path;
 use std::sync::Arc;
@@ -160,8 +160,8 @@ fn start_offset_feeds_history_up_to_it() {
 
 #[test]
 fn live_recorder_never_overwrites_and_records_what_it_is_given() {
-    use blktune::sampler::Sampler;
     use blktune::tui::live_record::{LiveRecorder, RecordEvent};
+    use blktune_core::sampler::Sampler;
     let m = tui_fixture::Machine::three();
     let mut sampler = Sampler::new(m.tree.root()).unwrap();
     let dir = tempfile::tempdir().unwrap();

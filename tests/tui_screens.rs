@@ -293,7 +293,7 @@ fn at_60x20_the_title_and_help_and_quit_stay() {
 /// r_await and w_await, the sort key); a virtio disk's TYPE reads `virt`.
 #[test]
 fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
-    use blktune::fake::FakeDisk;
+    use blktune_core::fake::FakeDisk;
     let mut m = Machine::new(&[
         FakeDisk::new("sda").dev(8, 0),
         FakeDisk::new("vda").dev(253, 0),

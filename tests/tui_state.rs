@@ -2,13 +2,13 @@
 //! fake tree via the live source thread.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
-use blktune::diskstats::Counters;
-use blktune::journal::Journal;
-use blktune::sampler::Sampler;
 use blktune::tui::app::{Overlay, SortKey, StatusKind};
 use blktune::tui::command::Mode;
 use blktune::tui::source::{ApplyKind, Control, Feed, LiveSource};
-use blktune::tuner::Tuner;
+use blktune_core::diskstats::Counters;
+use blktune_core::journal::Journal;
+use blktune_core::sampler::Sampler;
+use blktune_core::tuner::Tuner;
 use crossterm::event::KeyCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -60,9 +60,9 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
 /// between must already start on the scheduler the kernel read back.
 #[test]
 fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
-    use blktune::history::ChangeMark;
     use blktune::tui::source::{ApplyReport, ApplyRequest};
-    use blktune::tuner::{Outcome, Settings, ValueChange};
+    use blktune_core::history::ChangeMark;
+    use blktune_core::tuner::{Outcome, Settings, ValueChange};
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 3, &busy(4));
@@ -187,12 +187,12 @@ fn invalid_edits_are_refused_with_the_reason() {
 /// Two loop-like disks with 128 hardware tags: one under none, one under
 /// kyber with nr_requests above the depth.
 fn loops() -> Machine {
-    let mut none = blktune::fake::FakeDisk::new("loop0")
+    let mut none = blktune_core::fake::FakeDisk::new("loop0")
         .active("none")
         .hw_queue_depth(128)
         .dev(7, 0);
     none.nr_requests = 128;
-    let mut kyber = blktune::fake::FakeDisk::new("loop1")
+    let mut kyber = blktune_core::fake::FakeDisk::new("loop1")
         .active("kyber")
         .hw_queue_depth(128)
         .dev(7, 1);
@@ -373,7 +373,7 @@ fn navigation_filter_sort_and_hooks() {
 #[test]
 fn a_device_replaced_under_the_same_name_counts_as_vanished() {
     let disk = |name: &str, minor, seq| {
-        let mut d = blktune::fake::FakeDisk::new(name).dev(7, minor);
+        let mut d = blktune_core::fake::FakeDisk::new(name).dev(7, minor);
         d.diskseq = Some(seq);
         d
     };
@@ -383,7 +383,7 @@ fn a_device_replaced_under_the_same_name_counts_as_vanished() {
     assert_eq!(app.selected.as_deref(), Some("loop0"));
     app.undo.insert(
         "loop0".into(),
-        vec![blktune::history::ChangeMark {
+        vec![blktune_core::history::ChangeMark {
             device: "loop0".into(),
             t: 1.0,
             label: "none→kyber".into(),
@@ -598,7 +598,7 @@ fn change_undo_and_revert_all_through_the_tuner() {
     }
     let active = |d: &str| {
         let line = std::fs::read_to_string(m.tree.dev_dir(d).join("queue/scheduler")).unwrap();
-        blktune::device::SchedulerState::parse(&line)
+        blktune_core::device::SchedulerState::parse(&line)
             .unwrap()
             .active
     };
@@ -822,7 +822,7 @@ fn live_source_probe_error_reaches_the_app_without_a_crash() {
     // like a user who may not open /dev/X; the error comes back as figures.
     let name = "blkprobetest0";
     assert!(!std::path::Path::new("/dev").join(name).exists());
-    let m = Machine::new(&[blktune::fake::FakeDisk::new(name).dev(8, 0)]);
+    let m = Machine::new(&[blktune_core::fake::FakeDisk::new(name).dev(8, 0)]);
     m.tree
         .set_diskstats(&[(name, 8, 0, Counters::default())])
         .unwrap();

@@ -2,7 +2,7 @@
 //! creates, under fio load. Root only; skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::journal::Journal;
+use blktune_core::journal::Journal;
 use common::tmux::{Tmux, alive};
 use common::*;
 use std::path::Path;

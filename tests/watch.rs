@@ -2,8 +2,8 @@
 //! interval parsing, and hot-plug while watching.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::diskstats::Counters;
-use blktune::fake::{FakeDisk, FakeTree};
+use blktune_core::diskstats::Counters;
+use blktune_core::fake::{FakeDisk, FakeTree};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};

@@ -2,11 +2,11 @@
 //! loop device blktune creates (and removes, also on Ctrl-C and SIGTERM).
 
 use super::{Global, Out, UsageError};
-use crate::journal::Journal;
-use crate::load::{LoadOptions, Mix, Scratch, Target};
-use crate::shootout::{self, Config, Goal, LoadSpec, ShootoutError};
-use crate::units::{format_duration, parse_duration, parse_size};
 use anyhow::Context;
+use blktune_core::journal::Journal;
+use blktune_core::load::{LoadOptions, Mix, Scratch, Target};
+use blktune_core::shootout::{self, Config, Goal, LoadSpec, ShootoutError};
+use blktune_core::units::{format_duration, parse_duration, parse_size};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -150,13 +150,13 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     // signal (the flag stops the shoot-out, then the guard drops).
     let scratch = match a.scratch {
         Some(size) => {
-            if !crate::os::is_root() {
+            if !blktune_core::os::is_root() {
                 // Not root is a failure (exit 1), as for every other command.
                 anyhow::bail!(
                     "bench --scratch needs root: it creates a loop device (losetup); try 'sudo blktune bench --scratch SIZE'"
                 );
             }
-            for line in crate::scratch::sweep(&root, &a.scratch_dir) {
+            for line in blktune_core::scratch::sweep(&root, &a.scratch_dir) {
                 eprintln!("{line}");
             }
             // Names that can be checked are checked before anything is
@@ -179,8 +179,8 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         (None, None) => return Err(UsageError("give a DEVICE or --scratch SIZE".into()).into()),
     };
     // A partition or an unknown name gets the tuner's own message, before any load check.
-    crate::tuner::resolve(&root, &device)?;
-    if scratch.is_none() && !crate::os::is_root() {
+    blktune_core::tuner::resolve(&root, &device)?;
+    if scratch.is_none() && !blktune_core::os::is_root() {
         // Without root the first switch fails and the restore fails with it:
         // say so before anything starts, like --scratch and demo.
         anyhow::bail!(
@@ -259,7 +259,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let winner = result
             .verdict
             .as_ref()
-            .map(|v| crate::tuner::Settings {
+            .map(|v| blktune_core::tuner::Settings {
                 scheduler: Some(v.winner.clone()),
                 ..Default::default()
             })
@@ -293,12 +293,12 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
 /// The schedulers a loop device offers, from any loop device's
 /// `queue/scheduler` (they all share one queue type, so one list); `None`
 /// when there is no loop device to ask yet.
-fn loop_schedulers(root: &crate::os::SysRoot) -> Option<Vec<String>> {
+fn loop_schedulers(root: &blktune_core::os::SysRoot) -> Option<Vec<String>> {
     let names = root.block_names().ok()?;
     names
         .iter()
         .filter(|d| d.as_str().starts_with("loop"))
-        .find_map(|d| crate::device::QueueSettings::read(root, d).scheduler)
+        .find_map(|d| blktune_core::device::QueueSettings::read(root, d).scheduler)
         .map(|s| s.available)
 }
 
@@ -325,7 +325,7 @@ fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
     let size = if scratch {
         format!(
             " (scratch, {})",
-            crate::device::human_size(a.scratch.unwrap_or(0))
+            blktune_core::device::human_size(a.scratch.unwrap_or(0))
         )
     } else {
         String::new()

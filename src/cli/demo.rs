@@ -4,11 +4,11 @@
 //! panic (the guards drop while unwinding).
 
 use super::{Global, TuiArgs, UsageError, parse_probe_rate, parse_tui_interval};
-use crate::load::{Load, LoadOptions, Mix, Scratch, Target};
-use crate::scratch::QueueRestore;
-use crate::tuner::{Settings, Tuner};
-use crate::units::parse_size;
 use anyhow::Context;
+use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
+use blktune_core::scratch::QueueRestore;
+use blktune_core::tuner::{Settings, Tuner};
+use blktune_core::units::parse_size;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,7 +36,7 @@ pub struct DemoArgs {
     pub probe: bool,
 
     /// Probe reads per second (0.1 to 100).
-    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = blktune_core::probe::DEFAULT_RATE, requires = "probe")]
     pub probe_rate: f64,
 }
 
@@ -84,7 +84,7 @@ fn watchdog(
                         .arg(format!("/dev/{dev}"))
                         .status();
                     let _ = std::fs::remove_file(&file);
-                    let _ = std::fs::remove_file(crate::scratch::settings_file(&file));
+                    let _ = std::fs::remove_file(blktune_core::scratch::settings_file(&file));
                     std::process::exit(1);
                 }
                 std::thread::sleep(Duration::from_millis(200));
@@ -97,7 +97,7 @@ fn watchdog(
 
 /// Run `blktune demo`.
 pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
-    if !crate::os::is_root() {
+    if !blktune_core::os::is_root() {
         eprintln!(
             "blktune: demo needs root: it creates a loop device; try 'sudo blktune demo', or 'blktune replay assets/demo-kyber-switch.ndjson.gz' without root"
         );
@@ -116,7 +116,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     }
     let root = g.root();
     // A killed earlier run's device and file (no guard ran for them).
-    for line in crate::scratch::sweep(&root, &a.dir) {
+    for line in blktune_core::scratch::sweep(&root, &a.dir) {
         eprintln!("{line}");
     }
     let scratch = Scratch::create(&a.dir, a.size)

@@ -3,14 +3,48 @@
 
 use super::set::parse_tunable;
 use super::{Global, Out, UsageError};
-use crate::device::{self, BlockDevice};
-use crate::export::{self, ExportError, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb};
-use crate::host::HostInfo;
-use crate::journal::Journal;
-use crate::tuner::{self, Settings};
 use anyhow::Context;
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::export::{
+    self, ExportError, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb,
+};
+use blktune_core::host::HostInfo;
+use blktune_core::journal::Journal;
+use blktune_core::tuner::{self, Settings};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// `--match`: the engine's strategies with their help lines (the engine has no clap).
+fn match_parser() -> impl clap::builder::TypedValueParser<Value = MatchStrategy> {
+    engine_choice(
+        &MatchStrategy::ALL,
+        MatchStrategy::label,
+        MatchStrategy::help,
+    )
+}
+
+/// `--format`: the engine's formats with their help lines.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    engine_choice(&Format::ALL, Format::label, Format::help)
+}
+
+/// A clap parser for one of an engine enum's values, named by `label`.
+fn engine_choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    label: fn(T) -> &'static str,
+    help: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = all
+        .iter()
+        .map(move |&v| PossibleValue::new(label(v)).help(help(v)));
+    PossibleValuesParser::new(values).try_map(move |s: String| {
+        all.iter()
+            .copied()
+            .find(|&v| label(v) == s)
+            .ok_or_else(|| format!("unknown value '{s}'"))
+    })
+}
 
 /// Arguments of `blktune export`.
 #[derive(Debug, clap::Args)]
@@ -20,7 +54,7 @@ pub struct ExportArgs {
 
     /// How the rule finds the device again: id (WWN/serial; default where there is
     /// one), model, class (NVMe/rotational/non-rotational) or kernel (not stable).
-    #[arg(long = "match", value_enum, value_name = "HOW")]
+    #[arg(long = "match", value_parser = match_parser(), value_name = "HOW")]
     pub strategy: Option<MatchStrategy>,
 
     /// Export this scheduler instead of the active one (keeps the live
@@ -50,7 +84,7 @@ pub struct ExportArgs {
     pub force: bool,
 
     /// udev rules, or a POSIX sh script that applies the settings now.
-    #[arg(long, value_enum, default_value = "udev")]
+    #[arg(long, value_parser = format_parser(), default_value = "udev")]
     pub format: Format,
 
     /// Instead of exporting: show which lines of a rules FILE match each device
@@ -86,7 +120,7 @@ fn generated_at() -> String {
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .map_or_else(SystemTime::now, |s| UNIX_EPOCH + Duration::from_secs(s));
-    crate::units::rfc3339(t)
+    blktune_core::units::rfc3339(t)
 }
 
 /// Run `blktune export`.
@@ -198,7 +232,7 @@ fn journal_devices() -> anyhow::Result<Vec<String>> {
 
 /// Run `blktune export --check FILE`.
 fn run_check(
-    root: &crate::os::SysRoot,
+    root: &blktune_core::os::SysRoot,
     db: &UdevDb,
     file: &std::path::Path,
     json: bool,

@@ -1,9 +1,9 @@
 //! `blktune list`: the devices and their queue settings.
 
 use super::{Global, Out};
-use crate::device::{self, BlockDevice, QueueSettings, human_size};
-use crate::os::SysRoot;
 use anyhow::Context;
+use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
+use blktune_core::os::SysRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -126,7 +126,7 @@ pub fn partition_sizes(root: &SysRoot, devs: &[BlockDevice]) -> BTreeMap<String,
         for p in d
             .partitions
             .iter()
-            .filter(|p| crate::os::is_plausible_device_name(p))
+            .filter(|p| blktune_core::os::is_plausible_device_name(p))
         {
             let size = root
                 .read_dev_attr(&dev, &format!("{p}/size"))

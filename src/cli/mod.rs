@@ -13,8 +13,8 @@ mod watch;
 
 pub use out::{Out, is_broken_pipe};
 
-use crate::os::SysRoot;
-use crate::units::parse_duration;
+use blktune_core::os::SysRoot;
+use blktune_core::units::parse_duration;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -86,7 +86,7 @@ pub struct TuiArgs {
     pub probe: bool,
 
     /// Probe reads per second (0.1 to 100).
-    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = blktune_core::probe::DEFAULT_RATE, requires = "probe")]
     pub probe_rate: f64,
 }
 
@@ -266,7 +266,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         return 2;
     }
     e.chain()
-        .find_map(|c| c.downcast_ref::<crate::error::TuneError>())
+        .find_map(|c| c.downcast_ref::<blktune_core::error::TuneError>())
         .map_or(1, |t| t.exit_code())
 }
 

@@ -2,10 +2,10 @@
 //! `--duration` passes or SIGINT/SIGTERM arrives.
 
 use super::{Global, Out, UsageError, parse_interval};
-use crate::record::{RecordError, RecordOptions, Recorder};
-use crate::sampler::Sampler;
-use crate::units::{format_duration, parse_duration};
 use anyhow::Context;
+use blktune_core::record::{RecordError, RecordOptions, Recorder};
+use blktune_core::sampler::Sampler;
+use blktune_core::units::{format_duration, parse_duration};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,7 +60,7 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
     let mut only = Vec::new();
     for name in &a.devices {
-        only.push(crate::tuner::resolve(&root, name)?.to_string());
+        only.push(blktune_core::tuner::resolve(&root, name)?.to_string());
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {

@@ -3,9 +3,9 @@
 //! TUI on the recording.
 
 use super::{Global, Out, UsageError};
-use crate::host::HostInfo;
-use crate::record::{Recording, summarize};
-use crate::units::{format_duration, parse_duration};
+use blktune_core::host::HostInfo;
+use blktune_core::record::{Recording, summarize};
+use blktune_core::units::{format_duration, parse_duration};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,11 +2,11 @@
 
 use super::list::QueueJson;
 use super::{Global, Out, UsageError};
-use crate::device::QueueSettings;
-use crate::journal::Journal;
-use crate::tuner::{self, Outcome, Settings, Tuner, ValueChange};
-use crate::units::format_duration;
 use anyhow::Context;
+use blktune_core::device::QueueSettings;
+use blktune_core::journal::Journal;
+use blktune_core::tuner::{self, Outcome, Settings, Tuner, ValueChange};
+use blktune_core::units::format_duration;
 
 /// Arguments of `blktune set`.
 #[derive(Debug, clap::Args)]
@@ -239,7 +239,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     // Check every name before reverting anything (no path tricks into the journal dir).
     if let Some(bad) = names
         .iter()
-        .find(|n| !crate::os::is_plausible_device_name(n))
+        .find(|n| !blktune_core::os::is_plausible_device_name(n))
     {
         return Err(UsageError(format!(
             "'{}' is not a device name (see 'blktune list')",
@@ -278,7 +278,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         };
         let current = root
             .device(name)
-            .map(|d| crate::device::BlockDevice::read(&root, &d));
+            .map(|d| blktune_core::device::BlockDevice::read(&root, &d));
         let Some(why) = entry.stale_reason(current.as_ref(), boot.as_deref()) else {
             match tuner.restore(name, &entry.original) {
                 Ok(o) => {
@@ -333,7 +333,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::SchedulerState;
+    use blktune_core::device::SchedulerState;
 
     fn queue(active: &str, nr: u64, ra: u64, tunables: &[(&str, &str)]) -> QueueSettings {
         QueueSettings {

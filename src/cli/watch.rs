@@ -1,11 +1,11 @@
 //! `blktune watch`: iostat -x style rows, or NDJSON with iostat's JSON keys.
 
 use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
-use crate::iostat::{ExtStats, NoData};
-use crate::probe::{Probe, ProbeStats};
-use crate::sampler::{Sampler, Snapshot};
-use crate::units::rfc3339;
 use anyhow::Context;
+use blktune_core::iostat::{ExtStats, NoData};
+use blktune_core::probe::{Probe, ProbeStats};
+use blktune_core::sampler::{Sampler, Snapshot};
+use blktune_core::units::rfc3339;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ pub struct WatchArgs {
     pub probe: bool,
 
     /// Probe reads per second per device (0.1 to 100).
-    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = crate::probe::DEFAULT_RATE, requires = "probe")]
+    #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = blktune_core::probe::DEFAULT_RATE, requires = "probe")]
     pub probe_rate: f64,
 
     /// Devices (default: every disk with a scheduler and a non-zero size).
@@ -71,7 +71,7 @@ fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<S
     for name in &a.devices {
         // Partitions have stats too; anything else must be a device under /sys/block.
         if root.device(name).is_none() && !snap.stats.contains_key(name) {
-            return Err(crate::tuner::resolve(&root, name).err().map_or_else(
+            return Err(blktune_core::tuner::resolve(&root, name).err().map_or_else(
                 || UsageError(format!("unknown device '{name}'")).into(),
                 anyhow::Error::from,
             ));

@@ -11,8 +11,8 @@
 //! noise from a difference; the results say so, and `blktune bench` is there
 //! for the careful measurement.
 
-use crate::load::Mix;
-use crate::shootout::{Progress, ShootoutResult};
+use blktune_core::load::Mix;
+use blktune_core::shootout::{Progress, ShootoutResult};
 use std::time::Duration;
 
 /// Measuring time per scheduler in the TUI.

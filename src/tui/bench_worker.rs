@@ -5,12 +5,12 @@
 
 use super::bench_dialog::{BenchRequest, DWELL, ROUNDS, SETTLE};
 use super::source::Feed;
-use crate::history::ChangeMark;
-use crate::journal::Journal;
-use crate::load::{LoadOptions, Target};
-use crate::os::SysRoot;
-use crate::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult};
-use crate::tuner::Settings;
+use blktune_core::history::ChangeMark;
+use blktune_core::journal::Journal;
+use blktune_core::load::{LoadOptions, Target};
+use blktune_core::os::SysRoot;
+use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult};
+use blktune_core::tuner::Settings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -120,9 +120,9 @@ fn run(
     cancel: &AtomicBool,
 ) -> Result<Box<ShootoutResult>, String> {
     let dev = cfg.device.clone();
-    let original = crate::device::QueueSettings::read(
+    let original = blktune_core::device::QueueSettings::read(
         root,
-        &crate::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
+        &blktune_core::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
     )
     .scheduler
     .map(|s| s.active)
@@ -152,9 +152,9 @@ fn run(
         },
         cancel,
     );
-    let now = crate::device::QueueSettings::read(
+    let now = blktune_core::device::QueueSettings::read(
         root,
-        &crate::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
+        &blktune_core::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
     )
     .scheduler
     .map(|s| s.active)

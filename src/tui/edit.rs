@@ -3,8 +3,8 @@
 //! "why not" while the value is typed.
 
 use super::text::is_boolean_tunable;
-use crate::device::BlockDevice;
-use crate::tuner::{NR_REQUESTS_MIN, READ_AHEAD_KB_MAX, Settings, nr_requests_max};
+use blktune_core::device::BlockDevice;
+use blktune_core::tuner::{NR_REQUESTS_MIN, READ_AHEAD_KB_MAX, Settings, nr_requests_max};
 
 /// What bounds nr_requests on a device now: its active scheduler and its
 /// hardware queue depth, both from the device snapshot (the screen never

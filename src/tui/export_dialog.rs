@@ -2,22 +2,22 @@
 //! in this session), with the match strategy, a live preview and the path.
 //!
 //! The state is pure: opening it renders the preview with
-//! [`crate::export::render`] (no I/O: the udev properties are read once by the
+//! [`blktune_core::export::render`] (no I/O: the udev properties are read once by the
 //! caller), and `Enter` only produces a [`Control::WriteExport`] for the source
 //! thread (when the rule has warnings, only after they were all shown and `y`
-//! confirmed them), which writes through [`crate::export::write_rules`] (atomic, no
+//! confirmed them), which writes through [`blktune_core::export::write_rules`] (atomic, no
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
 //! [`Control::WriteExport`]: super::source::Control::WriteExport
 //! [`Feed::ExportWritten`]: super::source::Feed::ExportWritten
 
-use crate::device::BlockDevice;
-use crate::export::{
+use blktune_core::device::BlockDevice;
+use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
 };
-use crate::history::{Comparison, pct_change};
-use crate::tuner::Settings;
+use blktune_core::history::{Comparison, pct_change};
+use blktune_core::tuner::Settings;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

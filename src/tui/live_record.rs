@@ -3,10 +3,10 @@
 //! the tuner made, at their exact times); the app only asks to start or stop
 //! and shows what [`RecordEvent`]s tell it.
 
-use crate::history::ChangeMark;
-use crate::record::{RecordOptions, Recorder};
-use crate::sampler::{Sampler, Snapshot};
-use crate::units::rfc3339;
+use blktune_core::history::ChangeMark;
+use blktune_core::record::{RecordOptions, Recorder};
+use blktune_core::sampler::{Sampler, Snapshot};
+use blktune_core::units::rfc3339;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 

@@ -22,12 +22,12 @@ pub mod source;
 pub mod text;
 
 use crate::cli::{Global, TuiArgs};
-use crate::host::HostInfo;
-use crate::journal::Journal;
-use crate::sampler::Sampler;
-use crate::tuner::{self, Tuner};
 use anyhow::Context;
 use app::{App, Config};
+use blktune_core::host::HostInfo;
+use blktune_core::journal::Journal;
+use blktune_core::sampler::Sampler;
+use blktune_core::tuner::{self, Tuner};
 use crossterm::event::{self, Event};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -136,7 +136,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     }
     let read_only = if a.read_only {
         Some("--read-only".to_string())
-    } else if !crate::os::is_root() {
+    } else if !blktune_core::os::is_root() {
         Some("not root".to_string())
     } else {
         None
@@ -158,7 +158,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     });
     // The udev database belongs to the real /sys only; a fake tree has none.
     if root.sysfs() == std::path::Path::new("/sys") {
-        app.udev_db = Some(crate::export::UdevDb::default());
+        app.udev_db = Some(blktune_core::export::UdevDb::default());
     }
     // `P` turns the probe on at this rate when --probe did not.
     app.probe_rate = a.probe_rate;
@@ -238,12 +238,12 @@ pub fn write_summary(
         writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
-    let env = if journal_dir == std::path::Path::new(crate::journal::DEFAULT_DIR) {
+    let env = if journal_dir == std::path::Path::new(blktune_core::journal::DEFAULT_DIR) {
         String::new()
     } else {
         format!(
             "{}={} ",
-            crate::journal::DIR_ENV,
+            blktune_core::journal::DIR_ENV,
             shell_quote(&journal_dir.to_string_lossy())
         )
     };
@@ -386,7 +386,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tuner::Settings;
+    use blktune_core::tuner::Settings;
     use std::path::Path;
 
     fn summary(dir: &str) -> String {

@@ -12,7 +12,7 @@
 
 use super::app::KEEP_SECS;
 use super::source::{Control, Feed, ReplayPosition};
-use crate::record::{Frame, Playback, Player, Recording};
+use blktune_core::record::{Frame, Playback, Player, Recording};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;

@@ -7,11 +7,11 @@ use super::bench_dialog::BenchRequest;
 use super::bench_worker::{self, BenchFeed, BenchHandle};
 use super::export_dialog::WriteError;
 use super::live_record::LiveRecorder;
-use crate::export::ExportError;
-use crate::history::ChangeMark;
-use crate::probe::{Probe, ProbeStats};
-use crate::sampler::{SETTINGS_REFRESH, Sampler, Snapshot};
-use crate::tuner::{Outcome, Settings, Tuner};
+use blktune_core::export::ExportError;
+use blktune_core::history::ChangeMark;
+use blktune_core::probe::{Probe, ProbeStats};
+use blktune_core::sampler::{SETTINGS_REFRESH, Sampler, Snapshot};
+use blktune_core::tuner::{Outcome, Settings, Tuner};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -172,12 +172,12 @@ impl LiveSource {
             bench: None,
             recorder: LiveRecorder::default(),
             probe: None,
-            probe_rate: crate::probe::DEFAULT_RATE,
+            probe_rate: blktune_core::probe::DEFAULT_RATE,
             probe_target: Vec::new(),
         }
     }
 
-    /// Probe at `rate` reads per second (default [`crate::probe::DEFAULT_RATE`])
+    /// Probe at `rate` reads per second (default [`blktune_core::probe::DEFAULT_RATE`])
     /// once the app names a device with [`Control::Probe`].
     pub fn with_probe_rate(mut self, rate: f64) -> Self {
         self.probe_rate = rate;
@@ -425,7 +425,7 @@ impl LiveSource {
 
 /// Write an exported file; an existing one is reported apart so the dialog can ask.
 fn write_export(path: PathBuf, text: &str, force: bool) -> Result<PathBuf, WriteError> {
-    match crate::export::write_rules(&path, text, force) {
+    match blktune_core::export::write_rules(&path, text, force) {
         Ok(()) => Ok(path),
         Err(ExportError::AlreadyExists { path }) => Err(WriteError::Exists(path)),
         Err(e) => Err(WriteError::Failed(e.to_string())),

@@ -3,7 +3,7 @@
 
 pub mod tmux;
 
-use blktune::scratch::ScratchLoop;
+use blktune_core::scratch::ScratchLoop;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

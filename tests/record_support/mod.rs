@@ -1,13 +1,13 @@
 //! A scripted recording session on a fake tree, shared by the record tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::device::{self, BlockDevice};
-use blktune::diskstats::{self, Counters};
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::history::ChangeMark;
-use blktune::record::{RecordOptions, Recorder, Recording};
-use blktune::sampler::{DeviceStat, RateTracker, Snapshot};
-use blktune::tuner::Settings;
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::diskstats::{self, Counters};
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::history::ChangeMark;
+use blktune_core::record::{RecordOptions, Recorder, Recording};
+use blktune_core::sampler::{DeviceStat, RateTracker, Snapshot};
+use blktune_core::tuner::Settings;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

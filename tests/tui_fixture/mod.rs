@@ -2,19 +2,19 @@
 //! diskstats counters on a scripted clock, so screens are deterministic.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use blktune::device::{self, BlockDevice};
-use blktune::diskstats::{Counters, DiskStatsLine};
-use blktune::fake::{FakeDisk, FakeTree};
-use blktune::history::ChangeMark;
-use blktune::host::HostInfo;
-use blktune::load::LatencySummary;
-use blktune::probe::ProbeStats;
-use blktune::sampler::{RateTracker, Snapshot};
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::{Mode, action_for};
 use blktune::tui::render;
 use blktune::tui::source::{Control, Feed, ProbeSample};
-use blktune::tuner::Settings;
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::diskstats::{Counters, DiskStatsLine};
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::history::ChangeMark;
+use blktune_core::host::HostInfo;
+use blktune_core::load::LatencySummary;
+use blktune_core::probe::ProbeStats;
+use blktune_core::sampler::{RateTracker, Snapshot};
+use blktune_core::tuner::Settings;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -3,8 +3,6 @@
 //! are asked for with [`Control`] messages.
 
 use super::{App, Overlay, StatusKind};
-use crate::export;
-use crate::shootout::verdict_text;
 use crate::tui::bench_dialog::{BenchDialog, BenchRequest, Stage};
 use crate::tui::bench_worker::BenchFeed;
 use crate::tui::command::Action;
@@ -12,7 +10,9 @@ use crate::tui::export_dialog::{
     APPLY_HINT, Candidate, ExportDialog, Focus, WriteError, measured_text,
 };
 use crate::tui::source::{ApplyKind, Control};
-use crate::tuner::Settings;
+use blktune_core::export;
+use blktune_core::shootout::verdict_text;
+use blktune_core::tuner::Settings;
 use std::path::PathBuf;
 
 /// Longest path the export dialog accepts (PATH_MAX).

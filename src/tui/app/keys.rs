@@ -5,7 +5,7 @@ use super::{App, INTERVALS_MS, Overlay, StatusKind, fmt_interval};
 use crate::tui::command::{Action, Mode, main_binding};
 use crate::tui::edit::{Editor, Field, MAX_INPUT};
 use crate::tui::source::{ApplyKind, ApplyRequest, Control};
-use crate::tuner::Settings;
+use blktune_core::tuner::Settings;
 use std::time::Duration;
 
 /// What a device key says while nothing is selected.

@@ -15,13 +15,13 @@ use super::command::Mode;
 use super::edit::{Editor, NrLimit};
 use super::export_dialog::{ExportDialog, Focus};
 use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
-use crate::device::BlockDevice;
-use crate::export::UdevDb;
-use crate::history::{ChangeMark, Comparison, DeviceHistory, Point, compare};
-use crate::host::HostInfo;
-use crate::iostat::ExtStats;
-use crate::sampler::Snapshot;
-use crate::tuner::Settings;
+use blktune_core::device::BlockDevice;
+use blktune_core::export::UdevDb;
+use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, Point, compare};
+use blktune_core::host::HostInfo;
+use blktune_core::iostat::ExtStats;
+use blktune_core::sampler::Snapshot;
+use blktune_core::tuner::Settings;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -231,7 +231,7 @@ impl App {
             recording: None,
             demo: None,
             probe: None,
-            probe_rate: crate::probe::DEFAULT_RATE,
+            probe_rate: blktune_core::probe::DEFAULT_RATE,
             quit: false,
             udev_db: None,
             next_id: 1,

@@ -77,7 +77,7 @@ pub fn probe_means<'a>(points: impl IntoIterator<Item = &'a ProbePoint>) -> Opti
 }
 
 /// Mean probe p99 before and after a change at `t`, with the same windows as
-/// [`crate::history::compare`]: before = intervals that ended at or before
+/// [`blktune_core::history::compare`]: before = intervals that ended at or before
 /// `t`, back to `window` seconds or the previous change; after = intervals
 /// that started at or after `t`, up to the next change. The interval that
 /// straddles the change belongs to neither.
@@ -213,8 +213,8 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::LatencySummary;
-    use crate::probe::ProbeStats;
+    use blktune_core::load::LatencySummary;
+    use blktune_core::probe::ProbeStats;
     use std::collections::BTreeMap;
 
     fn pt(t: f64, p99: Option<f64>) -> ProbePoint {

@@ -1,9 +1,9 @@
 //! Bar charts over time with change markers. Time is bucketed into one column
 //! per `span / width` seconds; a column's value is the mean over its points,
-//! weighted like one long iostat interval ([`crate::history::means`]).
+//! weighted like one long iostat interval ([`blktune_core::history::means`]).
 
 use super::{Theme, num, put};
-use crate::history::{DeviceHistory, means};
+use blktune_core::history::{DeviceHistory, means};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -278,8 +278,8 @@ mod axis_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Point;
-    use crate::iostat::ExtStats;
+    use blktune_core::history::Point;
+    use blktune_core::iostat::ExtStats;
 
     #[test]
     fn points_land_in_their_columns_and_are_averaged() {

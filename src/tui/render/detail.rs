@@ -6,9 +6,9 @@
 
 use super::chart::{bucket, column, render_axis, render_bars};
 use super::{Theme, age, num, put};
-use crate::device::{BlockDevice, human_size};
-use crate::history::{ChangeMark, Comparison, Means, pct_change};
 use crate::tui::app::{App, KEEP_SECS};
+use blktune_core::device::{BlockDevice, human_size};
+use blktune_core::history::{ChangeMark, Comparison, Means, pct_change};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -17,10 +17,10 @@
 //! The shoot-out box shows its setup, then a progress bar, then the results.
 
 use super::{Theme, num};
-use crate::shootout::{Metric, ShootoutResult, verdict_text};
 use crate::tui::bench_dialog::{BenchDialog, DWELL, ROUNDS, SETTLE, Stage};
 use crate::tui::export_dialog::{ExportDialog, Focus, STRATEGIES};
-use crate::units::format_duration;
+use blktune_core::shootout::{Metric, ShootoutResult, verdict_text};
+use blktune_core::units::format_duration;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -2,8 +2,8 @@
 //! read-only banner.
 
 use super::Theme;
-use crate::host::format_uptime;
 use crate::tui::app::{App, fmt_interval};
+use blktune_core::host::format_uptime;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -159,8 +159,8 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::HostInfo;
     use crate::tui::app::Config;
+    use blktune_core::host::HostInfo;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     use std::path::PathBuf;

@@ -6,7 +6,7 @@ use crate::tui::app::{App, Overlay};
 use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
 use crate::tui::edit::{Editor, Field, NrLimit, switch_note};
 use crate::tui::text::{SCHEDULERS, scheduler_help, tunable_help};
-use crate::tuner::known_tunables;
+use blktune_core::tuner::known_tunables;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -11,8 +11,8 @@
 //! ```
 
 use super::{Theme, num};
-use crate::history::means;
 use crate::tui::app::{App, fmt_interval, probe_means};
+use blktune_core::history::means;
 use ratatui::style::Style;
 
 /// Seconds the second row averages over.

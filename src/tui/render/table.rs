@@ -2,9 +2,9 @@
 //! terminal is narrow, an inline sparkline of await at the end.
 
 use super::{Theme, num, put};
-use crate::device::{BlockDevice, DeviceKind, human_size};
-use crate::iostat::ExtStats;
 use crate::tui::app::{App, SortKey};
+use blktune_core::device::{BlockDevice, DeviceKind, human_size};
+use blktune_core::iostat::ExtStats;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 

@@ -15,12 +15,12 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use blktune::shootout::{self, Config};
+//! use blktune_core::shootout::{self, Config};
 //! use std::sync::atomic::AtomicBool;
-//! let root = blktune::os::SysRoot::default();
+//! let root = blktune_core::os::SysRoot::default();
 //! let cancel = AtomicBool::new(false);            // set it from Esc
 //! let cfg = Config::passive("sda");               // or with a load: Config { load: Some(..), .. }
-//! let journal = Some(blktune::journal::Journal::from_env());
+//! let journal = Some(blktune_core::journal::Journal::from_env());
 //! let result = shootout::run(&root, journal, &cfg, |p| eprintln!("{}", p.line()), &cancel)?;
 //! println!("{}", shootout::table(&result));
 //! # Ok(()) }

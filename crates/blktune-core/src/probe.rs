@@ -8,8 +8,8 @@
 //! counted in the device's r/s too.
 //!
 //! ```no_run
-//! let root = blktune::os::SysRoot::default();
-//! let probe = blktune::probe::Probe::start(&root, &["sda".to_string()], 5.0);
+//! let root = blktune_core::os::SysRoot::default();
+//! let probe = blktune_core::probe::Probe::start(&root, &["sda".to_string()], 5.0);
 //! std::thread::sleep(std::time::Duration::from_secs(1));
 //! for (dev, s) in probe.take() {
 //!     println!("{dev}: {:.1} reads/s, p99 {:?} ms", s.reads_per_sec, s.latency.map(|l| l.p99));

@@ -9,8 +9,8 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use blktune::load::{Load, LoadOptions, Mix, Scratch, Target};
-//! let root = blktune::os::SysRoot::default();
+//! use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
+//! let root = blktune_core::os::SysRoot::default();
 //! let scratch = Scratch::create(std::path::Path::new("/var/tmp"), 256 << 20)?;
 //! let target = Target::writable(&root, scratch.name())?;
 //! let load = Load::start(&target, &LoadOptions::new(Mix::Mixed), None)?;

@@ -57,13 +57,34 @@ pub const PERSISTENT_STORAGE_RULES: &str = "60-persistent-storage.rules";
 const DERIVED_TUNABLES: &[&str] = &["async_depth"];
 
 /// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// A udev rules file.
     #[default]
     Udev,
     /// A POSIX sh script that applies the settings now.
     Script,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 2] = [Format::Udev, Format::Script];
+
+    /// The `--format` spelling.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Udev => "udev",
+            Format::Script => "script",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            Format::Udev => "A udev rules file",
+            Format::Script => "A POSIX sh script that applies the settings now",
+        }
+    }
 }
 
 /// One device to export.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// How the rule selects devices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatchStrategy {
     /// The device's stable identity (WWN or serial).
     Id,
@@ -27,6 +27,24 @@ pub enum MatchStrategy {
 }
 
 impl MatchStrategy {
+    /// Every strategy, in the order `--help` lists them.
+    pub const ALL: [MatchStrategy; 4] = [
+        MatchStrategy::Id,
+        MatchStrategy::Model,
+        MatchStrategy::Class,
+        MatchStrategy::Kernel,
+    ];
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            MatchStrategy::Id => "The device's stable identity (WWN or serial)",
+            MatchStrategy::Model => "Every disk of this model",
+            MatchStrategy::Class => "Every disk of this class: NVMe, rotational or non-rotational",
+            MatchStrategy::Kernel => "This kernel name (not stable across boots)",
+        }
+    }
+
     /// The `--match` spelling.
     pub fn label(self) -> &'static str {
         match self {

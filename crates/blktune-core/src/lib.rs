@@ -1,0 +1,31 @@
+//! blktune's engine: everything that reads or changes the machine, and the
+//! math on it, with no terminal code (no ratatui, crossterm or clap; check
+//! with `cargo tree -p blktune-core -e normal`).
+//!
+//! [`os`] is the one seam to `/sys` and `/proc`; [`device`] discovers block
+//! devices; [`diskstats`] and [`iostat`] turn kernel counters into `iostat -x`
+//! numbers; [`sampler`] does that every tick and [`history`] keeps it;
+//! [`tuner`] changes queue settings safely and [`journal`] remembers the
+//! originals; [`export`] writes and checks udev rules; [`record`] writes and
+//! replays sessions; [`shootout`] runs every scheduler in turn under a
+//! [`load`] on a device or a [`scratch`] loop device; [`probe`] times reads.
+
+pub mod device;
+pub mod diskstats;
+pub mod error;
+pub mod export;
+#[cfg(any(test, feature = "testing"))]
+pub mod fake;
+pub mod history;
+pub mod host;
+pub mod iostat;
+pub mod journal;
+pub mod load;
+pub mod os;
+pub mod probe;
+pub mod record;
+pub mod sampler;
+pub mod scratch;
+pub mod shootout;
+pub mod tuner;
+pub mod units;
