@@ -68,7 +68,11 @@ fn a_dd_to_our_loop_device_is_named_with_its_device() {
     let r = seen.unwrap();
     assert!(r.command.starts_with("dd "), "{r:?}");
     assert_eq!(r.user, "root");
-    assert_eq!(r.devices.first().map(String::as_str), Some(lo.name()), "{r:?}");
+    assert_eq!(
+        r.devices.first().map(String::as_str),
+        Some(lo.name()),
+        "{r:?}"
+    );
 
     // The loop device is traced to its backing file and the file's filesystem.
     let t = Topology::read(&root, &devices);
