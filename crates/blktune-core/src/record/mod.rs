@@ -99,6 +99,21 @@ pub enum RecordError {
     },
     #[error("unknown device '{0}': not a whole block device here")]
     UnknownDevice(String),
+    /// The file name is taken by something blktune must not replace (a
+    /// symlink, device node, FIFO, another user's file) or has no directory.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<crate::atomic_file::WriteError> for RecordError {
+    fn from(e: crate::atomic_file::WriteError) -> Self {
+        use crate::atomic_file::WriteError;
+        match e {
+            WriteError::Exists(p) => RecordError::Exists(p),
+            WriteError::Io { path, source } => RecordError::Io { path, source },
+            e => RecordError::Refused(e.to_string()),
+        }
+    }
 }
 
 impl RecordError {
