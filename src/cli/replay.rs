@@ -61,7 +61,7 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
             "--start '{}' is past the end of '{}' ({} long)",
             format_duration(start),
             a.file.display(),
-            format_duration(Duration::from_secs_f64(rec.duration()))
+            format_duration(Duration::try_from_secs_f64(rec.duration()).unwrap_or_default())
         ))
         .into());
     }

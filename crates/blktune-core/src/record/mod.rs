@@ -58,6 +58,7 @@
 //! use everything readable: a cut-off last line is dropped, a corrupt line is
 //! skipped, and each such problem is reported in one line.
 
+mod check;
 mod format;
 mod reader;
 mod recorder;
@@ -65,11 +66,12 @@ mod replay;
 mod summary;
 mod writer;
 
+pub use check::{MAX_DEVICES, MAX_LINE};
 pub use format::{
     ChangeRecord, ChangeSource, DeviceFacts, DevicesRecord, EndRecord, FORMAT_VERSION, Header,
     HostFacts, Record, Sample, SettingsRecord, counters_to_fields, fields_to_counters,
 };
-pub use reader::RecordReader;
+pub use reader::{RecordReader, SHOWN_NOTES};
 pub use recorder::{RecordOptions, RecordStats, Recorder, unix_secs};
 pub use replay::{Frame, Playback, Player, Recording};
 pub use summary::{BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize};
