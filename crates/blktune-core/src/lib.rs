@@ -28,5 +28,6 @@ pub mod record;
 pub mod sampler;
 pub mod scratch;
 pub mod shootout;
+pub mod text;
 pub mod tuner;
 pub mod units;
