@@ -239,8 +239,9 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // A rules file is a few KiB; anything past 16 MiB is not one.
+    let text = blktune_core::text::read_capped(file, 16 << 20)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
     let report = export::check::check(&text, &file.display().to_string(), root, db, &devices);

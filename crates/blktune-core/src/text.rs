@@ -44,6 +44,24 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
     escape(s, |c| c == '\n' || c == '\t')
 }
 
+/// Read a text file of at most `max` bytes; a bigger one is an error
+/// (`InvalidData`) without being read whole, so a huge or endless file
+/// (a rules file, a udev database entry in a fake tree) costs no memory.
+pub fn read_capped(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    std::fs::File::open(path)?
+        .take(max + 1)
+        .read_to_string(&mut s)?;
+    if s.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", max >> 10),
+        ));
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +84,15 @@ mod tests {
         assert!(!safe.contains('\u{9b}') && !safe.contains('\u{202e}'));
         let back: serde_json::Value = serde_json::from_str(&safe).unwrap_or_default();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn read_capped_refuses_a_bigger_file() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = d.path().join("f");
+        std::fs::write(&p, "x".repeat(2048)).unwrap_or_default();
+        assert_eq!(read_capped(&p, 4096).map(|s| s.len()).ok(), Some(2048));
+        let e = read_capped(&p, 1024).err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("larger than 1 KiB"));
     }
 }
