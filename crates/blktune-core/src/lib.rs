@@ -25,6 +25,7 @@ pub mod os;
 pub mod probe;
 pub mod record;
 pub mod sampler;
+pub mod sched;
 pub mod scratch;
 pub mod shootout;
 pub mod tuner;
