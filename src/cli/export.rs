@@ -150,7 +150,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     for name in &names {
         let dev = tuner::resolve(&root, name)?;
         let d = BlockDevice::read(&root, &dev);
-        tuner::validate(&dev, &d.queue, &over)?;
+        let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));

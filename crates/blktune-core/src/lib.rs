@@ -27,6 +27,7 @@ pub mod probe;
 pub mod procio;
 pub mod record;
 pub mod sampler;
+pub mod sched;
 pub mod scratch;
 pub mod shootout;
 pub mod text;
