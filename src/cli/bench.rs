@@ -223,7 +223,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut said = a.json;
     let res = shootout::run(
         &root,
-        Some(Journal::from_env()),
+        Some(Journal::for_root(&root)),
         &cfg,
         |p| {
             if !said {

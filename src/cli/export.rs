@@ -135,7 +135,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         return run_check(&root, &db, file, a.json, out);
     }
     let names = if a.devices.is_empty() {
-        journal_devices()?
+        journal_devices(&root)?
     } else {
         a.devices.clone()
     };
@@ -211,9 +211,9 @@ fn print_warnings(warnings: &[String]) {
     }
 }
 
-/// The devices blktune changed (journalled originals).
-fn journal_devices() -> anyhow::Result<Vec<String>> {
-    let journal = Journal::from_env();
+/// The devices blktune changed (journalled originals in the journal of this tree).
+fn journal_devices(root: &blktune_core::os::SysRoot) -> anyhow::Result<Vec<String>> {
+    let journal = Journal::for_root(root);
     let names: Vec<String> = journal
         .list()
         .with_context(|| format!("cannot read the journal in {}", journal.dir().display()))?

@@ -144,7 +144,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
     let sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-    let journal = Journal::from_env();
+    let journal = Journal::for_root(&root);
     let tuner = read_only
         .is_none()
         .then(|| Tuner::new(root.clone(), Some(journal.clone())));
@@ -212,8 +212,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
         return Ok(revert_on_exit(
             &mut out,
-            &Tuner::new(root, None),
-            &journal,
+            &Tuner::new(root, Some(journal)),
             &session,
         ));
     }
@@ -264,26 +263,15 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-fn revert_on_exit(
-    out: &mut impl Write,
-    tuner: &Tuner,
-    journal: &Journal,
-    session: &[app::SessionChange],
-) -> i32 {
+/// `--revert-on-exit`: put every device of the session back, all of them
+/// even when writing the report fails (a closed terminal), then say so.
+/// The journal entry follows the one revert policy inside [`Tuner::restore`].
+fn revert_on_exit(out: &mut impl Write, tuner: &Tuner, session: &[app::SessionChange]) -> i32 {
     let mut failed = 0;
     for s in session {
         match tuner.restore(&s.device, &s.original) {
             Ok(o) => {
                 let _ = writeln!(out, "blktune: reverted {}: {}", s.device, o.label());
-                // The journal's original is now in force again: forget it.
-                if journal
-                    .load(&s.device)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|e| e.original == s.original)
-                {
-                    let _ = journal.remove(&s.device);
-                }
             }
             Err(e) => {
                 failed += 1;

@@ -7,9 +7,12 @@
 //! both ends of [`Config::dwell`] (one [`RateTracker`] interval, i.e. exactly
 //! what `iostat -x` prints for one interval of that length) while the
 //! built-in load times its own I/Os. Afterwards the original settings come
-//! back ([`Tuner::restore`] with the snapshot taken first), or the winner is
-//! applied with [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C,
-//! SIGTERM, Esc in the TUI) stops within a tenth of a second and restores too.
+//! back ([`tuner::Held::restore`] with the snapshot taken first, and the one
+//! revert policy for the journal entry), or the winner is applied with
+//! [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C, SIGTERM, Esc in
+//! the TUI) stops within a tenth of a second and restores too; so does a
+//! panic in the `progress` callback (a closed stderr). The device's lock is
+//! held from the snapshot to the restore, so no other change slips in.
 //!
 //! Library use, for the TUI's `b` key:
 //!
@@ -20,7 +23,7 @@
 //! let root = blktune_core::os::SysRoot::default();
 //! let cancel = AtomicBool::new(false);            // set it from Esc
 //! let cfg = Config::passive("sda");               // or with a load: Config { load: Some(..), .. }
-//! let journal = Some(blktune_core::journal::Journal::from_env());
+//! let journal = Some(blktune_core::journal::Journal::for_root(&root));
 //! let result = shootout::run(&root, journal, &cfg, |p| eprintln!("{}", p.line()), &cancel)?;
 //! println!("{}", shootout::table(&result));
 //! # Ok(()) }
@@ -295,15 +298,18 @@ pub fn run(
             l.target.name()
         )));
     }
-    let original = Settings::snapshot_of(&q);
-    let had_journal_entry = journal
-        .as_ref()
-        .is_some_and(|j| j.load(dev.as_str()).ok().flatten().is_some());
-    let tuner = Tuner::new(root.clone(), journal.clone());
+    let tuner = Tuner::new(root.clone(), journal);
+    let held = tuner.hold(dev.as_str())?;
+    // The original is read under the lock: no other change is half-way now.
+    let original = Settings::snapshot_of(&QueueSettings::read(root, &dev));
     let steps = plan(&schedulers, cfg.rounds);
     let started = Instant::now();
 
-    let outcome = measure_all(root, &tuner, cfg, &steps, started, &mut progress, cancel);
+    let mut guard = RestoreOnUnwind {
+        held: &held,
+        original: Some(original.clone()),
+    };
+    let outcome = measure_all(root, &held, cfg, &steps, started, &mut progress, cancel);
 
     progress(&Progress {
         device: dev.to_string(),
@@ -319,13 +325,7 @@ pub fn run(
     let measurements = match outcome {
         Ok(m) => m,
         Err(e) => {
-            let restore = restore(
-                &tuner,
-                journal.as_ref(),
-                &dev.to_string(),
-                &original,
-                had_journal_entry,
-            );
+            let restore = restore(guard.disarm(), &original);
             return Err(match e {
                 Stop::Cancelled => ShootoutError::Cancelled {
                     dev: dev.to_string(),
@@ -353,7 +353,7 @@ pub fn run(
                 scheduler: Some(v.winner.clone()),
                 ..Settings::default()
             };
-            match tuner.apply(dev.as_str(), &want) {
+            match held.apply(&want) {
                 Ok(_) => (
                     format!(
                         "winner applied: {} (undo with 'blktune revert {dev}')",
@@ -362,13 +362,7 @@ pub fn run(
                     Some(want),
                 ),
                 Err(e) => {
-                    let restore = restore(
-                        &tuner,
-                        journal.as_ref(),
-                        dev.as_str(),
-                        &original,
-                        had_journal_entry,
-                    );
+                    let restore = restore(guard.disarm(), &original);
                     return Err(ShootoutError::Aborted {
                         cause: format!("cannot apply the winner: {e}"),
                         restore,
@@ -376,17 +370,9 @@ pub fn run(
                 }
             }
         }
-        _ => (
-            restore(
-                &tuner,
-                journal.as_ref(),
-                dev.as_str(),
-                &original,
-                had_journal_entry,
-            ),
-            None,
-        ),
+        _ => (restore(guard.disarm(), &original), None),
     };
+    guard.disarm();
     Ok(ShootoutResult {
         device: dev.to_string(),
         scratch: cfg.scratch,
@@ -431,23 +417,40 @@ fn choose_schedulers(
     Ok(out)
 }
 
-/// Put the original settings back; a sentence saying what happened.
-fn restore(
-    tuner: &Tuner,
-    journal: Option<&Journal>,
-    dev: &str,
-    original: &Settings,
-    had_journal_entry: bool,
-) -> String {
-    match tuner.restore(dev, original) {
-        Ok(_) => {
-            // The journal entry was ours alone: the device is back, so drop it.
-            if !had_journal_entry && let Some(j) = journal {
-                let _ = j.remove(dev);
-            }
-            format!("original settings restored ({})", original.summary())
-        }
+/// Put the original settings back; a sentence saying what happened. The
+/// journal entry follows the one revert policy (dropped when the device is
+/// back at the journalled originals, whoever made the entry).
+fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
+    let dev = held.name();
+    match held.restore(original) {
+        Ok(_) => format!("original settings restored ({})", original.summary()),
         Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
+    }
+}
+
+/// Restores the original settings if the shoot-out unwinds (a panic in the
+/// caller's `progress`, e.g. writing to a closed stderr) before it restored
+/// them itself; [`RestoreOnUnwind::disarm`] once it takes over.
+struct RestoreOnUnwind<'a, 'b> {
+    held: &'a tuner::Held<'b>,
+    original: Option<Settings>,
+}
+
+impl<'a, 'b> RestoreOnUnwind<'a, 'b> {
+    /// The held device, for the normal restore; the guard does nothing more.
+    fn disarm(&mut self) -> &'a tuner::Held<'b> {
+        self.original = None;
+        self.held
+    }
+}
+
+impl Drop for RestoreOnUnwind<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(original) = &self.original
+            && std::thread::panicking()
+        {
+            let _ = self.held.restore(original);
+        }
     }
 }
 
@@ -477,7 +480,7 @@ fn wait(until: Instant, cancel: &AtomicBool, mut tick: impl FnMut(Duration)) -> 
 
 fn measure_all(
     root: &SysRoot,
-    tuner: &Tuner,
+    held: &tuner::Held<'_>,
     cfg: &Config,
     steps: &[(usize, String)],
     started: Instant,
@@ -509,9 +512,7 @@ fn measure_all(
             scheduler: Some(sched.clone()),
             ..Settings::default()
         };
-        let outcome = tuner
-            .apply(&cfg.device, &want)
-            .map_err(|e| Stop::Failed(e.to_string()))?;
+        let outcome = held.apply(&want).map_err(|e| Stop::Failed(e.to_string()))?;
         let settings = Settings::snapshot_of(&outcome.after);
         let settings = format!(
             "{}{}",
