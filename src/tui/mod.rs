@@ -407,4 +407,48 @@ mod tests {
             summary("/tmp/my j's")
         );
     }
+
+    /// A terminal that is gone: every write fails.
+    struct Gone;
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[test]
+    fn revert_on_exit_puts_every_device_back_and_clears_the_journal_even_with_no_terminal() {
+        use blktune_core::fake::{FakeDisk, FakeTree};
+        use blktune_core::journal::Journal;
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        let tuner = Tuner::new(t.root(), Some(j.clone()));
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        let mut session = Vec::new();
+        for dev in ["sda", "sdb"] {
+            let o = tuner.apply(dev, &ra(1024)).unwrap();
+            session.push(app::SessionChange {
+                device: dev.into(),
+                original: Settings::snapshot_of(&o.before),
+                labels: vec![o.label()],
+            });
+        }
+        assert_eq!(j.list().unwrap().len(), 2);
+        assert_eq!(revert_on_exit(&mut Gone, &tuner, &session), 0);
+        for dev in ["sda", "sdb"] {
+            let ra = std::fs::read_to_string(t.dev_dir(dev).join("queue/read_ahead_kb")).unwrap();
+            assert_eq!(ra.trim(), "128", "{dev}");
+        }
+        assert!(j.list().unwrap().is_empty(), "the one policy dropped both");
+    }
 }
