@@ -137,6 +137,10 @@ fn a_forged_entry_is_refused_not_applied() {
             );
             assert_eq!(t.read_ahead(), "128", "{args:?} changed the device");
         }
+        // export (of the journal's devices) refuses it too.
+        let o = t.run(&["export"], Some(&j));
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&why), "{}", stderr(&o));
         // revert --all names it and leaves it in place.
         let o = t.run(&["revert", "--all"], Some(&j));
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -172,8 +172,9 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     } else {
         print_outcome(out, &o)?;
         out.line(&format!(
-            "took {} in the kernel; undo with: blktune revert {}",
+            "took {} in the kernel; undo with: blktune {}revert {}",
             format_duration(o.kernel_time),
+            crate::tui::roots_args(&root),
             o.device
         ))?;
     }

@@ -217,17 +217,20 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
         ));
     }
     // Errors writing to a terminal that went away (SIGHUP) are ignored.
-    let _ = write_summary(&mut out, &session, journal.dir());
+    let _ = write_summary(&mut out, &session, journal.dir(), &root);
     Ok(0)
 }
 
 /// Print what this session changed and the command that reverts it. The
-/// command names the journal the session wrote to when it is not the
-/// default one (sudo drops `BLKTUNE_JOURNAL_DIR` from the environment).
+/// command names the journal the session wrote to when it is not where
+/// `root`'s journal is by default (sudo drops `BLKTUNE_JOURNAL_DIR` from the
+/// environment), and a fake tree's roots: without them the command would
+/// go to the real devices.
 pub fn write_summary(
     out: &mut impl Write,
     session: &[app::SessionChange],
     journal_dir: &std::path::Path,
+    root: &blktune_core::os::SysRoot,
 ) -> std::io::Result<()> {
     if session.is_empty() {
         return writeln!(out, "blktune: no settings were changed in this session");
@@ -237,7 +240,7 @@ pub fn write_summary(
         writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
-    let env = if journal_dir == std::path::Path::new(blktune_core::journal::DEFAULT_DIR) {
+    let env = if journal_dir == Journal::default_for(root).dir() {
         String::new()
     } else {
         format!(
@@ -248,8 +251,21 @@ pub fn write_summary(
     };
     writeln!(
         out,
-        "to revert: sudo {env}blktune revert {}",
+        "to revert: sudo {env}blktune {}revert {}",
+        roots_args(root),
         devs.join(" ")
+    )
+}
+
+/// `--sysfs-root S --proc-root P ` for a fake tree, nothing for the real one.
+pub fn roots_args(root: &blktune_core::os::SysRoot) -> String {
+    if root.is_live() {
+        return String::new();
+    }
+    format!(
+        "--sysfs-root {} --proc-root {} ",
+        shell_quote(&root.sysfs().to_string_lossy()),
+        shell_quote(&root.procfs().to_string_lossy())
     )
 }
 
@@ -384,7 +400,7 @@ mod tests {
             labels: vec!["none→kyber".into()],
         }];
         let mut out = Vec::new();
-        write_summary(&mut out, &session, Path::new(dir)).unwrap();
+        write_summary(&mut out, &session, Path::new(dir), &Default::default()).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -405,6 +421,26 @@ mod tests {
             summary("/tmp/my j's").contains("BLKTUNE_JOURNAL_DIR='/tmp/my j'\\''s' blktune"),
             "{}",
             summary("/tmp/my j's")
+        );
+    }
+
+    #[test]
+    fn the_revert_command_of_a_fake_tree_names_its_roots_and_not_its_own_journal() {
+        let session = [app::SessionChange {
+            device: "sda".into(),
+            original: Settings::default(),
+            labels: vec!["none→kyber".into()],
+        }];
+        let root = blktune_core::os::SysRoot::new("/tmp/t/sys", "/tmp/t/proc");
+        let own = Journal::default_for(&root);
+        let mut out = Vec::new();
+        write_summary(&mut out, &session, own.dir(), &root).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.ends_with(
+                "\nto revert: sudo blktune --sysfs-root /tmp/t/sys --proc-root /tmp/t/proc revert sda\n"
+            ),
+            "{s}"
         );
     }
 

@@ -321,6 +321,12 @@ impl Journal {
         Self::choose(std::env::var_os(DIR_ENV).map(PathBuf::from), root)
     }
 
+    /// Where [`Journal::for_root`] puts the journal of `root` when
+    /// `$BLKTUNE_JOURNAL_DIR` is not set.
+    pub fn default_for(root: &SysRoot) -> Self {
+        Self::choose(None, root)
+    }
+
     fn choose(env: Option<PathBuf>, root: &SysRoot) -> Self {
         match env {
             Some(dir) if !dir.as_os_str().is_empty() => Self::new(dir),
