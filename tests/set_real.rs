@@ -527,3 +527,137 @@ fn a_clamped_value_is_refused_and_a_rounded_one_is_said() {
     }
     revert(&lo, j.path());
 }
+
+/// Is there no entry, temp or lock file in the journal `j`?
+fn journal_is_empty(j: &Path) -> Result<(), Vec<std::ffi::OsString>> {
+    let names: Vec<_> = std::fs::read_dir(j)
+        .map(|rd| rd.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    if names.is_empty() { Ok(()) } else { Err(names) }
+}
+
+#[test]
+fn two_sets_at_once_never_lose_the_original() {
+    if !require_root("two_sets_at_once_never_lose_the_original") {
+        return;
+    }
+    // The issue's reproduction: A and B, started 0-40 ms apart, change the
+    // same device. In the issue A's change failed mid-way (timeout_sync=-1)
+    // and its rollback deleted the entry B relied on, or B's rollback undid
+    // A's switch: 9 runs in 30 ended changed with an empty journal. The
+    // catalogue now refuses that value before any write, so here both
+    // changes succeed; whichever takes the device's lock second waits for
+    // the first, and a revert always ends at the original.
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let original = lo.settings();
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(args)
+            .env("BLKTUNE_JOURNAL_DIR", j.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for run in 0..20u64 {
+        let a = spawn(&["set", lo.name(), "-s", "bfq", "-t", "slice_idle=0"]);
+        std::thread::sleep(Duration::from_millis(run * 2 % 41));
+        let b = spawn(&[
+            "set",
+            lo.name(),
+            "-s",
+            "kyber",
+            "--nr-requests",
+            "64",
+            "--read-ahead-kb",
+            "512",
+        ]);
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        // The second waits for the first's lock: both changes are made.
+        assert!(a.status.success(), "run {run}: A: {}", stderr(&a));
+        assert!(b.status.success(), "run {run}: B: {}", stderr(&b));
+        let last = lo.active_scheduler();
+        assert!(last == "kyber" || last == "bfq", "run {run}: {last}");
+        let e = blktune_core::journal::Journal::new(j.path())
+            .load(lo.name())
+            .unwrap()
+            .unwrap_or_else(|| panic!("run {run}: the original was lost"));
+        assert_eq!(e.original.scheduler.as_deref(), Some("none"), "run {run}");
+        let o = blktune(&["revert", "--all"], j.path());
+        assert!(o.status.success(), "run {run}: {}", stderr(&o));
+        assert_eq!(
+            lo.settings(),
+            original,
+            "run {run}: not back at the original"
+        );
+        journal_is_empty(j.path()).unwrap_or_else(|n| panic!("run {run}: left {n:?}"));
+    }
+}
+
+#[test]
+fn a_killed_runs_temp_file_never_blocks_a_later_set() {
+    if !require_root("a_killed_runs_temp_file_never_blocks_a_later_set") {
+        return;
+    }
+    // A run killed between writing its temp file and publishing it leaves
+    // `.loopN.json.tmp<pid>`; a later run that gets the same pid failed
+    // with 'File exists'. Plant one for each of the next pids.
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for pid in last..last + 300 {
+        std::fs::write(j.path().join(format!(".{}.json.tmp{pid}", lo.name())), "{").unwrap();
+    }
+    set(&lo, j.path(), &["--nr-requests", "64"]);
+    assert_eq!(lo.queue("nr_requests"), "64");
+    revert(&lo, j.path());
+    assert_eq!(lo.queue("nr_requests"), "128");
+    journal_is_empty(j.path()).unwrap_or_else(|n| panic!("left {n:?}"));
+}
+
+#[test]
+fn revert_all_with_a_closed_stdout_puts_every_device_back() {
+    if !require_root("revert_all_with_a_closed_stdout_puts_every_device_back") {
+        return;
+    }
+    let (l1, l2) = (TestLoop::new(64), TestLoop::new(64));
+    let j = tempfile::tempdir().unwrap();
+    let run = |stdout: Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(["revert", "--all"])
+            .env("BLKTUNE_JOURNAL_DIR", j.path())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap()
+    };
+    // A reader that went away (`blktune revert --all | head -0`), and a full disk.
+    for how in ["closed pipe", "/dev/full"] {
+        let (o1, o2) = (l1.settings(), l2.settings());
+        set(&l1, j.path(), &["-s", "kyber", "--nr-requests", "64"]);
+        set(&l2, j.path(), &["--read-ahead-kb", "1024"]);
+        let stdout = match how {
+            "closed pipe" => {
+                let (r, w) = std::io::pipe().unwrap();
+                drop(r);
+                Stdio::from(w)
+            }
+            _ => Stdio::from(std::fs::File::create("/dev/full").unwrap()),
+        };
+        let o = run(stdout);
+        let err = stderr(&o);
+        assert_eq!(l1.settings(), o1, "{how}: {err}");
+        assert_eq!(l2.settings(), o2, "{how}: {err}");
+        journal_is_empty(j.path()).unwrap_or_else(|n| panic!("{how}: left {n:?}"));
+        // Everything was put back: exit 0; a full disk is worth a line.
+        assert_eq!(o.status.code(), Some(0), "{how}: {err}");
+        if how == "/dev/full" {
+            assert!(err.contains("could not print"), "{err}");
+        }
+    }
+}

@@ -650,6 +650,11 @@ fn change_undo_and_revert_all_through_the_tuner() {
     );
     assert!(status(&app).starts_with("undo: sda"), "{}", status(&app));
     assert!(app.session().is_empty());
+    // The one revert policy: back at the original, nothing is left to revert.
+    assert!(
+        Journal::new(journal.path()).load("sda").unwrap().is_none(),
+        "u left the entry"
+    );
     send(press(&mut app, &chars("u")));
     assert!(status(&app).contains("nothing to undo"), "{}", status(&app));
 
@@ -688,6 +693,13 @@ fn change_undo_and_revert_all_through_the_tuner() {
     );
     assert_eq!(attr("sdb", "read_ahead_kb"), "128");
     assert!(app.session().is_empty());
+    // After U the journal holds nothing of those devices (export would
+    // otherwise still name them).
+    assert!(
+        Journal::new(journal.path()).list().unwrap().is_empty(),
+        "U left entries: {:?}",
+        Journal::new(journal.path()).list().unwrap()
+    );
     // The status names every device, not only the last answer.
     assert_eq!(
         status(&app),

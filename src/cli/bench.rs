@@ -223,15 +223,19 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut said = a.json;
     let res = shootout::run(
         &root,
-        Some(Journal::from_env()),
+        Some(Journal::for_root(&root)),
         &cfg,
         |p| {
+            // Not eprint!: it panics on a closed stderr, and the progress
+            // must never stand between the shoot-out and its restore.
+            use std::io::Write;
+            let mut err = std::io::stderr();
             if !said {
                 said = true;
-                eprintln!("{}", intro(&cfg, a, scratch.is_some()));
+                let _ = writeln!(err, "{}", intro(&cfg, a, scratch.is_some()));
             }
             if live {
-                eprint!("\r\x1b[K{}", p.line());
+                let _ = write!(err, "\r\x1b[K{}", p.line());
             }
         },
         &cancel,

@@ -136,7 +136,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         return run_check(&root, &db, file, a.json, out);
     }
     let names = if a.devices.is_empty() {
-        journal_devices()?
+        journal_devices(&root)?
     } else {
         a.devices.clone()
     };
@@ -212,16 +212,21 @@ fn print_warnings(warnings: &[String]) {
     }
 }
 
-/// The devices blktune changed (journalled originals).
-fn journal_devices() -> anyhow::Result<Vec<String>> {
-    let journal = Journal::from_env();
-    let names: Vec<String> = journal
+/// The devices blktune changed (journalled originals in the journal of this tree).
+fn journal_devices(root: &blktune_core::os::SysRoot) -> anyhow::Result<Vec<String>> {
+    let journal = Journal::for_root(root);
+    let mut names = Vec::new();
+    for e in journal
         .list()
         .with_context(|| format!("cannot read the journal in {}", journal.dir().display()))?
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|e| e.device)
-        .collect();
+    {
+        // A refused entry (not trusted, another version) is not skipped
+        // silently: the rules would miss a device blktune changed.
+        let e = e.map_err(|(name, err)| {
+            anyhow::Error::new(err).context(format!("journal entry of '{name}' is refused"))
+        })?;
+        names.push(e.device);
+    }
     if names.is_empty() {
         return Err(UsageError(
             "no devices given, and blktune has changed none (its journal is empty): name the devices to export".into(),

@@ -56,24 +56,72 @@ pub fn parse_tunable(s: &str) -> Result<(String, String), String> {
     Ok((k.trim().to_owned(), v.trim().to_owned()))
 }
 
-/// Print `dev: attr  before -> after` for each change.
-pub fn print_outcome(out: &mut Out, o: &Outcome) -> anyhow::Result<()> {
+/// `dev: attr  before -> after` for each change.
+fn outcome_lines(o: &Outcome) -> Vec<String> {
     if o.changes.is_empty() {
-        out.line(&format!("{}: already set, nothing changed", o.device))?;
-        return Ok(());
+        return vec![format!("{}: already set, nothing changed", o.device)];
     }
     let w = o.changes.iter().map(|c| c.attr.len()).max().unwrap_or(0);
-    for c in &o.changes {
-        out.line(&format!(
-            "{}: {:<w$}  {} -> {}",
-            o.device, c.attr, c.before, c.after
-        ))?;
+    o.changes
+        .iter()
+        .map(|c| format!("{}: {:<w$}  {} -> {}", o.device, c.attr, c.before, c.after))
+        .collect()
+}
+
+/// Print `dev: attr  before -> after` for each change.
+pub fn print_outcome(out: &mut Out, o: &Outcome) -> anyhow::Result<()> {
+    for l in outcome_lines(o) {
+        out.line(&l)?;
     }
     // What the kernel kept differently from what was written, one line each.
     for s in &o.stored {
         out.line(&format!("{}: {}", o.device, s.line()))?;
     }
     Ok(())
+}
+
+/// Output of a revert: a line that cannot be written (a closed stdout or
+/// stderr) is remembered, never raised, so every device is still put back;
+/// the first such error is reported at the end.
+struct Report<'a> {
+    out: &'a mut Out,
+    failed: Option<std::io::Error>,
+}
+
+impl<'a> Report<'a> {
+    fn new(out: &'a mut Out) -> Self {
+        Self { out, failed: None }
+    }
+
+    /// A line on stdout.
+    fn line(&mut self, s: &str) {
+        if self.failed.is_none()
+            && let Err(e) = self.out.line(s)
+        {
+            self.failed = Some(
+                e.downcast::<std::io::Error>()
+                    .unwrap_or_else(|e| std::io::Error::other(e.to_string())),
+            );
+        }
+    }
+
+    /// `blktune: s` on stderr (`eprintln!` would panic on a broken pipe).
+    fn warn(&mut self, s: &str) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "blktune: {s}");
+    }
+
+    /// After the last write: say that the output was cut short (a closed
+    /// pipe is the reader's choice and stays quiet).
+    fn finish(mut self) {
+        if let Some(e) = self.failed.take()
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            self.warn(&format!(
+                "could not print the revert report ({e}); every write was still made"
+            ));
+        }
+    }
 }
 
 /// `blktune set --json`: the outcome with the queue settings in the shape
@@ -118,7 +166,8 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
         ))
         .into());
     }
-    let tuner = Tuner::new(g.root(), Some(Journal::from_env()));
+    let root = g.root();
+    let tuner = Tuner::new(root.clone(), Some(Journal::for_root(&root)));
     let o = tuner.apply(&a.device, &want)?;
     if a.json {
         out.line(&serde_json::to_string_pretty(&SetJson::from(&o))?)?;
@@ -131,8 +180,9 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     } else {
         print_outcome(out, &o)?;
         out.line(&format!(
-            "took {} in the kernel; undo with: blktune revert {}",
+            "took {} in the kernel; undo with: blktune {}revert {}",
             format_duration(o.kernel_time),
+            crate::tui::roots_args(&root),
             o.device
         ))?;
     }
@@ -210,11 +260,14 @@ pub fn set_command(device: &str, s: &Settings) -> String {
     cmd
 }
 
-/// Run `blktune revert`.
+/// Run `blktune revert`. Every device is reverted under its lock; output
+/// errors never stop it (see [`Report`]); the exit code is 1 when anything
+/// was not put back.
 pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    let journal = Journal::from_env();
-    let tuner = Tuner::new(root.clone(), None);
+    let journal = Journal::for_root(&root);
+    let tuner = Tuner::new(root.clone(), Some(journal.clone()));
+    let mut report = Report::new(out);
     let mut failed = 0;
     let names: Vec<String> = if a.all {
         let mut v = Vec::new();
@@ -225,18 +278,18 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
                     return Err(journal_error(&journal, err));
                 }
                 Err((name, err)) => {
-                    eprintln!(
-                        "blktune: journal entry of '{name}' is unreadable ({err}); left in place"
-                    );
+                    report.warn(&format!(
+                        "journal entry of '{name}' is refused ({err}); left in place"
+                    ));
                     failed += 1;
                 }
             }
         }
         if v.is_empty() && failed == 0 {
-            eprintln!(
-                "blktune: nothing to revert: the journal ({}) is empty",
+            report.warn(&format!(
+                "nothing to revert: the journal ({}) is empty",
                 journal.dir().display()
-            );
+            ));
             return Ok(1);
         }
         v
@@ -272,70 +325,128 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         }
     }
     for name in &names {
-        let entry = journal
-            .load(name)
-            .map_err(|e| journal_error(&journal, e))
-            .with_context(|| format!("cannot read the journal entry of '{name}'"))?;
-        let Some(entry) = entry else {
-            eprintln!(
-                "blktune: '{name}': nothing to revert: no original in the journal ({})",
-                journal.dir().display()
-            );
+        if !revert_one(&tuner, &root, boot.as_deref(), name, &mut report) {
             failed += 1;
-            continue;
-        };
-        let current = root
-            .device(name)
-            .map(|d| blktune_core::device::BlockDevice::read(&root, &d));
-        let Some(why) = entry.stale_reason(current.as_ref(), boot.as_deref()) else {
-            match tuner.restore(name, &entry.original) {
-                Ok(o) => {
-                    print_outcome(out, &o)?;
-                    journal.remove(name).with_context(|| {
-                        format!("reverted '{name}' but cannot clear its journal entry")
-                    })?;
-                }
-                Err(e) => {
-                    eprintln!("blktune: {e}");
-                    failed += 1;
-                }
-            }
-            continue;
-        };
-        // The entry cannot be applied safely, so it is dropped either way;
-        // when what blktune set may still be in force, its values and the
-        // command that restores them are printed first and the exit code says so.
-        let lingering = match &current {
-            Some(d) if entry.may_linger(current.as_ref(), boot.as_deref()) => {
-                Some(needed_to_restore(&entry.original, &d.queue)).filter(|s| !s.is_empty())
-            }
-            _ => None,
-        };
-        journal
-            .remove(name)
-            .with_context(|| format!("cannot drop the stale journal entry of '{name}'"))?;
-        match lingering {
-            None => out.line(&format!(
-                "{name}: journal entry dropped, not applied: {why}"
-            ))?,
-            Some(restore) => {
-                eprintln!(
-                    "blktune: '{name}' is not the device blktune changed: {why}; nothing was \
-                     written, its journal entry is dropped, and what blktune set may still be in force"
-                );
-                eprintln!(
-                    "blktune: '{name}' original values: {}",
-                    entry.original.summary()
-                );
-                eprintln!(
-                    "blktune: to restore them: sudo {}",
-                    set_command(name, &restore)
-                );
-                failed += 1;
-            }
         }
     }
+    report.finish();
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Revert one device under its lock: the journal is read, the original
+/// applied and the entry settled by the one revert policy, with no other
+/// change in between. Returns whether the device is as journalled (or its
+/// stale entry could be dropped with nothing of blktune's left in force).
+fn revert_one(
+    tuner: &Tuner,
+    root: &blktune_core::os::SysRoot,
+    boot: Option<&str>,
+    name: &str,
+    report: &mut Report<'_>,
+) -> bool {
+    let dir = tuner
+        .journal()
+        .map(|j| j.dir().display().to_string())
+        .unwrap_or_default();
+    // Nothing journalled: no lock needed (and no journal directory made for one).
+    if tuner
+        .journal()
+        .is_some_and(|j| j.load(name).is_ok_and(|e| e.is_none()))
+    {
+        report.warn(&format!(
+            "'{name}': nothing to revert: no original in the journal ({dir})"
+        ));
+        return false;
+    }
+    let held = match tuner.hold(name) {
+        Ok(h) => h,
+        Err(e) => {
+            report.warn(&e.to_string());
+            return false;
+        }
+    };
+    let entry = match held.entry() {
+        Ok(Some(e)) => e,
+        Ok(None) => {
+            report.warn(&format!(
+                "'{name}': nothing to revert: no original in the journal ({dir})"
+            ));
+            return false;
+        }
+        Err(e) => {
+            report.warn(&format!("'{name}': {e}"));
+            return false;
+        }
+    };
+    let current = root
+        .device(name)
+        .map(|d| blktune_core::device::BlockDevice::read(root, &d));
+    let Some(why) = entry.stale_reason(current.as_ref(), boot) else {
+        return match held.restore(&entry.original) {
+            Ok(o) => {
+                for l in outcome_lines(&o) {
+                    report.line(&l);
+                }
+                // The policy dropped the entry unless the device still differs.
+                match held.entry() {
+                    Ok(None) => true,
+                    Ok(Some(e)) => {
+                        report.warn(&format!(
+                            "'{name}': the kernel did not take back every original ({}); its journal entry is kept",
+                            e.differences(&o.after).join(", ")
+                        ));
+                        false
+                    }
+                    Err(e) => {
+                        report.warn(&format!("'{name}' reverted, but {e}"));
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                report.warn(&e.to_string());
+                false
+            }
+        };
+    };
+    // The entry cannot be applied safely, so it is dropped either way;
+    // when what blktune set may still be in force, its values and the
+    // command that restores them are printed first and the exit code says so.
+    let lingering = match &current {
+        Some(d) if entry.may_linger(current.as_ref(), boot) => {
+            Some(needed_to_restore(&entry.original, &d.queue)).filter(|s| !s.is_empty())
+        }
+        _ => None,
+    };
+    if let Err(e) = held.drop_entry() {
+        report.warn(&format!(
+            "cannot drop the stale journal entry of '{name}': {e}"
+        ));
+        return false;
+    }
+    match lingering {
+        None => {
+            report.line(&format!(
+                "{name}: journal entry dropped, not applied: {why}"
+            ));
+            true
+        }
+        Some(restore) => {
+            report.warn(&format!(
+                "'{name}' is not the device blktune changed: {why}; nothing was \
+                 written, its journal entry is dropped, and what blktune set may still be in force"
+            ));
+            report.warn(&format!(
+                "'{name}' original values: {}",
+                entry.original.summary()
+            ));
+            report.warn(&format!(
+                "to restore them: sudo {}",
+                set_command(name, &restore)
+            ));
+            false
+        }
+    }
 }
 
 #[cfg(test)]

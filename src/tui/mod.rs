@@ -135,7 +135,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
     let sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-    let journal = Journal::from_env();
+    let journal = Journal::for_root(&root);
     let tuner = read_only
         .is_none()
         .then(|| Tuner::new(root.clone(), Some(journal.clone())));
@@ -203,23 +203,25 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
     if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
         return Ok(revert_on_exit(
             &mut out,
-            &Tuner::new(root, None),
-            &journal,
+            &Tuner::new(root, Some(journal)),
             &session,
         ));
     }
     // Errors writing to a terminal that went away (SIGHUP) are ignored.
-    let _ = write_summary(&mut out, &session, journal.dir());
+    let _ = write_summary(&mut out, &session, journal.dir(), &root);
     Ok(0)
 }
 
 /// Print what this session changed and the command that reverts it. The
-/// command names the journal the session wrote to when it is not the
-/// default one (sudo drops `BLKTUNE_JOURNAL_DIR` from the environment).
+/// command names the journal the session wrote to when it is not where
+/// `root`'s journal is by default (sudo drops `BLKTUNE_JOURNAL_DIR` from the
+/// environment), and a fake tree's roots: without them the command would
+/// go to the real devices.
 pub fn write_summary(
     out: &mut impl Write,
     session: &[app::SessionChange],
     journal_dir: &std::path::Path,
+    root: &blktune_core::os::SysRoot,
 ) -> std::io::Result<()> {
     if session.is_empty() {
         return writeln!(out, "blktune: no settings were changed in this session");
@@ -229,7 +231,7 @@ pub fn write_summary(
         writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
-    let env = if journal_dir == std::path::Path::new(blktune_core::journal::DEFAULT_DIR) {
+    let env = if journal_dir == Journal::default_for(root).dir() {
         String::new()
     } else {
         format!(
@@ -240,8 +242,21 @@ pub fn write_summary(
     };
     writeln!(
         out,
-        "to revert: sudo {env}blktune revert {}",
+        "to revert: sudo {env}blktune {}revert {}",
+        roots_args(root),
         devs.join(" ")
+    )
+}
+
+/// `--sysfs-root S --proc-root P ` for a fake tree, nothing for the real one.
+pub fn roots_args(root: &blktune_core::os::SysRoot) -> String {
+    if root.is_live() {
+        return String::new();
+    }
+    format!(
+        "--sysfs-root {} --proc-root {} ",
+        shell_quote(&root.sysfs().to_string_lossy()),
+        shell_quote(&root.procfs().to_string_lossy())
     )
 }
 
@@ -255,26 +270,15 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-fn revert_on_exit(
-    out: &mut impl Write,
-    tuner: &Tuner,
-    journal: &Journal,
-    session: &[app::SessionChange],
-) -> i32 {
+/// `--revert-on-exit`: put every device of the session back, all of them
+/// even when writing the report fails (a closed terminal), then say so.
+/// The journal entry follows the one revert policy inside [`Tuner::restore`].
+fn revert_on_exit(out: &mut impl Write, tuner: &Tuner, session: &[app::SessionChange]) -> i32 {
     let mut failed = 0;
     for s in session {
         match tuner.restore(&s.device, &s.original) {
             Ok(o) => {
                 let _ = writeln!(out, "blktune: reverted {}: {}", s.device, o.label());
-                // The journal's original is now in force again: forget it.
-                if journal
-                    .load(&s.device)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|e| e.original == s.original)
-                {
-                    let _ = journal.remove(&s.device);
-                }
             }
             Err(e) => {
                 failed += 1;
@@ -387,7 +391,7 @@ mod tests {
             labels: vec!["none→kyber".into()],
         }];
         let mut out = Vec::new();
-        write_summary(&mut out, &session, Path::new(dir)).unwrap();
+        write_summary(&mut out, &session, Path::new(dir), &Default::default()).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -409,5 +413,69 @@ mod tests {
             "{}",
             summary("/tmp/my j's")
         );
+    }
+
+    #[test]
+    fn the_revert_command_of_a_fake_tree_names_its_roots_and_not_its_own_journal() {
+        let session = [app::SessionChange {
+            device: "sda".into(),
+            original: Settings::default(),
+            labels: vec!["none→kyber".into()],
+        }];
+        let root = blktune_core::os::SysRoot::new("/tmp/t/sys", "/tmp/t/proc");
+        let own = Journal::default_for(&root);
+        let mut out = Vec::new();
+        write_summary(&mut out, &session, own.dir(), &root).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.ends_with(
+                "\nto revert: sudo blktune --sysfs-root /tmp/t/sys --proc-root /tmp/t/proc revert sda\n"
+            ),
+            "{s}"
+        );
+    }
+
+    /// A terminal that is gone: every write fails.
+    struct Gone;
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[test]
+    fn revert_on_exit_puts_every_device_back_and_clears_the_journal_even_with_no_terminal() {
+        use blktune_core::fake::{FakeDisk, FakeTree};
+        use blktune_core::journal::Journal;
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        let tuner = Tuner::new(t.root(), Some(j.clone()));
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        let mut session = Vec::new();
+        for dev in ["sda", "sdb"] {
+            let o = tuner.apply(dev, &ra(1024)).unwrap();
+            session.push(app::SessionChange {
+                device: dev.into(),
+                original: Settings::snapshot_of(&o.before),
+                labels: vec![o.label()],
+            });
+        }
+        assert_eq!(j.list().unwrap().len(), 2);
+        assert_eq!(revert_on_exit(&mut Gone, &tuner, &session), 0);
+        for dev in ["sda", "sdb"] {
+            let ra = std::fs::read_to_string(t.dev_dir(dev).join("queue/read_ahead_kb")).unwrap();
+            assert_eq!(ra.trim(), "128", "{dev}");
+        }
+        assert!(j.list().unwrap().is_empty(), "the one policy dropped both");
     }
 }

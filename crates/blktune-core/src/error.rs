@@ -83,10 +83,12 @@ pub enum TuneError {
         source: io::Error,
     },
 
-    #[error(
-        "cannot write the journal of original settings in {dir}: {source}; nothing was changed"
-    )]
+    #[error("cannot use the journal of original settings in {dir}: {source}; nothing was changed")]
     Journal { dir: String, source: io::Error },
+
+    /// Another change to the device holds its lock (see `journal::Journal::lock`).
+    #[error("{0}")]
+    Busy(String),
 }
 
 fn rollback_note(r: &Option<String>) -> String {

@@ -12,7 +12,9 @@
 pub use crate::device::hw_queue_depth;
 use crate::device::{BlockDevice, QueueSettings};
 use crate::error::TuneError;
-use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry};
+use crate::journal::{
+    DeviceLock, JOURNAL_VERSION, Journal, JournalEntry, Kept, LOCK_WAIT, LockError,
+};
 use crate::os::{DeviceName, QueueAttr, SysRoot, is_plausible_tunable_name};
 use crate::sched;
 use serde::{Deserialize, Serialize};
@@ -241,12 +243,41 @@ pub fn validate(
 }
 
 /// Applies changes to one [`SysRoot`], journalling originals.
+///
+/// Every change is one transaction under the device's lock (see
+/// [`crate::journal::Journal::lock`]): validate against a fresh read, journal
+/// the original, write in kernel order, read back, roll back on failure, and
+/// after a restore apply the revert policy
+/// ([`crate::journal::Journal::forget_if_reverted`]). Without a journal
+/// (blktune's own scratch devices) there is no lock either.
 #[derive(Debug, Clone)]
 pub struct Tuner {
     root: SysRoot,
     journal: Option<Journal>,
     /// The device incarnation the caller saw (name, diskseq): see [`Tuner::expecting`].
     seen: Option<(String, u64)>,
+    lock_wait: Duration,
+}
+
+/// A device held under its lock for several transactions in a row (the
+/// shoot-out: its switches, measurements and the restore), so no other
+/// change can slip in between. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct Held<'a> {
+    tuner: &'a Tuner,
+    name: String,
+    _lock: Option<DeviceLock>,
+}
+
+/// What a transaction is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A new setting: validated, the original journalled first.
+    Change,
+    /// Back to earlier settings (a revert, an undo, a shoot-out's restore):
+    /// the values came from the kernel, so no range checks and no
+    /// journalling; the revert policy decides on the entry afterwards.
+    Restore,
 }
 
 /// A write step: what to write and what to expect when reading it back.
@@ -256,13 +287,21 @@ struct Step {
 }
 
 impl Tuner {
-    /// A tuner that journals originals in `journal` (`None`: no journal, for restores).
+    /// A tuner that journals originals in `journal` and locks each device
+    /// while changing it (`None`: neither, for blktune's own scratch devices).
     pub fn new(root: SysRoot, journal: Option<Journal>) -> Self {
         Self {
             root,
             journal,
             seen: None,
+            lock_wait: LOCK_WAIT,
         }
+    }
+
+    /// Wait at most `wait` for another holder of a device's lock.
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
     }
 
     /// Only touch `device` while its `diskseq` is the one the caller saw
@@ -291,27 +330,109 @@ impl Tuner {
         self.journal.as_ref()
     }
 
-    /// Validate and apply `want` to the device called `name`.
-    pub fn apply(&self, name: &str, want: &Settings) -> Result<Outcome, TuneError> {
-        self.apply_checked(name, want, true)
-    }
-
-    /// Put a device back to `original` (journal entries, undo), without
-    /// journalling and without range checks: the values came from the kernel.
-    pub fn restore(&self, name: &str, original: &Settings) -> Result<Outcome, TuneError> {
-        let tuner = Tuner {
-            journal: None,
-            ..self.clone()
+    /// Take the lock of the device called `name` (a plausible device name;
+    /// it need not exist any more, so a gone device's entry can be dropped).
+    pub fn hold(&self, name: &str) -> Result<Held<'_>, TuneError> {
+        let lock = match &self.journal {
+            None => None,
+            Some(j) => Some(j.lock(name, self.lock_wait).map_err(|e| match e {
+                LockError::Busy { .. } => TuneError::Busy(e.to_string()),
+                // Not root: the journal (root's) is as closed as the device.
+                LockError::Io(source) if source.kind() == io::ErrorKind::PermissionDenied => {
+                    TuneError::PermissionDenied {
+                        dev: name.to_string(),
+                        path: j.dir().display().to_string(),
+                    }
+                }
+                LockError::Io(source) => TuneError::Journal {
+                    dir: j.dir().display().to_string(),
+                    source,
+                },
+            })?),
         };
-        tuner.apply_checked(name, original, false)
+        Ok(Held {
+            tuner: self,
+            name: name.to_string(),
+            _lock: lock,
+        })
     }
 
-    fn apply_checked(
-        &self,
-        name: &str,
-        want: &Settings,
-        strict: bool,
-    ) -> Result<Outcome, TuneError> {
+    /// Validate and apply `want` to the device called `name`, under its lock.
+    pub fn apply(&self, name: &str, want: &Settings) -> Result<Outcome, TuneError> {
+        let dev = resolve(&self.root, name)?;
+        self.hold(dev.as_str())?.apply(want)
+    }
+
+    /// Put a device back to `original` (a revert, an undo), under its lock,
+    /// without journalling and without range checks (the values came from
+    /// the kernel); then the revert policy drops its journal entry when the
+    /// device is back at the journalled originals.
+    pub fn restore(&self, name: &str, original: &Settings) -> Result<Outcome, TuneError> {
+        let dev = resolve(&self.root, name)?;
+        self.hold(dev.as_str())?.restore(original)
+    }
+
+    /// The revert policy after a restore (or a rolled-back change) of `dev`:
+    /// see [`Journal::forget_if_reverted`]. The writes are done whatever it
+    /// says, so a journal that cannot be read here only keeps its entry.
+    fn settle_journal(&self, dev: &DeviceName, now: &QueueSettings) -> Kept {
+        match &self.journal {
+            Some(j) => j.forget_if_reverted(dev.as_str(), now).unwrap_or_else(|e| {
+                Kept::Differs(vec![format!("the journal could not be read ({e})")])
+            }),
+            None => Kept::None,
+        }
+    }
+}
+
+impl Held<'_> {
+    /// The device name it holds.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The diskseq its tuner was told to expect ([`Tuner::expecting`]).
+    pub fn seen_diskseq(&self) -> Option<u64> {
+        self.tuner.seen_diskseq()
+    }
+
+    /// [`Tuner::apply`] under this lock.
+    pub fn apply(&self, want: &Settings) -> Result<Outcome, TuneError> {
+        self.tuner.transact(&self.name, want, Kind::Change)
+    }
+
+    /// [`Tuner::restore`] under this lock.
+    pub fn restore(&self, original: &Settings) -> Result<Outcome, TuneError> {
+        self.tuner.transact(&self.name, original, Kind::Restore)
+    }
+
+    /// The device's journal entry, read under the lock (`None`: no journal or no entry).
+    pub fn entry(&self) -> Result<Option<JournalEntry>, TuneError> {
+        let Some(j) = &self.tuner.journal else {
+            return Ok(None);
+        };
+        j.load(&self.name).map_err(|source| TuneError::Journal {
+            dir: j.dir().display().to_string(),
+            source,
+        })
+    }
+
+    /// Drop the device's journal entry (a stale one, which no restore can apply).
+    pub fn drop_entry(&self) -> Result<(), TuneError> {
+        let Some(j) = &self.tuner.journal else {
+            return Ok(());
+        };
+        j.remove(&self.name).map_err(|source| TuneError::Journal {
+            dir: j.dir().display().to_string(),
+            source,
+        })
+    }
+}
+
+impl Tuner {
+    /// One transaction on the device called `name`; the caller holds its lock.
+    fn transact(&self, name: &str, want: &Settings, kind: Kind) -> Result<Outcome, TuneError> {
+        let strict = kind == Kind::Change;
         let dev = resolve(&self.root, name)?;
         // The incarnation every write below must still find (see `expecting`).
         let seq = read_diskseq(&self.root, &dev);
@@ -354,7 +475,11 @@ impl Tuner {
         self.check_permission(&dev, want)?;
         if is_no_op(&before, want) {
             // Nothing to write, so nothing to journal: an entry made now would
-            // record the values already in force as the "original".
+            // record the values already in force as the "original". A restore
+            // that finds the device already back still settles its entry.
+            if kind == Kind::Restore {
+                self.settle_journal(&dev, &before);
+            }
             return Ok(Outcome {
                 device: dev.to_string(),
                 changes: Vec::new(),
@@ -364,14 +489,18 @@ impl Tuner {
                 stored: Vec::new(),
             });
         }
-        let journalled = match &self.journal {
-            Some(j) => self.journal_original(j, &dev, &before)?,
-            None => false,
-        };
+        if kind == Kind::Change
+            && let Some(j) = &self.journal
+        {
+            self.journal_original(j, &dev, &before)?;
+        }
         let mut kernel_time = Duration::ZERO;
         match self.write_all(&dev, seq, want, &mut kernel_time) {
             Ok(()) => {
                 let after = QueueSettings::read(&self.root, &dev);
+                if kind == Kind::Restore {
+                    self.settle_journal(&dev, &after);
+                }
                 let mut changes = diff(&before, &after);
                 add_requested_tunables(&mut changes, &before, &after, want);
                 Ok(Outcome {
@@ -385,13 +514,11 @@ impl Tuner {
             }
             Err(err) => {
                 let (err, restored) = self.roll_back(&dev, seq, &before, err);
-                // The entry written for this change is not needed once the
-                // device is back as it was; an older entry stays.
-                if journalled
-                    && restored
-                    && let Some(j) = &self.journal
-                {
-                    let _ = j.remove(dev.as_str());
+                // A rollback is a restore: the one policy decides whether the
+                // entry goes (an entry written for this change does; an older
+                // one whose original differs from `before` stays).
+                if restored {
+                    self.settle_journal(&dev, &QueueSettings::read(&self.root, &dev));
                 }
                 Err(err)
             }
@@ -468,11 +595,13 @@ impl Tuner {
             dir: j.dir().display().to_string(),
             source,
         };
-        match j.load(dev.as_str()) {
-            Ok(Some(old)) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
-            // Stale or unreadable: this device's original must be recorded.
-            Ok(Some(_)) | Err(_) => j.replace(&entry).map(|()| true).map_err(err),
-            Ok(None) => j.save_if_absent(&entry).map_err(err),
+        match j.load(dev.as_str()).map_err(err)? {
+            Some(old) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
+            // Stale (another boot, another diskseq): this device's original must be recorded.
+            Some(_) => j.replace(&entry).map(|()| true).map_err(err),
+            // An entry that is not trusted (a symlink, a forged owner, another
+            // version, bad JSON) was an error above: nothing is changed.
+            None => j.save_if_absent(&entry).map_err(err),
         }
     }
 
@@ -1170,5 +1299,102 @@ mod tests {
         let tuner = Tuner::new(root.clone(), Some(j)).expecting("loop3", Some(15));
         tuner.apply("loop3", &kyber).unwrap();
         assert_eq!(QueueSettings::read(&root, &dev).active_label(), "kyber");
+    }
+
+    fn nr(n: u64) -> Settings {
+        Settings {
+            nr_requests: Some(n),
+            ..Settings::default()
+        }
+    }
+
+    fn attr(t: &FakeTree, a: &str) -> String {
+        std::fs::read_to_string(t.dev_dir("sda").join("queue").join(a))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn a_refused_journal_entry_refuses_the_change_and_writes_nothing() {
+        let (d, t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        std::fs::create_dir_all(j.dir()).unwrap();
+        let mut forged = serde_json::to_value(JournalEntry {
+            version: JOURNAL_VERSION,
+            device: "sda".into(),
+            major: 8,
+            minor: 0,
+            diskseq: None,
+            boot_id: None,
+            saved_at: 0.0,
+            original: nr(4),
+        })
+        .unwrap();
+        forged["version"] = 99.into();
+        let path = j.dir().join("sda.json");
+        std::fs::write(&path, forged.to_string()).unwrap();
+        let before = attr(&t, "nr_requests");
+        let e = tuner.apply("sda", &nr(64)).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("nothing was changed"), "{msg}");
+        assert_eq!(attr(&t, "nr_requests"), before, "nothing written");
+        assert!(
+            std::fs::read_to_string(&path).unwrap().contains("99"),
+            "not replaced"
+        );
+        drop(d);
+    }
+
+    #[test]
+    fn a_device_held_by_another_change_is_busy_and_nothing_is_written() {
+        let (_d, t, tuner) = setup();
+        let tuner = tuner.with_lock_wait(Duration::from_millis(50));
+        let held = tuner.hold("sda").unwrap();
+        let before = attr(&t, "nr_requests");
+        let e = tuner.apply("sda", &nr(64)).unwrap_err();
+        assert!(matches!(e, TuneError::Busy(_)), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("pid"), "{e}");
+        assert!(tuner.restore("sda", &nr(32)).is_err());
+        assert_eq!(attr(&t, "nr_requests"), before);
+        assert!(tuner.journal().unwrap().load("sda").unwrap().is_none());
+        // The holder itself changes it.
+        held.apply(&nr(64)).unwrap();
+        assert_eq!(attr(&t, "nr_requests"), "64");
+        drop(held);
+        tuner.apply("sda", &nr(48)).unwrap();
+    }
+
+    #[test]
+    fn a_restore_drops_the_entry_only_when_the_device_is_back_at_the_original() {
+        let (_d, t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let orig = attr(&t, "nr_requests");
+        let o1 = tuner.apply("sda", &nr(64)).unwrap();
+        tuner.apply("sda", &nr(32)).unwrap();
+        // An undo of the second change: back to 64, not the original: kept.
+        tuner
+            .restore("sda", &Settings::snapshot_of(&o1.after))
+            .unwrap();
+        assert_eq!(attr(&t, "nr_requests"), "64");
+        assert!(
+            j.load("sda").unwrap().is_some(),
+            "the true original is kept"
+        );
+        // An undo of the first: back at the original: dropped.
+        tuner
+            .restore("sda", &Settings::snapshot_of(&o1.before))
+            .unwrap();
+        assert_eq!(attr(&t, "nr_requests"), orig);
+        assert!(j.load("sda").unwrap().is_none(), "nothing left to revert");
+        // A restore that finds the device already back drops a leftover entry too.
+        tuner.apply("sda", &nr(64)).unwrap();
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), &orig).unwrap();
+        tuner
+            .restore("sda", &Settings::snapshot_of(&o1.before))
+            .unwrap();
+        assert!(j.load("sda").unwrap().is_none());
     }
 }

@@ -7,9 +7,12 @@
 //! both ends of [`Config::dwell`] (one [`RateTracker`] interval, i.e. exactly
 //! what `iostat -x` prints for one interval of that length) while the
 //! built-in load times its own I/Os. Afterwards the original settings come
-//! back ([`Tuner::restore`] with the snapshot taken first), or the winner is
-//! applied with [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C,
-//! SIGTERM, Esc in the TUI) stops within a tenth of a second and restores too.
+//! back ([`tuner::Held::restore`] with the snapshot taken first, and the one
+//! revert policy for the journal entry), or the winner is applied with
+//! [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C, SIGTERM, Esc in
+//! the TUI) stops within a tenth of a second and restores too; so does a
+//! panic in the `progress` callback (a closed stderr). The device's lock is
+//! held from the snapshot to the restore, so no other change slips in.
 //!
 //! Library use, for the TUI's `b` key:
 //!
@@ -20,7 +23,7 @@
 //! let root = blktune_core::os::SysRoot::default();
 //! let cancel = AtomicBool::new(false);            // set it from Esc
 //! let cfg = Config::passive("sda");               // or with a load: Config { load: Some(..), .. }
-//! let journal = Some(blktune_core::journal::Journal::from_env());
+//! let journal = Some(blktune_core::journal::Journal::for_root(&root));
 //! let result = shootout::run(&root, journal, &cfg, |p| eprintln!("{}", p.line()), &cancel)?;
 //! println!("{}", shootout::table(&result));
 //! # Ok(()) }
@@ -295,10 +298,6 @@ pub fn run(
             l.target.name()
         )));
     }
-    let original = Settings::snapshot_of(&q);
-    let had_journal_entry = journal
-        .as_ref()
-        .is_some_and(|j| j.load(dev.as_str()).ok().flatten().is_some());
     // Every switch, the winner and the restore write only to the device seen
     // now: one detached and re-attached under the name is another device.
     let seq = tuner::read_diskseq(root, &dev);
@@ -312,11 +311,18 @@ pub fn run(
         }
         .into());
     }
-    let tuner = Tuner::new(root.clone(), journal.clone()).expecting(dev.as_str(), seq);
+    let tuner = Tuner::new(root.clone(), journal).expecting(dev.as_str(), seq);
+    let held = tuner.hold(dev.as_str())?;
+    // The original is read under the lock: no other change is half-way now.
+    let original = Settings::snapshot_of(&QueueSettings::read(root, &dev));
     let steps = plan(&schedulers, cfg.rounds);
     let started = Instant::now();
 
-    let outcome = measure_all(root, &tuner, cfg, &steps, started, &mut progress, cancel);
+    let mut guard = RestoreOnUnwind {
+        held: &held,
+        original: Some(original.clone()),
+    };
+    let outcome = measure_all(root, &held, cfg, &steps, started, &mut progress, cancel);
 
     progress(&Progress {
         device: dev.to_string(),
@@ -342,13 +348,7 @@ pub fn run(
             });
         }
         Err(e) => {
-            let restore = restore(
-                &tuner,
-                journal.as_ref(),
-                &dev.to_string(),
-                &original,
-                had_journal_entry,
-            );
+            let restore = restore(guard.disarm(), &original);
             return Err(match e {
                 Stop::Cancelled => ShootoutError::Cancelled {
                     dev: dev.to_string(),
@@ -377,7 +377,7 @@ pub fn run(
                 scheduler: Some(v.winner.clone()),
                 ..Settings::default()
             };
-            match tuner.apply(dev.as_str(), &want) {
+            match held.apply(&want) {
                 Ok(_) => (
                     format!(
                         "winner applied: {} (undo with 'blktune revert {dev}')",
@@ -386,13 +386,7 @@ pub fn run(
                     Some(want),
                 ),
                 Err(e) => {
-                    let restore = restore(
-                        &tuner,
-                        journal.as_ref(),
-                        dev.as_str(),
-                        &original,
-                        had_journal_entry,
-                    );
+                    let restore = restore(guard.disarm(), &original);
                     return Err(ShootoutError::Aborted {
                         cause: format!("cannot apply the winner: {e}"),
                         restore,
@@ -400,17 +394,9 @@ pub fn run(
                 }
             }
         }
-        _ => (
-            restore(
-                &tuner,
-                journal.as_ref(),
-                dev.as_str(),
-                &original,
-                had_journal_entry,
-            ),
-            None,
-        ),
+        _ => (restore(guard.disarm(), &original), None),
     };
+    guard.disarm();
     Ok(ShootoutResult {
         device: dev.to_string(),
         scratch: cfg.scratch,
@@ -455,23 +441,40 @@ fn choose_schedulers(
     Ok(out)
 }
 
-/// Put the original settings back; a sentence saying what happened.
-fn restore(
-    tuner: &Tuner,
-    journal: Option<&Journal>,
-    dev: &str,
-    original: &Settings,
-    had_journal_entry: bool,
-) -> String {
-    match tuner.restore(dev, original) {
-        Ok(_) => {
-            // The journal entry was ours alone: the device is back, so drop it.
-            if !had_journal_entry && let Some(j) = journal {
-                let _ = j.remove(dev);
-            }
-            format!("original settings restored ({})", original.summary())
-        }
+/// Put the original settings back; a sentence saying what happened. The
+/// journal entry follows the one revert policy (dropped when the device is
+/// back at the journalled originals, whoever made the entry).
+fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
+    let dev = held.name();
+    match held.restore(original) {
+        Ok(_) => format!("original settings restored ({})", original.summary()),
         Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
+    }
+}
+
+/// Restores the original settings if the shoot-out unwinds (a panic in the
+/// caller's `progress`, e.g. writing to a closed stderr) before it restored
+/// them itself; [`RestoreOnUnwind::disarm`] once it takes over.
+struct RestoreOnUnwind<'a, 'b> {
+    held: &'a tuner::Held<'b>,
+    original: Option<Settings>,
+}
+
+impl<'a, 'b> RestoreOnUnwind<'a, 'b> {
+    /// The held device, for the normal restore; the guard does nothing more.
+    fn disarm(&mut self) -> &'a tuner::Held<'b> {
+        self.original = None;
+        self.held
+    }
+}
+
+impl Drop for RestoreOnUnwind<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(original) = &self.original
+            && std::thread::panicking()
+        {
+            let _ = self.held.restore(original);
+        }
     }
 }
 
@@ -521,7 +524,7 @@ fn wait(until: Instant, cancel: &AtomicBool, mut tick: impl FnMut(Duration)) -> 
 
 fn measure_all(
     root: &SysRoot,
-    tuner: &Tuner,
+    held: &tuner::Held<'_>,
     cfg: &Config,
     steps: &[(usize, String)],
     started: Instant,
@@ -553,7 +556,7 @@ fn measure_all(
             scheduler: Some(sched.clone()),
             ..Settings::default()
         };
-        let outcome = tuner.apply(&cfg.device, &want)?;
+        let outcome = held.apply(&want)?;
         let settings = Settings::snapshot_of(&outcome.after);
         let settings = format!(
             "{}{}",
@@ -589,7 +592,7 @@ fn measure_all(
         let stats = sample(root, &mut rates, itv)?;
         drop(load);
         // A dwell that ended on another device measured nothing of this one.
-        let seen = tuner.seen_diskseq();
+        let seen = held.seen_diskseq();
         if let Some(s) = seen
             && root
                 .device(&cfg.device)
@@ -745,5 +748,133 @@ mod tests {
         };
         let err = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap_err();
         assert_eq!(err.exit_code(), 2);
+    }
+
+    /// A fake sda, a journal, and a one-step shoot-out config (no diskstats
+    /// for sda, so the step fails at its first sample, after the switch).
+    fn one_step() -> (tempfile::TempDir, FakeTree, Journal, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        t.set_diskstats(&[]).unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        let cfg = Config {
+            schedulers: vec!["kyber".into()],
+            rounds: 1,
+            settle: Duration::ZERO,
+            dwell: Duration::from_millis(10),
+            ..Config::passive("sda")
+        };
+        (dir, t, j, cfg)
+    }
+
+    /// The fake tree keeps a written scheduler name as written: give the
+    /// file the kernel's form again (every scheduler, the active one in brackets).
+    fn bracket(t: &FakeTree) {
+        let all: Vec<String> = ["none", "mq-deadline", "kyber", "bfq"]
+            .map(String::from)
+            .to_vec();
+        std::fs::write(
+            t.dev_dir("sda").join("queue/scheduler"),
+            crate::fake::scheduler_line(&all, &active(t)),
+        )
+        .unwrap();
+    }
+
+    fn active(t: &FakeTree) -> String {
+        let root = t.root();
+        QueueSettings::read(&root, &root.device("sda").unwrap())
+            .active_label()
+            .to_string()
+    }
+
+    #[test]
+    fn the_restore_follows_the_one_revert_policy() {
+        let (_d, t, j, cfg) = one_step();
+        let root = t.root();
+        let tuner = Tuner::new(root.clone(), Some(j.clone()));
+        let never = AtomicBool::new(false);
+        // No entry before: none after.
+        let err = run(&root, Some(j.clone()), &cfg, |_| {}, &never).unwrap_err();
+        assert!(
+            err.to_string().contains("original settings restored"),
+            "{err}"
+        );
+        assert_eq!(active(&t), "mq-deadline");
+        assert!(j.load("sda").unwrap().is_none());
+        // An entry whose original is what the device has now (an earlier
+        // change undone by hand): the device ends at the originals, so the
+        // entry goes, though the shoot-out did not make it.
+        tuner
+            .apply(
+                "sda",
+                &Settings {
+                    read_ahead_kb: Some(256),
+                    ..Settings::default()
+                },
+            )
+            .unwrap();
+        std::fs::write(t.dev_dir("sda").join("queue/read_ahead_kb"), "128").unwrap();
+        assert!(j.load("sda").unwrap().is_some());
+        bracket(&t);
+        run(&root, Some(j.clone()), &cfg, |_| {}, &never).unwrap_err();
+        assert!(j.load("sda").unwrap().is_none(), "nothing left to revert");
+        // An entry of a change still in force: kept, with its true original.
+        tuner
+            .apply(
+                "sda",
+                &Settings {
+                    read_ahead_kb: Some(256),
+                    ..Settings::default()
+                },
+            )
+            .unwrap();
+        bracket(&t);
+        run(&root, Some(j.clone()), &cfg, |_| {}, &never).unwrap_err();
+        let e = j.load("sda").unwrap().unwrap();
+        assert_eq!(e.original.read_ahead_kb, Some(128));
+        assert_eq!(active(&t), "mq-deadline");
+    }
+
+    #[test]
+    fn a_panic_in_the_progress_callback_still_restores_and_unlocks() {
+        let (_d, t, j, cfg) = one_step();
+        let root = t.root();
+        let never = AtomicBool::new(false);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run(
+                &root,
+                Some(j.clone()),
+                &cfg,
+                |p| {
+                    // What `eprint!` does on a closed stderr.
+                    if p.phase == Phase::Settling {
+                        panic!("failed printing to stderr");
+                    }
+                },
+                &never,
+            )
+        }));
+        assert!(r.is_err(), "the callback panicked");
+        assert_eq!(active(&t), "mq-deadline", "restored on the way out");
+        assert!(j.load("sda").unwrap().is_none());
+        drop(j.lock("sda", Duration::ZERO).unwrap());
+    }
+
+    #[test]
+    fn a_device_held_by_another_change_is_not_shot_out() {
+        let (_d, t, j, cfg) = one_step();
+        let _held = j.lock("sda", Duration::ZERO).unwrap();
+        // The shoot-out waits LOCK_WAIT, then says who holds it.
+        let err = run(
+            &t.root(),
+            Some(j.clone()),
+            &cfg,
+            |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("being changed by"), "{err}");
+        assert_eq!(active(&t), "mq-deadline");
     }
 }
