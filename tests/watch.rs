@@ -132,7 +132,15 @@ fn json_keys_are_iostats_plus_our_own() {
         "nr_requests",
         "read_ahead_kb",
     ]);
+    // The kernel's latency percentiles (null here: a fake tree is not traced).
+    let lat: Vec<String> = ["r", "w", "d", "f"]
+        .iter()
+        .flat_map(|d| ["p50", "p90", "p99", "p999", "max", "n"].map(|k| format!("{d}_{k}")))
+        .chain(["r_dev_p99".to_string(), "w_dev_p99".to_string()])
+        .collect();
+    want.extend(lat.iter().map(String::as_str));
     assert_eq!(keys, want);
+    assert!(lat.iter().all(|k| recs[0][k].is_null()));
     assert_eq!(recs[0]["disk_device"], "sda");
     assert_eq!(recs[0]["scheduler"], "mq-deadline");
     assert_eq!(recs[0]["nr_requests"], 256);

@@ -51,6 +51,10 @@ pub struct Global {
     /// Root of procfs.
     #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
+
+    /// Never load the BPF program that times every I/O (no kernel percentiles).
+    #[arg(long, global = true)]
+    pub no_bpf: bool,
 }
 
 impl Global {

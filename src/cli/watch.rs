@@ -3,11 +3,15 @@
 use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use anyhow::Context;
 use blktune_core::iostat::{ExtStats, NoData};
+use blktune_core::latency::{
+    DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
+};
 use blktune_core::probe::{Probe, ProbeStats};
 use blktune_core::sampler::{Sampler, Snapshot};
 use blktune_core::text::printable;
 use blktune_core::units::rfc3339;
 use serde::Serialize;
+use serde::ser::SerializeMap;
 use std::time::{Duration, Instant};
 
 /// Arguments of `blktune watch`.
@@ -30,6 +34,13 @@ pub struct WatchArgs {
     /// sees, next to the diskstats averages. The probe's reads count in r/s.
     #[arg(long)]
     pub probe: bool,
+
+    /// Also show the kernel's read and write p99 (ms) of the interval: from
+    /// the request's start (what r_await averages) and on the device alone
+    /// (issue to completion); a count instead when under 100 I/Os. Needs root
+    /// (a BPF program on the block tracepoints). --json always has them.
+    #[arg(long)]
+    pub latency: bool,
 
     /// Probe reads per second per device (0.1 to 100).
     #[arg(long, value_name = "N", value_parser = parse_probe_rate, default_value_t = blktune_core::probe::DEFAULT_RATE, requires = "probe")]
@@ -56,6 +67,109 @@ pub struct WatchRecord<'a> {
     /// With `--probe`: the probe's reads in this interval (latencies in ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<&'a ProbeStats>,
+    /// The kernel's latency percentiles of this interval's I/Os.
+    #[serde(flatten)]
+    pub latency: LatencyJson,
+}
+
+/// The kernel's percentiles in a `watch --json` record: `r_p50 r_p90 r_p99
+/// r_p999 r_max r_n` (ms; `_n` the number of I/Os, start to completion, the
+/// span r_await averages) and the same with `w_`, `d_`, `f_`; then
+/// `r_dev_p99` and `w_dev_p99` (issue to completion: the device alone).
+/// Every key is always there; null when unknown: all of them without BPF
+/// (the reason goes to stderr once), the percentiles without I/O, a p99
+/// under 100 I/Os and a p99.9 under 1000.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LatencyJson(Option<Summary>);
+
+impl Serialize for LatencyJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        for dir in Dir::ALL {
+            let p = self.0.as_ref().and_then(|s| s.get(Span::Total, dir));
+            let pre = dir.prefix();
+            m.serialize_entry(&format!("{pre}_p50"), &p.map(|p| p.p50))?;
+            m.serialize_entry(&format!("{pre}_p90"), &p.map(|p| p.p90))?;
+            m.serialize_entry(
+                &format!("{pre}_p99"),
+                &p.and_then(Percentiles::p99_if_enough),
+            )?;
+            m.serialize_entry(
+                &format!("{pre}_p999"),
+                &p.and_then(Percentiles::p999_if_enough),
+            )?;
+            m.serialize_entry(&format!("{pre}_max"), &p.map(|p| p.max))?;
+            // Known to be 0 when traced without I/O; unknown without BPF.
+            let n = self.0.map(|_| p.map_or(0, |p| p.n));
+            m.serialize_entry(&format!("{pre}_n"), &n)?;
+        }
+        for dir in [Dir::Read, Dir::Write] {
+            let p = self.0.as_ref().and_then(|s| s.get(Span::Device, dir));
+            m.serialize_entry(
+                &format!("{}_dev_p99", dir.prefix()),
+                &p.and_then(Percentiles::p99_if_enough),
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// The kernel tracer of `watch`, or why there is none.
+#[derive(Debug)]
+struct Latency {
+    tracer: Result<Tracer, Unavailable>,
+    intervals: Intervals,
+}
+
+impl Latency {
+    /// Start tracing when the output shows percentiles; the reason on stderr
+    /// once when it cannot. No message for `--no-bpf` (asked for) or a fake
+    /// sysfs tree (not the live kernel): the fields stay null.
+    fn start(g: &Global, a: &WatchArgs) -> Option<Self> {
+        if !(a.json || a.latency) {
+            return None;
+        }
+        let live = g.root().is_live();
+        let tracer = Tracer::start(g.no_bpf, live);
+        if let Err(why) = &tracer
+            && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
+        {
+            eprintln!("blktune: no kernel latency percentiles: {why}");
+        }
+        let mut l = Self {
+            tracer,
+            intervals: Intervals::new(),
+        };
+        // The baseline, so the first interval is a whole one.
+        l.tick();
+        Some(l)
+    }
+
+    /// Read the kernel's histograms: the interval since the last read.
+    fn tick(&mut self) -> Option<Interval> {
+        let tracer = self.tracer.as_mut().ok()?;
+        match tracer.read() {
+            Ok(r) => self.intervals.next(r),
+            Err(e) => {
+                eprintln!("blktune: no kernel latency percentiles: {e}");
+                self.tracer = Err(Unavailable::Load(e));
+                None
+            }
+        }
+    }
+}
+
+/// A device's percentiles this interval: `None` without tracing (or on its
+/// first interval); all empty when traced without I/O.
+fn summary_of(traced: Option<&Interval>, snap: &Snapshot, name: &str) -> Option<Summary> {
+    let interval = traced?;
+    // Whole disks only: the kernel counts a partition's I/O on its disk.
+    let d = snap.device(name)?;
+    let dev = DevId {
+        major: d.major,
+        minor: d.minor,
+    };
+    Some(interval.summary(dev, d.diskseq))
 }
 
 /// Which names to show.
@@ -96,6 +210,26 @@ fn header() -> String {
         "w_await",
         "aqu-sz",
         "%util"
+    )
+}
+
+/// Extra header columns of `--latency`.
+fn latency_header() -> String {
+    format!(
+        " {:>8} {:>8} {:>8} {:>8}",
+        "r_p99", "w_p99", "r_dev99", "w_dev99"
+    )
+}
+
+/// Extra cells of `--latency`: p99 in ms, or `n=K` under 100 I/Os, `-` untraced.
+fn latency_cells(s: Option<&Summary>) -> String {
+    let cell = |span, dir| s.map_or_else(|| "-".to_string(), |s| s.tail(span, dir).to_string());
+    format!(
+        " {:>8} {:>8} {:>8} {:>8}",
+        cell(Span::Total, Dir::Read),
+        cell(Span::Total, Dir::Write),
+        cell(Span::Device, Dir::Read),
+        cell(Span::Device, Dir::Write)
     )
 }
 
@@ -156,10 +290,19 @@ fn parse_count(s: &str) -> Result<u64, String> {
 /// Run `blktune watch`.
 pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
+    // Loading the BPF program takes a moment: before the sampler's first
+    // reading, so that the two count the same intervals.
+    let mut latency = Latency::start(g, a);
     let mut sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
+    if a.latency && !a.json && latency.as_ref().is_some_and(|l| l.tracer.is_ok()) {
+        out.line(
+            "latency: the kernel's p99 (ms) of each interval's I/Os, from their start (what \
+             r_await averages) and on the device (*_dev99); n=K when under 100 I/Os",
+        )?;
+    }
     let mut next = Instant::now() + a.interval;
     let mut n = 0u64;
     let mut warned = false;
@@ -222,13 +365,17 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         }
         let itv = snap.interval.unwrap_or(0.0);
         let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
+        let traced = latency.as_mut().and_then(Latency::tick);
         if !a.json {
             out.line(&format!("\n{}  interval {:.3}s", rfc3339(snap.wall), itv))?;
-            if probe.is_some() {
-                out.line(&(header() + &probe_header()))?;
-            } else {
-                out.line(&header())?;
+            let mut h = header();
+            if a.latency {
+                h.push_str(&latency_header());
             }
+            if probe.is_some() {
+                h.push_str(&probe_header());
+            }
+            out.line(&h)?;
         }
         for name in &sel {
             let dev = snap.device(name);
@@ -253,16 +400,21 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     no_data,
                     stats,
                     probe: probed.get(name),
+                    latency: LatencyJson(summary_of(traced.as_ref(), &snap, name)),
                 };
                 out.line(&serde_json::to_string(&rec)?)?;
             } else {
                 let mut line = row(name, sched.unwrap_or("-"), snap.ext(name));
+                if (a.latency || probe.is_some()) && snap.ext(name).is_none() {
+                    // Keep the extra columns aligned after a "no data" row.
+                    let w = header().len();
+                    line = format!("{line:<w$}");
+                }
+                if a.latency {
+                    let s = summary_of(traced.as_ref(), &snap, name);
+                    line.push_str(&latency_cells(s.as_ref()));
+                }
                 if probe.is_some() {
-                    if snap.ext(name).is_none() {
-                        // Keep the probe columns aligned after a "no data" row.
-                        let w = header().len();
-                        line = format!("{line:<w$}");
-                    }
                     line.push_str(&probe_cells(probed.get(name)));
                 }
                 out.line(&line)?;

@@ -21,6 +21,7 @@ pub mod history;
 pub mod host;
 pub mod iostat;
 pub mod journal;
+pub mod latency;
 pub mod load;
 pub mod os;
 pub mod probe;

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * blktune's block I/O latency histograms, per disk, direction and span.
+ *
+ * Two spans of every request, both ending when the request completes
+ * (block_rq_complete, last part):
+ *   total:  from rq->start_time_ns, the start diskstats measures r_await from
+ *           (block/blk-mq.c: blk_account_io_start, blk_account_io_done);
+ *   device: from block_rq_issue (the driver got it) to completion.
+ * Each I/O adds 1 to a bucket and its nanoseconds to a sum, with atomic adds
+ * in a hash map that userspace reads once per tick. Nothing is sent to
+ * userspace per I/O; no loops.
+ *
+ * The bucket layout is mirrored in crates/blktune-core/src/latency/hist.rs
+ * (a test there reads the defines below).
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+/* The few kernel fields we read, relocated against the running kernel's BTF
+ * (CO-RE), so no vmlinux.h is needed. */
+struct gendisk {
+	int major;
+	int first_minor;
+	__u64 diskseq;
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request {
+	struct request_queue *q;
+	unsigned int cmd_flags;
+	unsigned int __data_len;
+	__u64 start_time_ns;
+} __attribute__((preserve_access_index));
+
+/* Log-linear buckets of nanoseconds: slot 0 holds < 2^MIN_EXP ns (~1 us);
+ * then 2^SUB_BITS slots per power of two up to 2^(MAX_EXP+1) ns (~17 s);
+ * the last slot holds everything slower. */
+#define SUB_BITS 6
+#define SUBS (1 << SUB_BITS)
+#define MIN_EXP 10
+#define MAX_EXP 33
+#define NR_SLOTS (2 + (MAX_EXP - MIN_EXP + 1) * SUBS)
+/* The value: the slots, then the sum of all latencies in ns. */
+#define SUM_IDX NR_SLOTS
+#define VALUE_LEN (NR_SLOTS + 1)
+
+/* Directions, as diskstats groups them (include/linux/blk_types.h). */
+#define DIR_READ 0
+#define DIR_WRITE 1
+#define DIR_DISCARD 2
+#define DIR_FLUSH 3
+#define SPAN_TOTAL 0
+#define SPAN_DEVICE 1
+
+#define REQ_OP_MASK 0xff
+#define REQ_OP_FLUSH 2
+#define REQ_OP_DISCARD 3
+#define REQ_OP_SECURE_ERASE 5
+#define REQ_OP_DRV_IN 34
+
+struct hist_key {
+	/* kernel dev_t (major << 20 | minor) << 16 | span << 8 | direction */
+	__u64 id;
+	/* the disk's diskseq: a re-attached loop device gets a new one */
+	__u64 diskseq;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct hist_key);
+	__type(value, __u64[VALUE_LEN]);
+} hists SEC(".maps");
+
+/* Issue time of each request in the driver, keyed by its address. LRU, so a
+ * request that never completes cannot fill the map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} issued SEC(".maps");
+
+/* All zeros: the first value of a new histogram (too big for the stack). */
+static __u64 empty[VALUE_LEN];
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static __always_inline __u32 slot_of(__u64 ns)
+{
+	__u32 e;
+
+	if (ns < (1ULL << MIN_EXP))
+		return 0;
+	if (ns >> (MAX_EXP + 1))
+		return NR_SLOTS - 1;
+	e = log2_u64(ns);
+	return 1 + (e - MIN_EXP) * SUBS + ((ns >> (e - SUB_BITS)) & (SUBS - 1));
+}
+
+/* diskstats' groups: discard, flush, write, read; -1 for passthrough. */
+static __always_inline int direction(const struct request *rq)
+{
+	__u32 op = rq->cmd_flags & REQ_OP_MASK;
+
+	if (op >= REQ_OP_DRV_IN)
+		return -1;
+	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
+		return DIR_DISCARD;
+	if (op == REQ_OP_FLUSH)
+		return DIR_FLUSH;
+	return op & 1 ? DIR_WRITE : DIR_READ;
+}
+
+static __always_inline void add(const struct hist_key *key, __u64 ns)
+{
+	__u64 *h = bpf_map_lookup_elem(&hists, key);
+	__u32 s = slot_of(ns);
+
+	if (!h) {
+		/* BPF_NOEXIST: two CPUs racing to create it both end up adding
+		 * to the one that won. */
+		bpf_map_update_elem(&hists, key, &empty, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, key);
+		if (!h)
+			return;
+	}
+	if (s >= NR_SLOTS)
+		return;
+	__sync_fetch_and_add(&h[s], 1);
+	__sync_fetch_and_add(&h[SUM_IDX], ns);
+}
+
+SEC("tp_btf/block_rq_issue")
+int on_issue(__u64 *ctx)
+{
+	__u64 rq = ctx[0];
+	__u64 now = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&issued, &rq, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int on_complete(__u64 *ctx)
+{
+	struct request *rq = (struct request *)ctx[0];
+	__u32 nr_bytes = (__u32)ctx[2];
+	__u64 addr = ctx[0];
+	__u64 now = bpf_ktime_get_ns();
+	struct gendisk *disk;
+	struct hist_key key;
+	__u64 *issue;
+	__u64 dev;
+	int dir;
+
+	/* A partial completion: the request goes on; count it at its end. */
+	if (nr_bytes < rq->__data_len)
+		return 0;
+	dir = direction(rq);
+	disk = rq->q->disk;
+	if (dir < 0 || !disk)
+		goto out;
+	dev = ((__u64)disk->major << 20) | (__u32)disk->first_minor;
+	key.diskseq = disk->diskseq;
+
+	/* start_time_ns is 0 when the queue keeps no statistics (iostats=0
+	 * and no scheduler): then there is no total span. */
+	if (rq->start_time_ns && now >= rq->start_time_ns) {
+		key.id = dev << 16 | SPAN_TOTAL << 8 | dir;
+		add(&key, now - rq->start_time_ns);
+	}
+	issue = bpf_map_lookup_elem(&issued, &addr);
+	if (issue && now >= *issue) {
+		key.id = dev << 16 | SPAN_DEVICE << 8 | dir;
+		add(&key, now - *issue);
+	}
+out:
+	bpf_map_delete_elem(&issued, &addr);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

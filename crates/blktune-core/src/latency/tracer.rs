@@ -1,0 +1,253 @@
+//! Loading the BPF program (with the pure-Rust `aya` loader) and reading its
+//! histogram map once per tick.
+//!
+//! The object is built from `bpf/latency.bpf.c` by `bpf/build.sh` and
+//! committed, so a build needs only Rust. Its programs are BTF tracepoints
+//! (`tp_btf`), relocated against `/sys/kernel/btf/vmlinux` (CO-RE).
+
+use super::hist::{Hist, VALUE_LEN};
+use super::{DevId, DeviceHists, Readings, parse_map_id};
+use aya::maps::{HashMap, MapData};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The committed object, 8-byte aligned for the ELF parser.
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/latency.bpf.o"));
+
+/// The programs and the tracepoints they attach to.
+const PROGRAMS: [(&str, &str); 2] = [
+    ("on_issue", "block_rq_issue"),
+    ("on_complete", "block_rq_complete"),
+];
+
+const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+const LOCKDOWN_PATH: &str = "/sys/kernel/security/lockdown";
+
+/// Why there are no kernel percentiles, in a few words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("disabled by --no-bpf")]
+    Disabled,
+    #[error("needs root")]
+    NotRoot,
+    #[error("not the live system (--sysfs-root/--proc-root)")]
+    NotLive,
+    #[error("no kernel BTF ({BTF_PATH})")]
+    NoBtf,
+    #[error("kernel lockdown ({0})")]
+    Lockdown(String),
+    #[error("BPF load failed: {0}")]
+    Load(String),
+}
+
+/// The loaded, attached program; detached when dropped.
+#[derive(Debug)]
+pub struct Tracer {
+    /// Owns the programs and their links: dropping it detaches them.
+    _bpf: Ebpf,
+    hists: HashMap<MapData, [u64; 2], [u64; VALUE_LEN]>,
+}
+
+/// The checks made before any BPF call, as a pure function.
+///
+/// Root is required (CAP_BPF and CAP_PERFMON would do, but blktune changes
+/// settings as root anyway); lockdown's confidentiality mode forbids reading
+/// kernel memory, which tracing programs do.
+fn precheck(
+    no_bpf: bool,
+    live: bool,
+    root: bool,
+    btf: bool,
+    lockdown: Option<&str>,
+) -> Result<(), Unavailable> {
+    if no_bpf {
+        return Err(Unavailable::Disabled);
+    }
+    if !live {
+        return Err(Unavailable::NotLive);
+    }
+    if !root {
+        return Err(Unavailable::NotRoot);
+    }
+    if !btf {
+        return Err(Unavailable::NoBtf);
+    }
+    // The active mode is the one in brackets: "none integrity [confidentiality]".
+    if let Some(mode) = lockdown.and_then(|l| {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+    }) && mode == "confidentiality"
+    {
+        return Err(Unavailable::Lockdown(mode.to_string()));
+    }
+    Ok(())
+}
+
+impl Tracer {
+    /// Load and attach the program, unless `no_bpf`, not `live` (a fake
+    /// sysfs tree: the kernel's devices are not the ones shown), not root,
+    /// no BTF or lockdown; then no BPF call is made at all.
+    pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
+        let lockdown = std::fs::read_to_string(LOCKDOWN_PATH).ok();
+        precheck(
+            no_bpf,
+            live,
+            nix::unistd::geteuid().is_root(),
+            Path::new(BTF_PATH).exists(),
+            lockdown.as_deref(),
+        )?;
+        Self::load().map_err(|e| match lockdown.as_deref().map(str::trim) {
+            // Integrity mode may refuse some programs too: say it is on.
+            Some(l) if !l.contains("[none]") => Unavailable::Load(format!("{e} (lockdown: {l})")),
+            _ => Unavailable::Load(e),
+        })
+    }
+
+    fn load() -> Result<Self, String> {
+        let btf = Btf::from_sys_fs().map_err(|e| format!("kernel BTF: {e}"))?;
+        let mut bpf = Ebpf::load(&OBJECT.0).map_err(|e| e.to_string())?;
+        for (name, tracepoint) in PROGRAMS {
+            let prog: &mut BtfTracePoint = bpf
+                .program_mut(name)
+                .ok_or_else(|| format!("no program {name}"))?
+                .try_into()
+                .map_err(|e| format!("{name}: {e}"))?;
+            prog.load(tracepoint, &btf)
+                .map_err(|e| format!("{tracepoint}: {e}"))?;
+            prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+        }
+        let map = bpf.take_map("hists").ok_or("no map hists")?;
+        let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
+        Ok(Self { _bpf: bpf, hists })
+    }
+
+    /// Every device's cumulative histograms now. Histograms of an earlier
+    /// device under the same number (a lower diskseq) are dropped from the
+    /// map, so they are neither read again nor mistaken for the new one's.
+    pub fn read(&mut self) -> Result<Readings, String> {
+        let mut raw: Vec<([u64; 2], Hist)> = Vec::new();
+        for item in self.hists.iter() {
+            // A key deleted between listing and lookup is skipped.
+            let Ok((key, value)) = item else { continue };
+            if let Some(h) = Hist::from_value(&value) {
+                raw.push((key, h));
+            }
+        }
+        let (readings, stale) = group(raw);
+        for key in stale {
+            // Already gone is fine.
+            let _ = self.hists.remove(&key);
+        }
+        Ok(readings)
+    }
+}
+
+/// Group raw map entries by device, keeping only each device's newest
+/// diskseq; also returns the keys of the older ones.
+fn group(raw: Vec<([u64; 2], Hist)>) -> (Readings, Vec<[u64; 2]>) {
+    let mut newest: BTreeMap<DevId, u64> = BTreeMap::new();
+    for (key, _) in &raw {
+        if let Some((dev, _, _)) = parse_map_id(key[0]) {
+            let s = newest.entry(dev).or_insert(key[1]);
+            *s = (*s).max(key[1]);
+        }
+    }
+    let mut out = Readings::new();
+    let mut stale = Vec::new();
+    for (key, h) in raw {
+        let Some((dev, span, dir)) = parse_map_id(key[0]) else {
+            continue;
+        };
+        if newest.get(&dev) != Some(&key[1]) {
+            stale.push(key);
+            continue;
+        }
+        let d = out.entry(dev).or_insert_with(|| DeviceHists {
+            diskseq: key[1],
+            hists: BTreeMap::new(),
+        });
+        d.hists.insert((span, dir), h);
+    }
+    (out, stale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Dir, Span, map_id};
+    use super::*;
+
+    #[test]
+    fn prechecks_give_the_first_reason() {
+        assert_eq!(
+            precheck(true, false, false, false, None),
+            Err(Unavailable::Disabled)
+        );
+        assert_eq!(
+            precheck(false, false, true, true, None),
+            Err(Unavailable::NotLive)
+        );
+        assert_eq!(
+            precheck(false, true, false, true, None),
+            Err(Unavailable::NotRoot)
+        );
+        assert_eq!(
+            precheck(false, true, true, false, None),
+            Err(Unavailable::NoBtf)
+        );
+        assert_eq!(
+            precheck(
+                false,
+                true,
+                true,
+                true,
+                Some("none integrity [confidentiality]\n")
+            ),
+            Err(Unavailable::Lockdown("confidentiality".into()))
+        );
+        assert_eq!(
+            precheck(
+                false,
+                true,
+                true,
+                true,
+                Some("[none] integrity confidentiality")
+            ),
+            Ok(())
+        );
+        assert_eq!(precheck(false, true, true, true, None), Ok(()));
+        assert_eq!(Unavailable::NotRoot.to_string(), "needs root");
+    }
+
+    #[test]
+    fn an_older_diskseq_is_dropped_and_reported_stale() {
+        let dev = DevId { major: 7, minor: 3 };
+        let mut old = Hist::empty();
+        old.record(5_000_000);
+        let mut new = Hist::empty();
+        new.record(1_000);
+        let r = map_id(dev, Span::Total, Dir::Read);
+        let w = map_id(dev, Span::Device, Dir::Write);
+        let (readings, stale) = group(vec![
+            ([r, 4], old.clone()),
+            ([w, 4], old),
+            ([r, 9], new.clone()),
+            ([u64::MAX, 9], new.clone()),
+        ]);
+        assert_eq!(stale, vec![[r, 4], [w, 4]]);
+        let d = &readings[&dev];
+        assert_eq!(d.diskseq, 9);
+        assert_eq!(d.hists.len(), 1);
+        assert_eq!(d.hists[&(Span::Total, Dir::Read)], new);
+    }
+
+    /// The embedded object is the committed one and parses.
+    #[test]
+    fn the_object_is_embedded_and_aligned() {
+        assert!(OBJECT.0.starts_with(b"\x7fELF"));
+        assert_eq!(OBJECT.0.as_ptr() as usize % 8, 0);
+    }
+}

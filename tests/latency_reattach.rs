@@ -1,0 +1,176 @@
+//! A loop device detached and attached again while tracing: the new device
+//! (same name and major:minor, new diskseq) must not inherit the old one's
+//! histograms (issue 14).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer};
+use common::{require_root, require_tool};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Backing files in /dev/shm and whatever loop device is over them; all
+/// detached and removed on drop.
+struct Files {
+    files: Vec<PathBuf>,
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        for f in &self.files {
+            detach_all(f);
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+fn detach_all(file: &Path) {
+    let out = Command::new("losetup")
+        .args(["-j"])
+        .arg(file)
+        .output()
+        .expect("losetup -j");
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some((dev, _)) = line.split_once(':') {
+            let _ = Command::new("losetup").args(["-d", dev]).status();
+        }
+    }
+}
+
+fn sys(name: &str, attr: &str) -> String {
+    std::fs::read_to_string(format!("/sys/block/{name}/{attr}"))
+        .expect("sysfs")
+        .trim()
+        .to_string()
+}
+
+fn dd(args: &[&str]) {
+    let st = Command::new("dd")
+        .args(args)
+        .arg("status=none")
+        .status()
+        .expect("dd");
+    assert!(st.success(), "dd {args:?}");
+}
+
+#[test]
+fn a_reattached_loop_device_starts_with_an_empty_histogram() {
+    let t = "a_reattached_loop_device_starts_with_an_empty_histogram";
+    if !require_root(t) || !require_tool(t, "losetup") {
+        return;
+    }
+    let pid = std::process::id();
+    let files = Files {
+        files: (0..2)
+            .map(|i| PathBuf::from(format!("/dev/shm/blktune-latency-reattach-{pid}-{i}")))
+            .collect(),
+    };
+    for f in &files.files {
+        std::fs::write(f, vec![0u8; 16 << 20]).expect("backing file");
+    }
+    let mut tracer = Tracer::start(false, true).expect("the BPF program loads as root");
+    let mut intervals = Intervals::new();
+    intervals.next(tracer.read().expect("read"));
+
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&files.files[0])
+        .output()
+        .expect("losetup");
+    assert!(out.status.success());
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let name = path.trim_start_matches("/dev/").to_string();
+    let (major, minor) = sys(&name, "dev")
+        .split_once(':')
+        .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+        .unwrap();
+    let dev = DevId { major, minor };
+    let first: u64 = sys(&name, "diskseq").parse().unwrap();
+
+    // The first device: 300 direct 4 KiB reads, one at a time.
+    dd(&[
+        &format!("if={path}"),
+        "of=/dev/null",
+        "bs=4k",
+        "count=300",
+        "iflag=direct",
+    ]);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    let reads = |i: &blktune_core::latency::Interval, seq| {
+        i.summary(dev, Some(seq))
+            .get(Span::Total, Dir::Read)
+            .map_or(0, |p| p.n)
+    };
+    assert_eq!(reads(&i, first), 300);
+
+    // Detach and attach the second file under the same name. Another
+    // process may grab the free loop device in between: then there is
+    // nothing to test against, and the test says so.
+    let st = Command::new("losetup")
+        .args(["-d", &path])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = Command::new("losetup")
+        .arg(&path)
+        .arg(&files.files[1])
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "{path} was taken by another process between detach and attach"
+    );
+    let second: u64 = sys(&name, "diskseq").parse().unwrap();
+    assert!(second > first, "diskseq {first} -> {second}");
+
+    // Nothing done on the new device yet: it has no histogram, and the old
+    // device's is not offered for it.
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    assert_eq!(reads(&i, second), 0);
+    assert!(
+        i.device(dev, Some(second))
+            .is_none_or(|d| d.diskseq == second)
+    );
+
+    // 50 writes and 20 reads on the new device: exactly those, not 300 more.
+    dd(&[
+        "if=/dev/zero",
+        &format!("of={path}"),
+        "bs=4k",
+        "count=50",
+        "oflag=direct",
+    ]);
+    dd(&[
+        &format!("if={path}"),
+        "of=/dev/null",
+        "bs=4k",
+        "count=20",
+        "iflag=direct",
+    ]);
+    let readings = tracer.read().expect("read");
+    let cumulative = &readings[&dev];
+    assert_eq!(
+        cumulative.diskseq, second,
+        "only the new device's histograms are read"
+    );
+    let n = |span, dir| cumulative.hists.get(&(span, dir)).map_or(0, |h| h.count());
+    assert_eq!(
+        n(Span::Total, Dir::Read),
+        20,
+        "the old device's 300 reads are not inherited"
+    );
+    assert_eq!(n(Span::Total, Dir::Write), 50);
+    assert_eq!(n(Span::Device, Dir::Read), 20);
+    let i = intervals.next(readings).unwrap();
+    let s = i.summary(dev, Some(second));
+    assert_eq!(s.get(Span::Total, Dir::Read).map(|p| p.n), Some(20));
+    assert_eq!(s.get(Span::Total, Dir::Write).map(|p| p.n), Some(50));
+    drop(files);
+    assert!(
+        !String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout)
+            .contains(&format!("blktune-latency-reattach-{pid}")),
+        "loop devices left behind"
+    );
+}
