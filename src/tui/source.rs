@@ -86,6 +86,10 @@ pub enum ApplyKind {
 pub struct ApplyRequest {
     pub id: u64,
     pub device: String,
+    /// The device's `diskseq` when the user chose the change; `None` when
+    /// the kernel has none (before 5.15). A device that has another one now
+    /// was replaced under the same name, and the change is refused.
+    pub diskseq: Option<u64>,
     pub settings: Settings,
     pub kind: ApplyKind,
 }
@@ -273,10 +277,29 @@ impl LiveSource {
         })
     }
 
+    /// Is the device of `req` still the one the user chose (same `diskseq`)?
+    fn same_device(&self, req: &ApplyRequest) -> Result<(), String> {
+        let Some(want) = req.diskseq else {
+            return Ok(());
+        };
+        let root = self.sampler.root();
+        let dev = blktune_core::tuner::resolve(root, &req.device).map_err(|e| e.to_string())?;
+        match blktune_core::device::BlockDevice::read(root, &dev).diskseq {
+            Some(now) if now == want => Ok(()),
+            now => Err(format!(
+                "'{}' is no longer the device you chose: it was replaced (diskseq {want} → {}); \
+                 nothing was changed",
+                req.device,
+                now.map_or_else(|| "none".into(), |n| n.to_string())
+            )),
+        }
+    }
+
     fn apply(&mut self, req: ApplyRequest) -> ApplyReport {
-        let result = match &self.tuner {
-            None => Err("read-only: changes are disabled".to_string()),
-            Some(tuner) => {
+        let result = match (&self.tuner, self.same_device(&req)) {
+            (None, _) => Err("read-only: changes are disabled".to_string()),
+            (Some(_), Err(why)) => Err(why),
+            (Some(tuner), Ok(())) => {
                 let started = Instant::now();
                 let r = match req.kind {
                     ApplyKind::Change => tuner.apply(&req.device, &req.settings),
