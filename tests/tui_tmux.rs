@@ -7,7 +7,6 @@ use common::tmux::{Tmux, alive};
 use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 /// The shell prompt (`PS1` plus a space, which capture-pane trims).
 const PROMPT: &str = "e2e$";
@@ -161,8 +160,8 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
     t.wait("fio's reads in the row", |s| {
         row(s, &dev).is_some_and(|r| r.split_whitespace().nth(2).is_some_and(|v| v != "0"))
     });
-    // Some "before" for the comparison: time passing, not a condition.
-    std::thread::sleep(Duration::from_secs(2));
+    // Some "before" for the comparison: samples (8 x 250 ms), not seconds.
+    t.wait_redraws("some \"before\"", 8);
     pick_kyber(&t, &lo);
     t.wait("kyber in the row and a marker on the time axis", |s| {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
