@@ -252,6 +252,36 @@ fn a_row_picked_under_the_filter_stays_picked() {
 
 // ---- item 3: every change names the device the user confirmed it on ---------
 
+/// `blktune --device loop0` while loop0 has no size (a detached loop device
+/// keeps its sysfs entry): nothing is selected, never the first row instead.
+#[test]
+fn a_device_asked_for_but_not_shown_selects_nothing_else() {
+    let mut m = Machine::new(&[
+        FakeDisk::new("loop0").dev(7, 0).size_bytes(0),
+        FakeDisk::new("loop1").dev(7, 1),
+    ]);
+    let mut app = App::new(blktune::tui::app::Config {
+        host: blktune_core::host::HostInfo::read(&m.tree.root()),
+        read_only: None,
+        interval: Duration::from_secs(1),
+        page_kb: 4,
+        color: false,
+        select: Some("loop0".into()),
+    });
+    m.run(&mut app, 2, &busy(4));
+    assert_eq!(app.selected, None, "not loop1 in its place");
+    assert!(
+        status(&app).contains("'loop0' is not shown")
+            && status(&app).contains("no device selected"),
+        "{}",
+        status(&app)
+    );
+    assert!(press(&mut app, &[KeyCode::Enter, KeyCode::Enter]).is_empty());
+    assert!(app.overlay.is_none());
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(app.selected.as_deref(), Some("loop1"));
+}
+
 /// A change carries the device's name and the diskseq it had when the user
 /// chose it; so does an undo.
 #[test]

@@ -75,6 +75,12 @@ fn esc_glued_to_enter_cancels_the_picker_and_the_editor() {
             || applied(s)
     });
     assert!(!applied(&s), "Esc+Enter applied the switch:\n{s}");
+    let how = if flat(&s).contains("took the Esc only") {
+        "in one read (Alt+Enter)"
+    } else {
+        "in two reads"
+    };
+    println!("Esc and Enter arrived {how}");
     assert_eq!(lo.settings(), before, "nothing changed; screen:\n{s}");
     if s.contains("scheduler of") {
         t.keys(&["Escape"]);

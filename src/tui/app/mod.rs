@@ -586,9 +586,14 @@ impl App {
             if names.contains(&want) {
                 self.selected = Some(want);
             } else {
+                // Never another device in its place: the user named this one.
+                self.auto_select = false;
                 self.say(
                     StatusKind::Error,
-                    format!("'{want}' is not shown (no such device, or size 0)"),
+                    format!(
+                        "'{want}' is not shown (no such device, or size 0); \
+                         no device selected (↑/↓ selects one)"
+                    ),
                 );
             }
         }
