@@ -526,3 +526,89 @@ fn not_root_bench_of_a_device_is_one_line_and_changes_nothing() {
     assert!(!err.contains("RESTORE"), "{err}");
     assert_eq!(lo.settings(), before);
 }
+
+/// Issue 11 item 8: a device detached and re-attached (to another file)
+/// during a bench is another device (new diskseq): the bench stops, says so,
+/// exits non-zero, and writes nothing to the new device, not even the restore.
+#[test]
+fn a_device_re_created_mid_bench_stops_it_and_gets_nothing_written() {
+    if !require_root("a_device_re_created_mid_bench_stops_it_and_gets_nothing_written")
+        || !require_tool(
+            "a_device_re_created_mid_bench_stops_it_and_gets_nothing_written",
+            "losetup",
+        )
+    {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    lo.set_queue("scheduler", "bfq");
+    let name = lo.name().to_string();
+    let dev = format!("/dev/{name}");
+    let child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args([
+            "bench",
+            &name,
+            "--schedulers",
+            "mq-deadline,kyber",
+            "--settle",
+            "1s",
+            "--dwell",
+            "2s",
+        ])
+        .env("BLKTUNE_JOURNAL_DIR", j.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Switched away from bfq: the bench is under way (a passive bench holds
+    // no file open, so the detach is immediate).
+    assert!(
+        wait_until(TIMEOUT, || !queue_state(&name)["scheduler"]
+            .contains("[bfq]")),
+        "bench never got going"
+    );
+    let detach = Command::new("losetup")
+        .arg("-d")
+        .arg(&dev)
+        .output()
+        .unwrap();
+    assert!(
+        detach.status.success(),
+        "{}",
+        String::from_utf8_lossy(&detach.stderr)
+    );
+    // The new device's own settings (the queue outlives the detach).
+    lo.set_queue("scheduler", "none");
+    lo.set_queue("nr_requests", "100");
+    let other_dir = temp_in_target();
+    let other = other_dir.path().join("other.img");
+    std::fs::File::create(&other)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let attach = Command::new("losetup")
+        .arg(&dev)
+        .arg(&other)
+        .output()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    if !attach.status.success() {
+        // Another process took the free loop number first: nothing to check.
+        eprintln!(
+            "SKIPPED: {dev} was taken before the re-attach: {}",
+            String::from_utf8_lossy(&attach.stderr)
+        );
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("re-created"), "{err}");
+    assert!(
+        err.contains("nothing was restored onto the new device"),
+        "{err}"
+    );
+    let now = queue_state(&name);
+    assert!(now["scheduler"].contains("[none]"), "{now:?}\n{err}");
+    assert_eq!(now["nr_requests"], "100", "{err}");
+}

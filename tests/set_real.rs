@@ -104,16 +104,17 @@ fn set_writes_tunables_of_the_new_scheduler_and_prints_them() {
 }
 
 #[test]
-fn a_step_the_kernel_refuses_rolls_everything_back() {
-    if !require_root("a_step_the_kernel_refuses_rolls_everything_back") {
+fn a_value_the_kernel_would_refuse_after_the_switch_is_refused_before_it() {
+    if !require_root("a_value_the_kernel_would_refuse_after_the_switch_is_refused_before_it") {
         return;
     }
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     let original = known_original(&lo);
-    // kyber's latency targets are unsigned: the kernel accepts the switch
-    // to kyber, then refuses '-1' with EINVAL. Validation only knows that it
-    // is an integer, so this is a real mid-change failure.
+    // kyber's latency targets are unsigned: the kernel would accept the
+    // switch to kyber, then refuse '-1' with EINVAL, a mid-change failure
+    // and a rollback. The catalogue knows the range, so nothing is switched.
+    // (Rollback itself: cli_errors' a_failing_step_rolls_back_and_drops_its_journal_entry.)
     let o = blktune(
         &[
             "set",
@@ -126,20 +127,18 @@ fn a_step_the_kernel_refuses_rolls_everything_back() {
         j.path(),
     );
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains(&format!("'{}'", lo.name())) && err.contains("'-1'"),
+        err.contains(&format!("'{}'", lo.name()))
+            && err.contains("read_lat_nsec '-1' is out of range: 0 to 18446744073709551615 ns"),
         "{err}"
     );
-    assert!(err.contains("rolled back"), "{err}");
-    // The scheduler is back, and so are the tunables and nr_requests that
-    // the switch back to mq-deadline reset to defaults.
     assert_eq!(lo.settings(), original);
     assert_eq!(
         std::fs::read_dir(j.path()).unwrap().count(),
         0,
-        "a cleanly rolled back change leaves no journal entry"
+        "a refused change leaves no journal entry"
     );
 }
 
@@ -481,4 +480,50 @@ fn revert_all_as_an_ordinary_user_is_one_line_and_fails() {
     let o = blktune(&["revert", "--all"], j.path());
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("nothing to revert"), "{}", stderr(&o));
+}
+
+/// Issue 11 item 10 / issue 13: a value the kernel would clamp is refused
+/// with its range before anything is written; one it rounds is said.
+#[test]
+fn a_clamped_value_is_refused_and_a_rounded_one_is_said() {
+    if !require_root("a_clamped_value_is_refused_and_a_rounded_one_is_said") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    lo.set_queue("scheduler", "mq-deadline");
+    let before = lo.settings();
+    let o = blktune(&["set", lo.name(), "-t", "front_merges=7"], j.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("front_merges '7' is out of range: 0 to 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = blktune(
+        &[
+            "set",
+            lo.name(),
+            "-s",
+            "bfq",
+            "-t",
+            "slice_idle=9999999999999999999",
+        ],
+        j.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(lo.settings(), before, "nothing may be written");
+    assert!(std::fs::read_dir(j.path()).unwrap().next().is_none());
+    let o = set(&lo, j.path(), &["-t", "read_expire=250"]);
+    let stored = lo.queue("iosched/read_expire");
+    let line = format!(
+        "{}: kernel rounded read_expire 250 -> {stored} ms",
+        lo.name()
+    );
+    if stored == "250" {
+        assert!(!stdout(&o).contains("kernel rounded"), "{}", stdout(&o));
+    } else {
+        assert!(stdout(&o).contains(&line), "{}", stdout(&o));
+    }
+    revert(&lo, j.path());
 }

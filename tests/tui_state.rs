@@ -94,6 +94,7 @@ fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
         before,
         after,
         kernel_time: Duration::from_millis(3),
+        stored: Vec::new(),
     };
     app.on_feed(Feed::Applied(Box::new(ApplyReport {
         request: ApplyRequest {
@@ -182,7 +183,12 @@ fn invalid_edits_are_refused_with_the_reason() {
     keys.extend(chars("7"));
     keys.push(KeyCode::Enter);
     assert!(press(&mut app, &keys).is_empty());
-    assert!(status(&app).contains("0 or 1"), "{}", status(&app));
+    // The CLI's words: the one check of the scheduler catalogue.
+    assert!(
+        status(&app).contains("front_merges '7' is out of range: 0 to 1"),
+        "{}",
+        status(&app)
+    );
 }
 
 /// Two loop-like disks with 128 hardware tags: one under none, one under

@@ -10,6 +10,7 @@ use blktune_core::export::{
 };
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
+use blktune_core::text::printable;
 use blktune_core::tuner::{self, Settings};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -149,7 +150,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     for name in &names {
         let dev = tuner::resolve(&root, name)?;
         let d = BlockDevice::read(&root, &dev);
-        tuner::validate(&dev, &d.queue, &over)?;
+        let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
@@ -178,7 +179,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         if path.extension().is_none_or(|e| e != "rules") {
             eprintln!(
                 "blktune: warning: {}: udev only reads files whose names end in .rules",
-                path.display()
+                printable(&path.display().to_string())
             );
         }
     }
@@ -207,7 +208,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
 /// The render warnings, one `blktune: warning:` line each on stderr.
 fn print_warnings(warnings: &[String]) {
     for w in warnings {
-        eprintln!("blktune: warning: {w}");
+        eprintln!("blktune: warning: {}", printable(w));
     }
 }
 
@@ -238,8 +239,9 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // A rules file is a few KiB; anything past 16 MiB is not one.
+    let text = blktune_core::text::read_capped(file, 16 << 20)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
     let report = export::check::check(&text, &file.display().to_string(), root, db, &devices);

@@ -241,7 +241,8 @@ pub fn run(args: Args) -> i32 {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("blktune: {}", one_line(&e));
+            // Errors name devices, paths and file contents: escape them.
+            eprintln!("blktune: {}", blktune_core::text::printable(&one_line(&e)));
             exit_code(&e)
         }
     }

@@ -1,6 +1,10 @@
 //! Standard output that ends quietly when the reader goes away
-//! (`blktune list --json | head -1`).
+//! (`blktune list --json | head -1`), and never passes a control character
+//! from a file, a device name or a path to the terminal: everything written
+//! goes through [`printable_lines`] (JSON keeps its meaning: the escapes are
+//! JSON's own `\uXXXX`).
 
+use blktune_core::text::printable_lines;
 use std::io::{self, Write};
 
 /// A writer for command output; a closed pipe becomes a quiet exit.
@@ -20,16 +24,16 @@ impl Out {
     /// Write one line and flush (for streaming output).
     pub fn line(&mut self, s: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(s.as_bytes())?;
+        lock.write_all(printable_lines(s).as_bytes())?;
         lock.write_all(b"\n")?;
         lock.flush()?;
         Ok(())
     }
 
-    /// Write text as is.
+    /// Write text (control characters escaped, newlines kept).
     pub fn text(&mut self, s: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(s.as_bytes())?;
+        lock.write_all(printable_lines(s).as_bytes())?;
         lock.flush()?;
         Ok(())
     }

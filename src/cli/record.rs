@@ -40,7 +40,9 @@ pub struct RecordArgs {
 /// Map recorder errors to exit codes: an existing file or an unknown device is usage.
 fn classify(e: RecordError) -> anyhow::Error {
     match e {
-        RecordError::Exists(_) | RecordError::UnknownDevice(_) => UsageError(e.to_string()).into(),
+        RecordError::Exists(_) | RecordError::UnknownDevice(_) | RecordError::Refused(_) => {
+            UsageError(e.to_string()).into()
+        }
         e => e.into(),
     }
 }

@@ -5,6 +5,7 @@
 use super::{Global, Out, UsageError};
 use blktune_core::host::HostInfo;
 use blktune_core::record::{Recording, summarize};
+use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -52,7 +53,7 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     let rec = Arc::new(Recording::open(&a.file)?);
     // Notes (cut-off end, skipped lines) go to stderr, one line each.
     for n in &rec.notes {
-        eprintln!("blktune: note: {n}");
+        eprintln!("blktune: note: {}", printable(n));
     }
     if let Some(start) = a.start
         && start.as_secs_f64() > rec.duration()
@@ -61,7 +62,7 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
             "--start '{}' is past the end of '{}' ({} long)",
             format_duration(start),
             a.file.display(),
-            format_duration(Duration::from_secs_f64(rec.duration()))
+            format_duration(Duration::try_from_secs_f64(rec.duration()).unwrap_or_default())
         ))
         .into());
     }

@@ -5,7 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
 use blktune_core::journal::Journal;
-use blktune_core::tuner::{self, Outcome, Settings, Tuner, ValueChange};
+use blktune_core::tuner::{self, Outcome, Settings, Stored, Tuner, ValueChange};
 use blktune_core::units::format_duration;
 
 /// Arguments of `blktune set`.
@@ -69,6 +69,10 @@ pub fn print_outcome(out: &mut Out, o: &Outcome) -> anyhow::Result<()> {
             o.device, c.attr, c.before, c.after
         ))?;
     }
+    // What the kernel kept differently from what was written, one line each.
+    for s in &o.stored {
+        out.line(&format!("{}: {}", o.device, s.line()))?;
+    }
     Ok(())
 }
 
@@ -81,6 +85,9 @@ struct SetJson<'a> {
     before: QueueJson<'a>,
     after: QueueJson<'a>,
     kernel_time_ms: f64,
+    /// Values the kernel kept as something else than was written.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stored: &'a [Stored],
 }
 
 impl<'a> From<&'a Outcome> for SetJson<'a> {
@@ -91,6 +98,7 @@ impl<'a> From<&'a Outcome> for SetJson<'a> {
             before: QueueJson::from(&o.before),
             after: QueueJson::from(&o.after),
             kernel_time_ms: o.kernel_time.as_secs_f64() * 1000.0,
+            stored: &o.stored,
         }
     }
 }
@@ -155,7 +163,7 @@ pub fn needed_to_restore(original: &Settings, now: &QueueSettings) -> Settings {
     let defaults = original
         .scheduler
         .as_deref()
-        .map_or(&[][..], tuner::default_tunables);
+        .map_or_else(Vec::new, blktune_core::sched::default_tunables);
     let tunables = original
         .tunables
         .iter()

@@ -5,6 +5,7 @@ use anyhow::Context;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::probe::{Probe, ProbeStats};
 use blktune_core::sampler::{Sampler, Snapshot};
+use blktune_core::text::printable;
 use blktune_core::units::rfc3339;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -183,7 +184,10 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 );
             }
             for w in &snap.warnings {
-                eprintln!("blktune: warning: {}/{w}; skipped", root.procfs().display());
+                eprintln!(
+                    "blktune: warning: {}",
+                    printable(&format!("{}/{w}; skipped", root.procfs().display()))
+                );
             }
             warned = true;
         }

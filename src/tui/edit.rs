@@ -1,10 +1,11 @@
 //! Value editors: what can be edited and the check run on every key press.
-//! The tuner validates again before writing; this only lets the screen say
-//! "why not" while the value is typed.
+//! The check is the scheduler catalogue's ([`blktune_core::sched`]), the
+//! same the tuner runs again before writing, so the screen says "why not"
+//! in the CLI's words while the value is typed.
 
-use super::text::is_boolean_tunable;
 use blktune_core::device::BlockDevice;
-use blktune_core::tuner::{NR_REQUESTS_MIN, READ_AHEAD_KB_MAX, Settings, nr_requests_max};
+use blktune_core::sched::{self, nr_requests_max};
+use blktune_core::tuner::Settings;
 
 /// What bounds nr_requests on a device now: its active scheduler and its
 /// hardware queue depth, both from the device snapshot (the screen never
@@ -35,11 +36,7 @@ impl NrLimit {
 
     /// `4 to 128 under none`, or `4 to 2048`.
     fn range(&self) -> String {
-        let max = self.max();
-        match self.hw_depth {
-            Some(_) if self.under_none() => format!("{NR_REQUESTS_MIN} to {max} under none"),
-            _ => format!("{NR_REQUESTS_MIN} to {max}"),
-        }
+        sched::nr_requests_range(&self.scheduler, self.hw_depth)
     }
 
     /// The editor's line on what may be typed.
@@ -108,47 +105,31 @@ pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<S
         return Err("type a number".into());
     }
     let what = field.label();
+    let whole = |v: &str| {
+        v.parse::<u64>()
+            .map_err(|_| format!("{what} '{v}' is not a whole number"))
+    };
     match field {
-        Field::NrRequests | Field::ReadAheadKb => {
-            let n: u64 = v
-                .parse()
-                .map_err(|_| format!("{what} '{v}' is not a whole number"))?;
-            if *field == Field::NrRequests {
-                if !(NR_REQUESTS_MIN..=nr.max()).contains(&n) {
-                    return Err(format!("{what} '{v}' is out of range: {}", nr.range()));
-                }
-                return Ok(Settings {
-                    nr_requests: Some(n),
-                    ..Settings::default()
-                });
-            }
-            if n > READ_AHEAD_KB_MAX {
-                return Err(format!(
-                    "{what} '{v}' is out of range: 0 to {READ_AHEAD_KB_MAX}"
-                ));
-            }
-            if !n.is_multiple_of(page_kb.max(1)) {
-                return Err(format!(
-                    "{what} '{v}' is not a multiple of the page size ({page_kb} KiB)"
-                ));
-            }
+        Field::NrRequests => {
+            let n = whole(v)?;
+            sched::check_nr_requests(n, &nr.scheduler, nr.hw_depth).map_err(|e| e.to_string())?;
+            Ok(Settings {
+                nr_requests: Some(n),
+                ..Settings::default()
+            })
+        }
+        Field::ReadAheadKb => {
+            let n = whole(v)?;
+            sched::check_read_ahead_kb(n, page_kb).map_err(|e| e.to_string())?;
             Ok(Settings {
                 read_ahead_kb: Some(n),
                 ..Settings::default()
             })
         }
         Field::Tunable(name) => {
-            let n: i64 = v
-                .parse()
-                .map_err(|_| format!("{what} '{v}' is not an integer"))?;
-            if is_boolean_tunable(name) && !(0..=1).contains(&n) {
-                return Err(format!("{what} '{v}' must be 0 or 1"));
-            }
-            if n < 0 {
-                return Err(format!("{what} '{v}' must not be negative"));
-            }
+            let n = sched::check_tunable(name, v).map_err(|e| e.to_string())?;
             Ok(Settings {
-                tunables: vec![(name.clone(), n.to_string())],
+                tunables: vec![(name.clone(), n)],
                 ..Settings::default()
             })
         }
@@ -226,8 +207,12 @@ mod tests {
         let ra = Field::ReadAheadKb;
         assert_eq!(check(&ra, "256", 4).unwrap().read_ahead_kb, Some(256));
         assert!(check(&ra, "6", 4).unwrap_err().contains("page size"));
+        // The CLI's words (the one check of the scheduler catalogue).
         let fm = Field::Tunable("front_merges".into());
-        assert!(check(&fm, "2", 4).unwrap_err().contains("0 or 1"));
+        assert_eq!(
+            check(&fm, "7", 4).unwrap_err(),
+            "front_merges '7' is out of range: 0 to 1"
+        );
         let re = Field::Tunable("read_expire".into());
         assert_eq!(
             check(&re, "100", 4).unwrap().tunables,

@@ -19,7 +19,6 @@ pub mod render;
 pub mod replay_source;
 pub mod replay_view;
 pub mod source;
-pub mod text;
 
 use crate::cli::{Global, TuiArgs};
 use anyhow::Context;
@@ -115,14 +114,6 @@ pub fn color_allowed() -> bool {
     render::Theme::from_no_color(std::env::var_os("NO_COLOR").as_deref()).color
 }
 
-/// Page size in KiB (read_ahead_kb is kept in pages).
-pub fn page_kb() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .map_or(4, |p| (p as u64 / 1024).max(1))
-}
-
 /// Run the TUI; returns the exit code.
 pub fn run(g: &Global, a: &TuiArgs) -> anyhow::Result<i32> {
     run_with(g, a, |_| {})
@@ -152,7 +143,7 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
         host: HostInfo::read(&root),
         read_only: read_only.clone(),
         interval,
-        page_kb: page_kb(),
+        page_kb: blktune_core::sched::page_kb(),
         color: color_allowed(),
         select: a.device.clone(),
     });

@@ -5,7 +5,7 @@
 use super::app::{App, Config};
 use super::replay_source::ReplaySource;
 use super::source::{Control, ReplayPosition};
-use super::{INTERVAL_RANGE, RestoreGuard, Signals, color_allowed, event_loop, page_kb};
+use super::{INTERVAL_RANGE, RestoreGuard, Signals, color_allowed, event_loop};
 use anyhow::Context;
 use blktune_core::host::HostInfo;
 use blktune_core::record::Recording;
@@ -54,7 +54,7 @@ pub fn replay_app(rec: &Recording, start: f64, speed: f64) -> App {
         },
         read_only: None,
         interval,
-        page_kb: page_kb(),
+        page_kb: blktune_core::sched::page_kb(),
         color: color_allowed(),
         select: rec.changes().next().map(|c| c.device.clone()),
     });

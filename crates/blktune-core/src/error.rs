@@ -71,6 +71,11 @@ pub enum TuneError {
         rollback: Option<String>,
     },
 
+    #[error(
+        "'{dev}' was re-created while blktune was changing it (diskseq {seen}, now {now}: detached and re-attached, another device under the same name); stopped before writing to it, and nothing is restored onto the new device"
+    )]
+    Replaced { dev: String, seen: u64, now: String },
+
     #[error("'{dev}': cannot read {attr}: {source}")]
     ReadFailed {
         dev: String,

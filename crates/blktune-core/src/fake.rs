@@ -8,7 +8,7 @@
 
 use crate::diskstats::Counters;
 use crate::os::SysRoot;
-use crate::tuner::default_tunables;
+use crate::sched::default_tunables;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -142,7 +142,7 @@ impl FakeDisk {
 /// kernel computes from nr_requests (a fixed 192 here, 3/4 of 256 as older
 /// kernels did).
 fn fake_tunables(scheduler: &str) -> Vec<(&'static str, &'static str)> {
-    let mut t = default_tunables(scheduler).to_vec();
+    let mut t = default_tunables(scheduler);
     if scheduler == "mq-deadline" {
         t.push(("async_depth", "192"));
     }

@@ -85,6 +85,105 @@ pub struct Means {
     pub r_s: f64,
     pub w_s: f64,
     pub aqu_sz: f64,
+    /// How much the intervals in the window varied.
+    #[serde(default)]
+    pub spread: Spread,
+}
+
+/// Population standard deviation across the window's intervals of each
+/// figure (awaits over the intervals that had I/O of that direction).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    pub r_await: f64,
+    pub w_await: f64,
+    pub util: f64,
+    pub r_s: f64,
+    pub w_s: f64,
+    pub aqu_sz: f64,
+}
+
+/// A figure of [`Means`], for [`delta`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    RAwait,
+    WAwait,
+    Util,
+    RS,
+    WS,
+    AquSz,
+}
+
+impl Figure {
+    /// The mean and the per-interval spread of this figure.
+    pub fn of(self, m: &Means) -> (f64, f64) {
+        match self {
+            Figure::RAwait => (m.r_await, m.spread.r_await),
+            Figure::WAwait => (m.w_await, m.spread.w_await),
+            Figure::Util => (m.util, m.spread.util),
+            Figure::RS => (m.r_s, m.spread.r_s),
+            Figure::WS => (m.w_s, m.spread.w_s),
+            Figure::AquSz => (m.aqu_sz, m.spread.aqu_sz),
+        }
+    }
+}
+
+/// Fewest intervals on each side of a change for a percent to be stated.
+pub const MIN_INTERVALS: usize = 3;
+
+/// Differences below this many percent are noise whatever the spread
+/// (the shoot-out's floor, `shootout::NOISE_FLOOR_PCT`).
+pub const NOISE_FLOOR_PCT: f64 = 5.0;
+
+/// What a before/after difference may be called.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Delta {
+    /// A change of this many percent, larger than the noise.
+    Pct(f64),
+    /// This many percent, but inside the noise: below [`NOISE_FLOOR_PCT`] or
+    /// smaller than the per-interval spread of either window.
+    Noise(f64),
+    /// A window has fewer than [`MIN_INTERVALS`] intervals: no percent.
+    TooShort,
+    /// Before was zero: no percent.
+    NoBase,
+}
+
+impl Delta {
+    /// The percent, only when it is more than noise.
+    pub fn significant(self) -> Option<f64> {
+        match self {
+            Delta::Pct(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// `-42%`, `~+3%` (noise), `short` or `n/a`, for tables.
+    pub fn label(self) -> String {
+        match self {
+            Delta::Pct(p) => format!("{p:+.0}%"),
+            Delta::Noise(p) => format!("~{p:+.0}%"),
+            Delta::TooShort => "short".into(),
+            Delta::NoBase => "n/a".into(),
+        }
+    }
+}
+
+/// How `fig` moved from `before` to `after`, honestly: no percent from
+/// windows shorter than [`MIN_INTERVALS`], and a move smaller than the
+/// intervals' own variation marked as noise.
+pub fn delta(before: &Means, after: &Means, fig: Figure) -> Delta {
+    if before.intervals < MIN_INTERVALS || after.intervals < MIN_INTERVALS {
+        return Delta::TooShort;
+    }
+    let ((b, b_sd), (a, a_sd)) = (fig.of(before), fig.of(after));
+    let Some(p) = pct_change(b, a) else {
+        return Delta::NoBase;
+    };
+    if p.abs() < NOISE_FLOOR_PCT || (a - b).abs() <= b_sd.max(a_sd) {
+        Delta::Noise(p)
+    } else {
+        Delta::Pct(p)
+    }
 }
 
 /// Means over the points, weighting each interval by its length (and awaits
@@ -92,6 +191,8 @@ pub struct Means {
 pub fn means<'a>(points: impl IntoIterator<Item = &'a Point>) -> Option<Means> {
     let mut secs = 0.0;
     let mut n = 0;
+    // Per-interval values for the spread: (r_await, w_await, util, r_s, w_s, aqu_sz).
+    let mut per: [Vec<f64>; 6] = Default::default();
     let (mut reads, mut writes, mut rd_ms, mut wr_ms, mut busy, mut queue) =
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for p in points {
@@ -109,6 +210,16 @@ pub fn means<'a>(points: impl IntoIterator<Item = &'a Point>) -> Option<Means> {
         wr_ms += s.w_await * w;
         busy += s.util * p.itv;
         queue += s.aqu_sz * p.itv;
+        if s.r_s > 0.0 {
+            per[0].push(s.r_await);
+        }
+        if s.w_s > 0.0 {
+            per[1].push(s.w_await);
+        }
+        per[2].push(s.util);
+        per[3].push(s.r_s);
+        per[4].push(s.w_s);
+        per[5].push(s.aqu_sz);
     }
     let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     (n > 0).then(|| Means {
@@ -120,7 +231,25 @@ pub fn means<'a>(points: impl IntoIterator<Item = &'a Point>) -> Option<Means> {
         r_s: div(reads, secs),
         w_s: div(writes, secs),
         aqu_sz: div(queue, secs),
+        spread: Spread {
+            r_await: stddev(&per[0]),
+            w_await: stddev(&per[1]),
+            util: stddev(&per[2]),
+            r_s: stddev(&per[3]),
+            w_s: stddev(&per[4]),
+            aqu_sz: stddev(&per[5]),
+        },
     })
+}
+
+/// Population standard deviation (0 for fewer than two values).
+fn stddev(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt()
 }
 
 /// Before/after figures of one change.
@@ -228,6 +357,56 @@ mod tests {
                 .intervals,
             2
         );
+    }
+
+    #[test]
+    fn the_spread_is_the_variation_of_the_intervals() {
+        let m = means(&[pt(1.0, 100.0, 4.0, 50.0), pt(2.0, 100.0, 6.0, 50.0)]).unwrap();
+        assert_eq!(m.spread.r_await, 1.0);
+        assert_eq!(m.spread.util, 0.0);
+        // An interval without reads says nothing about read latency.
+        let m = means(&[pt(1.0, 100.0, 4.0, 50.0), pt(2.0, 0.0, 0.0, 50.0)]).unwrap();
+        assert_eq!(m.spread.r_await, 0.0);
+    }
+
+    fn window(awaits: &[f64]) -> Means {
+        let pts: Vec<Point> = awaits
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| pt(i as f64 + 1.0, 100.0, a, 50.0))
+            .collect();
+        means(&pts).unwrap()
+    }
+
+    #[test]
+    fn deltas_are_stated_only_when_they_are_more_than_noise() {
+        let steady5 = window(&[5.0, 5.0, 5.0, 5.0]);
+        let steady1 = window(&[1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(delta(&steady5, &steady1, Figure::RAwait), Delta::Pct(-80.0));
+        assert_eq!(delta(&steady5, &steady1, Figure::RAwait).label(), "-80%");
+        // 5 -> 5.5 with intervals swinging 2..8: inside the noise.
+        let noisy = window(&[2.0, 8.0, 2.0, 8.0]);
+        let d = delta(&noisy, &window(&[5.5, 5.5, 5.5, 5.5]), Figure::RAwait);
+        assert_eq!(d, Delta::Noise(10.0));
+        assert_eq!(d.label(), "~+10%");
+        assert_eq!(d.significant(), None);
+        // Below the floor, however steady.
+        assert!(matches!(
+            delta(&steady5, &window(&[5.1; 4]), Figure::RAwait),
+            Delta::Noise(_)
+        ));
+        // One second before a change is no basis for +936%.
+        assert_eq!(
+            delta(&window(&[1.0]), &window(&[10.36; 5]), Figure::RAwait),
+            Delta::TooShort
+        );
+        assert_eq!(
+            delta(&steady5, &window(&[5.0, 5.0]), Figure::RAwait),
+            Delta::TooShort
+        );
+        let idle = window(&[0.0, 0.0, 0.0]);
+        assert_eq!(delta(&idle, &steady5, Figure::RAwait), Delta::NoBase);
+        assert_eq!(Delta::NoBase.label(), "n/a");
     }
 
     #[test]

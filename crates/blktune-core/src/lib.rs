@@ -10,6 +10,7 @@
 //! replays sessions; [`shootout`] runs every scheduler in turn under a
 //! [`load`] on a device or a [`scratch`] loop device; [`probe`] times reads.
 
+pub mod atomic_file;
 pub mod device;
 pub mod diskstats;
 pub mod error;
@@ -23,9 +24,13 @@ pub mod journal;
 pub mod load;
 pub mod os;
 pub mod probe;
+pub mod procio;
 pub mod record;
 pub mod sampler;
+pub mod sched;
 pub mod scratch;
 pub mod shootout;
+pub mod text;
+pub mod topology;
 pub mod tuner;
 pub mod units;

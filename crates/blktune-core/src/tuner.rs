@@ -14,103 +14,10 @@ use crate::device::{BlockDevice, QueueSettings};
 use crate::error::TuneError;
 use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry};
 use crate::os::{DeviceName, QueueAttr, SysRoot, is_plausible_tunable_name};
+use crate::sched;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Smallest nr_requests (`BLKDEV_MIN_RQ`): the kernel raises smaller values to 4.
-pub const NR_REQUESTS_MIN: u64 = 4;
-/// Largest nr_requests the kernel accepts with a scheduler (`MAX_SCHED_RQ`, the
-/// scheduler tags' limit in `blk_mq_tag_update_depth()`, `block/blk-mq-tag.c`).
-/// Without one the limit is lower: see [`nr_requests_max`].
-pub const NR_REQUESTS_MAX: u64 = 2048;
-
-/// The largest nr_requests the kernel accepts under `scheduler` (the one
-/// active after the change). With a scheduler requests get scheduler tags,
-/// up to [`NR_REQUESTS_MAX`]; under `none` they are the hardware tags, so
-/// `blk_mq_update_nr_requests()` (`block/blk-mq.c`) refuses anything above
-/// the tag set's depth with EINVAL. `hw_depth` is that depth
-/// ([`hw_queue_depth`]); unknown, only the general cap is known.
-pub fn nr_requests_max(scheduler: &str, hw_depth: Option<u64>) -> u64 {
-    match hw_depth {
-        Some(d) if scheduler == "none" => d.clamp(NR_REQUESTS_MIN, NR_REQUESTS_MAX),
-        _ => NR_REQUESTS_MAX,
-    }
-}
-
-/// A generous upper bound on read-ahead (1 GiB); the kernel has no smaller cap.
-pub const READ_AHEAD_KB_MAX: u64 = 1 << 20;
-
-/// Tunables of the kernel's schedulers (`Documentation/block/*-iosched.rst`),
-/// used to validate tunables for a scheduler that is not active yet.
-pub fn known_tunables(scheduler: &str) -> &'static [&'static str] {
-    match scheduler {
-        "mq-deadline" => &[
-            "async_depth",
-            "fifo_batch",
-            "front_merges",
-            "prio_aging_expire",
-            "read_expire",
-            "write_expire",
-            "writes_starved",
-        ],
-        "kyber" => &["read_lat_nsec", "write_lat_nsec"],
-        "bfq" => &[
-            "back_seek_max",
-            "back_seek_penalty",
-            "fifo_expire_async",
-            "fifo_expire_sync",
-            "low_latency",
-            "max_budget",
-            "slice_idle",
-            "slice_idle_us",
-            "strict_guarantees",
-            "timeout_sync",
-        ],
-        _ => &[],
-    }
-}
-
-/// The value every tunable of `scheduler` gets when the scheduler is switched
-/// on (the switch resets them, `elevator_switch()` in `block/elevator.c`).
-///
-/// From `Documentation/block/deadline-iosched.rst` (read_expire 500 ms,
-/// write_expire 5 s, fifo_batch 16, writes_starved 2, front_merges 1,
-/// prio_aging_expire 10 s), the latency targets in `block/kyber-iosched.c`
-/// (2 ms reads, 10 ms writes; `Documentation/block/kyber-iosched.rst` names
-/// the tunables) and `Documentation/block/bfq-iosched.rst`, checked against
-/// Linux 6.18. bfq's fifo_expire_* and slice_idle are kept in nanoseconds
-/// today (250/125 ms exactly, where the doc still says 248/124 from the old
-/// jiffies code); `timeout_sync` is HZ/8 jiffies shown in ms, so 124 is its
-/// value at HZ=250 and 125 at HZ=1000. mq-deadline's `async_depth` has no
-/// fixed default (it follows nr_requests, `dd_depth_updated()` in
-/// `block/mq-deadline.c`) and is left out.
-pub fn default_tunables(scheduler: &str) -> &'static [(&'static str, &'static str)] {
-    match scheduler {
-        "mq-deadline" => &[
-            ("fifo_batch", "16"),
-            ("front_merges", "1"),
-            ("prio_aging_expire", "10000"),
-            ("read_expire", "500"),
-            ("write_expire", "5000"),
-            ("writes_starved", "2"),
-        ],
-        "kyber" => &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")],
-        "bfq" => &[
-            ("back_seek_max", "16384"),
-            ("back_seek_penalty", "2"),
-            ("fifo_expire_async", "250"),
-            ("fifo_expire_sync", "125"),
-            ("low_latency", "1"),
-            ("max_budget", "0"),
-            ("slice_idle", "8"),
-            ("slice_idle_us", "8000"),
-            ("strict_guarantees", "0"),
-            ("timeout_sync", "124"),
-        ],
-        _ => &[],
-    }
-}
 
 /// Wanted settings; `None` (or an absent tunable) means "leave as it is".
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -177,6 +84,22 @@ pub struct ValueChange {
     pub after: String,
 }
 
+/// A value the kernel stored as something else than what was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stored {
+    /// `nr_requests`, `read_ahead_kb` or a tunable's name.
+    pub attr: String,
+    pub wrote: String,
+    pub stored: String,
+}
+
+impl Stored {
+    /// `kernel rounded read_expire 250 -> 252 ms`
+    pub fn line(&self) -> String {
+        sched::stored_note(&self.attr, &self.wrote, &self.stored)
+    }
+}
+
 /// The result of a successful change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -187,6 +110,9 @@ pub struct Outcome {
     pub after: QueueSettings,
     /// Time spent in the kernel's writes (a scheduler switch drains the queue).
     pub kernel_time: Duration,
+    /// Values the kernel read back as something else than was written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored: Vec<Stored>,
 }
 
 impl Outcome {
@@ -198,6 +124,15 @@ impl Outcome {
         if self.changes.is_empty() {
             return "no change".into();
         }
+        let label = self.label_changes();
+        if self.stored.is_empty() {
+            return label;
+        }
+        let notes: Vec<String> = self.stored.iter().map(Stored::line).collect();
+        format!("{label} ({})", notes.join("; "))
+    }
+
+    fn label_changes(&self) -> String {
         self.changes
             .iter()
             .map(|c| {
@@ -230,25 +165,17 @@ pub fn resolve(root: &SysRoot, name: &str) -> Result<DeviceName, TuneError> {
     })
 }
 
-fn bad(dev: &DeviceName, what: &str, value: impl ToString, why: impl Into<String>) -> TuneError {
-    TuneError::BadValue {
-        dev: dev.to_string(),
-        what: what.into(),
-        value: value.to_string(),
-        why: why.into(),
-    }
-}
-
-/// Page size in KiB; read_ahead_kb is kept in pages.
-fn page_kb() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .map_or(4, |p| (p as u64 / 1024).max(1))
-}
-
-/// Check a request against the device's current settings, without writing.
-pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<(), TuneError> {
+/// Check a request against the device's current settings and its hardware
+/// queue depth (`hw_depth`, [`hw_queue_depth`]), without writing: every
+/// value through the scheduler catalogue ([`crate::sched`]), the one check
+/// the CLI, the TUI, export and the shoot-out share. `Ok` is the request to
+/// write, tunable values in plain decimal.
+pub fn validate(
+    dev: &DeviceName,
+    q: &QueueSettings,
+    hw_depth: Option<u64>,
+    want: &Settings,
+) -> Result<Settings, TuneError> {
     let needs_queue =
         want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
     let sched = match (&q.scheduler, needs_queue) {
@@ -262,7 +189,8 @@ pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<
     let target = want
         .scheduler
         .clone()
-        .or_else(|| sched.as_ref().map(|s| s.active.clone()));
+        .or_else(|| sched.as_ref().map(|s| s.active.clone()))
+        .unwrap_or_default();
     if let (Some(name), Some(s)) = (&want.scheduler, sched)
         && !s.available.contains(name)
     {
@@ -272,48 +200,30 @@ pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<
             available: s.available.clone(),
         });
     }
-    if let Some(n) = want.nr_requests
-        && !(NR_REQUESTS_MIN..=NR_REQUESTS_MAX).contains(&n)
-    {
-        return Err(bad(
-            dev,
-            "nr_requests",
-            n,
-            format!("out of range: {NR_REQUESTS_MIN} to {NR_REQUESTS_MAX}"),
-        ));
+    let bad = |e: sched::ValueError| TuneError::BadValue {
+        dev: dev.to_string(),
+        what: e.what,
+        value: e.value,
+        why: e.why,
+    };
+    if let Some(n) = want.nr_requests {
+        sched::check_nr_requests(n, &target, hw_depth).map_err(bad)?;
     }
     if let Some(n) = want.read_ahead_kb {
-        let page = page_kb();
-        if n > READ_AHEAD_KB_MAX {
-            return Err(bad(
-                dev,
-                "read_ahead_kb",
-                n,
-                format!("out of range: 0 to {READ_AHEAD_KB_MAX}"),
-            ));
-        }
-        if !n.is_multiple_of(page) {
-            return Err(bad(
-                dev,
-                "read_ahead_kb",
-                n,
-                format!(
-                    "not a multiple of the page size ({page} KiB); the kernel would round it down"
-                ),
-            ));
-        }
+        sched::check_read_ahead_kb(n, sched::page_kb()).map_err(bad)?;
     }
+    let mut out = want.clone();
     if !want.tunables.is_empty() {
-        let target = target.unwrap_or_default();
         // The active scheduler's tunables are what sysfs lists; another one's are the kernel's.
         let known: Vec<String> = if sched.as_ref().is_some_and(|s| s.active == target) {
             q.tunables.keys().cloned().collect()
         } else {
-            known_tunables(&target)
+            sched::known_tunables(&target)
                 .iter()
                 .map(|s| s.to_string())
                 .collect()
         };
+        out.tunables.clear();
         for (name, value) in &want.tunables {
             if !is_plausible_tunable_name(name) || !known.contains(name) {
                 return Err(TuneError::UnknownTunable {
@@ -323,15 +233,11 @@ pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<
                     known,
                 });
             }
-            let v = value.trim();
-            let digits = v.strip_prefix('-').unwrap_or(v);
-            if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit())
-            {
-                return Err(bad(dev, name, value, "not an integer"));
-            }
+            let v = sched::check_tunable(name, value).map_err(bad)?;
+            out.tunables.push((name.clone(), v));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Applies changes to one [`SysRoot`], journalling originals.
@@ -339,6 +245,8 @@ pub fn validate(dev: &DeviceName, q: &QueueSettings, want: &Settings) -> Result<
 pub struct Tuner {
     root: SysRoot,
     journal: Option<Journal>,
+    /// The device incarnation the caller saw (name, diskseq): see [`Tuner::expecting`].
+    seen: Option<(String, u64)>,
 }
 
 /// A write step: what to write and what to expect when reading it back.
@@ -350,7 +258,27 @@ struct Step {
 impl Tuner {
     /// A tuner that journals originals in `journal` (`None`: no journal, for restores).
     pub fn new(root: SysRoot, journal: Option<Journal>) -> Self {
-        Self { root, journal }
+        Self {
+            root,
+            journal,
+            seen: None,
+        }
+    }
+
+    /// Only touch `device` while its `diskseq` is the one the caller saw
+    /// (kernel 5.15+: a new number on every attach, so a loop device detached
+    /// and re-attached under the same name is another device). Every change
+    /// checks the diskseq before each of its writes anyway, against the one
+    /// it read first; this also ties the first write to what the caller saw.
+    /// `None` (a kernel without diskseq) leaves only the per-change check.
+    pub fn expecting(mut self, device: &str, diskseq: Option<u64>) -> Self {
+        self.seen = diskseq.map(|d| (device.to_owned(), d));
+        self
+    }
+
+    /// The diskseq given to [`Tuner::expecting`].
+    pub fn seen_diskseq(&self) -> Option<u64> {
+        self.seen.as_ref().map(|(_, s)| *s)
     }
 
     /// The sysfs/procfs root.
@@ -371,7 +299,11 @@ impl Tuner {
     /// Put a device back to `original` (journal entries, undo), without
     /// journalling and without range checks: the values came from the kernel.
     pub fn restore(&self, name: &str, original: &Settings) -> Result<Outcome, TuneError> {
-        Tuner::new(self.root.clone(), None).apply_checked(name, original, false)
+        let tuner = Tuner {
+            journal: None,
+            ..self.clone()
+        };
+        tuner.apply_checked(name, original, false)
     }
 
     fn apply_checked(
@@ -381,6 +313,13 @@ impl Tuner {
         strict: bool,
     ) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
+        // The incarnation every write below must still find (see `expecting`).
+        let seq = read_diskseq(&self.root, &dev);
+        if let Some((_, seen)) = self.seen.as_ref().filter(|(n, _)| n == dev.as_str())
+            && seq != Some(*seen)
+        {
+            return Err(replaced(&dev, *seen, seq));
+        }
         let before = QueueSettings::read(&self.root, &dev);
         let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
         if needs_scheduler
@@ -401,16 +340,17 @@ impl Tuner {
                 ),
             });
         }
-        if strict {
-            validate(&dev, &before, want)?;
+        let checked;
+        let want = if strict {
+            checked = validate(&dev, &before, hw_queue_depth(&self.root, &dev), want)?;
+            &checked
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
             return Err(TuneError::NoScheduler {
                 dev: dev.to_string(),
             });
-        }
-        if strict {
-            self.check_nr_requests_limit(&dev, &before, want)?;
-        }
+        } else {
+            want
+        };
         self.check_permission(&dev, want)?;
         if is_no_op(&before, want) {
             // Nothing to write, so nothing to journal: an entry made now would
@@ -421,6 +361,7 @@ impl Tuner {
                 after: before.clone(),
                 before,
                 kernel_time: Duration::ZERO,
+                stored: Vec::new(),
             });
         }
         let journalled = match &self.journal {
@@ -428,7 +369,7 @@ impl Tuner {
             None => false,
         };
         let mut kernel_time = Duration::ZERO;
-        match self.write_all(&dev, want, &mut kernel_time) {
+        match self.write_all(&dev, seq, want, &mut kernel_time) {
             Ok(()) => {
                 let after = QueueSettings::read(&self.root, &dev);
                 let mut changes = diff(&before, &after);
@@ -436,13 +377,14 @@ impl Tuner {
                 Ok(Outcome {
                     device: dev.to_string(),
                     changes,
+                    stored: stored_otherwise(want, &after),
                     before,
                     after,
                     kernel_time,
                 })
             }
             Err(err) => {
-                let (err, restored) = self.roll_back(&dev, &before, err);
+                let (err, restored) = self.roll_back(&dev, seq, &before, err);
                 // The entry written for this change is not needed once the
                 // device is back as it was; an older entry stays.
                 if journalled
@@ -454,36 +396,6 @@ impl Tuner {
                 Err(err)
             }
         }
-    }
-
-    /// Refuse an nr_requests above what the kernel will take under the
-    /// scheduler active after the change ([`nr_requests_max`]), before writing.
-    fn check_nr_requests_limit(
-        &self,
-        dev: &DeviceName,
-        before: &QueueSettings,
-        want: &Settings,
-    ) -> Result<(), TuneError> {
-        let Some(n) = want.nr_requests else {
-            return Ok(());
-        };
-        let target = want
-            .scheduler
-            .as_deref()
-            .unwrap_or_else(|| before.active_label());
-        let depth = hw_queue_depth(&self.root, dev);
-        let max = nr_requests_max(target, depth);
-        if n > max {
-            return Err(bad(
-                dev,
-                "nr_requests",
-                n,
-                format!(
-                    "out of range under 'none': 4 to {max} (the hardware queue depth, mq/*/nr_tags); a scheduler allows up to {NR_REQUESTS_MAX}"
-                ),
-            ));
-        }
-        Ok(())
     }
 
     fn check_permission(&self, dev: &DeviceName, want: &Settings) -> Result<(), TuneError> {
@@ -568,6 +480,7 @@ impl Tuner {
     fn write_all(
         &self,
         dev: &DeviceName,
+        seq: Option<u64>,
         want: &Settings,
         kt: &mut Duration,
     ) -> Result<(), TuneError> {
@@ -581,6 +494,7 @@ impl Tuner {
                     attr: QueueAttr::Scheduler,
                     value: s.clone(),
                 },
+                seq,
                 kt,
             )?;
         }
@@ -605,6 +519,7 @@ impl Tuner {
                         attr: QueueAttr::Tunable(name.clone()),
                         value: value.trim().into(),
                     },
+                    seq,
                     kt,
                 )?;
             }
@@ -618,6 +533,7 @@ impl Tuner {
                     attr: QueueAttr::NrRequests,
                     value: n.to_string(),
                 },
+                seq,
                 kt,
             )?;
         }
@@ -630,6 +546,7 @@ impl Tuner {
                     attr: QueueAttr::ReadAheadKb,
                     value: n.to_string(),
                 },
+                seq,
                 kt,
             )?;
         }
@@ -637,7 +554,21 @@ impl Tuner {
     }
 
     /// One write and its read-back.
-    fn step(&self, dev: &DeviceName, step: &Step, kt: &mut Duration) -> Result<(), TuneError> {
+    fn step(
+        &self,
+        dev: &DeviceName,
+        step: &Step,
+        seq: Option<u64>,
+        kt: &mut Duration,
+    ) -> Result<(), TuneError> {
+        // Never write to another device that took the name since the change
+        // began (a loop device detached and re-attached: new diskseq).
+        if let Some(seen) = seq {
+            let now = read_diskseq(&self.root, dev);
+            if now != Some(seen) && self.root.device_dir(dev).exists() {
+                return Err(replaced(dev, seen, now));
+            }
+        }
         let t = Instant::now();
         let res = self.root.write_queue_attr(dev, &step.attr, &step.value);
         *kt += t.elapsed();
@@ -725,9 +656,14 @@ impl Tuner {
     fn roll_back(
         &self,
         dev: &DeviceName,
+        seq: Option<u64>,
         before: &QueueSettings,
         mut err: TuneError,
     ) -> (TuneError, bool) {
+        if matches!(err, TuneError::Replaced { .. }) {
+            // Its message says it already: nothing goes onto the new device.
+            return (err, false);
+        }
         let original = Settings::snapshot_of(before);
         let now = QueueSettings::read(&self.root, dev);
         let (note, restored) = if !self.root.device_dir(dev).exists() {
@@ -735,11 +671,19 @@ impl Tuner {
                 "nothing to roll back: the device is gone".to_string(),
                 false,
             )
+        } else if let Some(s) = seq.filter(|s| read_diskseq(&self.root, dev) != Some(*s)) {
+            (
+                format!(
+                    "nothing rolled back: another device has the name now (diskseq {s}, now {})",
+                    diskseq_text(read_diskseq(&self.root, dev))
+                ),
+                false,
+            )
         } else if Settings::snapshot_of(&now) == original {
             ("nothing was changed".to_string(), true)
         } else {
             let mut kt = Duration::ZERO;
-            match self.write_all(dev, &original, &mut kt) {
+            match self.write_all(dev, seq, &original, &mut kt) {
                 Ok(()) => ("rolled back to the previous settings".to_string(), true),
                 Err(e) => (
                     format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
@@ -755,6 +699,60 @@ impl Tuner {
         }
         (err, restored)
     }
+}
+
+/// The device's diskseq now (`None`: no such file, a kernel before 5.15).
+pub fn read_diskseq(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
+    root.read_dev_attr(dev, "diskseq")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+fn diskseq_text(seq: Option<u64>) -> String {
+    seq.map_or_else(|| "none".into(), |s| s.to_string())
+}
+
+fn replaced(dev: &DeviceName, seen: u64, now: Option<u64>) -> TuneError {
+    TuneError::Replaced {
+        dev: dev.to_string(),
+        seen,
+        now: diskseq_text(now),
+    }
+}
+
+/// The values of `want` the kernel stored as something else (jiffies
+/// rounding, a page-rounded read-ahead, a raised nr_requests), as read back.
+fn stored_otherwise(want: &Settings, after: &QueueSettings) -> Vec<Stored> {
+    let mut out = Vec::new();
+    let mut check = |attr: &str, wrote: String, got: Option<String>| {
+        if let Some(got) = got.map(|g| g.trim().to_owned())
+            && got != wrote.trim()
+        {
+            out.push(Stored {
+                attr: attr.into(),
+                wrote: wrote.trim().into(),
+                stored: got,
+            });
+        }
+    };
+    for (name, value) in &want.tunables {
+        check(name, value.clone(), after.tunables.get(name).cloned());
+    }
+    if let Some(n) = want.nr_requests {
+        check(
+            "nr_requests",
+            n.to_string(),
+            after.nr_requests.map(|n| n.to_string()),
+        );
+    }
+    if let Some(n) = want.read_ahead_kb {
+        check(
+            "read_ahead_kb",
+            n.to_string(),
+            after.read_ahead_kb.map(|n| n.to_string()),
+        );
+    }
+    out
 }
 
 /// List tunables the caller asked for even when [`diff`] hides them (after a
@@ -885,26 +883,12 @@ mod tests {
             before: QueueSettings::default(),
             after: QueueSettings::default(),
             kernel_time: Duration::ZERO,
+            stored: Vec::new(),
         };
         assert_eq!(
             o.label(),
             "bfq→mq-deadline, read_expire=250, iosched/fifo_batch 16→8, nr_requests 64→256"
         );
-    }
-
-    #[test]
-    fn every_known_tunable_but_async_depth_has_a_default() {
-        for sched in ["mq-deadline", "kyber", "bfq"] {
-            let defaults: Vec<&str> = default_tunables(sched).iter().map(|(n, _)| *n).collect();
-            let mut known: Vec<&str> = known_tunables(sched)
-                .iter()
-                .copied()
-                .filter(|n| *n != "async_depth")
-                .collect();
-            known.sort_unstable();
-            assert_eq!(defaults, known, "{sched}");
-        }
-        assert!(default_tunables("none").is_empty());
     }
 
     #[test]
@@ -989,16 +973,6 @@ mod tests {
     }
 
     #[test]
-    fn nr_requests_limit_is_the_tag_depth_only_without_a_scheduler() {
-        assert_eq!(nr_requests_max("none", Some(128)), 128);
-        assert_eq!(nr_requests_max("none", Some(1)), NR_REQUESTS_MIN);
-        assert_eq!(nr_requests_max("none", Some(100_000)), NR_REQUESTS_MAX);
-        assert_eq!(nr_requests_max("none", None), NR_REQUESTS_MAX);
-        assert_eq!(nr_requests_max("kyber", Some(128)), NR_REQUESTS_MAX);
-        assert_eq!(nr_requests_max("mq-deadline", Some(32)), NR_REQUESTS_MAX);
-    }
-
-    #[test]
     fn nr_requests_above_the_tag_depth_under_none_is_refused_before_writing() {
         let (_d, t, tuner) = setup();
         let root = t.root();
@@ -1039,7 +1013,7 @@ mod tests {
             nr_requests: Some(2048),
             read_ahead_kb: Some(0),
         };
-        assert!(validate(&dev, &q, &ok).is_ok());
+        assert!(validate(&dev, &q, None, &ok).is_ok());
         for bad in [
             Settings {
                 nr_requests: Some(3),
@@ -1050,7 +1024,7 @@ mod tests {
                 ..ok.clone()
             },
             Settings {
-                read_ahead_kb: Some(READ_AHEAD_KB_MAX + page_kb()),
+                read_ahead_kb: Some(sched::READ_AHEAD_KB_MAX + sched::page_kb()),
                 ..ok.clone()
             },
             Settings {
@@ -1070,9 +1044,131 @@ mod tests {
                 ..ok.clone()
             },
         ] {
-            let e = validate(&dev, &q, &bad).unwrap_err();
+            let e = validate(&dev, &q, None, &bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
             assert!(e.to_string().starts_with("'sda'"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_value_the_kernel_would_clamp_or_wrap_is_refused_before_any_write() {
+        let (_d, t, tuner) = setup();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        let before = QueueSettings::read(&root, &dev);
+        let tunable = |s: Option<&str>, k: &str, v: &str| Settings {
+            scheduler: s.map(Into::into),
+            tunables: vec![(k.into(), v.into())],
+            ..Settings::default()
+        };
+        let e = tuner
+            .apply("sda", &tunable(None, "front_merges", "7"))
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "'sda': front_merges '7' is out of range: 0 to 1"
+        );
+        // Another scheduler's tunable is checked before the switch.
+        let e = tuner
+            .apply(
+                "sda",
+                &tunable(Some("bfq"), "slice_idle", "9999999999999999999"),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("0 to 4294 ms"), "{e}");
+        assert_eq!(QueueSettings::read(&root, &dev), before);
+        assert!(tuner.journal().unwrap().load("sda").unwrap().is_none());
+        // What is written is plain decimal (mq-deadline would read 010 as octal 8).
+        let o = tuner
+            .apply("sda", &tunable(None, "read_expire", "0250"))
+            .unwrap();
+        assert_eq!(
+            QueueSettings::read(&root, &dev).tunables["read_expire"],
+            "250"
+        );
+        assert!(o.stored.is_empty(), "{:?}", o.stored);
+    }
+
+    #[test]
+    fn what_the_kernel_stored_otherwise_is_one_line_each() {
+        let mut after = QueueSettings::default();
+        after.tunables.insert("read_expire".into(), "252".into());
+        after.tunables.insert("fifo_batch".into(), "8".into());
+        after.read_ahead_kb = Some(4);
+        let want = Settings {
+            tunables: vec![
+                ("read_expire".into(), "250".into()),
+                ("fifo_batch".into(), "8".into()),
+            ],
+            read_ahead_kb: Some(6),
+            ..Settings::default()
+        };
+        let lines: Vec<String> = stored_otherwise(&want, &after)
+            .iter()
+            .map(Stored::line)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "kernel rounded read_expire 250 -> 252 ms",
+                "kernel rounded read_ahead_kb 6 -> 4 KiB"
+            ]
+        );
+        let o = Outcome {
+            device: "sda".into(),
+            changes: vec![ValueChange {
+                attr: "iosched/read_expire".into(),
+                before: "500".into(),
+                after: "252".into(),
+            }],
+            before: QueueSettings::default(),
+            stored: stored_otherwise(&want, &after),
+            after,
+            kernel_time: Duration::ZERO,
+        };
+        assert_eq!(
+            o.label(),
+            "iosched/read_expire 500→252 (kernel rounded read_expire 250 -> 252 ms; \
+             kernel rounded read_ahead_kb 6 -> 4 KiB)"
+        );
+    }
+
+    #[test]
+    fn a_device_re_created_since_the_caller_looked_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        let mut disk = FakeDisk::new("loop3").dev(7, 3);
+        disk.diskseq = Some(15);
+        t.add(&disk).unwrap();
+        let root = t.root();
+        let dev = root.device("loop3").unwrap();
+        let before = QueueSettings::read(&root, &dev);
+        let j = Journal::new(dir.path().join("j"));
+        let kyber = Settings {
+            scheduler: Some("kyber".into()),
+            ..Settings::default()
+        };
+        let tuner = Tuner::new(root.clone(), Some(j.clone())).expecting("loop3", Some(14));
+        let e = tuner.apply("loop3", &kyber).unwrap_err();
+        assert!(matches!(e, TuneError::Replaced { seen: 14, .. }), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("diskseq 14, now 15"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("nothing is restored onto the new device"),
+            "{e}"
+        );
+        // A restore through that tuner is refused as well.
+        let e = tuner
+            .restore("loop3", &Settings::snapshot_of(&before))
+            .unwrap_err();
+        assert!(matches!(e, TuneError::Replaced { .. }), "{e}");
+        assert_eq!(QueueSettings::read(&root, &dev), before);
+        assert!(j.load("loop3").unwrap().is_none());
+        // The incarnation the caller saw is written to.
+        let tuner = Tuner::new(root.clone(), Some(j)).expecting("loop3", Some(15));
+        tuner.apply("loop3", &kyber).unwrap();
+        assert_eq!(QueueSettings::read(&root, &dev).active_label(), "kyber");
     }
 }

@@ -52,10 +52,6 @@ pub const DEFAULT_RULES_PATH: &str = "/etc/udev/rules.d/61-blktune.rules";
 /// The rules file that sets the `ENV{ID_*}` properties the `id` match uses.
 pub const PERSISTENT_STORAGE_RULES: &str = "60-persistent-storage.rules";
 
-/// Tunables whose default the kernel derives from the queue (mq-deadline's
-/// `async_depth` follows nr_requests); never exported unless asked for.
-const DERIVED_TUNABLES: &[&str] = &["async_depth"];
-
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -134,11 +130,13 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
             ..Settings::default()
         };
     };
-    let defaults = crate::tuner::default_tunables(&s.active);
+    // Tunables the kernel derives from the queue (mq-deadline's `async_depth`
+    // follows nr_requests) are never exported unless asked for.
+    let defaults = crate::sched::default_tunables(&s.active);
     let tunables = q
         .tunables
         .iter()
-        .filter(|(k, _)| !DERIVED_TUNABLES.contains(&k.as_str()))
+        .filter(|(k, _)| !crate::sched::is_derived(k))
         .filter(|(k, v)| defaults.iter().any(|(dk, dv)| dk == k && dv != v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();

@@ -109,9 +109,17 @@ pub(super) fn assignments(d: &BlockDevice, s: &Settings) -> Result<Vec<Assign>, 
         if let Some(why) = check_assign_value(value) {
             return Err(unsafe_value(d, name, value, why));
         }
+        // The one value check of the catalogue: a rule must not write what
+        // the kernel would clamp or wrap.
+        let value = crate::sched::check_tunable(name, value).map_err(|e| TuneError::BadValue {
+            dev: d.name.clone(),
+            what: e.what,
+            value: e.value,
+            why: e.why,
+        })?;
         out.push(Assign {
             attr: format!("queue/iosched/{name}"),
-            value: value.clone(),
+            value,
         });
     }
     if let Some(n) = s.nr_requests {
@@ -259,6 +267,9 @@ pub(super) fn render_file(blocks: &[Block], opts: &RenderOptions, warnings: &[St
         }
         let _ = writeln!(out, "#   match: {}", comment_text(&b.spec.meaning));
         let _ = writeln!(out, "#   sets:  {}", b.summary());
+        for note in rounding_notes(&b.assigns) {
+            let _ = writeln!(out, "#   note:  {note}");
+        }
         let _ = writeln!(
             out,
             "ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{{DEVTYPE}}==\"disk\", TEST==\"{}\", \\",
@@ -271,4 +282,33 @@ pub(super) fn render_file(blocks: &[Block], opts: &RenderOptions, warnings: &[St
         out.push('\n');
     }
     out
+}
+
+/// The rule keeps what the user asked for; a tunable the kernel keeps in
+/// jiffies may read back rounded up to a whole tick, which depends on the
+/// kernel's HZ: say so (`read_expire is kept in jiffies: 250 reads back as
+/// 252 at HZ=250, 260 at HZ=100`).
+fn rounding_notes(assigns: &[Assign]) -> Vec<String> {
+    assigns
+        .iter()
+        .filter_map(|a| {
+            let name = a.attr.strip_prefix("queue/iosched/")?;
+            let ms: u64 = a.value.parse().ok()?;
+            if !crate::sched::is_jiffies(name) {
+                return None;
+            }
+            let at: Vec<String> = [250, 100]
+                .into_iter()
+                .map(|hz| (hz, crate::sched::jiffies_rounded(ms, hz)))
+                .filter(|(_, r)| *r != ms)
+                .map(|(hz, r)| format!("{r} at HZ={hz}"))
+                .collect();
+            (!at.is_empty()).then(|| {
+                format!(
+                    "{name} is kept in jiffies: {ms} reads back as {}",
+                    at.join(", ")
+                )
+            })
+        })
+        .collect()
 }

@@ -563,3 +563,35 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_value_the_kernel_would_clamp_is_refused_and_jiffies_rounding_is_noted() {
+    let d = device(ssd());
+    let deadline = |name: &str, v: &str| Settings {
+        scheduler: Some("mq-deadline".into()),
+        tunables: vec![(name.into(), v.into())],
+        ..Settings::default()
+    };
+    let item = |s| ExportItem::new(d.clone(), s, BTreeMap::new());
+    let e = render(&[item(deadline("front_merges", "7"))], &opts()).unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(e.to_string().contains("out of range: 0 to 1"), "{e}");
+    // The rule keeps what was asked (in plain decimal) and says what the kernel will keep.
+    let text = render(&[item(deadline("read_expire", "0250"))], &opts())
+        .unwrap()
+        .text;
+    assert!(
+        text.contains("ATTR{queue/iosched/read_expire}=\"250\""),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "#   note:  read_expire is kept in jiffies: 250 reads back as 252 at HZ=250\n"
+        ),
+        "{text}"
+    );
+    let text = render(&[item(deadline("read_expire", "500"))], &opts())
+        .unwrap()
+        .text;
+    assert!(!text.contains("note:"), "{text}");
+}

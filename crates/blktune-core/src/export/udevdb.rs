@@ -56,7 +56,8 @@ impl UdevDb {
     /// The properties of a block device; empty when it has no entry.
     pub fn properties(&self, major: u32, minor: u32) -> BTreeMap<String, String> {
         self.file_of(major, minor)
-            .and_then(|f| std::fs::read_to_string(f).ok())
+            // An entry is a few hundred bytes; a bigger one is not trusted.
+            .and_then(|f| crate::text::read_capped(&f, 1 << 20).ok())
             .map(|t| parse_db(&t))
             .unwrap_or_default()
     }

@@ -1,109 +1,45 @@
-//! Atomic, no-clobber writing of the exported file.
-//!
-//! The text goes to a temp file in the target's directory (same filesystem, so
-//! the final step is atomic), is fsynced, then moved into place: with `force`
-//! by `rename(2)` (replaces the old file in one step), without it by `link(2)`,
-//! which fails with EEXIST if the name appeared meanwhile, so an existing file
-//! is never replaced by accident. The temp name starts with `.` and does not
-//! end in `.rules`, so udevd ignores it while it exists. On any failure the
-//! temp file is removed and the target is untouched; errors name the path the
-//! caller gave, never the temp file.
+//! Writing the exported file, through [`crate::atomic_file`]: atomic (temp
+//! file, fsync, then into place), never through a symlink, and an existing
+//! name is replaced only with `force` and only when it is a regular file of
+//! this user or root (a device node, FIFO, socket or symlink is refused).
+//! Errors name the path the caller gave, never the temp file.
 
 use super::ExportError;
-use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use crate::atomic_file::{self, WriteError};
+use std::path::Path;
 
-fn io_err(path: &Path, source: io::Error) -> ExportError {
-    ExportError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-fn exists(path: &Path) -> ExportError {
-    ExportError::AlreadyExists {
-        path: path.display().to_string(),
-    }
-}
-
-/// Write `text` to `path` atomically; an existing `path` is replaced only with `force`.
-pub fn write_rules(path: &Path, text: &str, force: bool) -> Result<(), ExportError> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| ExportError::BadPath {
-            path: path.display().to_string(),
-            why: "not a file name".into(),
-        })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    match fs::symlink_metadata(path) {
-        Ok(_) if !force => return Err(exists(path)),
-        Ok(m) if m.is_dir() => {
-            return Err(ExportError::BadPath {
+impl From<WriteError> for ExportError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Exists(p) => ExportError::AlreadyExists {
+                path: p.display().to_string(),
+            },
+            WriteError::NotReplaceable { path, why } => ExportError::BadPath {
                 path: path.display().to_string(),
-                why: "is a directory".into(),
-            });
+                why: format!("{why}; {}", atomic_file::REPLACE_RULE),
+            },
+            WriteError::BadPath { path, why } => ExportError::BadPath {
+                path: path.display().to_string(),
+                why,
+            },
+            WriteError::Io { path, source } => ExportError::Io {
+                path: path.display().to_string(),
+                source,
+            },
         }
-        _ => {}
     }
-    if !dir.is_dir() {
-        return Err(ExportError::BadPath {
-            path: path.display().to_string(),
-            why: format!(
-                "the directory '{}' does not exist; create it first or choose another path",
-                dir.display()
-            ),
-        });
-    }
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(
-        ".{name}.blktune-{}-{nanos}.tmp",
-        std::process::id()
-    ));
-    let result = write_tmp(&tmp, text)
-        .map_err(|e| io_err(path, e))
-        .and_then(|()| {
-            if force {
-                fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-            } else {
-                match fs::hard_link(&tmp, path) {
-                    Ok(()) => Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists(path)),
-                    Err(e) => Err(io_err(path, e)),
-                }
-            }
-        });
-    // After rename the temp name is gone; after link (or a failure) it must go.
-    let _ = fs::remove_file(&tmp);
-    result?;
-    // Make the new directory entry durable too.
-    if let Ok(d) = fs::File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
-fn write_tmp(tmp: &Path, text: &str) -> io::Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()
+/// Write `text` to `path` atomically; an existing regular file is replaced only with `force`.
+pub fn write_rules(path: &Path, text: &str, force: bool) -> Result<(), ExportError> {
+    Ok(atomic_file::write(path, text.as_bytes(), 0o644, force)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::FileTypeExt;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
@@ -158,5 +94,17 @@ mod tests {
         assert!(msg.starts_with(&q.display().to_string()), "{msg}");
         assert!(!msg.contains(".blktune-"), "{msg}");
         assert_eq!(entries(d.path()), ["x.rules"]);
+    }
+
+    #[test]
+    fn force_refuses_a_fifo_with_a_usage_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = write_rules(&p, "x\n", true).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("is a FIFO"), "{e}");
+        assert!(fs::symlink_metadata(&p).unwrap().file_type().is_fifo());
+        assert_eq!(entries(d.path()), ["out"]);
     }
 }

@@ -180,6 +180,12 @@ impl Load {
             let write = !matches!(r, Role::RandomRead);
             files.push(open_direct(target, write)?);
         }
+        // Checked after the opens: while they are held, a detach of a loop
+        // device only sets autoclear and waits for the last close (seen on
+        // 6.18: `losetup -d` returns 0, a re-attach fails with EBUSY, and
+        // I/O still reaches the old file), so the files opened are the device
+        // the target was made for, to the end of the load.
+        target.check_same()?;
         let now = Instant::now();
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),

@@ -99,6 +99,11 @@ pub enum LoadError {
         source: std::io::Error,
     },
 
+    #[error(
+        "'{dev}' was re-created (diskseq {seen}, now {now}: detached and re-attached); the load does not run on another device"
+    )]
+    Replaced { dev: String, seen: u64, now: String },
+
     #[error("cannot start a load thread: {0}")]
     Thread(std::io::Error),
 }

@@ -108,6 +108,10 @@ pub struct Target {
     size: u64,
     logical_block: u64,
     writes_allowed: bool,
+    /// The device's `diskseq` when the target was made, and where to read it
+    /// again: a load never starts on another device that took the name.
+    diskseq: Option<u64>,
+    diskseq_file: PathBuf,
 }
 
 impl Target {
@@ -143,12 +147,15 @@ impl Target {
                 size,
             });
         }
+        let diskseq_file = root.device_dir(dev).join("diskseq");
         Ok(Self {
             name: dev.to_string(),
             path: PathBuf::from("/dev").join(dev.as_str()),
             size,
             logical_block,
             writes_allowed,
+            diskseq: read_diskseq(&diskseq_file),
+            diskseq_file,
         })
     }
 
@@ -176,6 +183,34 @@ impl Target {
     pub fn writes_allowed(&self) -> bool {
         self.writes_allowed
     }
+
+    /// The `diskseq` the device had when the target was made (`None`: a
+    /// kernel before 5.15).
+    pub fn diskseq(&self) -> Option<u64> {
+        self.diskseq
+    }
+
+    /// Is the device still the one the target was made for? `Err` names
+    /// the diskseq found instead.
+    pub fn check_same(&self) -> Result<(), LoadError> {
+        let Some(seen) = self.diskseq else {
+            return Ok(());
+        };
+        match read_diskseq(&self.diskseq_file) {
+            Some(now) if now == seen => Ok(()),
+            now => Err(LoadError::Replaced {
+                dev: self.name.clone(),
+                seen,
+                now: now.map_or_else(|| "none".into(), |n| n.to_string()),
+            }),
+        }
+    }
+}
+
+fn read_diskseq(file: &Path) -> Option<u64> {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
 }
 
 /// A whole device or a partition name under sysfs.

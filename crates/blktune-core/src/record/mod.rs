@@ -58,6 +58,7 @@
 //! use everything readable: a cut-off last line is dropped, a corrupt line is
 //! skipped, and each such problem is reported in one line.
 
+mod check;
 mod format;
 mod reader;
 mod recorder;
@@ -65,11 +66,12 @@ mod replay;
 mod summary;
 mod writer;
 
+pub use check::{MAX_DEVICES, MAX_LINE};
 pub use format::{
     ChangeRecord, ChangeSource, DeviceFacts, DevicesRecord, EndRecord, FORMAT_VERSION, Header,
     HostFacts, Record, Sample, SettingsRecord, counters_to_fields, fields_to_counters,
 };
-pub use reader::RecordReader;
+pub use reader::{RecordReader, SHOWN_NOTES};
 pub use recorder::{RecordOptions, RecordStats, Recorder, unix_secs};
 pub use replay::{Frame, Playback, Player, Recording};
 pub use summary::{BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize};
@@ -99,6 +101,21 @@ pub enum RecordError {
     },
     #[error("unknown device '{0}': not a whole block device here")]
     UnknownDevice(String),
+    /// The file name is taken by something blktune must not replace (a
+    /// symlink, device node, FIFO, another user's file) or has no directory.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<crate::atomic_file::WriteError> for RecordError {
+    fn from(e: crate::atomic_file::WriteError) -> Self {
+        use crate::atomic_file::WriteError;
+        match e {
+            WriteError::Exists(p) => RecordError::Exists(p),
+            WriteError::Io { path, source } => RecordError::Io { path, source },
+            e => RecordError::Refused(e.to_string()),
+        }
+    }
 }
 
 impl RecordError {

@@ -7,8 +7,13 @@
 //! - A line in the middle that is not a valid record is skipped.
 //! - A header with a newer version than [`FORMAT_VERSION`] is an error: the
 //!   records might mean something else.
+//! - A line longer than [`MAX_LINE`] is skipped without being stored, and a
+//!   record with a number, name or list out of range ([`check`]) is skipped.
+//! - Only the first [`SHOWN_NOTES`] problems are told one by one; the rest
+//!   are counted in one last line.
 
 use super::RecordError;
+use super::check::{self, MAX_LINE};
 use super::format::{FORMAT_VERSION, Header, Record};
 use flate2::bufread::MultiGzDecoder;
 use std::fs::File;
@@ -17,6 +22,54 @@ use std::path::Path;
 
 /// The two bytes every gzip member starts with (RFC 1952, section 2.3.1).
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Problems told one by one; later ones are only counted.
+pub const SHOWN_NOTES: usize = 5;
+
+/// What one bounded line read found.
+#[derive(Debug, PartialEq, Eq)]
+enum Read {
+    /// Nothing left.
+    Eof,
+    /// A line in the buffer (with its `\n`, unless the data ended first).
+    Line,
+    /// A line longer than the limit, read past and dropped.
+    TooLong,
+}
+
+/// Read one line into `buf` (cleared first), storing at most `max` bytes:
+/// a longer line is consumed to its end but not kept, so one huge line
+/// costs no memory. On an error `buf` holds what was read of the line.
+fn read_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Read> {
+    buf.clear();
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(match (too_long, any) {
+                (true, _) => Read::TooLong,
+                (false, true) => Read::Line,
+                (false, false) => Read::Eof,
+            });
+        }
+        any = true;
+        let (take, end) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if !too_long && buf.len() + take > max {
+            too_long = true;
+            *buf = Vec::new();
+        }
+        if !too_long {
+            buf.extend_from_slice(&avail[..take]);
+        }
+        r.consume(take);
+        if end {
+            return Ok(if too_long { Read::TooLong } else { Read::Line });
+        }
+    }
+}
 
 /// A recording being read line by line.
 pub struct RecordReader {
@@ -25,6 +78,8 @@ pub struct RecordReader {
     header: Header,
     line_no: usize,
     notes: Vec<String>,
+    /// Problems met beyond the first [`SHOWN_NOTES`].
+    more: usize,
     done: bool,
 }
 
@@ -57,20 +112,25 @@ impl RecordReader {
     /// Read a recording from any buffered reader; `name` is used in messages.
     pub fn from_reader(mut inner: Box<dyn BufRead>, name: &str) -> Result<Self, RecordError> {
         let mut line = Vec::new();
+        let not_rec = |why: String| RecordError::NotARecording {
+            name: name.to_owned(),
+            why,
+        };
         let first = loop {
-            line.clear();
-            match inner.read_until(b'\n', &mut line) {
-                Ok(0) => break None,
-                Ok(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
-                Ok(_) => break Some(line.clone()),
+            match read_line(inner.as_mut(), &mut line, MAX_LINE) {
+                Ok(Read::Eof) => break None,
+                Ok(Read::TooLong) => {
+                    return Err(not_rec(format!(
+                        "its first line is longer than {} MiB",
+                        MAX_LINE >> 20
+                    )));
+                }
+                Ok(Read::Line) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(Read::Line) => break Some(line.clone()),
                 // A gzip stream cut before the end of the first line.
                 Err(e) if is_cut_off(&e) => break (!line.is_empty()).then(|| line.clone()),
                 Err(e) => return Err(RecordError::io(Path::new(name), e)),
             }
-        };
-        let not_rec = |why: String| RecordError::NotARecording {
-            name: name.to_owned(),
-            why,
         };
         let first = first.ok_or_else(|| not_rec("it is empty".into()))?;
         let value: serde_json::Value = serde_json::from_slice(&first)
@@ -94,12 +154,14 @@ impl RecordReader {
             Ok(_) => return Err(not_rec("its first line is not a header record".into())),
             Err(e) => return Err(not_rec(format!("its header is invalid ({e})"))),
         };
+        check::header(&header).map_err(|e| not_rec(format!("its header is invalid ({e})")))?;
         Ok(Self {
             inner,
             name: name.to_owned(),
             header,
             line_no: 1,
             notes: Vec::new(),
+            more: 0,
             done: false,
         })
     }
@@ -114,26 +176,47 @@ impl RecordReader {
         &self.header
     }
 
-    /// One line per problem met so far, for the user.
+    /// One line per problem met so far (the first [`SHOWN_NOTES`]), for the user.
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
 
-    /// The notes, taken out.
+    /// The notes, taken out, with one more line counting those not shown.
     pub fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+        let mut v = std::mem::take(&mut self.notes);
+        if self.more > 0 {
+            v.push(format!(
+                "{}: {} more problem(s) like these; lines skipped",
+                self.name, self.more
+            ));
+            self.more = 0;
+        }
+        v
+    }
+
+    /// Remember a problem: told when among the first few, else counted.
+    fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.notes.len() < SHOWN_NOTES {
+            self.notes.push(text());
+        } else {
+            self.more += 1;
+        }
     }
 
     fn cut_off(&mut self, line: &[u8]) -> Option<Record> {
         self.done = true;
         // A line cut exactly before its newline is still whole.
-        if let Ok(r) = serde_json::from_slice::<Record>(line) {
+        if let Ok(r) = serde_json::from_slice::<Record>(line)
+            && !matches!(r, Record::Header(_))
+            && check::record(&r).is_ok()
+        {
             return Some(r);
         }
-        self.notes.push(format!(
-            "{}: line {} is cut off (the recorder stopped mid-write); using the lines before it",
-            self.name, self.line_no
-        ));
+        let (name, n) = (&self.name, self.line_no);
+        let text = format!(
+            "{name}: line {n} is cut off (the recorder stopped mid-write); using the lines before it"
+        );
+        self.note(|| text);
         None
     }
 }
@@ -153,11 +236,19 @@ impl Iterator for RecordReader {
     fn next(&mut self) -> Option<Record> {
         let mut line = Vec::new();
         while !self.done {
-            line.clear();
-            let read = self.inner.read_until(b'\n', &mut line);
+            let read = read_line(self.inner.as_mut(), &mut line, MAX_LINE);
             match read {
-                Ok(0) => self.done = true,
-                Ok(_) => {
+                Ok(Read::Eof) => self.done = true,
+                Ok(Read::TooLong) => {
+                    self.line_no += 1;
+                    let (name, n) = (&self.name, self.line_no);
+                    let text = format!(
+                        "{name}: line {n}: skipped, longer than {} MiB",
+                        MAX_LINE >> 20
+                    );
+                    self.note(|| text);
+                }
+                Ok(Read::Line) => {
                     self.line_no += 1;
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
@@ -165,23 +256,28 @@ impl Iterator for RecordReader {
                     if line.last() != Some(&b'\n') {
                         return self.cut_off(&line);
                     }
+                    let (name, n) = (self.name.clone(), self.line_no);
                     match serde_json::from_slice::<Record>(&line) {
-                        Ok(Record::Header(_)) => self.notes.push(format!(
-                            "{}: line {}: skipped a second header",
-                            self.name, self.line_no
-                        )),
-                        Ok(r) => return Some(r),
-                        Err(e) => self.notes.push(format!(
-                            "{}: line {}: skipped, not a valid record ({e})",
-                            self.name, self.line_no
-                        )),
+                        Ok(Record::Header(_)) => {
+                            self.note(|| format!("{name}: line {n}: skipped a second header"));
+                        }
+                        Ok(r) => match check::record(&r) {
+                            Ok(()) => return Some(r),
+                            Err(e) => self.note(|| format!("{name}: line {n}: skipped, {e}")),
+                        },
+                        Err(e) => {
+                            self.note(|| {
+                                format!("{name}: line {n}: skipped, not a valid record ({e})")
+                            });
+                        }
                     }
                 }
                 Err(e) if is_cut_off(&e) => {
-                    self.notes.push(format!(
-                        "{}: the compressed data ends early (the recorder was killed); read up to line {}",
-                        self.name, self.line_no
-                    ));
+                    let (name, n) = (&self.name, self.line_no);
+                    let text = format!(
+                        "{name}: the compressed data ends early (the recorder was killed); read up to line {n}"
+                    );
+                    self.note(|| text);
                     if line.is_empty() {
                         self.done = true;
                         return None;
@@ -191,10 +287,10 @@ impl Iterator for RecordReader {
                 }
                 Err(e) => {
                     self.done = true;
-                    self.notes.push(format!(
-                        "{}: read error after line {} ({e}); using what was read",
-                        self.name, self.line_no
-                    ));
+                    let (name, n) = (&self.name, self.line_no);
+                    let text =
+                        format!("{name}: read error after line {n} ({e}); using what was read");
+                    self.note(|| text);
                 }
             }
         }

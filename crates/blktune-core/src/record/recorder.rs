@@ -241,6 +241,7 @@ impl Recorder {
             before: old.clone(),
             after: d.queue.clone(),
             kernel_time: Duration::ZERO,
+            stored: Vec::new(),
         }
         .label();
         self.stats.changes += 1;

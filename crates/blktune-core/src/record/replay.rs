@@ -338,7 +338,11 @@ impl Player {
                     self.position = s.t;
                     return Some(Frame {
                         snapshot: Snapshot {
-                            wall: UNIX_EPOCH + Duration::from_secs_f64(s.wall.max(0.0)),
+                            // The reader checked the range; never panic on it anyway.
+                            wall: Duration::try_from_secs_f64(s.wall)
+                                .ok()
+                                .and_then(|d| UNIX_EPOCH.checked_add(d))
+                                .unwrap_or(UNIX_EPOCH),
                             t: s.t,
                             interval,
                             devices: Arc::clone(&self.devices),

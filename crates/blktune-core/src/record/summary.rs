@@ -5,6 +5,7 @@
 //! into per-device [`DeviceHistory`]s and calling [`history::compare`], the
 //! same comparison the live before/after panel uses.
 
+use super::SHOWN_NOTES;
 use super::format::{ChangeSource, DeviceFacts, HostFacts, Record};
 use super::replay::{Player, Recording};
 use crate::device::{DeviceKind, human_size};
@@ -88,9 +89,18 @@ pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
     let mut first_sched: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut last_sched: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut notes = rec.notes.clone();
+    // Counter problems per device and sample: the first few, then a count.
+    let (mut shown, mut unshown) = (0, 0usize);
     for frame in Player::new(Arc::clone(rec)) {
         let s = &frame.snapshot;
-        notes.extend(frame.snapshot.warnings.iter().cloned());
+        for w in &frame.snapshot.warnings {
+            if shown < SHOWN_NOTES {
+                notes.push(w.clone());
+                shown += 1;
+            } else {
+                unshown += 1;
+            }
+        }
         for d in s.devices.iter() {
             let active = d.queue.scheduler.as_ref().map(|x| x.active.clone());
             first_sched
@@ -108,6 +118,12 @@ pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
                 f64::INFINITY,
             );
         }
+    }
+    if unshown > 0 {
+        notes.push(format!(
+            "{}: {unshown} more device sample(s) with bad counters, left out",
+            rec.name
+        ));
     }
     let changes: Vec<_> = rec.changes().collect();
     let empty = DeviceHistory::default();

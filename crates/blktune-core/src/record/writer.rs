@@ -8,9 +8,10 @@
 
 use super::RecordError;
 use super::format::Record;
+use crate::atomic_file;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,24 +49,14 @@ pub struct RecordWriter {
 }
 
 impl RecordWriter {
-    /// Create `path`. An existing file is an error unless `force` (then it is
-    /// truncated); without `force` the check and the creation are one atomic
-    /// step (`O_EXCL`), so two recorders cannot clobber each other.
+    /// Create `path` through [`crate::atomic_file::create`]: never through a
+    /// symlink; an existing name is an error unless `force`, and then only a
+    /// regular file of this user or root is replaced (by a new file renamed
+    /// over it, never truncated in place). Without `force` the check and the
+    /// creation are one atomic step (`O_EXCL`), so two recorders cannot
+    /// clobber each other.
     pub fn create(path: &Path, force: bool) -> Result<Self, RecordError> {
-        let mut opts = OpenOptions::new();
-        opts.write(true);
-        if force {
-            opts.create(true).truncate(true);
-        } else {
-            opts.create_new(true);
-        }
-        let file = opts.open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                RecordError::Exists(path.to_owned())
-            } else {
-                RecordError::io(path, e)
-            }
-        })?;
+        let file = atomic_file::create(path, 0o644, force)?;
         let buf = BufWriter::with_capacity(64 * 1024, file);
         let sink = if is_gzip_name(path) {
             Sink::Gz(GzEncoder::new(buf, Compression::default()))

@@ -299,7 +299,20 @@ pub fn run(
     let had_journal_entry = journal
         .as_ref()
         .is_some_and(|j| j.load(dev.as_str()).ok().flatten().is_some());
-    let tuner = Tuner::new(root.clone(), journal.clone());
+    // Every switch, the winner and the restore write only to the device seen
+    // now: one detached and re-attached under the name is another device.
+    let seq = tuner::read_diskseq(root, &dev);
+    if let (Some(l), Some(s)) = (&cfg.load, seq)
+        && l.target.diskseq().is_some_and(|t| t != s)
+    {
+        return Err(TuneError::Replaced {
+            dev: dev.to_string(),
+            seen: l.target.diskseq().unwrap_or_default(),
+            now: s.to_string(),
+        }
+        .into());
+    }
+    let tuner = Tuner::new(root.clone(), journal.clone()).expecting(dev.as_str(), seq);
     let steps = plan(&schedulers, cfg.rounds);
     let started = Instant::now();
 
@@ -318,6 +331,16 @@ pub fn run(
     });
     let measurements = match outcome {
         Ok(m) => m,
+        Err(Stop::Replaced(cause)) => {
+            // Nothing of the original goes onto another device; the journal
+            // entry names the old diskseq, so 'revert' drops it as stale.
+            return Err(ShootoutError::Aborted {
+                cause,
+                restore: format!(
+                    "nothing was restored onto the new device; 'blktune revert {dev}' drops the stale journal entry"
+                ),
+            });
+        }
         Err(e) => {
             let restore = restore(
                 &tuner,
@@ -332,6 +355,7 @@ pub fn run(
                     restore,
                 },
                 Stop::Failed(cause) => ShootoutError::Aborted { cause, restore },
+                Stop::Replaced(_) => unreachable!("handled above"),
             });
         }
     };
@@ -454,6 +478,26 @@ fn restore(
 enum Stop {
     Cancelled,
     Failed(String),
+    /// The device was re-created under its name (new diskseq).
+    Replaced(String),
+}
+
+impl From<TuneError> for Stop {
+    fn from(e: TuneError) -> Self {
+        match e {
+            TuneError::Replaced { .. } => Stop::Replaced(e.to_string()),
+            e => Stop::Failed(e.to_string()),
+        }
+    }
+}
+
+impl From<LoadError> for Stop {
+    fn from(e: LoadError) -> Self {
+        match e {
+            LoadError::Replaced { .. } => Stop::Replaced(e.to_string()),
+            e => Stop::Failed(e.to_string()),
+        }
+    }
 }
 
 /// Sleep until `until`, in slices, reporting progress; `Err` on cancel.
@@ -509,9 +553,7 @@ fn measure_all(
             scheduler: Some(sched.clone()),
             ..Settings::default()
         };
-        let outcome = tuner
-            .apply(&cfg.device, &want)
-            .map_err(|e| Stop::Failed(e.to_string()))?;
+        let outcome = tuner.apply(&cfg.device, &want)?;
         let settings = Settings::snapshot_of(&outcome.after);
         let settings = format!(
             "{}{}",
@@ -522,10 +564,7 @@ fn measure_all(
                 .unwrap_or_default()
         );
         let load = match &cfg.load {
-            Some(l) => Some(
-                Load::start(&l.target, &l.options, None)
-                    .map_err(|e: LoadError| Stop::Failed(e.to_string()))?,
-            ),
+            Some(l) => Some(Load::start(&l.target, &l.options, None)?),
             None => None,
         };
         progress(&report(Phase::Settling, per_step));
@@ -549,6 +588,19 @@ fn measure_all(
         let itv = t0.elapsed().as_secs_f64();
         let stats = sample(root, &mut rates, itv)?;
         drop(load);
+        // A dwell that ended on another device measured nothing of this one.
+        let seen = tuner.seen_diskseq();
+        if let Some(s) = seen
+            && root
+                .device(&cfg.device)
+                .and_then(|d| tuner::read_diskseq(root, &d))
+                != Some(s)
+        {
+            return Err(Stop::Replaced(format!(
+                "'{}' was re-created during the measurement of {sched} (diskseq {s} changed: detached and re-attached); its figures are another device's",
+                cfg.device
+            )));
+        }
         let ext = stats
             .iter()
             .find(|(n, _)| n == &cfg.device)

@@ -1,0 +1,207 @@
+//! Crafted recordings: `blktune replay` runs as any user on any file, so no
+//! number, line or count in the file may panic it, flood stderr or take
+//! unbounded memory. Every input is generated here; the big ones are
+//! streamed through a pipe into the binary, which runs under an
+//! address-space limit (`prlimit --as`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+use common::require_tool;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Address space allowed to the replaying process: far below the size of
+/// the big inputs.
+const AS_LIMIT: u64 = 768 << 20;
+
+const HEADER: &str = r#"{"type":"header","version":1,"tool":"blktune 0.1.0","started_wall":1767323045.0,"started":"2026-01-02T03:04:05Z","interval_s":1.0,"host":{"hostname":"h","kernel":"6.18.0","uptime_s":100.0},"devices":[{"name":"sda","major":8,"minor":0,"kind":"ssd","size_bytes":1000000}]}"#;
+
+fn sample(t: f64, wall: f64, reads: u64) -> String {
+    format!(
+        r#"{{"type":"sample","t":{t:e},"wall":{wall:e},"disks":{{"sda":[{reads},0,{},{},0,0,0,0,0,{},{}]}}}}"#,
+        reads * 8,
+        reads,
+        reads,
+        reads
+    )
+}
+
+/// `blktune replay ARGS` under the address-space limit, stdin fed by `feed`.
+fn replay(args: &[&str], feed: impl FnOnce(&mut dyn Write) + Send + 'static) -> Output {
+    let mut child = Command::new("prlimit")
+        .arg(format!("--as={AS_LIMIT}"))
+        .arg(env!("CARGO_BIN_EXE_blktune"))
+        .arg("replay")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        // The child may stop reading early (a refused file): not an error.
+        feed(&mut stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// No panic, no abort, few stderr lines.
+fn calm(o: &Output, max_lines: usize) {
+    let e = err(o);
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(o.status.code().is_some(), "killed by a signal: {e}");
+    assert!(
+        e.lines().count() <= max_lines,
+        "{} lines: {e:.2000}",
+        e.lines().count()
+    );
+}
+
+fn file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_wall_time_of_1e300_is_a_note_not_a_panic() {
+    if !require_tool("a_wall_time_of_1e300_is_a_note_not_a_panic", "prlimit") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let text = [
+        HEADER.to_owned(),
+        sample(1.0, 1767323046.0, 10),
+        sample(2.0, 1e300, 20),
+        sample(3.0, 1767323048.0, 30),
+    ]
+    .join("\n")
+        + "\n";
+    let f = file(d.path(), "wall.ndjson", &text);
+    let o = replay(&[&f, "--summary"], |_| {});
+    calm(&o, 3);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("line 3: skipped, wall 1e300 is out of range"),
+        "{}",
+        err(&o)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("2 samples"), "{out}");
+}
+
+#[test]
+fn negative_sample_times_are_skipped_and_start_checks_against_what_is_left() {
+    if !require_tool("negative_sample_times_are_skipped", "prlimit") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let text = [
+        HEADER.to_owned(),
+        sample(-30.0, 1767323046.0, 10),
+        sample(-20.0, 1767323047.0, 20),
+    ]
+    .join("\n")
+        + "\n";
+    let f = file(d.path(), "neg.ndjson", &text);
+    let o = replay(&[&f, "--summary", "--start", "1s"], |_| {});
+    calm(&o, 5);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("t -30.0 is out of range"), "{}", err(&o));
+    assert!(
+        err(&o).contains("--start '1s' is past the end"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn a_gzip_of_junk_lines_gives_a_few_notes_and_a_count() {
+    if !require_tool(
+        "a_gzip_of_junk_lines_gives_a_few_notes_and_a_count",
+        "prlimit",
+    ) {
+        return;
+    }
+    // A header, then two million junk lines: a few hundred KB compressed.
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    writeln!(gz, "{HEADER}").unwrap();
+    writeln!(gz, "{}", sample(1.0, 1767323046.0, 10)).unwrap();
+    for _ in 0..2_000_000 {
+        gz.write_all(b"{\"type\":\"sample\",\"t\":\x1b[2J junk}\n")
+            .unwrap();
+    }
+    let bytes = gz.finish().unwrap();
+    assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+    let o = replay(&["/dev/stdin", "--summary"], move |w| {
+        let _ = w.write_all(&bytes);
+    });
+    calm(&o, 10);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("1999995 more problem(s) like these"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn one_huge_line_is_skipped_without_being_stored() {
+    if !require_tool("one_huge_line_is_skipped_without_being_stored", "prlimit") {
+        return;
+    }
+    // 1.5 GiB without a newline after a valid start: twice the address space.
+    let o = replay(&["/dev/stdin", "--summary"], |w| {
+        let _ = writeln!(w, "{HEADER}");
+        let _ = writeln!(w, "{}", sample(1.0, 1767323046.0, 10));
+        let chunk = vec![b'7'; 1 << 20];
+        let _ = w.write_all(b"{\"type\":\"sample\",\"t\":");
+        for _ in 0..1536 {
+            if w.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        let _ = w.write_all(b"}\n");
+        let _ = writeln!(w, "{}", sample(3.0, 1767323048.0, 30));
+    });
+    calm(&o, 3);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("line 3: skipped, longer than 4 MiB"),
+        "{}",
+        err(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 samples"));
+}
+
+#[test]
+fn a_file_of_junk_is_one_line_and_exit_1() {
+    if !require_tool("a_file_of_junk_is_one_line_and_exit_1", "prlimit") {
+        return;
+    }
+    // No newline at all in 1 GiB: the header line alone is too long.
+    let o = replay(&["/dev/stdin", "--summary"], |w| {
+        let chunk = vec![b'{'; 1 << 20];
+        for _ in 0..1024 {
+            if w.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    calm(&o, 1);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("is not a blktune recording: its first line is longer than 4 MiB"),
+        "{}",
+        err(&o)
+    );
+}
