@@ -385,6 +385,7 @@ fn an_answer_for_a_replaced_device_leaves_no_undo() {
         }],
         before: before.queue.clone(),
         after,
+        stored: Vec::new(),
         kernel_time: Duration::from_millis(3),
     };
     let mark = m.mark("loop0", "mq-deadline→kyber", "mq-deadline", "kyber");
@@ -463,7 +464,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
     std::fs::write(m.tree.dev_dir("loop0").join("diskseq"), "9\n").unwrap();
     let e = ask(1, Some(5)).map(|_| ()).unwrap_err();
     assert!(
-        e.contains("'loop0' is no longer the device you chose: it was replaced (diskseq 5 → 9)"),
+        e.contains("'loop0' was re-created") && e.contains("diskseq 5, now 9"),
         "{e}"
     );
     assert_eq!(nr(), orig);

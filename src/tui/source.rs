@@ -277,29 +277,13 @@ impl LiveSource {
         })
     }
 
-    /// Is the device of `req` still the one the user chose (same `diskseq`)?
-    fn same_device(&self, req: &ApplyRequest) -> Result<(), String> {
-        let Some(want) = req.diskseq else {
-            return Ok(());
-        };
-        let root = self.sampler.root();
-        let dev = blktune_core::tuner::resolve(root, &req.device).map_err(|e| e.to_string())?;
-        match blktune_core::device::BlockDevice::read(root, &dev).diskseq {
-            Some(now) if now == want => Ok(()),
-            now => Err(format!(
-                "'{}' is no longer the device you chose: it was replaced (diskseq {want} → {}); \
-                 nothing was changed",
-                req.device,
-                now.map_or_else(|| "none".into(), |n| n.to_string())
-            )),
-        }
-    }
-
     fn apply(&mut self, req: ApplyRequest) -> ApplyReport {
-        let result = match (&self.tuner, self.same_device(&req)) {
-            (None, _) => Err("read-only: changes are disabled".to_string()),
-            (Some(_), Err(why)) => Err(why),
-            (Some(tuner), Ok(())) => {
+        let result = match &self.tuner {
+            None => Err("read-only: changes are disabled".to_string()),
+            Some(tuner) => {
+                // Only the device the user chose: the tuner refuses a
+                // replaced one (another diskseq) before its first write.
+                let tuner = tuner.clone().expecting(&req.device, req.diskseq);
                 let started = Instant::now();
                 let r = match req.kind {
                     ApplyKind::Change => tuner.apply(&req.device, &req.settings),
