@@ -53,7 +53,7 @@ fn nr_requests_above_the_hardware_depth_is_refused_in_the_editor_and_a_switch_to
     t.line(&format!(
         "env BLKTUNE_JOURNAL_DIR={} {} --device {dev} --interval 250ms",
         journal.display(),
-        env!("CARGO_BIN_EXE_blktune")
+        common::tmux::blktune_bin()
     ));
     t.wait("the TUI with the loop device", |s| {
         s.contains("every 250ms") && s.contains(&format!("▶{dev} "))
@@ -87,6 +87,11 @@ fn nr_requests_above_the_hardware_depth_is_refused_in_the_editor_and_a_switch_to
         "nothing was journalled"
     );
     t.keys(&["Escape"]);
+    // Until the editor is gone, an `s` would be glued to the Esc (one read
+    // under load): taken as Esc only, and the picker would never open.
+    t.wait("the editor closed", |s| {
+        !s.contains(&format!("nr_requests of {dev}"))
+    });
 
     // Under kyber the same value is fine (scheduler tags, up to 2048).
     t.keys(&["s"]);

@@ -6,7 +6,6 @@
 mod common;
 use common::tmux::Tmux;
 use common::*;
-use std::time::Duration;
 
 /// The side panel's text on a line (right of the chart's `│`).
 fn panel(line: &str) -> &str {
@@ -63,7 +62,8 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     );
 
     // Switch to another scheduler: the before/after table gets the probe's p99.
-    std::thread::sleep(Duration::from_secs(2)); // some "before"
+    // Some "before": samples (the probe's figures move every one), not seconds.
+    t.wait_redraws("some \"before\"", 8);
     t.keys(&["s"]);
     t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
     t.keys(&["Down", "Enter"]);
@@ -80,7 +80,7 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     });
     assert!(figures(&s, "r_await").is_some(), "the rest stays: {s}");
     assert!(
-        wait_until(Duration::from_secs(5), || !held_open(&dev)),
+        wait_until(TIMEOUT, || !held_open(&dev)),
         "/dev/{dev} still open with the probe off"
     );
     t.keys(&["P"]);

@@ -100,6 +100,7 @@ fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
         request: ApplyRequest {
             id: req.id,
             device: req.device.clone(),
+            diskseq: req.diskseq,
             settings: req.settings.clone(),
             kind: req.kind,
         },
@@ -326,9 +327,14 @@ fn navigation_filter_sort_and_hooks() {
     press(&mut app, &keys);
     let names: Vec<&str> = app.visible().iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["zram0"]);
+    // The filter hides sda but never moves the selection (tests/tui_keys.rs).
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    assert_eq!(app.hidden_selection(), Some("sda"));
+    press(&mut app, &[KeyCode::Down]);
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     press(&mut app, &[KeyCode::Esc]);
     assert_eq!(app.visible().len(), 3);
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
     press(&mut app, &chars("o"));
     assert_eq!(app.sort, SortKey::Util);
     assert_eq!(app.visible()[0].name, "sdb", "sdb is 95% busy");
@@ -788,9 +794,13 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
         press(&mut app, &[KeyCode::Down]),
         vec![Control::Probe(Some("sda".into()))]
     );
-    // Typing a filter moves the selection, and the probe with it.
+    // Typing a filter never moves the selection, nor the probe; the row
+    // the user then picks under it does, and stays picked after Esc.
     let mut ctl = press(&mut app, &chars("/sdb"));
-    ctl.extend(press(&mut app, &[KeyCode::Enter, KeyCode::Esc]));
+    ctl.extend(press(&mut app, &[KeyCode::Enter]));
+    assert!(ctl.is_empty(), "{ctl:?}");
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    let ctl = press(&mut app, &[KeyCode::Down, KeyCode::Esc]);
     assert_eq!(ctl, vec![Control::Probe(Some("sdb".into()))]);
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     m.run_probed(&mut app, 1, &busy(4), "sdb", &st);

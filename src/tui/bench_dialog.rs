@@ -67,6 +67,9 @@ pub enum Stage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchDialog {
     pub device: String,
+    /// The device's `diskseq` when the dialog opened: the winner is applied
+    /// only while the selected device is still this one.
+    pub diskseq: Option<u64>,
     /// Schedulers the device offers (all are compared).
     pub schedulers: Vec<String>,
     pub load: LoadChoice,
@@ -78,6 +81,7 @@ impl BenchDialog {
     pub fn new(device: &str, schedulers: Vec<String>) -> Self {
         Self {
             device: device.into(),
+            diskseq: None,
             schedulers,
             load: LoadChoice::Passive,
             stage: Stage::Setup,

@@ -67,8 +67,21 @@ pub enum Key {
     Ctrl(char),
 }
 
+/// Modifiers no binding declares. crossterm reads an Esc followed at once by
+/// another key (both in one read: over SSH, on a loaded machine) as Alt+key,
+/// so such a key must never act as the plain key ([`split_escape`]).
+const FOREIGN: KeyModifiers = KeyModifiers::ALT
+    .union(KeyModifiers::META)
+    .union(KeyModifiers::SUPER)
+    .union(KeyModifiers::HYPER);
+
 impl Key {
+    /// Does `ev` press this key? Shift is part of the character; any other
+    /// modifier must be the one the key spells (Alt+s is not s).
     fn matches(self, ev: &KeyEvent) -> bool {
+        if ev.modifiers.intersects(FOREIGN) {
+            return false;
+        }
         let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
         match self {
             Key::Ctrl(c) => ctrl && ev.code == KeyCode::Char(c),
@@ -638,10 +651,65 @@ pub fn action_for(mode: Mode, ev: &KeyEvent) -> Option<Action> {
         return Some(bd.action);
     }
     match (mode, ev.code) {
-        (Mode::Text, KeyCode::Char(c)) if !ev.modifiers.contains(KeyModifiers::CONTROL) => {
+        (Mode::Text, KeyCode::Char(c))
+            if !ev
+                .modifiers
+                .intersects(FOREIGN.union(KeyModifiers::CONTROL)) =>
+        {
             Some(Action::Input(c))
         }
         _ => None,
+    }
+}
+
+/// An Alt+key is how crossterm reads an Esc followed at once by that key
+/// (`ESC x` in one read of the terminal). No binding declares Alt, so it is
+/// taken as the two keys it most likely was: `Some(the key without Alt)`,
+/// to be handled after an Esc. Pure.
+pub fn split_escape(ev: &KeyEvent) -> Option<KeyEvent> {
+    if ev.kind == KeyEventKind::Release || !ev.modifiers.contains(KeyModifiers::ALT) {
+        return None;
+    }
+    let mut key = *ev;
+    key.modifiers.remove(KeyModifiers::ALT);
+    Some(key)
+}
+
+/// May the key that came glued to an Esc act after it? Only what changes no
+/// device and confirms nothing: the Esc was meant to cancel, and an Alt+key
+/// pressed by mistake must not do more than move the cursor or the view.
+pub fn safe_after_escape(a: Action) -> bool {
+    matches!(
+        a,
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Home
+            | Action::End
+            | Action::Cancel
+            | Action::Help
+            | Action::Sort
+            | Action::Filter
+            | Action::Pause
+            | Action::Faster
+            | Action::Slower
+            | Action::SeekBack
+            | Action::SeekForward
+            | Action::SpeedUp
+            | Action::SpeedDown
+    )
+}
+
+/// How the status line names a key (`s`, `Enter`).
+pub fn key_name(ev: &KeyEvent) -> String {
+    match ev.code {
+        KeyCode::Char(' ') => "space".into(),
+        KeyCode::Char(c) if ev.modifiers.contains(KeyModifiers::CONTROL) => format!("Ctrl-{c}"),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Esc => "Esc".into(),
+        KeyCode::Backspace => "Bksp".into(),
+        code => format!("{code:?}"),
     }
 }
 
@@ -697,6 +765,70 @@ mod tests {
             Some(Action::ToggleProbe)
         );
         assert_eq!(action_for(Mode::Replay, &key(KeyCode::Char('P'))), None);
+    }
+
+    /// crossterm reads `ESC Enter` in one packet as Alt+Enter: it must not
+    /// confirm anything, in any mode, nor type into a text field.
+    #[test]
+    fn an_alt_key_triggers_no_binding_and_splits_into_esc_and_the_key() {
+        let alt = |c| KeyEvent::new(c, KeyModifiers::ALT);
+        let modes = [
+            Mode::Main,
+            Mode::List,
+            Mode::Text,
+            Mode::Help,
+            Mode::Confirm,
+            Mode::Export,
+            Mode::Bench,
+            Mode::Replay,
+        ];
+        for m in modes {
+            for code in [
+                KeyCode::Enter,
+                KeyCode::Char('s'),
+                KeyCode::Char('y'),
+                KeyCode::Char('U'),
+                KeyCode::Char('4'),
+                KeyCode::Down,
+            ] {
+                assert_eq!(action_for(m, &alt(code)), None, "{m:?} Alt+{code:?}");
+            }
+            let ctrl_alt_c = KeyEvent::new(
+                KeyCode::Char('c'),
+                KeyModifiers::CONTROL | KeyModifiers::ALT,
+            );
+            assert_eq!(action_for(m, &ctrl_alt_c), None, "{m:?}");
+        }
+        assert_eq!(split_escape(&key(KeyCode::Enter)), None);
+        assert_eq!(
+            split_escape(&alt(KeyCode::Enter)),
+            Some(key(KeyCode::Enter))
+        );
+        let shift_alt = KeyEvent::new(KeyCode::Char('U'), KeyModifiers::SHIFT | KeyModifiers::ALT);
+        assert_eq!(
+            split_escape(&shift_alt),
+            Some(KeyEvent::new(KeyCode::Char('U'), KeyModifiers::SHIFT))
+        );
+        // What may follow the Esc: moving, never a change or a confirmation.
+        for a in [Action::Down, Action::Cancel, Action::Sort] {
+            assert!(safe_after_escape(a), "{a:?}");
+        }
+        for bd in MAIN.iter().filter(|b| b.changes) {
+            assert!(!safe_after_escape(bd.action), "{:?}", bd.action);
+        }
+        for a in [
+            Action::Confirm,
+            Action::ApplyWinner,
+            Action::Quit,
+            Action::Input('4'),
+            Action::Toggle,
+            Action::EditPath,
+            Action::Export,
+            Action::ShootOut,
+            Action::Record,
+        ] {
+            assert!(!safe_after_escape(a), "{a:?}");
+        }
     }
 
     #[test]

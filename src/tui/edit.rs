@@ -78,6 +78,8 @@ impl Field {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Editor {
     pub device: String,
+    /// The device's `diskseq` when the editor opened (Enter checks it).
+    pub diskseq: Option<u64>,
     pub field: Field,
     /// The value now in sysfs.
     pub current: String,

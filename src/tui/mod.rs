@@ -359,11 +359,9 @@ where
         while ready {
             match event::read()? {
                 Event::Key(k) => {
-                    if let Some(action) = command::action_for(app.mode(), &k) {
-                        for c in app.on_action(action) {
-                            // A gone source thread shows up as a missing answer; keep drawing.
-                            let _ = ctl.send(c);
-                        }
+                    for c in app.on_key(&k) {
+                        // A gone source thread shows up as a missing answer; keep drawing.
+                        let _ = ctl.send(c);
                     }
                     dirty = true;
                 }

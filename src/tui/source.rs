@@ -86,6 +86,10 @@ pub enum ApplyKind {
 pub struct ApplyRequest {
     pub id: u64,
     pub device: String,
+    /// The device's `diskseq` when the user chose the change; `None` when
+    /// the kernel has none (before 5.15). A device that has another one now
+    /// was replaced under the same name, and the change is refused.
+    pub diskseq: Option<u64>,
     pub settings: Settings,
     pub kind: ApplyKind,
 }
@@ -277,6 +281,9 @@ impl LiveSource {
         let result = match &self.tuner {
             None => Err("read-only: changes are disabled".to_string()),
             Some(tuner) => {
+                // Only the device the user chose: the tuner refuses a
+                // replaced one (another diskseq) before its first write.
+                let tuner = tuner.clone().expecting(&req.device, req.diskseq);
                 let started = Instant::now();
                 let r = match req.kind {
                     ApplyKind::Change => tuner.apply(&req.device, &req.settings),

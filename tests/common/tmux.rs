@@ -26,6 +26,12 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// The blktune binary the end-to-end tests run: this build's, or the one
+/// named by `BLKTUNE_TEST_BIN` (to show that a test fails on an older build).
+pub fn blktune_bin() -> String {
+    std::env::var("BLKTUNE_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_blktune").into())
+}
+
 /// The session (and so the first window's target) of every server.
 pub const SESSION: &str = "e2e";
 
@@ -82,7 +88,11 @@ impl Tmux {
         c
     }
 
-    /// Send keys by tmux name (`"q"`, `"Enter"`, `"Down"`, `"C-c"`, `"-N", "80", "BSpace"`).
+    /// Send keys by tmux name (`"q"`, `"Enter"`, `"Down"`, `"C-c"`, `"-N", "80", "BSpace"`),
+    /// all in one `send-keys`: the program reads them as a terminal delivers
+    /// keys typed fast or over SSH, several in one read (`Escape Enter`
+    /// arrives as one `ESC CR`). Between keys that must act one after the
+    /// other, wait for the screen, not for a time.
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", SESSION];
         args.extend(keys);
@@ -145,6 +155,18 @@ impl Tmux {
         self.wait_for(pred, TIMEOUT).unwrap_or_else(|s| {
             panic!("timed out after {TIMEOUT:?} waiting for {what}; screen:\n{s}")
         })
+    }
+
+    /// Wait until the screen has been redrawn with new content `n` times:
+    /// `n` samples of a live TUI under load (its figures move every sample).
+    /// For "some history first", counted in samples rather than seconds, so
+    /// a slow machine waits longer instead of getting less.
+    pub fn wait_redraws(&self, what: &str, n: usize) -> String {
+        let mut last = self.capture();
+        for i in 0..n {
+            last = self.wait(&format!("{what} (redraw {} of {n})", i + 1), |s| s != last);
+        }
+        last
     }
 
     /// Is the pane on the alternate screen (a full-screen program is running)?

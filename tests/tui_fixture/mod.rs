@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use blktune::tui::app::{App, Config};
-use blktune::tui::command::{Mode, action_for};
+use blktune::tui::command::Mode;
 use blktune::tui::render;
 use blktune::tui::source::{Control, Feed, ProbeSample};
 use blktune_core::device::{self, BlockDevice};
@@ -193,16 +193,25 @@ pub fn busy(r_await: u32) -> Vec<(&'static str, Load)> {
     ]
 }
 
-/// Press keys (a string of chars, or named keys) and collect the controls.
+/// Press keys (a string of chars, or named keys) and collect the controls,
+/// through the same path as the terminal's key events ([`App::on_key`]).
 pub fn press(app: &mut App, keys: &[KeyCode]) -> Vec<Control> {
-    let mut out = Vec::new();
-    for k in keys {
-        let ev = KeyEvent::new(*k, KeyModifiers::NONE);
-        if let Some(a) = action_for(app.mode(), &ev) {
-            out.extend(app.on_action(a));
-        }
-    }
-    out
+    let events: Vec<KeyEvent> = keys
+        .iter()
+        .map(|k| KeyEvent::new(*k, KeyModifiers::NONE))
+        .collect();
+    press_events(app, &events)
+}
+
+/// Key events as crossterm reads them (with modifiers: `Esc Enter` in one
+/// read of the terminal arrives as Alt+Enter), and the controls they sent.
+pub fn press_events(app: &mut App, events: &[KeyEvent]) -> Vec<Control> {
+    events.iter().flat_map(|ev| app.on_key(ev)).collect()
+}
+
+/// Alt+`code`: how crossterm reads an Esc followed at once by `code`.
+pub fn esc_then(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::ALT)
 }
 
 pub fn chars(s: &str) -> Vec<KeyCode> {

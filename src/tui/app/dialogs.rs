@@ -77,13 +77,14 @@ impl App {
             return;
         }
         let Some(d) = self.selected_device() else {
-            self.say(StatusKind::Error, super::keys::NO_SELECTION);
+            self.say(StatusKind::Error, self.no_selection());
             return;
         };
         let name = d.name.clone();
         match &d.queue.scheduler {
             Some(s) if s.available.len() > 1 => {
-                let dialog = BenchDialog::new(&name, s.available.clone());
+                let mut dialog = BenchDialog::new(&name, s.available.clone());
+                dialog.diskseq = d.diskseq;
                 self.overlay = Some(Overlay::Bench(Box::new(dialog)));
             }
             _ => self.say(
@@ -200,6 +201,18 @@ impl App {
 
     fn bench_action(&mut self, mut d: BenchDialog, a: Action) -> Vec<Control> {
         let mut out = Vec::new();
+        let acts = matches!(
+            (&d.stage, a),
+            (Stage::Setup, Action::Confirm) | (Stage::Done(_), Action::ApplyWinner)
+        );
+        if acts && let Err(why) = self.still_selected(&d.device, d.diskseq) {
+            // Never onto another device than the one the dialog was opened on.
+            self.say(
+                StatusKind::Error,
+                format!("{why}: shoot-out closed, nothing was changed"),
+            );
+            return out;
+        }
         match (&mut d.stage, a) {
             (Stage::Setup, Action::Cycle) => d.cycle_load(),
             (Stage::Setup, Action::Confirm) => {
@@ -256,7 +269,7 @@ impl App {
                         StatusKind::Info,
                         format!("applying the winner: {} → {}…", d.device, v.winner),
                     );
-                    out.push(self.request(&d.device, s, ApplyKind::Change));
+                    out.push(self.request(&d.device, d.diskseq, s, ApplyKind::Change));
                     return out;
                 }
             }

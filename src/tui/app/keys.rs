@@ -2,16 +2,46 @@
 //! requests sent to the source.
 
 use super::{App, INTERVALS_MS, Overlay, StatusKind, fmt_interval};
-use crate::tui::command::{Action, Mode, main_binding};
+use crate::tui::command::{
+    Action, Mode, action_for, key_name, main_binding, safe_after_escape, split_escape,
+};
 use crate::tui::edit::{Editor, Field, MAX_INPUT};
 use crate::tui::source::{ApplyKind, ApplyRequest, Control};
 use blktune_core::tuner::Settings;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;
 
 /// What a device key says while nothing is selected.
 pub(super) const NO_SELECTION: &str = "no device selected: ↑/↓ selects one";
 
 impl App {
+    /// Take one key event; returns what the source must do. An Alt+key is an
+    /// Esc glued to the next key (crossterm reads `ESC x` in one read as
+    /// Alt+x): the Esc acts, then the key only if it is safe after a cancel
+    /// ([`safe_after_escape`]), so `Esc Enter` typed fast never confirms the
+    /// dialog the Esc cancelled.
+    pub fn on_key(&mut self, ev: &KeyEvent) -> Vec<Control> {
+        let Some(plain) = split_escape(ev) else {
+            return action_for(self.mode(), ev).map_or_else(Vec::new, |a| self.on_action(a));
+        };
+        let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+        let mut out = action_for(self.mode(), &esc).map_or_else(Vec::new, |a| self.on_action(a));
+        match action_for(self.mode(), &plain) {
+            Some(a) if safe_after_escape(a) => out.extend(self.on_action(a)),
+            Some(_) => {
+                let k = key_name(&plain);
+                self.say(
+                    StatusKind::Info,
+                    format!(
+                        "Esc and '{k}' came together (or Alt+{k}): took the Esc only; press {k} again"
+                    ),
+                );
+            }
+            None => {}
+        }
+        out
+    }
+
     /// Apply an action; returns what the source must do.
     pub fn on_action(&mut self, a: Action) -> Vec<Control> {
         let mut out = self.dispatch(a);
@@ -82,13 +112,22 @@ impl App {
         None
     }
 
-    pub(super) fn request(&mut self, device: &str, settings: Settings, kind: ApplyKind) -> Control {
+    /// A change of `device` as the user chose it: `diskseq` is the one it
+    /// had then, so the source refuses it if the device was replaced since.
+    pub(super) fn request(
+        &mut self,
+        device: &str,
+        diskseq: Option<u64>,
+        settings: Settings,
+        kind: ApplyKind,
+    ) -> Control {
         self.pending += 1;
         let id = self.next_id;
         self.next_id += 1;
         Control::Apply(ApplyRequest {
             id,
             device: device.to_string(),
+            diskseq,
             settings,
             kind,
         })
@@ -116,10 +155,10 @@ impl App {
                 return self.change_action(a);
             }
             Action::Export => {
-                if let Some(name) = self.selected.clone() {
+                if let Some(name) = self.selected_device().map(|d| d.name.clone()) {
                     self.open_export(&name, None);
                 } else {
-                    self.say(StatusKind::Error, NO_SELECTION);
+                    self.say(StatusKind::Error, self.no_selection());
                 }
             }
             Action::ShootOut => self.open_bench(),
@@ -184,7 +223,7 @@ impl App {
             return Vec::new();
         }
         let Some(d) = self.selected_device().cloned() else {
-            self.say(StatusKind::Error, NO_SELECTION);
+            self.say(StatusKind::Error, self.no_selection());
             return Vec::new();
         };
         let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
@@ -203,6 +242,7 @@ impl App {
                 if let Some(s) = &d.queue.scheduler {
                     self.overlay = Some(Overlay::Picker {
                         device: d.name.clone(),
+                        diskseq: d.diskseq,
                         cursor: s.available.iter().position(|n| *n == s.active).unwrap_or(0),
                         options: s.available.clone(),
                         active: s.active.clone(),
@@ -218,6 +258,7 @@ impl App {
                 let current = cur.map_or_else(|| "-".into(), |n| n.to_string());
                 self.overlay = Some(Overlay::Edit(Editor {
                     device: d.name.clone(),
+                    diskseq: d.diskseq,
                     field,
                     input: current.clone(),
                     current,
@@ -233,6 +274,7 @@ impl App {
                 }
                 self.overlay = Some(Overlay::Tunables {
                     device: d.name.clone(),
+                    diskseq: d.diskseq,
                     scheduler: d.queue.active_label().to_string(),
                     items: d
                         .queue
@@ -252,7 +294,7 @@ impl App {
                     StatusKind::Info,
                     format!("applying: undo {} on {}…", m.label, d.name),
                 );
-                return vec![self.request(&d.name, m.before, ApplyKind::Undo)];
+                return vec![self.request(&d.name, d.diskseq, m.before, ApplyKind::Undo)];
             }
             _ => {}
         }
@@ -279,6 +321,16 @@ impl App {
         if matches!(self.overlay, Some(Overlay::Export(_) | Overlay::Bench(_))) {
             return self.dialog_action(a);
         }
+        if a == Action::Confirm
+            && let Some(why) = self
+                .overlay_device()
+                .and_then(|(dev, seq, _)| self.still_selected(dev, seq).err())
+        {
+            // Never onto another device than the one the dialog was opened on.
+            self.overlay = None;
+            self.say(StatusKind::Error, format!("{why}: nothing was changed"));
+            return Vec::new();
+        }
         let Some(ov) = self.overlay.take() else {
             return Vec::new();
         };
@@ -289,6 +341,7 @@ impl App {
         let keep = match ov {
             Overlay::Picker {
                 device,
+                diskseq,
                 options,
                 active,
                 mut cursor,
@@ -297,6 +350,7 @@ impl App {
                     cursor = step(cursor, options.len(), a == Action::Down);
                     Some(Overlay::Picker {
                         device,
+                        diskseq,
                         options,
                         active,
                         cursor,
@@ -318,12 +372,13 @@ impl App {
                             scheduler: Some(choice),
                             ..Settings::default()
                         };
-                        out.push(self.request(&device, s, ApplyKind::Change));
+                        out.push(self.request(&device, diskseq, s, ApplyKind::Change));
                     }
                     None
                 }
                 _ => Some(Overlay::Picker {
                     device,
+                    diskseq,
                     options,
                     active,
                     cursor,
@@ -331,6 +386,7 @@ impl App {
             },
             Overlay::Tunables {
                 device,
+                diskseq,
                 scheduler,
                 items,
                 mut cursor,
@@ -339,6 +395,7 @@ impl App {
                     cursor = step(cursor, items.len(), a == Action::Down);
                     Some(Overlay::Tunables {
                         device,
+                        diskseq,
                         scheduler,
                         items,
                         cursor,
@@ -347,6 +404,7 @@ impl App {
                 Action::Confirm => items.get(cursor).map(|(k, v)| {
                     Overlay::Edit(Editor {
                         device: device.clone(),
+                        diskseq,
                         field: Field::Tunable(k.clone()),
                         current: v.clone(),
                         input: v.clone(),
@@ -354,6 +412,7 @@ impl App {
                 }),
                 _ => Some(Overlay::Tunables {
                     device,
+                    diskseq,
                     scheduler,
                     items,
                     cursor,
@@ -395,7 +454,7 @@ impl App {
                                 e.input.trim()
                             ),
                         );
-                        out.push(self.request(&e.device, s, ApplyKind::Change));
+                        out.push(self.request(&e.device, e.diskseq, s, ApplyKind::Change));
                         None
                     }
                 },
@@ -413,17 +472,35 @@ impl App {
             }
             Overlay::Confirm { devices } => {
                 if a == Action::Confirm {
+                    // Exactly the devices the question named that still have
+                    // changes here (a replaced device's were dropped).
+                    let session: Vec<_> = self
+                        .session()
+                        .into_iter()
+                        .filter(|s| devices.contains(&s.device))
+                        .collect();
                     self.reverting = Some(super::RevertBatch {
-                        left: self.session().len(),
+                        left: session.len(),
                         ..Default::default()
                     });
-                    for s in self.session() {
-                        out.push(self.request(&s.device, s.original, ApplyKind::RevertAll));
+                    for s in &session {
+                        let seq = self.diskseq_of(&s.device);
+                        let r =
+                            self.request(&s.device, seq, s.original.clone(), ApplyKind::RevertAll);
+                        out.push(r);
                     }
-                    self.say(
-                        StatusKind::Info,
-                        format!("applying: reverting {} device(s)…", devices.len()),
-                    );
+                    if session.is_empty() {
+                        self.reverting = None;
+                        self.say(
+                            StatusKind::Info,
+                            "nothing to revert any more; nothing was changed",
+                        );
+                    } else {
+                        self.say(
+                            StatusKind::Info,
+                            format!("applying: reverting {} device(s)…", session.len()),
+                        );
+                    }
                     None
                 } else {
                     Some(Overlay::Confirm { devices })

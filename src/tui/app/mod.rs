@@ -74,12 +74,17 @@ impl SortKey {
 pub enum Overlay {
     Picker {
         device: String,
+        /// The device's `diskseq` when the picker opened: Enter acts only
+        /// while the selected device is still this one.
+        diskseq: Option<u64>,
         options: Vec<String>,
         active: String,
         cursor: usize,
     },
     Tunables {
         device: String,
+        /// The device's `diskseq` when the list opened.
+        diskseq: Option<u64>,
         scheduler: String,
         items: Vec<(String, String)>,
         cursor: usize,
@@ -305,12 +310,59 @@ impl App {
         v.into_iter().map(|(_, d)| d).collect()
     }
 
-    /// The selected device, if it is on the machine.
+    /// The selected device, if it is on the machine and a row of the table:
+    /// the one the change keys act on. A selection hidden by the filter is
+    /// none ([`App::hidden_selection`]).
     pub fn selected_device(&self) -> Option<&BlockDevice> {
         let name = self.selected.as_deref()?;
         self.devices
             .iter()
-            .find(|d| d.name == name && d.size_bytes > 0)
+            .find(|d| d.name == name && self.is_shown(d))
+            .filter(|d| self.is_present(&d.name))
+    }
+
+    /// The selected device's name while the filter hides its row: it stays
+    /// selected (Esc brings it back) but no key acts on it meanwhile.
+    pub fn hidden_selection(&self) -> Option<&str> {
+        let name = self.selected.as_deref()?;
+        (self.is_present(name) && self.selected_device().is_none()).then_some(name)
+    }
+
+    /// What a device key says when [`App::selected_device`] is `None`.
+    pub(super) fn no_selection(&self) -> String {
+        match self.hidden_selection() {
+            Some(name) => format!(
+                "'{name}' is selected but hidden by the filter '{}': Esc clears the filter, \
+                 ↑/↓ selects a shown row; nothing was changed",
+                self.filter
+            ),
+            None => keys::NO_SELECTION.to_string(),
+        }
+    }
+
+    /// Is `device` with `diskseq` still the selected device on screen? The
+    /// check every dialog makes before it acts: `Err` says why not (the
+    /// dialog then closes). A device replaced under the same name has
+    /// another `diskseq`, so a dialog opened on the old one never acts on it.
+    pub(super) fn still_selected(&self, device: &str, diskseq: Option<u64>) -> Result<(), String> {
+        if !self.is_present(device) {
+            return Err(format!("'{device}' {}", self.gone(device)));
+        }
+        match self.selected_device() {
+            Some(d) if d.name == device && d.diskseq == diskseq => Ok(()),
+            Some(d) if d.name == device => Err(format!(
+                "'{device}' was replaced by another device of that name (new diskseq)"
+            )),
+            _ => Err(format!("'{device}' is no longer the selected device")),
+        }
+    }
+
+    /// The `diskseq` of `name` in the last snapshot.
+    pub(super) fn diskseq_of(&self, name: &str) -> Option<u64> {
+        self.devices
+            .iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.diskseq)
     }
 
     /// What bounds nr_requests on `name` now, from the last snapshot.
@@ -402,7 +454,6 @@ impl App {
     }
 
     fn on_snapshot(&mut self, s: &Snapshot) {
-        let mut closed = None;
         self.now = s.t;
         self.iowait = s.iowait_pct;
         self.samples += 1;
@@ -434,7 +485,6 @@ impl App {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             }
-            closed = self.close_overlay_of_vanished();
         }
         if let Some(itv) = s.interval {
             let devs = Arc::clone(&self.devices);
@@ -452,12 +502,11 @@ impl App {
             }
         }
         self.reconcile_selection();
-        if let Some((dev, what)) = closed {
+        if let Some((why, what)) = self.close_overlay_of_other_device() {
             self.say(
                 StatusKind::Error,
                 format!(
-                    "'{dev}' {}: {what} closed, nothing changed{}",
-                    self.gone(&dev),
+                    "{why}: {what} closed, nothing changed{}",
                     if self.selected.is_none() {
                         "; no device selected"
                     } else {
@@ -487,26 +536,34 @@ impl App {
         }
     }
 
-    /// Close a dialog whose device is gone, so that Enter cannot apply it to
-    /// whatever device has the cursor now; returns the device and the dialog.
-    fn close_overlay_of_vanished(&mut self) -> Option<(String, &'static str)> {
-        let (dev, what) = match &self.overlay {
-            Some(Overlay::Picker { device, .. }) => (device, "scheduler picker"),
-            Some(Overlay::Tunables { device, .. }) => (device, "tunables list"),
-            Some(Overlay::Edit(e)) => (&e.device, "editor"),
+    /// The device a dialog acts on (name and `diskseq` when it opened), and
+    /// what the dialog is called; `None` for dialogs that change no device.
+    fn overlay_device(&self) -> Option<(&str, Option<u64>, &'static str)> {
+        Some(match self.overlay.as_ref()? {
+            Overlay::Picker {
+                device, diskseq, ..
+            } => (device, *diskseq, "scheduler picker"),
+            Overlay::Tunables {
+                device, diskseq, ..
+            } => (device, *diskseq, "tunables list"),
+            Overlay::Edit(e) => (&e.device, e.diskseq, "editor"),
             // A running shoot-out fails by itself and restores what it can;
             // its setup or its results must not outlive the device.
-            Some(Overlay::Bench(b)) if !matches!(b.stage, Stage::Running { .. }) => {
-                (&b.device, "shoot-out")
+            Overlay::Bench(b) if !matches!(b.stage, Stage::Running { .. }) => {
+                (&b.device, b.diskseq, "shoot-out")
             }
             _ => return None,
-        };
-        if self.is_present(dev) {
-            return None;
-        }
-        let dev = dev.clone();
+        })
+    }
+
+    /// Close a dialog whose device is no longer the selected one (it
+    /// vanished, was replaced, or the selection moved), so that Enter cannot
+    /// apply it to a device the user is not looking at; returns why and the dialog.
+    fn close_overlay_of_other_device(&mut self) -> Option<(String, &'static str)> {
+        let (dev, seq, what) = self.overlay_device()?;
+        let why = self.still_selected(dev, seq).err()?;
         self.overlay = None;
-        Some((dev, what))
+        Some((why, what))
     }
 
     /// The selection follows the device name. A vanished device leaves
@@ -514,16 +571,11 @@ impl App {
     /// another device); the first selection, and one hidden by the filter
     /// the user types, go to the row at the same place.
     fn reconcile_selection(&mut self) {
-        // Fast path, every tick: the selection is still a row.
+        // Fast path, every tick: the selection is still on the machine
+        // (a row, or hidden by the filter).
         if self.want_select.is_none()
             && match &self.selected {
-                Some(sel) => {
-                    self.is_present(sel)
-                        && self
-                            .devices
-                            .iter()
-                            .any(|d| &d.name == sel && self.is_shown(d))
-                }
+                Some(sel) => self.is_present(sel),
                 None => !self.auto_select,
             }
         {
@@ -534,20 +586,23 @@ impl App {
             if names.contains(&want) {
                 self.selected = Some(want);
             } else {
+                // Never another device in its place: the user named this one.
+                self.auto_select = false;
                 self.say(
                     StatusKind::Error,
-                    format!("'{want}' is not shown (no such device, or size 0)"),
+                    format!(
+                        "'{want}' is not shown (no such device, or size 0); \
+                         no device selected (↑/↓ selects one)"
+                    ),
                 );
             }
         }
         let pos = self.selected_pos.min(names.len().saturating_sub(1));
         match self.selected.clone() {
-            Some(sel) if names.contains(&sel) && self.is_present(&sel) => {}
-            // Hidden by the filter being typed: the user moved it.
-            Some(sel) if self.is_present(&sel) => {
-                self.selected = names.get(pos).cloned();
-                self.auto_select = self.selected.is_none();
-            }
+            // A row, or hidden by the filter: it stays on its device (never
+            // on the row the filter left at its place: keys would then act
+            // on a device the user did not choose).
+            Some(sel) if self.is_present(&sel) => {}
             Some(sel) => {
                 self.selected = None;
                 self.say(
@@ -563,7 +618,9 @@ impl App {
         }
         if let Some(sel) = &self.selected {
             self.auto_select = false;
-            self.selected_pos = names.iter().position(|n| n == sel).unwrap_or(0);
+            if let Some(p) = names.iter().position(|n| n == sel) {
+                self.selected_pos = p;
+            }
         }
     }
 
@@ -585,6 +642,20 @@ impl App {
                 };
                 if o.changes.is_empty() {
                     self.say(StatusKind::Info, format!("{what}{dev}: no change"));
+                    return;
+                }
+                // The device was replaced since (another diskseq in the
+                // snapshot now): its undo and settings are not the new one's.
+                let now = self.diskseq_of(&dev);
+                if r.request.diskseq.is_some() && now.is_some() && now != r.request.diskseq {
+                    self.undo.remove(&dev);
+                    self.say(
+                        StatusKind::Error,
+                        format!(
+                            "{what}{dev}: {label} was made on the device before it was replaced \
+                             (new diskseq); see 'blktune revert {dev}'"
+                        ),
+                    );
                     return;
                 }
                 match r.request.kind {

@@ -58,7 +58,11 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         return;
     }
     let Some(d) = app.selected_device() else {
-        if app.samples > 0 {
+        if let Some(name) = app.hidden_selection() {
+            let msg = format!("─ {name} (selected) is hidden by the filter: Esc shows it ");
+            let line = format!("{msg:─<w$}", w = area.width as usize);
+            put(buf, area.x, area.y, &line, area.width, t.dim());
+        } else if app.samples > 0 {
             let msg = "─ no device selected: ↑/↓ selects one ";
             let line = format!("{msg:─<w$}", w = area.width as usize);
             put(buf, area.x, area.y, &line, area.width, t.dim());

@@ -39,6 +39,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             options,
             active,
             cursor,
+            ..
         }) => {
             let mut lines = Vec::new();
             for (i, o) in options.iter().enumerate() {
@@ -78,6 +79,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             scheduler,
             items,
             cursor,
+            ..
         }) => {
             let mut lines = Vec::new();
             let room = area.height.saturating_sub(6) as usize;

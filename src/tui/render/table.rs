@@ -234,15 +234,15 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         put(buf, area.x + 1, area.y + 1, &msg, area.width - 1, t.dim());
         return;
     }
+    // None also when the filter hides the selected device: no row is marked.
     let sel = app
         .selected
         .as_ref()
-        .and_then(|s| devs.iter().position(|d| &d.name == s))
-        .unwrap_or(0);
-    let offset = (sel + 1).saturating_sub(rows);
+        .and_then(|s| devs.iter().position(|d| &d.name == s));
+    let offset = (sel.unwrap_or(0) + 1).saturating_sub(rows);
     for (i, d) in devs.iter().enumerate().skip(offset).take(rows) {
         let y = area.y + 1 + (i - offset) as u16;
-        let selected = i == sel && app.selected.is_some();
+        let selected = sel == Some(i);
         let style = if selected {
             t.selected()
         } else if !d.queue.has_scheduler() {
