@@ -103,6 +103,20 @@ pub struct ExportArgs {
     /// none with another --sysfs-root (the real one describes other devices).
     #[arg(long, value_name = "DIR")]
     pub udev_db: Option<PathBuf>,
+
+    /// tuned's configuration directory (active_profile, profiles): the profile
+    /// --format tuned includes, and --check's tuned warning.
+    #[arg(long, value_name = "DIR", default_value = "/etc/tuned")]
+    pub tuned_dir: PathBuf,
+}
+
+/// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
+/// names separated by blanks are merged by tuned); `None` when tuned has none.
+pub fn active_tuned_profile(tuned_dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(tuned_dir.join("active_profile"))
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
 }
 
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
@@ -146,8 +160,16 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         read_ahead_kb: a.read_ahead_kb,
     };
     let mut items = Vec::new();
+    let mut notes = Vec::new();
     for name in &names {
         let dev = tuner::resolve(&root, name)?;
+        if let Some(zoned) = zoned_model(&root, &dev) {
+            return Err(UsageError(format!(
+                "'{name}' is a zoned device (queue/zoned {zoned}): blktune leaves its scheduler alone (zoned writes need the kernel's default ordering)"
+            ))
+            .into());
+        }
+        notes.extend(multipath_note(&root, &dev));
         let d = BlockDevice::read(&root, &dev);
         tuner::validate(&dev, &d.queue, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);
@@ -164,6 +186,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         output: a.output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
+        tuned_include: active_tuned_profile(&a.tuned_dir),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format) {
@@ -182,6 +205,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             );
         }
     }
+    print_warnings(&notes);
     let Some(path) = &a.output else {
         print_warnings(&r.warnings);
         out.text(&r.text)?;
@@ -192,16 +216,54 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     print_warnings(&r.warnings);
     match a.format {
         Format::Udev => out.line(&format!(
-            "wrote {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
-            path.display()
+            "wrote {}; apply with: sudo udevadm control --reload && {}",
+            path.display(),
+            export::trigger_command(&r.trigger)
         ))?,
         Format::Script => out.line(&format!(
             "wrote {}; run it with: sudo sh {}",
             path.display(),
             path.display()
         ))?,
+        Format::Tuned => out.line(&format!(
+            "wrote {}; install with: sudo install -D -m 0644 {} /etc/tuned/{p}/tuned.conf && sudo tuned-adm profile {p}",
+            path.display(),
+            path.display(),
+            p = export::tuned::PROFILE_NAME
+        ))?,
     }
     Ok(0)
+}
+
+/// `host-managed` or `host-aware` for a zoned device (`queue/zoned`, kernel
+/// `Documentation/ABI/stable/sysfs-block`); `None` for `none` or no such file.
+fn zoned_model(
+    root: &blktune_core::os::SysRoot,
+    dev: &blktune_core::os::DeviceName,
+) -> Option<String> {
+    root.read_dev_attr(dev, "queue/zoned")
+        .ok()
+        .filter(|z| !z.is_empty() && z != "none")
+}
+
+/// A warning when `dev` is a path of a dm-multipath device (a holder whose
+/// `dm/uuid` starts with `mpath-`): I/O is queued and scheduled on the dm
+/// device, so a rule for the path changes little.
+fn multipath_note(
+    root: &blktune_core::os::SysRoot,
+    dev: &blktune_core::os::DeviceName,
+) -> Option<String> {
+    let holders = root.list_dev_dir(dev, "holders").unwrap_or_default();
+    let mpath = holders.iter().find(|h| {
+        blktune_core::os::is_plausible_device_name(h)
+            && root
+                .read_dev_attr(dev, &format!("holders/{h}/dm/uuid"))
+                .is_ok_and(|u| u.starts_with("mpath-"))
+    })?;
+    Some(format!(
+        "'{dev}' is a path of the multipath device {mpath}: only {mpath}'s scheduler matters; export {mpath} instead",
+        dev = dev.as_str()
+    ))
 }
 
 /// The render warnings, one `blktune: warning:` line each on stderr.

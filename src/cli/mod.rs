@@ -7,6 +7,7 @@ mod demo;
 mod export;
 mod list;
 mod man;
+mod metrics;
 mod out;
 mod record;
 mod replay;

@@ -183,7 +183,14 @@ fn id_spec(
 ) -> Result<Option<MatchSpec>, ExportError> {
     let d = &item.device;
     let env = |k: &str| item.udev_env.get(k).cloned().filter(|v| !v.is_empty());
+    // ID_WWN_WITH_EXTENSION first: LUNs of some multi-LUN arrays share a bare
+    // ID_WWN (60-persistent-storage.rules names the by-id `wwn-` link after it).
     let candidates = [
+        (
+            "ENV{ID_WWN_WITH_EXTENSION}",
+            env("ID_WWN_WITH_EXTENSION"),
+            "WWN with extension from the udev database",
+        ),
         ("ENV{ID_WWN}", env("ID_WWN"), "WWN from the udev database"),
         (
             "ENV{ID_SERIAL}",
@@ -356,8 +363,10 @@ pub(super) fn also_matched<'a>(
     host: &'a [BlockDevice],
     host_env: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Vec<&'a str> {
-    host.iter()
+    let mut names: Vec<&str> = host
+        .iter()
         .filter(|d| !exported.contains(&d.name.as_str()))
+        .filter(|d| !super::check::is_unattached_loop(d))
         .filter(|d| match guard_attr {
             "queue/scheduler" => d.queue.has_scheduler(),
             "queue/read_ahead_kb" => d.queue.read_ahead_kb.is_some(),
@@ -368,5 +377,8 @@ pub(super) fn also_matched<'a>(
             spec.keys.iter().all(|k| key_matches(k, d, env))
         })
         .map(|d| d.name.as_str())
-        .collect()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }

@@ -1,0 +1,249 @@
+//! Export for fleets: tuned profiles (golden), the WWN with extension, zoned
+//! devices left alone, multipath paths warned about, the apply hint naming the
+//! devices, and `--check` over the whole udev search path.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use blktune_core::device::{self, BlockDevice};
+use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
+use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::tuner::Settings;
+use std::fs;
+use std::process::{Command, Output};
+
+struct Host {
+    dir: tempfile::TempDir,
+    t: FakeTree,
+}
+
+/// sda (udev: ID_WWN and ID_WWN_WITH_EXTENSION), sdb (ID_SERIAL), nvme0n1
+/// (sysfs wwid only), sdz (zoned), sdm (a path of the multipath dm-0).
+fn host() -> Host {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    for d in [
+        FakeDisk::new("sda").dev(8, 0).model("LUN", Some("NETAPP")),
+        FakeDisk::new("sdb")
+            .dev(8, 16)
+            .model("WDC WD40EFRX-68N", Some("ATA"))
+            .rotational(true),
+        FakeDisk::new("nvme0n1")
+            .dev(259, 0)
+            .ids(None, Some("eui.002538b911b12345"))
+            .active("none"),
+        FakeDisk::new("sdz").dev(8, 240).rotational(true),
+        FakeDisk::new("sdm").dev(8, 48).stacked(&["dm-0"], &[]),
+        FakeDisk::new("dm-0").dev(252, 0).stacked(&[], &["sdm"]),
+    ] {
+        t.add(&d).unwrap();
+    }
+    fs::write(t.dev_dir("sdz").join("queue/zoned"), "host-managed\n").unwrap();
+    fs::write(t.dev_dir("sda").join("queue/zoned"), "none\n").unwrap();
+    // holders/dm-0 is a link to the dm device, which has dm/uuid.
+    fs::create_dir_all(t.dev_dir("dm-0").join("dm")).unwrap();
+    fs::write(
+        t.dev_dir("dm-0").join("dm/uuid"),
+        "mpath-3600a098038303053\n",
+    )
+    .unwrap();
+    let h = t.dev_dir("sdm").join("holders/dm-0");
+    fs::remove_file(&h).ok();
+    fs::remove_dir_all(&h).ok();
+    std::os::unix::fs::symlink(t.dev_dir("dm-0"), &h).unwrap();
+    let db = dir.path().join("udev-data");
+    fs::create_dir_all(&db).unwrap();
+    fs::write(
+        db.join("b8:0"),
+        "E:ID_WWN=0x600a098038303053\nE:ID_WWN_WITH_EXTENSION=0x600a0980383030536f2b\nE:ID_SERIAL=3600a0980\n",
+    )
+    .unwrap();
+    fs::write(
+        db.join("b8:16"),
+        "E:ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567\n",
+    )
+    .unwrap();
+    fs::create_dir_all(dir.path().join("tuned")).unwrap();
+    fs::create_dir_all(dir.path().join("journal")).unwrap();
+    Host { dir, t }
+}
+
+impl Host {
+    fn run(&self, args: &[&str]) -> Output {
+        let p = self.dir.path();
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .arg("--sysfs-root")
+            .arg(p.join("sys"))
+            .arg("--proc-root")
+            .arg(p.join("proc"))
+            .args(args)
+            .arg("--udev-db")
+            .arg(p.join("udev-data"))
+            .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
+            .env("SOURCE_DATE_EPOCH", "1767323045")
+            .output()
+            .unwrap()
+    }
+
+    fn devices(&self) -> Vec<BlockDevice> {
+        device::discover(&self.t.root()).unwrap()
+    }
+
+    fn item(&self, name: &str, s: Settings) -> ExportItem {
+        let d = self.devices().into_iter().find(|d| d.name == name).unwrap();
+        let env = UdevDb::new(self.dir.path().join("udev-data")).properties(d.major, d.minor);
+        ExportItem::new(d, s, env)
+    }
+}
+
+fn opts(h: &Host, strategy: Option<MatchStrategy>, include: Option<&str>) -> RenderOptions {
+    let devices = h.devices();
+    RenderOptions {
+        strategy,
+        format: Format::Tuned,
+        host: "goldenhost".into(),
+        version: "0.0.0-golden".into(),
+        generated: Some("2026-01-02T03:04:05.000Z".into()),
+        output: None,
+        host_udev_env: UdevDb::new(h.dir.path().join("udev-data")).properties_of(&devices),
+        host_devices: devices,
+        tuned_include: include.map(str::to_owned),
+    }
+}
+
+fn kyber() -> Settings {
+    Settings {
+        scheduler: Some("kyber".into()),
+        tunables: vec![("read_lat_nsec".into(), "1000000".into())],
+        nr_requests: Some(64),
+        read_ahead_kb: Some(256),
+    }
+}
+
+#[test]
+fn tuned_profile_by_wwn_with_extension() {
+    let h = host();
+    let r = render(
+        &[h.item("sda", kyber())],
+        &opts(&h, None, Some("virtual-guest")),
+    )
+    .unwrap();
+    insta::assert_snapshot!("tuned_sda_wwn_ext", r.text);
+    assert!(r.text.contains("include=virtual-guest\n"));
+    assert!(
+        r.text
+            .contains("devices_udev_regex=^ID_WWN_WITH_EXTENSION=0x600a0980383030536f2b$\n")
+    );
+}
+
+#[test]
+fn tuned_profile_of_several_devices_and_matches() {
+    let h = host();
+    let only_ra = Settings {
+        read_ahead_kb: Some(4096),
+        ..Settings::default()
+    };
+    let r = render(
+        &[h.item("sdb", kyber()), h.item("nvme0n1", only_ra.clone())],
+        &opts(&h, None, None),
+    )
+    .unwrap();
+    insta::assert_snapshot!("tuned_sdb_nvme_default_include", r.text);
+    assert!(r.text.contains("include=throughput-performance\n"));
+    let class = render(
+        &[h.item("nvme0n1", only_ra)],
+        &opts(&h, Some(MatchStrategy::Class), Some("blktune")),
+    )
+    .unwrap();
+    insta::assert_snapshot!("tuned_nvme_class", class.text);
+    assert!(
+        class.text.contains("include=throughput-performance\n"),
+        "never includes itself"
+    );
+}
+
+#[test]
+fn cli_tuned_includes_the_active_profile() {
+    let h = host();
+    let tuned = h.dir.path().join("tuned");
+    fs::write(tuned.join("active_profile"), "balanced\n").unwrap();
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--format",
+        "tuned",
+        "--tuned-dir",
+        tuned.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("[main]\n") && out.contains("include=balanced\n"),
+        "{out}"
+    );
+    assert!(out.contains("[disk_sdb]\ntype=disk\ndevices_udev_regex=^ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567$\nelevator=mq-deadline\nreadahead=128\n"), "{out}");
+    assert!(
+        out.contains("[sysfs_sdb]\ntype=sysfs\n/sys/block/sdb/queue/nr_requests=256\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn udev_rule_matches_the_wwn_with_extension() {
+    let h = host();
+    let o = h.run(&["export", "sda"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("ENV{ID_WWN_WITH_EXTENSION}==\"0x600a0980383030536f2b\""),
+        "{out}"
+    );
+    assert!(!out.contains("ENV{ID_WWN}=="), "{out}");
+}
+
+#[test]
+fn zoned_devices_are_left_alone() {
+    let h = host();
+    let o = h.run(&["export", "sdz"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'sdz' is a zoned device (queue/zoned host-managed)"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn multipath_paths_are_warned_about() {
+    let h = host();
+    let o = h.run(&["export", "sdm", "--match", "kernel"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("'sdm' is a path of the multipath device dm-0: only dm-0's scheduler matters"),
+        "{err}"
+    );
+    let o = h.run(&["export", "sdb"]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("multipath"));
+}
+
+#[test]
+fn apply_hint_triggers_only_the_devices_concerned() {
+    let h = host();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("61-blktune.rules");
+    let o = h.run(&["export", "sda", "sdb", "-o", file.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains(
+            "sudo udevadm trigger --action=change /sys/class/block/sda /sys/class/block/sdb\n"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("--subsystem-match"), "{stdout}");
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("#           sudo udevadm trigger --action=change /sys/class/block/sda /sys/class/block/sdb  (on this host)\n"),
+        "{text}"
+    );
+}
