@@ -163,15 +163,16 @@ fn tuned_profile_of_several_devices_and_matches() {
 #[test]
 fn cli_tuned_includes_the_active_profile() {
     let h = host();
-    let tuned = h.dir.path().join("tuned");
+    let tuned = h.dir.path().join("etc/tuned");
+    fs::create_dir_all(&tuned).unwrap();
     fs::write(tuned.join("active_profile"), "balanced\n").unwrap();
     let o = h.run(&[
         "export",
         "sdb",
         "--format",
         "tuned",
-        "--tuned-dir",
-        tuned.to_str().unwrap(),
+        "--config-root",
+        h.dir.path().to_str().unwrap(),
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -245,5 +246,167 @@ fn apply_hint_triggers_only_the_devices_concerned() {
     assert!(
         text.contains("#           sudo udevadm trigger --action=change /sys/class/block/sda /sys/class/block/sdb  (on this host)\n"),
         "{text}"
+    );
+}
+
+/// A fake configuration tree: blktune's rule in /etc, a distribution rule
+/// before it, a vendor rule after it that switches the scheduler, a masked
+/// file, /lib a link to /usr/lib, and tuned active with a disk plugin.
+fn config_tree(h: &Host) -> std::path::PathBuf {
+    let root = h.dir.path().join("conf");
+    let etc = root.join("etc/udev/rules.d");
+    let usr = root.join("usr/lib/udev/rules.d");
+    fs::create_dir_all(&etc).unwrap();
+    fs::create_dir_all(&usr).unwrap();
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    let ours = etc.join("61-blktune.rules");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "-s",
+        "kyber",
+        "--nr-requests",
+        "64",
+        "-o",
+        ours.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::write(
+        usr.join("60-ioschedulers.rules"),
+        "ACTION==\"add|change\", KERNEL==\"sd*\", ATTR{queue/scheduler}=\"bfq\"\n",
+    )
+    .unwrap();
+    fs::write(
+        usr.join("99-vendor.rules"),
+        "ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", KERNEL==\"sdb\", ATTR{queue/scheduler}=\"mq-deadline\"\n",
+    )
+    .unwrap();
+    // Masked: the /etc link to /dev/null hides the /usr/lib file of that name.
+    fs::write(
+        usr.join("70-masked.rules"),
+        "KERNEL==\"sdb\", ATTR{queue/read_ahead_kb}=\"4\"\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/dev/null", etc.join("70-masked.rules")).unwrap();
+    let tuned = root.join("etc/tuned");
+    fs::create_dir_all(root.join("usr/lib/tuned/throughput-performance")).unwrap();
+    fs::create_dir_all(&tuned).unwrap();
+    fs::write(tuned.join("active_profile"), "throughput-performance\n").unwrap();
+    fs::write(
+        root.join("usr/lib/tuned/throughput-performance/tuned.conf"),
+        "[main]\nsummary=x\n\n[cpu]\ngovernor=performance\n\n[disk]\nreadahead=>4096\n",
+    )
+    .unwrap();
+    root
+}
+
+#[test]
+fn check_without_file_walks_the_search_path_and_names_what_undoes_blktune() {
+    let h = host();
+    let root = config_tree(&h);
+    let o = h.run(&["export", "--check", "--config-root", root.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let etc = root.join("etc/udev/rules.d");
+    let usr = root.join("usr/lib/udev/rules.d");
+    assert!(
+        out.starts_with(&format!(
+            "udev search path: {}, {}\n",
+            etc.display(),
+            usr.display()
+        )),
+        "/run is absent and /lib is /usr/lib: {out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "3 rules files; written by blktune: {}\n",
+            etc.join("61-blktune.rules").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  problem: {} line 1 writes the scheduler (mq-deadline) after blktune's rule, which resets nr_requests=64\n",
+            usr.join("99-vendor.rules").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  problem: {} line 1 sets queue/scheduler=mq-deadline after blktune's {} set kyber\n",
+            usr.join("99-vendor.rules").display(),
+            etc.join("61-blktune.rules").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        !out.contains("read_ahead_kb=4 "),
+        "the masked file does not run: {out}"
+    );
+    assert!(
+        out.contains("warning: tuned is active (profile 'throughput-performance'; 'throughput-performance' has a disk plugin)"),
+        "{out}"
+    );
+    assert!(out.ends_with("3 problems found (exit code 3)\n"), "{out}");
+    // JSON carries the same.
+    let o = h.run(&[
+        "export",
+        "--check",
+        "--json",
+        "--config-root",
+        root.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sdb = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == "sdb")
+        .unwrap();
+    assert_eq!(sdb["undone"].as_array().unwrap().len(), 2, "{sdb}");
+    assert!(v["tuned"].is_string());
+}
+
+#[test]
+fn check_without_file_is_quiet_when_blktune_runs_last() {
+    let h = host();
+    let root = config_tree(&h);
+    fs::remove_file(root.join("usr/lib/udev/rules.d/99-vendor.rules")).unwrap();
+    fs::write(root.join("etc/tuned/active_profile"), "").unwrap();
+    let o = h.run(&["export", "--check", "--config-root", root.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("  scheduler=kyber  ("), "{out}");
+    assert!(out.contains("  nr_requests=64  ("), "{out}");
+    assert!(out.ends_with("no problems found\n"), "{out}");
+}
+
+/// The real search path and sysfs of this machine: only reads.
+#[test]
+fn check_without_file_on_the_real_search_path() {
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["export", "--check"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.starts_with("udev search path: /etc/udev/rules.d"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(" rules files; written by blktune: ")),
+        "{out}"
     );
 }

@@ -89,11 +89,14 @@ pub struct ExportArgs {
 
     /// Instead of exporting: show which lines of a rules FILE match each device
     /// of this machine (for ACTION add and change) and what they would set.
+    /// Without FILE: every rules file of udev's search path (/etc, /run,
+    /// /usr/lib, /lib udev/rules.d, in udev's order), naming the later files
+    /// that undo blktune's settings, and tuned if it overrides them.
     /// Exit code 3 when it finds problems (a line udev ignores, nr_requests or
     /// a tunable written before a scheduler switch, a rule that also hits
-    /// partitions), 1 when the file cannot be read.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
-    pub check: Option<PathBuf>,
+    /// partitions, a later file undoing blktune's rule), 1 when the file cannot be read.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
+    pub check: Option<Option<PathBuf>>,
 
     /// With --check: print JSON.
     #[arg(long, requires = "check")]
@@ -104,10 +107,17 @@ pub struct ExportArgs {
     #[arg(long, value_name = "DIR")]
     pub udev_db: Option<PathBuf>,
 
-    /// tuned's configuration directory (active_profile, profiles): the profile
-    /// --format tuned includes, and --check's tuned warning.
-    #[arg(long, value_name = "DIR", default_value = "/etc/tuned")]
-    pub tuned_dir: PathBuf,
+    /// Root of the udev and tuned configuration: <DIR>/etc/udev/rules.d,
+    /// <DIR>/etc/tuned/active_profile, ... (tests use a fake tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub config_root: PathBuf,
+}
+
+impl ExportArgs {
+    /// tuned's configuration directory under --config-root.
+    fn tuned_dir(&self) -> PathBuf {
+        self.config_root.join("etc/tuned")
+    }
 }
 
 /// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
@@ -145,8 +155,10 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
     };
-    if let Some(file) = &a.check {
-        return run_check(&root, &db, file, a.json, out);
+    match &a.check {
+        Some(Some(file)) => return run_check(&root, &db, file, a.json, out),
+        Some(None) => return run_check_search_path(&root, &db, a, out),
+        None => {}
     }
     let names = if a.devices.is_empty() {
         journal_devices()?
@@ -186,7 +198,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         output: a.output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
-        tuned_include: active_tuned_profile(&a.tuned_dir),
+        tuned_include: active_tuned_profile(&a.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format) {
@@ -290,6 +302,31 @@ fn journal_devices() -> anyhow::Result<Vec<String>> {
         .into());
     }
     Ok(names)
+}
+
+/// Run `blktune export --check` without a FILE: the whole udev search path.
+fn run_check_search_path(
+    root: &blktune_core::os::SysRoot,
+    db: &UdevDb,
+    a: &ExportArgs,
+    out: &mut Out,
+) -> anyhow::Result<i32> {
+    use blktune_core::export::check::search;
+    let devices = device::discover(root)
+        .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
+    let mut report = search::check_search_path(&a.config_root, root, db, &devices);
+    let profile_dirs = [a.tuned_dir(), a.config_root.join("usr/lib/tuned")];
+    report.tuned = search::tuned_warning(&a.tuned_dir(), &profile_dirs);
+    if a.json {
+        out.line(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.text(&search::render_search_text(&report))?;
+    }
+    Ok(if report.problem_count() == 0 {
+        0
+    } else {
+        export::check::EXIT_PROBLEMS
+    })
 }
 
 /// Run `blktune export --check FILE`.

@@ -14,6 +14,7 @@ mod eval;
 mod glob;
 mod parse;
 mod report;
+pub mod search;
 
 pub use glob::udev_match;
 pub use parse::{Op, Rule, Token, parse_rules};
