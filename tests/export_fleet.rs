@@ -410,3 +410,41 @@ fn check_without_file_on_the_real_search_path() {
         "{out}"
     );
 }
+
+/// A class rule made on sdb (rotational, sd*) carries a zoned guard, so the
+/// check finds it leaves the zoned sdz (also rotational, also sd*) alone.
+#[test]
+fn class_rules_leave_zoned_disks_alone() {
+    let h = host();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("61-blktune.rules");
+    let o = h.run(&[
+        "export",
+        "sdb",
+        "--match",
+        "class",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains(
+            "KERNEL==\"sd*\", ATTR{queue/rotational}==\"1\", ATTR{queue/zoned}==\"none\""
+        ),
+        "{text}"
+    );
+    let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sets = |name: &str| {
+        v["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["device"] == name)
+            .map(|d| !d["actions"][1]["result"].as_array().unwrap().is_empty())
+            .unwrap()
+    };
+    assert!(sets("sdb"), "{v}");
+    assert!(!sets("sdz"), "the zoned disk is left alone: {v}");
+}

@@ -245,6 +245,7 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
         keys.push(MatchKey::eq("ATTRS{vendor}", v));
     }
     keys.push(MatchKey::eq("ATTRS{model}", model));
+    keys.push(not_zoned());
     Ok(MatchSpec {
         strategy: MatchStrategy::Model,
         keys,
@@ -291,7 +292,7 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
 /// rotate) its `queue/rotational` class.
 fn class_spec(d: &BlockDevice) -> MatchSpec {
     let family = family_pattern(d);
-    let (keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
+    let (mut keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
         (
             vec![MatchKey::eq("KERNEL", &family)],
             "NVMe disk".to_string(),
@@ -310,11 +311,20 @@ fn class_spec(d: &BlockDevice) -> MatchSpec {
             format!("{label} disk named {family}"),
         )
     };
+    keys.push(not_zoned());
     MatchSpec {
         strategy: MatchStrategy::Class,
         keys,
         meaning,
     }
+}
+
+/// `ATTR{queue/zoned}=="none"`: a rule that may reach other disks (a model
+/// or a class) leaves zoned ones (SMR, ZNS) alone, whose writes need the
+/// kernel's choice of scheduler. Every queue has the file since Linux 4.10
+/// (kernel `Documentation/ABI/stable/sysfs-block`).
+fn not_zoned() -> MatchKey {
+    MatchKey::eq("ATTR{queue/zoned}", "none")
 }
 
 fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec, ExportError> {
@@ -339,6 +349,8 @@ fn key_matches(key: &MatchKey, d: &BlockDevice, env: Option<&BTreeMap<String, St
     let actual: Option<String> = match key.key.as_str() {
         "KERNEL" => Some(d.name.clone()),
         "ATTR{queue/rotational}" => bool_attr(d.rotational),
+        // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
+        "ATTR{queue/zoned}" => Some("none".into()),
         "ATTRS{model}" => d.model.clone(),
         "ATTRS{vendor}" => d.vendor.clone(),
         "ATTRS{wwid}" => d.wwid.clone(),

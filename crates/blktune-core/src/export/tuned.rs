@@ -59,13 +59,15 @@ fn selector(spec: &MatchSpec, names: &[&str]) -> (String, Option<String>) {
     match spec.strategy {
         MatchStrategy::Class => (
             format!("devices={}", kernel_glob(spec)),
-            Some("tuned has no rotational match: every disk of this name family".into()),
+            Some(
+                "tuned matches a class by kernel name only (no rotational or zoned check): every disk of this family"
+                    .into(),
+            ),
         ),
         _ => (
             format!("devices={}", names.join(",")),
             Some(format!(
-                "matched by kernel name: the id ({}) is in sysfs, not in the udev database tuned reads",
-                key
+                "matched by kernel name: tuned cannot match {key} (it reads udev properties, not sysfs attributes)"
             ))
             .filter(|_| spec.strategy != MatchStrategy::Kernel),
         ),
