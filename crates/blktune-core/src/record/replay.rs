@@ -6,15 +6,18 @@
 //! the live view showed), plus the [`ChangeMark`]s recorded since the previous
 //! frame. A consumer feeds frames to its state exactly as it feeds live
 //! snapshots and the marks of its own changes. Seeking back rewinds and
-//! re-runs from the start: the consumer clears its history and takes the
-//! frames [`Player::seek`] returns (rate computation is cheap).
+//! re-reads the file from the start: the consumer clears its history and
+//! takes the frames [`Player::seek_window`] returns (a bounded batch).
+//! Memory is bounded: the player holds one frame ahead, samples less than
+//! [`MIN_FRAME_GAP`] apart are merged, a batch holds at most
+//! [`MAX_BATCH_STATS`] device statistics.
 //!
 //! A viewer's loop, in outline:
 //!
 //! ```text
 //! let rec = Arc::new(Recording::open(path)?);      // rec.notes: show them once
 //! let mut player = Player::new(Arc::clone(&rec))?;  // reads the file again
-//! for f in player.seek(start) { app.ingest(f) }     // history up to --start
+//! for f in player.seek_window(start, KEEP) { app.ingest(f) }  // history up to --start
 //! let mut clock = Playback::new(Instant::now(), start, speed);
 //! every UI tick:
 //!     for f in player.advance_to(clock.position(now)) { app.ingest(f) }
