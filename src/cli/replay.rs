@@ -4,7 +4,7 @@
 
 use super::{Global, Out, UsageError};
 use blktune_core::host::HostInfo;
-use blktune_core::record::{Recording, summarize_file};
+use blktune_core::record::{Recording, is_stdio, summarize_file};
 use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration};
 use std::io::IsTerminal;
@@ -15,7 +15,8 @@ use std::time::Duration;
 /// Arguments of `blktune replay`.
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
-    /// A recording made by `blktune record` (plain or .gz).
+    /// A recording made by `blktune record` (plain or .gz); `-` reads standard
+    /// input (with --summary: the full-screen replay reads a file twice).
     pub file: PathBuf,
 
     /// Print a summary (devices, changes, before/after figures) instead of playing.
@@ -65,6 +66,12 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     // The full-screen replay reads the file again as it plays and seeks:
     // a pipe would be used up by the first read.
+    if is_stdio(&a.file) {
+        return Err(UsageError(
+            "'-' (standard input) can be read only once, but the full-screen replay reads its file more than once: save it to a file first, or use --summary".into(),
+        )
+        .into());
+    }
     if std::fs::metadata(&a.file).is_ok_and(|m| !m.is_file()) {
         return Err(UsageError(format!(
             "'{}' is not a regular file: the full-screen replay reads it more than once; save it to a file first (--summary reads it once)",

@@ -83,7 +83,7 @@ pub use replay::{Frame, MAX_BATCH_STATS, MIN_FRAME_GAP, Playback, Player};
 pub use summary::{
     BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize, summarize_file,
 };
-pub use writer::{FLUSH_EVERY, RecordWriter, is_gzip_name};
+pub use writer::{FLUSH_EVERY, RecordWriter, is_gzip_name, is_stdio};
 
 use std::path::{Path, PathBuf};
 

@@ -156,6 +156,19 @@ impl Scan {
 /// Open `path` for reading; with `again`, only the regular file `identity`
 /// names (never blocking on a FIFO put in its place).
 fn open_file(path: &Path, again: Option<(u64, u64)>) -> Result<File, RecordError> {
+    if super::writer::is_stdio(path) {
+        if again.is_some() {
+            return Err(RecordError::Refused(
+                "standard input cannot be read twice: save it to a file first (--summary reads it once)".into(),
+            ));
+        }
+        use std::os::fd::AsFd;
+        let fd = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| RecordError::io(path, e))?;
+        return Ok(File::from(fd));
+    }
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if again.is_some() {
@@ -193,7 +206,8 @@ impl Recording {
     pub(super) fn start(path: &Path) -> Result<(RecordReader, Scan), RecordError> {
         let file = open_file(path, None)?;
         let m = file.metadata().map_err(|e| RecordError::io(path, e))?;
-        let identity = m.is_file().then(|| (m.dev(), m.ino()));
+        // Standard input is read once, even when it is a regular file.
+        let identity = (m.is_file() && !super::writer::is_stdio(path)).then(|| (m.dev(), m.ino()));
         let reader = RecordReader::from_file(file, &path.display().to_string())?;
         let scan = Scan::new(&reader, path, identity);
         Ok((reader, scan))
