@@ -94,6 +94,30 @@ pub struct TuiArgs {
     pub probe_rate: f64,
 }
 
+impl TuiArgs {
+    /// The TUI's own options from these flags (the TUI knows no CLI type).
+    pub fn options(&self, g: &Global) -> crate::tui::Options {
+        crate::tui::Options {
+            root: g.root(),
+            device: self.device.clone(),
+            interval: self.interval,
+            read_only: self.read_only,
+            revert_on_exit: self.revert_on_exit,
+            probe: self.probe,
+            probe_rate: self.probe_rate,
+        }
+    }
+}
+
+/// A TUI error in the CLI's words: a bad `--device` keeps the tuner's
+/// exit code (2 for a typo); every other one has its causes as context.
+pub fn tui_error(e: crate::tui::TuiError) -> anyhow::Error {
+    match e {
+        crate::tui::TuiError::Device(t) => t.into(),
+        e => e.into(),
+    }
+}
+
 /// Probe reads per second: 0.1 to 100 (`--probe-rate` of the TUI and `watch`).
 pub fn parse_probe_rate(s: &str) -> Result<f64, String> {
     let r: f64 = s
@@ -239,7 +263,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         Some(Command::Demo(a)) => demo::run(&args.global, &a),
-        None => crate::tui::run(&args.global, &args.tui),
+        None => crate::tui::run(&args.tui.options(&args.global)).map_err(tui_error),
     };
     match result {
         Ok(code) => code,

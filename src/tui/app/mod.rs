@@ -179,8 +179,9 @@ pub struct App {
     pub samples: u64,
     /// Set by a replay source; shown in the header.
     pub replay: Option<ReplayPosition>,
-    /// Rows of the device table on screen (page size for PgUp/PgDn).
-    pub page_rows: usize,
+    /// Rows of the device table on screen (page size for PgUp/PgDn); set
+    /// by the event loop through [`App::on_resize`], never by drawing.
+    page_rows: usize,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo`: the scratch device the guided hint is about.
@@ -245,6 +246,11 @@ impl App {
             auto_select: true,
             replaced: Vec::new(),
         }
+    }
+
+    /// The device table now shows `rows` rows: the page of PgUp and PgDn.
+    pub fn on_resize(&mut self, rows: usize) {
+        self.page_rows = rows.max(1);
     }
 
     /// Which key bindings are in force.
