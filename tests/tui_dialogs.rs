@@ -323,7 +323,7 @@ fn result() -> ShootoutResult {
 fn shoot_out_starts_in_the_background_and_esc_cancels() {
     let (_m, mut app) = started();
     assert!(press(&mut app, &chars("b")).is_empty());
-    assert_eq!(mode(&app), Mode::Bench);
+    assert_eq!(mode(&app), Mode::ShootOut);
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     assert_eq!(
         bench(&app).schedulers,

@@ -13,7 +13,6 @@ pub mod bench_dialog;
 pub mod bench_worker;
 pub mod command;
 pub mod demo;
-pub mod dialog_keys;
 pub mod edit;
 mod error;
 pub mod event_loop;

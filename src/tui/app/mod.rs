@@ -265,7 +265,7 @@ impl App {
                 Focus::Overwrite | Focus::Warnings => Mode::Confirm,
                 Focus::Options | Focus::Writing => Mode::Export,
             },
-            Some(Overlay::Bench(_)) => Mode::Bench,
+            Some(Overlay::Bench(_)) => Mode::ShootOut,
             None if self.filter_typing => Mode::Text,
             None if self.replay.is_some() => Mode::Replay,
             None => Mode::Main,

@@ -142,7 +142,7 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
                 return None;
             }
             let hint = match (mode, stage) {
-                (Mode::Bench, Some(st)) => bench_hint(st, bd.action, hint)?,
+                (Mode::ShootOut, Some(st)) => bench_hint(st, bd.action, hint)?,
                 _ => hint,
             };
             Some((short_key(bd.shown), hint))
