@@ -9,20 +9,18 @@
 //! and SIGINT. The CLI starts it with [`Options`]; errors are [`TuiError`].
 
 pub mod app;
-pub mod bench_dialog;
-pub mod bench_worker;
 pub mod command;
 pub mod demo;
-pub mod edit;
+pub mod dialogs;
 mod error;
 pub mod event_loop;
-pub mod export_dialog;
-pub mod live_record;
 pub mod render;
 pub mod replay_source;
 pub mod replay_view;
 pub mod source;
+pub mod status;
 mod summary;
+pub mod worker;
 
 pub use error::TuiError;
 pub use event_loop::{RestoreGuard, Signals, event_loop};

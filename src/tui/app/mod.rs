@@ -10,10 +10,12 @@ mod replay;
 
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
-use super::bench_dialog::{BenchDialog, Stage};
+pub use super::dialogs::Overlay;
+pub use super::status::{Status, StatusKind};
+
 use super::command::Mode;
-use super::edit::{Editor, NrLimit};
-use super::export_dialog::{ExportDialog, Focus};
+use super::dialogs::editor::NrLimit;
+use super::dialogs::export::Focus;
 use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
 use blktune_core::device::BlockDevice;
 use blktune_core::export::UdevDb;
@@ -67,54 +69,6 @@ impl SortKey {
             SortKey::Iops => "IOPS",
         }
     }
-}
-
-/// A box drawn over the main view; it takes the keys first.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Overlay {
-    Picker {
-        device: String,
-        /// The device's `diskseq` when the picker opened: Enter acts only
-        /// while the selected device is still this one.
-        diskseq: Option<u64>,
-        options: Vec<String>,
-        active: String,
-        cursor: usize,
-    },
-    Tunables {
-        device: String,
-        /// The device's `diskseq` when the list opened.
-        diskseq: Option<u64>,
-        scheduler: String,
-        items: Vec<(String, String)>,
-        cursor: usize,
-    },
-    Edit(Editor),
-    Help {
-        scroll: u16,
-    },
-    Confirm {
-        devices: Vec<String>,
-    },
-    /// The udev export dialog (`e`).
-    Export(Box<ExportDialog>),
-    /// The scheduler shoot-out (`b`).
-    Bench(Box<BenchDialog>),
-}
-
-/// How a status message reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusKind {
-    Info,
-    Done,
-    Error,
-}
-
-/// The status line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    pub text: String,
-    pub kind: StatusKind,
 }
 
 /// The answers of one `U` (revert every change) so far.
@@ -256,7 +210,7 @@ impl App {
     /// Which key bindings are in force.
     pub fn mode(&self) -> Mode {
         match &self.overlay {
-            Some(Overlay::Picker { .. } | Overlay::Tunables { .. }) => Mode::List,
+            Some(Overlay::Picker(_) | Overlay::Tunables(_)) => Mode::List,
             Some(Overlay::Edit(_)) => Mode::Text,
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
@@ -265,7 +219,7 @@ impl App {
                 Focus::Overwrite | Focus::Warnings => Mode::Confirm,
                 Focus::Options | Focus::Writing => Mode::Export,
             },
-            Some(Overlay::Bench(_)) => Mode::ShootOut,
+            Some(Overlay::ShootOut(_)) => Mode::ShootOut,
             None if self.filter_typing => Mode::Text,
             None if self.replay.is_some() => Mode::Replay,
             None => Mode::Main,
@@ -433,7 +387,7 @@ impl App {
             Feed::Applied(r) => self.on_applied(*r),
             Feed::Position(p) => self.on_position(p),
             Feed::Error(e) => self.say(StatusKind::Error, e),
-            Feed::Bench(b) => self.on_bench_feed(b),
+            Feed::ShootOut(f) => self.on_shootout_feed(f),
             Feed::ExportWritten(r) => self.on_export_written(r),
             Feed::Reset => self.reset(),
             Feed::Record(ev) => self.on_record(ev),
@@ -542,31 +496,11 @@ impl App {
         }
     }
 
-    /// The device a dialog acts on (name and `diskseq` when it opened), and
-    /// what the dialog is called; `None` for dialogs that change no device.
-    fn overlay_device(&self) -> Option<(&str, Option<u64>, &'static str)> {
-        Some(match self.overlay.as_ref()? {
-            Overlay::Picker {
-                device, diskseq, ..
-            } => (device, *diskseq, "scheduler picker"),
-            Overlay::Tunables {
-                device, diskseq, ..
-            } => (device, *diskseq, "tunables list"),
-            Overlay::Edit(e) => (&e.device, e.diskseq, "editor"),
-            // A running shoot-out fails by itself and restores what it can;
-            // its setup or its results must not outlive the device.
-            Overlay::Bench(b) if !matches!(b.stage, Stage::Running { .. }) => {
-                (&b.device, b.diskseq, "shoot-out")
-            }
-            _ => return None,
-        })
-    }
-
     /// Close a dialog whose device is no longer the selected one (it
     /// vanished, was replaced, or the selection moved), so that Enter cannot
     /// apply it to a device the user is not looking at; returns why and the dialog.
     fn close_overlay_of_other_device(&mut self) -> Option<(String, &'static str)> {
-        let (dev, seq, what) = self.overlay_device()?;
+        let (dev, seq, what) = self.overlay.as_ref()?.device()?;
         let why = self.still_selected(dev, seq).err()?;
         self.overlay = None;
         Some((why, what))

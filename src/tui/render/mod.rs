@@ -19,11 +19,12 @@
 
 mod chart;
 mod detail;
-pub mod dialogs;
+mod export;
 mod footer;
 mod header;
 mod overlay;
 mod probe;
+mod shootout;
 mod table;
 
 pub use chart::{Series, bucket};
