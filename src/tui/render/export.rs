@@ -18,6 +18,7 @@
 use super::Theme;
 use super::overlay::{big, boxed};
 use crate::tui::dialogs::export::{ExportDialog, Focus, STRATEGIES};
+use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -34,7 +35,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     };
     lines.push(Line::from(vec![
         Span::styled("devices  ", t.dim()),
-        Span::raw(format!("{scope:<44}")),
+        Span::raw(format!("{:<44}", printable(&scope))),
         Span::styled(format!("a: all changed ({})", d.changed.len()), t.dim()),
     ]));
     let choices: Vec<&str> = STRATEGIES.iter().map(|s| s.label()).collect();
@@ -46,12 +47,12 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     let path = match &d.focus {
         Focus::Path { .. } => Line::from(vec![
             Span::styled("path     ", t.dim()),
-            Span::styled(format!("{}▏", d.path), t.heading()),
+            Span::styled(format!("{}▏", printable(&d.path)), t.heading()),
             Span::styled("  Enter keep  Esc undo", t.dim()),
         ]),
         _ => Line::from(vec![
             Span::styled("path     ", t.dim()),
-            Span::raw(format!("{:<52}", d.path)),
+            Span::raw(format!("{:<52}", printable(&d.path))),
             Span::styled("p: edit", t.dim()),
         ]),
     };
@@ -72,7 +73,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     if d.focus == Focus::Warnings {
         warnings_body(&mut lines, &warnings, inner_h, w, t);
         lines.push(Line::from(Span::styled(
-            format!("y write {} anyway   n back", d.path.trim()),
+            format!("y write {} anyway   n back", printable(d.path.trim())),
             t.heading(),
         )));
         boxed(f, r, "export a udev rule", lines, t);
@@ -87,7 +88,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     };
     for warning in warnings.iter().take(shown_w) {
         lines.push(Line::from(Span::styled(
-            clip(&format!("! {warning}"), w),
+            clip(&printable(&format!("! {warning}")), w),
             t.error(),
         )));
     }
@@ -120,7 +121,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         t.dim(),
     )));
     for l in text.iter().skip(skip).take(room) {
-        lines.push(Line::raw(l.to_string()));
+        lines.push(Line::raw(printable(l).into_owned()));
     }
     while lines.len() < inner_h.saturating_sub(1) {
         lines.push(Line::raw(""));
@@ -129,7 +130,10 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         // Drawn by `warnings_body` above.
         Focus::Warnings => Line::raw(""),
         Focus::Overwrite => Line::from(Span::styled(
-            format!("{} exists: y overwrite   n keep it", d.path.trim()),
+            format!(
+                "{} exists: y overwrite   n keep it",
+                printable(d.path.trim())
+            ),
             t.error(),
         )),
         Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
@@ -203,7 +207,7 @@ fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: 
     let mut used = 0;
     let mut done = 0;
     for warning in warnings {
-        let wrapped = wrap(warning, w.saturating_sub(2));
+        let wrapped = wrap(&printable(warning), w.saturating_sub(2));
         let last = done + 1 == n;
         let limit = if last { room + 1 } else { room };
         if used + wrapped.len() > limit {

@@ -8,6 +8,7 @@ use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
 use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
 use crate::tui::dialogs::picker::{Picker, Tunables};
 use blktune_core::sched::{SCHEDULERS, known_tunables, scheduler_help, tunable_help};
+use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -34,6 +35,9 @@ pub(super) fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Th
 /// [`boxed`], with the lines word-wrapped when `wrap`.
 pub(super) fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, wrap: bool) {
     f.render_widget(Clear, r);
+    // Titles name devices (and a dialog's lines go through `printable` where
+    // they show a name, a value or a path read from the machine).
+    let title = printable(title);
     let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
     let p = Paragraph::new(lines).block(block);
     let p = if wrap {
@@ -69,7 +73,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             for (i, o) in options.iter().enumerate() {
                 let cur = if i == *cursor { "▶" } else { " " };
                 let act = if o == active { "●" } else { " " };
-                let text = format!("{cur} {act} {o:<12}{}", scheduler_help(o));
+                let text = format!("{cur} {act} {:<12}{}", printable(o), scheduler_help(o));
                 let st = if i == *cursor {
                     t.selected()
                 } else {
@@ -110,7 +114,12 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             let skip = (*cursor + 1).saturating_sub(room);
             for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
                 let cur = if i == *cursor { "▶" } else { " " };
-                let text = format!("{cur} {k:<18}{v:>9}  {}", tunable_help(k));
+                let text = format!(
+                    "{cur} {:<18}{:>9}  {}",
+                    printable(k),
+                    printable(v),
+                    tunable_help(k)
+                );
                 let st = if i == *cursor {
                     t.selected()
                 } else {
@@ -162,8 +171,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             for s in app.session() {
                 lines.push(Line::raw(format!(
                     "  {}: {}",
-                    s.device,
-                    s.labels.join(", ")
+                    printable(&s.device),
+                    printable(&s.labels.join(", "))
                 )));
             }
             lines.push(Line::raw(""));
@@ -183,13 +192,13 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
     let verdict = match e.check(page_kb, nr) {
         Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
         Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", t.done())),
-        Err(why) => Line::from(Span::styled(format!("✗ {why}"), t.error())),
+        Err(why) => Line::from(Span::styled(format!("✗ {}", printable(&why)), t.error())),
     };
     let lines = vec![
-        Line::raw(format!("now  {}", e.current)),
+        Line::raw(format!("now  {}", printable(&e.current))),
         Line::from(vec![
             Span::raw("new  "),
-            Span::styled(format!("{}▏", e.input), t.heading()),
+            Span::styled(format!("{}▏", printable(&e.input)), t.heading()),
         ]),
         verdict,
         Line::from(Span::styled(range, t.dim())),

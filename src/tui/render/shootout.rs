@@ -5,6 +5,7 @@ use super::overlay::{big, framed};
 use super::{Theme, num};
 use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
 use blktune_core::shootout::{Metric, ShootoutResult, verdict_text};
+use blktune_core::text::printable;
 use blktune_core::units::format_duration;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -27,7 +28,8 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
     let title = format!("scheduler shoot-out on {}", d.device);
     match &d.stage {
         Stage::Setup => {
-            lines.push(Line::raw(format!("schedulers  {}", d.schedulers.join(" "))));
+            let names = printable(&d.schedulers.join(" ")).into_owned();
+            lines.push(Line::raw(format!("schedulers  {names}")));
             lines.push(Line::from(vec![
                 Span::raw(format!("load        {:<48}", d.load.label())),
                 Span::styled("l/Tab: change", t.dim()),
@@ -90,7 +92,10 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             keys = Some("a apply the winner   e export it as a udev rule   Esc close");
         }
         Stage::Failed(e) => {
-            lines.push(Line::from(Span::styled(e.clone(), t.error())));
+            lines.push(Line::from(Span::styled(
+                printable(e).into_owned(),
+                t.error(),
+            )));
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled("Esc close", t.heading())));
         }
