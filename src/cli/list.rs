@@ -215,8 +215,14 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
 /// Run `blktune list`.
 pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    let devs = device::discover(&root)
-        .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
+    // Read what gets printed: everything with --all, else only the shown
+    // devices, and of those only the table's columns without --json.
+    let devs = match (a.all, a.json) {
+        (true, _) => device::discover(&root),
+        (false, true) => device::discover_shown(&root, device::Identity::Full),
+        (false, false) => device::discover_shown(&root, device::Identity::Table),
+    }
+    .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
     if a.json {
         let entries: Vec<ListEntry> = devs
             .iter()

@@ -4,7 +4,7 @@ use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use anyhow::Context;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::probe::{Probe, ProbeStats};
-use blktune_core::sampler::{Sampler, Snapshot};
+use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
 use blktune_core::units::rfc3339;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -155,8 +155,19 @@ fn parse_count(s: &str) -> Result<u64, String> {
 /// Run `blktune watch`.
 pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    let mut sampler = Sampler::new(root.clone())
+    // Only the named devices, and only the settings a row shows.
+    let opts = SamplerOptions {
+        only: (!a.devices.is_empty()).then(|| a.devices.clone()),
+        identity: false,
+        ..SamplerOptions::default()
+    };
+    let mut sampler = Sampler::with_options(root.clone(), opts)
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    if std::env::var_os("BLKTUNE_DEBUG").is_some()
+        && let Some(note) = sampler.hotplug_note()
+    {
+        eprintln!("blktune: debug: {note}");
+    }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
     let mut next = Instant::now() + a.interval;

@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The sysfs and procfs roots every OS access goes through.
@@ -167,11 +167,18 @@ impl SysRoot {
     }
 
     /// Read a device attribute (`size`, `queue/scheduler`, `device/model`), trimmed.
+    /// A missing attribute is an `ENOENT` error: no existence check first.
     pub fn read_dev_attr(&self, dev: &DeviceName, rel: &str) -> io::Result<String> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");
-        Ok(fs::read_to_string(self.dev_path(dev, rel))?
-            .trim()
-            .to_owned())
+        Ok(read_attr(&self.dev_path(dev, rel))?.trim().to_owned())
+    }
+
+    /// A device's `size` in bytes (the file counts 512-byte sectors).
+    pub fn read_size_bytes(&self, dev: &DeviceName) -> io::Result<u64> {
+        let s = self.read_dev_attr(dev, "size")?;
+        s.parse::<u64>()
+            .map(|sectors| sectors.saturating_mul(512))
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "size is not a number"))
     }
 
     /// Does a device attribute exist?
@@ -194,8 +201,17 @@ impl SysRoot {
         let Ok(entries) = fs::read_dir(self.device_dir(dev)) else {
             return Vec::new();
         };
+        // The kernel names partitions after their disk (`sda1`, `nvme0n1p1`,
+        // `mmcblk0p2`), so only such directories are looked into: one stat
+        // per partition, not one per attribute of the device.
         let mut parts: Vec<String> = entries
             .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.len() > dev.0.len() && n.starts_with(dev.as_str()))
+            })
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter(|e| e.path().join("partition").exists())
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
@@ -261,7 +277,7 @@ impl SysRoot {
     /// Read a whitelisted queue attribute, trimmed.
     pub fn read_queue_attr(&self, dev: &DeviceName, attr: &QueueAttr) -> io::Result<String> {
         let path = self.queue_attr_path(dev, attr).ok_or_else(bad_attr)?;
-        Ok(fs::read_to_string(path)?.trim().to_owned())
+        Ok(read_attr(&path)?.trim().to_owned())
     }
 
     /// Write a whitelisted queue attribute. Never creates a file.
@@ -291,7 +307,16 @@ impl SysRoot {
 
     /// `<proc>/diskstats`, whole.
     pub fn read_diskstats(&self) -> io::Result<String> {
-        fs::read_to_string(self.procfs.join("diskstats"))
+        let mut s = String::new();
+        self.read_diskstats_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// `<proc>/diskstats` into `buf` (cleared first), reusing its allocation
+    /// tick after tick.
+    pub fn read_diskstats_into(&self, buf: &mut String) -> io::Result<()> {
+        buf.clear();
+        read_into(&self.procfs.join("diskstats"), buf)
     }
 
     /// The target of a symlink under procfs (`self/ns/pid` -> `pid:[4026531836]`).
@@ -303,7 +328,45 @@ impl SysRoot {
     /// A file under procfs (`stat`, `uptime`, `sys/kernel/hostname`).
     pub fn read_proc(&self, rel: &str) -> io::Result<String> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");
-        fs::read_to_string(self.procfs.join(rel))
+        let mut s = String::new();
+        read_into(&self.procfs.join(rel), &mut s)?;
+        Ok(s)
+    }
+}
+
+/// Read a whole sysfs attribute: open, read, close. `fs::read_to_string`
+/// would first stat the file for a size hint, which sysfs answers with 4096
+/// whatever the content: a wasted syscall per attribute.
+fn read_attr(path: &Path) -> io::Result<String> {
+    let mut s = String::new();
+    read_into(path, &mut s)?;
+    Ok(s)
+}
+
+/// Append a file's whole content to `buf`, without a stat for a size hint.
+fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
+    let mut f = fs::File::open(path)?;
+    let mut bytes = std::mem::take(buf).into_bytes();
+    let mut chunk = [0u8; 4096];
+    let res = loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break Ok(()),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(s) => {
+            *buf = s;
+            res
+        }
+        Err(e) => {
+            let mut v = e.into_bytes();
+            v.clear();
+            *buf = String::from_utf8(v).unwrap_or_default();
+            Err(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+        }
     }
 }
 
