@@ -62,9 +62,9 @@ fn tree(n: usize) -> (tempfile::TempDir, FakeTree) {
 
 fn opts(identity: bool, hotplug: HotPlug) -> SamplerOptions {
     SamplerOptions {
-        only: None,
         identity,
         hotplug,
+        ..SamplerOptions::screen()
     }
 }
 
@@ -73,8 +73,8 @@ fn main() {
     println!();
     println!("startup, ms (before the first frame / line):");
     println!(
-        "{:>7} {:>12} {:>12} {:>12} {:>12} {:>14}",
-        "devices", "tui", "watch", "watch sda", "list", "full discover"
+        "{:>7} {:>10} {:>10} {:>12} {:>10} {:>10} {:>14}",
+        "devices", "tui", "record", "watch", "watch sda", "list", "full discover"
     );
     let sizes = [1usize, 200, 1000, 4000];
     let mut trees = Vec::new();
@@ -84,6 +84,13 @@ fn main() {
         let reps = if n >= 1000 { 5 } else { 30 };
         let tui = time_ms(reps, || {
             black_box(Sampler::with_options(root.clone(), opts(true, HotPlug::Manual)).unwrap());
+        });
+        let record = time_ms(reps, || {
+            let o = SamplerOptions {
+                hotplug: HotPlug::Manual,
+                ..SamplerOptions::default()
+            };
+            black_box(Sampler::with_options(root.clone(), o).unwrap());
         });
         let watch = time_ms(reps, || {
             black_box(Sampler::with_options(root.clone(), opts(false, HotPlug::Manual)).unwrap());
@@ -101,7 +108,9 @@ fn main() {
         let full = time_ms(reps, || {
             black_box(device::discover(&root).unwrap());
         });
-        println!("{n:>7} {tui:>12.2} {watch:>12.2} {one:>12.2} {list:>12.2} {full:>14.2}");
+        println!(
+            "{n:>7} {tui:>10.2} {record:>10.2} {watch:>12.2} {one:>10.2} {list:>10.2} {full:>14.2}"
+        );
         trees.push((n, dir, t));
     }
 

@@ -74,7 +74,7 @@ fn main() {
         // As on the real machine: hot-plug is heard, not polled.
         let opts = SamplerOptions {
             hotplug: HotPlug::Manual,
-            ..SamplerOptions::default()
+            ..SamplerOptions::screen()
         };
         let mut sampler = Sampler::with_options(tree.root(), opts).unwrap();
         // Fill every device's identity (done over the first ticks live).

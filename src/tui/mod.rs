@@ -26,7 +26,7 @@ use anyhow::Context;
 use app::{App, Config};
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
-use blktune_core::sampler::Sampler;
+use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
 use crossterm::event::{self, Event};
 use ratatui::Terminal;
@@ -142,7 +142,8 @@ pub fn run_with(g: &Global, a: &TuiArgs, setup: impl FnOnce(&mut App)) -> anyhow
         None
     };
     let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
-    let sampler = Sampler::new(root.clone())
+    // The rows a screen shows first; the rest over the first ticks.
+    let sampler = Sampler::with_options(root.clone(), SamplerOptions::screen())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     let journal = Journal::from_env();
     let tuner = read_only

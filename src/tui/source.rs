@@ -342,9 +342,12 @@ impl LiveSource {
                 Ok(Control::Record(path)) => {
                     let origin = self.last.map_or(0.0, |(_, t)| t);
                     let ev = match path {
-                        Some(p) => self
-                            .recorder
-                            .start(&p, &self.sampler, origin, self.interval),
+                        Some(p) => {
+                            // A recording's first facts must be whole.
+                            self.sampler.complete();
+                            self.recorder
+                                .start(&p, &self.sampler, origin, self.interval)
+                        }
                         None => self.recorder.stop(),
                     };
                     if let Some(ev) = ev

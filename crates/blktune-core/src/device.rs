@@ -140,7 +140,21 @@ impl QueueSettings {
     /// Scheduler, nr_requests and read_ahead_kb only (three reads): what a
     /// table row shows. The tunables are left empty.
     pub fn read_basic(root: &SysRoot, dev: &DeviceName) -> Self {
-        Self::read_basic_with(root, dev, Self::read_scheduler(root, dev))
+        // Three reads through one open `queue/`: short lookups.
+        let Ok(q) = root.queue_dir(dev) else {
+            return Self::read_basic_with(root, dev, Self::read_scheduler(root, dev));
+        };
+        let num = |a: QueueAttr| q.read(&a).ok().and_then(|v| v.parse::<u64>().ok());
+        Self {
+            scheduler: q
+                .read(&QueueAttr::Scheduler)
+                .ok()
+                .and_then(|l| SchedulerState::parse(&l))
+                .filter(|s| !(s.available.len() == 1 && s.active == "none")),
+            nr_requests: num(QueueAttr::NrRequests),
+            read_ahead_kb: num(QueueAttr::ReadAheadKb),
+            tunables: BTreeMap::new(),
+        }
     }
 
     /// [`QueueSettings::read_basic`] with the scheduler line already read.
@@ -170,7 +184,8 @@ impl QueueSettings {
     /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
     pub fn read_tunables(&mut self, root: &SysRoot, dev: &DeviceName) {
         self.tunables.clear();
-        if self.scheduler.is_none() {
+        // `none` has no `queue/iosched` directory: nothing to list.
+        if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {
             return;
         }
         for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {

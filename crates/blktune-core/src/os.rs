@@ -280,6 +280,20 @@ impl SysRoot {
         Ok(read_attr(&path)?.trim().to_owned())
     }
 
+    /// Open a device's `queue/` directory once, to read several of its
+    /// attributes with short lookups ([`QueueDir::read`]) instead of walking
+    /// `/sys/block/<dev>` (a symlink) for each.
+    pub fn queue_dir(&self, dev: &DeviceName) -> io::Result<QueueDir> {
+        use nix::fcntl::{OFlag, open};
+        use nix::sys::stat::Mode;
+        let fd = open(
+            &self.dev_path(dev, "queue"),
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(QueueDir { fd })
+    }
+
     /// Write a whitelisted queue attribute. Never creates a file.
     pub fn write_queue_attr(
         &self,
@@ -319,6 +333,25 @@ impl SysRoot {
         read_into(&self.procfs.join("diskstats"), buf)
     }
 
+    /// Sizes in bytes of the block devices with one, from `<proc>/partitions`
+    /// in one read (the kernel leaves out devices of size 0, and counts in
+    /// 1 KiB blocks: exact to 1 KiB, enough to tell an attached loop device
+    /// from a detached one). `None` when the file is missing or unreadable.
+    pub fn read_partition_sizes(&self) -> Option<std::collections::HashMap<String, u64>> {
+        let text = self.read_proc("partitions").ok()?;
+        Some(
+            text.lines()
+                .filter_map(|l| {
+                    let mut w = l.split_ascii_whitespace();
+                    let (_, _, blocks, name) = (w.next()?, w.next()?, w.next()?, w.next()?);
+                    // Listed means a size: a 1-sector device is 0 blocks but not empty.
+                    let bytes = blocks.parse::<u64>().ok()?.saturating_mul(1024).max(512);
+                    Some((name.to_owned(), bytes))
+                })
+                .collect(),
+        )
+    }
+
     /// The target of a symlink under procfs (`self/ns/pid` -> `pid:[4026531836]`).
     pub fn read_proc_link(&self, rel: &str) -> io::Result<PathBuf> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");
@@ -334,26 +367,58 @@ impl SysRoot {
     }
 }
 
-/// Read a whole sysfs attribute: open, read, close. `fs::read_to_string`
-/// would first stat the file for a size hint, which sysfs answers with 4096
-/// whatever the content: a wasted syscall per attribute.
+/// Read a whole sysfs attribute: open, one read, close. `fs::read_to_string`
+/// would first stat the file for a size hint (sysfs answers 4096 whatever
+/// the content) and read again to see the end: two wasted syscalls. A sysfs
+/// attribute is at most a page and comes whole from the first read
+/// (`Documentation/filesystems/sysfs.rst`), so a short read is the end.
 fn read_attr(path: &Path) -> io::Result<String> {
-    let mut s = String::new();
-    read_into(path, &mut s)?;
-    Ok(s)
+    read_file(fs::File::open(path)?)
 }
 
-/// Append a file's whole content to `buf`, without a stat for a size hint.
+/// [`read_attr`] of an open file.
+fn read_file(mut f: fs::File) -> io::Result<String> {
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                // A regular file (a fake tree) of less than a page also ends here.
+                if len < buf.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(buf[..len].to_vec())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// Append a file's whole content to `buf`, without a stat for a size hint,
+/// in reads as large as the buffer's spare room (diskstats of a thousand
+/// devices is about 100 KiB: a few reads, not twenty-five).
 fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
     let mut f = fs::File::open(path)?;
     let mut bytes = std::mem::take(buf).into_bytes();
-    let mut chunk = [0u8; 4096];
     let res = loop {
-        match f.read(&mut chunk) {
-            Ok(0) => break Ok(()),
-            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(e),
+        let len = bytes.len();
+        let room = (bytes.capacity() - len).max(16 << 10);
+        bytes.resize(len + room, 0);
+        match f.read(&mut bytes[len..]) {
+            Ok(0) => {
+                bytes.truncate(len);
+                break Ok(());
+            }
+            Ok(n) => bytes.truncate(len + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => bytes.truncate(len),
+            Err(e) => {
+                bytes.truncate(len);
+                break Err(e);
+            }
         }
     };
     match String::from_utf8(bytes) {
@@ -367,6 +432,29 @@ fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
             *buf = String::from_utf8(v).unwrap_or_default();
             Err(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
         }
+    }
+}
+
+/// A device's open `queue/` directory (see [`SysRoot::queue_dir`]); reads only.
+#[derive(Debug)]
+pub struct QueueDir {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl QueueDir {
+    /// Read a whitelisted queue attribute, trimmed.
+    pub fn read(&self, attr: &QueueAttr) -> io::Result<String> {
+        use nix::fcntl::{OFlag, openat};
+        use nix::sys::stat::Mode;
+        let rel = attr.rel_path().ok_or_else(bad_attr)?;
+        let rel = rel.strip_prefix("queue/").ok_or_else(bad_attr)?;
+        let fd = openat(
+            &self.fd,
+            rel,
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(read_file(fs::File::from(fd))?.trim().to_owned())
     }
 }
 
@@ -432,6 +520,22 @@ mod tests {
             root.queue_attr_path(&dev, &QueueAttr::Tunable(String::new())),
             None
         );
+    }
+
+    #[test]
+    fn partition_sizes_in_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(dir.path(), dir.path());
+        assert_eq!(root.read_partition_sizes(), None);
+        fs::write(
+            dir.path().join("partitions"),
+            "major minor  #blocks  name\n\n 254        0  268435456 vda\n   7        1          0 loop1\n garbage\n",
+        )
+        .unwrap();
+        let m = root.read_partition_sizes().unwrap();
+        assert_eq!(m["vda"], 268_435_456 * 1024);
+        assert_eq!(m["loop1"], 512, "listed means not empty");
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

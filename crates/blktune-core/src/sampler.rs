@@ -31,9 +31,9 @@ use std::time::{Duration, Instant, SystemTime};
 /// Every device's queue settings are checked again within this time.
 pub const SETTINGS_REFRESH: Duration = Duration::from_secs(5);
 
-/// Devices read in full before the first snapshot when identity is wanted:
-/// more rows than a terminal shows.
-const FIRST_ROWS: usize = 64;
+/// Devices read in full before a screen's first snapshot: more rows than a
+/// terminal shows ([`SamplerOptions::screen`]).
+pub const FIRST_ROWS: usize = 64;
 
 /// Devices whose identity is filled in per tick after the first ones.
 const FILL_PER_TICK: usize = 128;
@@ -45,9 +45,16 @@ const HOTPLUG_PER_TICK: usize = 1024;
 /// Events kept from one drain of the uevent socket; more is a rescan.
 const EVENTS_PER_TICK: usize = 4096;
 
-/// Every how many round-robin checks of a device its tunables are re-read
-/// too (they also are whenever its scheduler changed).
-const TUNABLES_EVERY: u32 = 6;
+/// The round-robin reads every device's scheduler line once per
+/// [`SETTINGS_REFRESH`], and the rest of the settings (nr_requests,
+/// read_ahead_kb, tunables) of this many devices per period: all of them on
+/// every check up to this many devices, on every `n / FULL_PER_PERIOD`-th
+/// check beyond (or at once when the scheduler moved). Keeps a thousand idle
+/// devices under 0.5% of a core.
+const FULL_PER_PERIOD: u32 = 200;
+
+/// ... but every device's full settings at least once per this many periods.
+const SETTINGS_EVERY: u32 = 6;
 
 /// One device's numbers for one interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +155,11 @@ pub struct SamplerOptions {
     pub identity: bool,
     /// How hot-plug is heard.
     pub hotplug: HotPlug,
+    /// With `identity`: read only this many rows in full before the first
+    /// snapshot (in the order a table shows them) and the rest over the next
+    /// ticks, [`FILL_PER_TICK`] at a time; `None` reads every one at once
+    /// (recordings, whose first facts must be whole).
+    pub first_rows: Option<usize>,
 }
 
 impl Default for SamplerOptions {
@@ -156,6 +168,17 @@ impl Default for SamplerOptions {
             only: None,
             identity: true,
             hotplug: HotPlug::Auto,
+            first_rows: None,
+        }
+    }
+}
+
+impl SamplerOptions {
+    /// For a screen: everything, but first the rows it can show.
+    pub fn screen() -> Self {
+        Self {
+            first_rows: Some(FIRST_ROWS),
+            ..Self::default()
         }
     }
 }
@@ -189,7 +212,7 @@ struct Entry {
     identity_for: Option<Option<u64>>,
     /// When the round-robin looks at it next.
     next_check: Instant,
-    /// Round-robin checks since its tunables were last read.
+    /// Round-robin checks since its settings were last read in full.
     checks: u32,
 }
 
@@ -291,10 +314,16 @@ impl Sampler {
             .into_iter()
             .filter(|d| self.in_scope(d.as_str()))
             .collect();
+        // Every size in one read where the kernel offers it; the exact
+        // `size` comes with the identity.
+        let sizes = self.root.read_partition_sizes();
         let mut shown = Vec::new();
         for dev in names {
             let mut info = BlockDevice::unread(dev.as_str());
-            info.read_size(&self.root, &dev);
+            match &sizes {
+                Some(m) => info.size_bytes = m.get(dev.as_str()).copied().unwrap_or(0),
+                None => info.read_size(&self.root, &dev),
+            }
             if info.size_bytes > 0 {
                 shown.push(dev.as_str().to_owned());
             }
@@ -314,7 +343,7 @@ impl Sampler {
         shown.sort_by(|a, b| natural_cmp(a, b));
         let n = shown.len().max(1) as u32;
         for (i, name) in shown.iter().enumerate() {
-            let full_now = !self.opts.identity || i < FIRST_ROWS;
+            let full_now = !self.opts.identity || self.opts.first_rows.is_none_or(|f| i < f);
             if let Some(e) = self.entries.get_mut(name) {
                 // Spread the round-robin over one period.
                 e.next_check = now + self.refresh_every * (i as u32 + 1) / n;
@@ -373,6 +402,24 @@ impl Sampler {
     /// already read): what a screen can draw at once. `None` once taken.
     pub fn take_baseline(&mut self) -> Option<Snapshot> {
         self.baseline.take()
+    }
+
+    /// Read every identity still missing now (before a recording starts,
+    /// so that its first facts are whole).
+    pub fn complete(&mut self) {
+        let mut changed = false;
+        while let Some(name) = self.fill.pop_front() {
+            if let Some(e) = self.entries.get_mut(&name)
+                && e.identity_for.is_none()
+                && e.info.size_bytes > 0
+            {
+                read_entry(&self.root, e, true);
+                changed = true;
+            }
+        }
+        if changed {
+            self.publish();
+        }
     }
 
     /// Why hot-plug is polled rather than heard (debug output only).
@@ -512,10 +559,19 @@ impl Sampler {
             changed |= self.do_rescan(lost);
         }
         if matches!(self.events, Events::Poll) {
-            // A loop device attached to an existing node changes its size only.
+            // A loop device attached to an existing node changes its size
+            // only: compare every size, from one file where there is one.
+            let sizes = self.root.read_partition_sizes();
             for (name, e) in &self.entries {
-                let size = self.root.read_size_bytes(&e.dev).unwrap_or(0);
-                if size != e.info.size_bytes {
+                let size = match &sizes {
+                    Some(m) => m.get(name).copied().unwrap_or(0),
+                    None => self.root.read_size_bytes(&e.dev).unwrap_or(0),
+                };
+                // Exact sizes against 1 KiB blocks: a change means 0 <-> N or
+                // more than a block.
+                if size.abs_diff(e.info.size_bytes) >= 1024
+                    || (size == 0) != (e.info.size_bytes == 0)
+                {
                     self.pending.insert(name.clone());
                 }
             }
@@ -535,6 +591,9 @@ impl Sampler {
         let all = std::mem::take(&mut self.dirty_all);
         let dirty = std::mem::take(&mut self.dirty);
         let identity = self.opts.identity;
+        let full_every = (self.entries.len() as u32)
+            .div_ceil(FULL_PER_PERIOD)
+            .clamp(1, SETTINGS_EVERY);
         for (name, e) in &mut self.entries {
             let asked = all || dirty.contains(name);
             let due = e.next_check <= now;
@@ -542,22 +601,25 @@ impl Sampler {
                 continue;
             }
             e.next_check = now + self.refresh_every;
-            let before = e.info.queue.clone();
             if asked || e.identity_for.is_none() && identity {
+                let before = e.info.queue.clone();
                 read_entry(&self.root, e, identity);
-            } else {
-                e.checks += 1;
-                let mut q = QueueSettings::read_basic(&self.root, &e.dev);
-                let sched_changed = q.scheduler != before.scheduler;
-                if identity && (sched_changed || e.checks >= TUNABLES_EVERY) {
-                    q.read_tunables(&self.root, &e.dev);
-                    e.checks = 0;
-                } else {
-                    q.tunables = before.tunables.clone();
-                }
-                e.info.queue = q;
+                changed |= e.info.queue != before;
+                continue;
             }
-            changed |= e.info.queue != before;
+            // The scheduler line is the cheap sign of someone else's change;
+            // everything else is read when it moved, and every few checks.
+            e.checks += 1;
+            let sched = QueueSettings::read_scheduler(&self.root, &e.dev);
+            if sched != e.info.queue.scheduler || e.checks >= full_every {
+                let mut q = QueueSettings::read_basic_with(&self.root, &e.dev, sched);
+                if identity {
+                    q.read_tunables(&self.root, &e.dev);
+                }
+                changed |= q != e.info.queue;
+                e.info.queue = q;
+                e.checks = 0;
+            }
         }
 
         // The identity of rows past the first screen, a batch per tick.
@@ -608,6 +670,7 @@ impl Sampler {
 fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool) {
     if identity {
         if e.identity_for.is_none() {
+            e.info.read_size(root, &e.dev);
             e.info.read_identity(root, &e.dev, Identity::Full);
             e.identity_for = Some(e.info.diskseq);
         }
@@ -778,7 +841,7 @@ mod tests {
         fn manual(t: &FakeTree) -> Sampler {
             let opts = SamplerOptions {
                 hotplug: HotPlug::Manual,
-                ..SamplerOptions::default()
+                ..SamplerOptions::screen()
             };
             Sampler::with_options(t.root(), opts).unwrap()
         }
@@ -955,6 +1018,25 @@ mod tests {
                 snap = s.tick().unwrap();
             }
             assert_eq!(read(&snap), 300);
+            // Without a screen (a recording) every row is read at once.
+            let mut whole = Sampler::with_options(
+                t.root(),
+                SamplerOptions {
+                    hotplug: HotPlug::Manual,
+                    ..SamplerOptions::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(read(&whole.take_baseline().unwrap()), 300);
+            let mut lazy = manual(&t);
+            lazy.complete();
+            assert_eq!(
+                lazy.devices()
+                    .iter()
+                    .filter(|d| d.hw_queue_depth.is_some())
+                    .count(),
+                300
+            );
         }
 
         #[test]
@@ -980,6 +1062,7 @@ mod tests {
                 only: Some(vec!["sdb".into()]),
                 identity: false,
                 hotplug: HotPlug::Manual,
+                first_rows: None,
             };
             let mut s = Sampler::with_options(t.root(), opts).unwrap();
             let snap = s.tick().unwrap();
