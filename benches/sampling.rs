@@ -151,12 +151,10 @@ fn main() {
         println!("{n:>7} {tick:>10.3} {per_dev:>12.4} {at_1s:>14.3} {poll:>12.3} {core:>10.3}%");
     }
     println!();
+    println!("tui: SamplerOptions::screen (first 64 rows in full, the rest over the first ticks);");
+    println!("record: every device's identity and settings before the first sample;");
     println!(
-        "tui: Sampler with identity (first {} rows read in full, the rest over the first ticks);",
-        64
-    );
-    println!(
-        "watch: size + scheduler, nr_requests, read_ahead_kb of every device; watch sda: one device;"
+        "watch: sizes + scheduler, nr_requests, read_ahead_kb of every device; watch sda: one;"
     );
     println!(
         "list: discover_shown (the table's columns); full discover: everything of every device."
