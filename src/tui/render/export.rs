@@ -151,7 +151,6 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     boxed(f, r, "export a udev rule", lines, t);
 }
 
-
 /// The confirmation step: every warning, wrapped, in place of the preview.
 /// If they do not all fit, the rest is counted (they are also in the file's
 /// `# Warnings:` header, which the preview shows).
