@@ -174,7 +174,10 @@ fn record_stops_cleanly_on_sigterm_and_records_outside_changes() {
     let rec = Recording::open(&file).unwrap();
     assert!(rec.notes.is_empty(), "{:?}", rec.notes);
     assert_eq!(rec.end().unwrap().reason, "signal");
-    assert!(matches!(rec.records.last(), Some(Record::End(_))));
+    assert!(matches!(
+        rec.records().unwrap().last(),
+        Some(Record::End(_))
+    ));
     let changes: Vec<_> = rec.changes().collect();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].label, "mq-deadline→kyber");

@@ -2,9 +2,12 @@
 //! its own file; this one only wires them together.
 
 mod bench;
+mod completions;
 mod demo;
 mod export;
 mod list;
+mod man;
+mod metrics;
 mod out;
 mod record;
 mod replay;
@@ -182,6 +185,18 @@ pub enum Command {
         after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it and\nopens the tuner on it: press s, pick kyber, watch r_await. q removes everything."
     )]
     Demo(demo::DemoArgs),
+
+    /// Print the manual page (roff), or write every page into a directory.
+    #[command(
+        after_help = "Examples:\n  blktune man | man -l -\n  blktune man export | man -l -\n  blktune man --dir /tmp/man1"
+    )]
+    Man(man::ManArgs),
+
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  blktune completions bash > /etc/bash_completion.d/blktune\n  source <(blktune completions bash)\n  blktune completions zsh > \"${fpath[1]}/_blktune\"\n  blktune completions fish > ~/.config/fish/completions/blktune.fish"
+    )]
+    Completions(completions::CompletionsArgs),
 }
 
 /// Parse the command line. Help and version print and exit 0 as usual; a
@@ -239,6 +254,8 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         Some(Command::Demo(a)) => demo::run(&args.global, &a),
+        Some(Command::Man(a)) => man::run(&a, &mut out),
+        Some(Command::Completions(a)) => completions::run(&a, &mut out),
         None => crate::tui::run(&args.global, &args.tui),
     };
     match result {
