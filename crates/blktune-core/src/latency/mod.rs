@@ -23,7 +23,9 @@ mod tracer;
 pub use hist::{Hist, Reset};
 pub use intervals::{DeviceInterval, Interval, Intervals};
 pub use sparse::{SparseError, SparseHist};
-pub use summary::{MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail};
+pub use summary::{
+    IoLatency, KernelFigures, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail,
+};
 pub use tracer::{Tracer, Unavailable};
 
 use std::collections::BTreeMap;

@@ -61,6 +61,37 @@ impl SparseHist {
         Ok(Hist::from_value(&value).unwrap_or_default())
     }
 
+    /// Pool another histogram into this one (both ascending; merged in one pass).
+    pub fn add(&mut self, other: &SparseHist) {
+        let mut out = Vec::with_capacity(self.slots.len().max(other.slots.len()));
+        let (mut a, mut b) = (self.slots.iter().peekable(), other.slots.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&&(i, x)), Some(&&(j, y))) if i == j => {
+                    a.next();
+                    b.next();
+                    (i, x.saturating_add(y))
+                }
+                (Some(&&(i, x)), Some(&&(j, _))) if i < j => {
+                    a.next();
+                    (i, x)
+                }
+                (_, Some(&&(j, y))) => {
+                    b.next();
+                    (j, y)
+                }
+                (Some(&&(i, x)), None) => {
+                    a.next();
+                    (i, x)
+                }
+                (None, None) => break,
+            };
+            out.push(next);
+        }
+        self.slots = out;
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+    }
+
     /// Number of I/Os (saturating: a crafted file cannot overflow it).
     pub fn count(&self) -> u64 {
         self.slots
@@ -108,6 +139,22 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn adding_sparse_is_adding_dense(
+            a in prop::collection::vec(any::<u64>(), 0..200),
+            b in prop::collection::vec(any::<u64>(), 0..200),
+        ) {
+            let (mut ha, mut hb) = (Hist::empty(), Hist::empty());
+            a.iter().for_each(|&ns| ha.record(ns));
+            b.iter().for_each(|&ns| hb.record(ns));
+            let mut s = SparseHist::from(&ha);
+            s.add(&SparseHist::from(&hb));
+            ha.add(&hb);
+            let back = s.to_hist().unwrap();
+            prop_assert_eq!(back.slots(), ha.slots());
+            prop_assert_eq!(s.count(), (a.len() + b.len()) as u64);
+        }
+
         #[test]
         fn round_trips_through_json(v in prop::collection::vec(any::<u64>(), 0..300)) {
             let mut h = Hist::empty();

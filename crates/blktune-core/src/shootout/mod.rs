@@ -33,7 +33,8 @@ mod kernel;
 mod report;
 mod verdict;
 
-pub use kernel::{DwellHists, IoLatency, KernelFigures, KernelStatus};
+pub use crate::latency::{IoLatency, KernelFigures};
+pub use kernel::{DwellHists, KernelStatus};
 pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
 pub use verdict::{
     Figures, Goal, LoadFigures, Metric, NOISE_FLOOR_PCT, SchedulerSummary, Spread, Verdict, plan,

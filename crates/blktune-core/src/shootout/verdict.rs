@@ -7,8 +7,8 @@
 //! the spread (max − min across rounds) of either of the two. One round has
 //! no spread, so only the floor applies and a note says so.
 
-use super::kernel::{DwellHists, KernelFigures};
-use crate::latency::{Dir, Span};
+use super::kernel::DwellHists;
+use crate::latency::{Dir, KernelFigures, Span};
 use crate::load::LatencySummary;
 use serde::{Deserialize, Serialize};
 use std::fmt;
