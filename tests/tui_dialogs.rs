@@ -309,6 +309,7 @@ fn result() -> ShootoutResult {
         scratch: false,
         load: None,
         goal: Goal::ReadLatency,
+        kernel: Default::default(),
         rounds: 1,
         settle_s: 1.0,
         dwell_s: 5.0,
