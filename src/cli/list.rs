@@ -8,6 +8,7 @@ use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Output format of `blktune list`.
@@ -48,6 +49,117 @@ pub struct ListArgs {
     /// /run/udev/data, none with another --sysfs-root.
     #[arg(long, value_name = "DIR")]
     pub udev_db: Option<PathBuf>,
+
+    /// With --format openmetrics (root): also trace every I/O for DUR (1s,
+    /// 10s; at most 1min) and write each device's read and write latency
+    /// histogram of that window (blktune_io_latency_seconds).
+    #[arg(long, value_name = "DUR", value_parser = parse_latency_window)]
+    pub latency: Option<std::time::Duration>,
+}
+
+/// `--latency`: 100ms to 1min (a metrics run must end).
+fn parse_latency_window(s: &str) -> Result<std::time::Duration, String> {
+    let d = blktune_core::units::parse_duration(s)?;
+    if !(std::time::Duration::from_millis(100)..=std::time::Duration::from_secs(60)).contains(&d) {
+        return Err(format!(
+            "latency window '{s}' is out of range: 100ms to 1min"
+        ));
+    }
+    Ok(d)
+}
+
+/// Upper bounds (seconds) of the OpenMetrics latency buckets: few enough
+/// for a fleet's time series, fine enough to see a p99 move from 12 to 1.2 ms.
+const LATENCY_BOUNDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// One device's histogram of one direction, re-bucketed for OpenMetrics: a
+/// kernel slot (1.6% wide) counts under the first bound its upper edge fits.
+fn openmetrics_histogram(
+    device: &str,
+    op: &'static str,
+    h: &blktune_core::latency::hist::Hist,
+) -> metrics::LatencyHistogram {
+    use blktune_core::latency::hist::slot_bounds;
+    let mut per = [0u64; LATENCY_BOUNDS.len()];
+    for (slot, &n) in h.slots().iter().enumerate().filter(|(_, n)| **n > 0) {
+        let hi = slot_bounds(slot)
+            .1
+            .map_or(f64::INFINITY, |ns| ns as f64 / 1e9);
+        if let Some(i) = LATENCY_BOUNDS.iter().position(|&le| hi <= le) {
+            per[i] += n;
+        }
+    }
+    let mut cum = 0;
+    let buckets = LATENCY_BOUNDS
+        .iter()
+        .zip(per)
+        .map(|(&le, n)| {
+            cum += n;
+            (le, cum)
+        })
+        .collect();
+    metrics::LatencyHistogram {
+        device: device.to_string(),
+        op,
+        buckets,
+        count: h.count(),
+        sum_seconds: h.sum_ns() as f64 / 1e9,
+    }
+}
+
+/// Trace every I/O for `window` and return each shown device's histograms;
+/// none (one line on stderr saying why) when the kernel cannot be traced.
+fn trace_window(
+    g: &Global,
+    devices: &[&BlockDevice],
+    window: std::time::Duration,
+) -> Vec<metrics::LatencyHistogram> {
+    use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer};
+    let mut tracer = match Tracer::start(g.no_bpf, g.root().is_live()) {
+        Ok(t) => t,
+        Err(why) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "blktune: no latency histograms: {}",
+                blktune_core::text::printable(&why.to_string())
+            );
+            return Vec::new();
+        }
+    };
+    let mut intervals = Intervals::new();
+    let read = |t: &mut Tracer| t.read().map_err(|e| format!("no latency histograms: {e}"));
+    let interval = read(&mut tracer).and_then(|r| {
+        intervals.next(r);
+        std::thread::sleep(window);
+        let r = read(&mut tracer)?;
+        Ok(intervals.next(r).unwrap_or_default())
+    });
+    let interval = match interval {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "blktune: {e}");
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for d in devices {
+        let id = DevId {
+            major: d.major,
+            minor: d.minor,
+        };
+        let dev = interval.device(id, d.diskseq);
+        for (dir, op) in [(Dir::Read, "read"), (Dir::Write, "write")] {
+            let empty = blktune_core::latency::hist::Hist::empty();
+            let h = dev
+                .and_then(|x| x.hists.get(&(Span::Total, dir)))
+                .unwrap_or(&empty);
+            out.push(openmetrics_histogram(&d.name, op, h));
+        }
+    }
+    out
 }
 
 impl ListArgs {
@@ -300,6 +412,9 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
 /// Run `blktune list`.
 pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
     let format = a.format();
+    if a.latency.is_some() && format != ListFormat::Openmetrics {
+        return Err(UsageError("--latency goes with --format openmetrics".into()).into());
+    }
     if a.output.is_some() && format != ListFormat::Openmetrics {
         return Err(UsageError(
             "-o FILE goes with --format openmetrics (redirect the table or JSON instead)".into(),
@@ -339,11 +454,15 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .iter()
                 .map(|d| (d.name.clone(), db.properties(d.major, d.minor)))
                 .collect();
+            let latency = match a.latency {
+                Some(w) => trace_window(g, &shown, w),
+                None => Vec::new(),
+            };
             let text = metrics::render(&metrics::Snapshot {
                 devices: &shown,
                 ids: &ids,
                 udev_env: &env,
-                latency: &[],
+                latency: &latency,
             });
             match &a.output {
                 Some(path) => metrics::write_atomically(path, &text)?,
