@@ -141,15 +141,11 @@ impl QueueSettings {
             .read_queue_attr(dev, &QueueAttr::Scheduler)
             .ok()
             .and_then(|l| SchedulerState::parse(&l));
-        let mut tunables = BTreeMap::new();
-        if scheduler.is_some() {
-            for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
-                let attr = QueueAttr::Tunable(name.clone());
-                if let Ok(v) = root.read_queue_attr(dev, &attr) {
-                    tunables.insert(name, v);
-                }
-            }
-        }
+        let tunables = if scheduler.is_some() {
+            Self::read_tunables(root, dev)
+        } else {
+            BTreeMap::new()
+        };
         Self {
             // "none" without brackets and without a choice means no blk-mq queue.
             scheduler: scheduler.filter(|s| !(s.available.len() == 1 && s.active == "none")),
@@ -157,6 +153,18 @@ impl QueueSettings {
             read_ahead_kb: num(QueueAttr::ReadAheadKb),
             tunables,
         }
+    }
+
+    /// The active scheduler's tunables (`queue/iosched/*`), name to value.
+    pub fn read_tunables(root: &SysRoot, dev: &DeviceName) -> BTreeMap<String, String> {
+        let mut tunables = BTreeMap::new();
+        for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
+            let attr = QueueAttr::Tunable(name.clone());
+            if let Ok(v) = root.read_queue_attr(dev, &attr) {
+                tunables.insert(name, v);
+            }
+        }
+        tunables
     }
 
     /// The active scheduler's name, or `-` when there is none to choose.
@@ -186,6 +194,13 @@ pub fn hw_queue_depth(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
                 .ok()
         })
         .min()
+}
+
+/// The device's `major:minor` (its `dev` file).
+pub fn read_dev_numbers(root: &SysRoot, dev: &DeviceName) -> Option<(u32, u32)> {
+    let d = root.read_dev_attr(dev, "dev").ok()?;
+    let (a, b) = d.split_once(':')?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
 /// Everything blktune knows about one block device.
@@ -219,12 +234,7 @@ impl BlockDevice {
     pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
         let attr = |rel: &str| root.read_dev_attr(dev, rel).ok().filter(|s| !s.is_empty());
         let flag = |rel: &str| attr(rel).is_some_and(|v| v == "1");
-        let (major, minor) = attr("dev")
-            .and_then(|d| {
-                let (a, b) = d.split_once(':')?;
-                Some((a.parse().ok()?, b.parse().ok()?))
-            })
-            .unwrap_or((0, 0));
+        let (major, minor) = read_dev_numbers(root, dev).unwrap_or((0, 0));
         let rotational = flag("queue/rotational");
         let name = dev.as_str().to_owned();
         Self {

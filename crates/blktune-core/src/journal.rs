@@ -86,6 +86,16 @@ impl JournalEntry {
         current: Option<&BlockDevice>,
         boot_id: Option<&str>,
     ) -> Option<&'static str> {
+        self.stale_for(current.map(DeviceId::from), boot_id)
+    }
+
+    /// [`JournalEntry::stale_reason`] against the device's identity only
+    /// (what the tuner reads, instead of everything about the device).
+    pub fn stale_for(
+        &self,
+        current: Option<DeviceId>,
+        boot_id: Option<&str>,
+    ) -> Option<&'static str> {
         let Some(d) = current else {
             return Some("the device is gone");
         };
@@ -147,6 +157,25 @@ impl JournalEntry {
             n(now.read_ahead_kb).as_deref(),
         );
         out
+    }
+}
+
+/// Who a device is: its number and incarnation, what an entry is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceId {
+    pub major: u32,
+    pub minor: u32,
+    /// `None` on a kernel before 5.15.
+    pub diskseq: Option<u64>,
+}
+
+impl From<&BlockDevice> for DeviceId {
+    fn from(d: &BlockDevice) -> Self {
+        Self {
+            major: d.major,
+            minor: d.minor,
+            diskseq: d.diskseq,
+        }
     }
 }
 

@@ -1,12 +1,21 @@
 //! The one transaction of a change or a restore, under the device's lock:
 //! request -> validate -> journal -> write in kernel order -> read back ->
 //! rollback, then the revert policy for a restore.
+//!
+//! The device is read once, at the start ([`QueueSettings::read`]), and what
+//! was read is kept up to date instead of re-read: each write's read-back
+//! replaces the value written, and a write that changes other values as a
+//! side effect is followed by a read of exactly those (a scheduler switch
+//! resets `nr_requests` and every tunable, kernel `elevator_switch()`;
+//! writing `nr_requests` recomputes mq-deadline's `async_depth`,
+//! `dd_depth_updated()`). Only a failed step reads the device whole again,
+//! as it may have left anything behind.
 
 use super::diff::{add_requested_tunables, stored_otherwise};
 use super::{Kind, Outcome, Settings, Tuner, diff, hw_queue_depth, is_no_op, resolve, validate};
-use crate::device::{BlockDevice, QueueSettings};
+use crate::device::{QueueSettings, SchedulerState, read_dev_numbers};
 use crate::error::TuneError;
-use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry};
+use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
 use crate::os::{DeviceName, QueueAttr, SysRoot};
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -34,6 +43,7 @@ impl Tuner {
         {
             return Err(replaced(&dev, *seen, seq));
         }
+        // The one read of the device's settings; kept, never re-read (module doc).
         let before = QueueSettings::read(&self.root, &dev);
         let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
         if needs_scheduler
@@ -56,7 +66,11 @@ impl Tuner {
         }
         let checked;
         let want = if strict {
-            checked = validate(&dev, &before, hw_queue_depth(&self.root, &dev), want)?;
+            // The queue depth only limits nr_requests: read it only for that.
+            let depth = want
+                .nr_requests
+                .and_then(|_| hw_queue_depth(&self.root, &dev));
+            checked = validate(&dev, &before, depth, want)?;
             &checked
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
             return Err(TuneError::NoScheduler {
@@ -85,12 +99,13 @@ impl Tuner {
         if kind == Kind::Change
             && let Some(j) = &self.journal
         {
-            self.journal_original(j, &dev, &before)?;
+            self.journal_original(j, &dev, seq, &before)?;
         }
         let mut kernel_time = Duration::ZERO;
-        match self.write_all(&dev, seq, want, &mut kernel_time) {
+        let mut now = before.clone();
+        match self.write_all(&dev, seq, want, &mut now, &mut kernel_time) {
             Ok(()) => {
-                let after = QueueSettings::read(&self.root, &dev);
+                let after = now;
                 if kind == Kind::Restore {
                     self.settle_journal(&dev, &after);
                 }
@@ -110,8 +125,8 @@ impl Tuner {
                 // A rollback is a restore: the one policy decides whether the
                 // entry goes (an entry written for this change does; an older
                 // one whose original differs from `before` stays).
-                if restored {
-                    self.settle_journal(&dev, &QueueSettings::read(&self.root, &dev));
+                if let Some(now) = restored {
+                    self.settle_journal(&dev, &now);
                 }
                 Err(err)
             }
@@ -163,21 +178,28 @@ impl Tuner {
     /// Save the device's original settings before its first change.
     /// Returns whether a new entry was written. An entry left from an
     /// earlier incarnation of the device (another boot, another diskseq) is
-    /// replaced: it is not this device's original.
+    /// replaced: it is not this device's original. `seq` is the diskseq read
+    /// at the start of the change, `q` its settings.
     fn journal_original(
         &self,
         j: &Journal,
         dev: &DeviceName,
+        seq: Option<u64>,
         q: &QueueSettings,
     ) -> Result<bool, TuneError> {
-        let info = BlockDevice::read(&self.root, dev);
+        let (major, minor) = read_dev_numbers(&self.root, dev).unwrap_or((0, 0));
+        let id = DeviceId {
+            major,
+            minor,
+            diskseq: seq,
+        };
         let boot = boot_id(&self.root);
         let entry = JournalEntry {
             version: JOURNAL_VERSION,
             device: dev.to_string(),
-            major: info.major,
-            minor: info.minor,
-            diskseq: info.diskseq,
+            major,
+            minor,
+            diskseq: seq,
             boot_id: boot.clone(),
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -189,7 +211,7 @@ impl Tuner {
             source,
         };
         match j.load(dev.as_str()).map_err(err)? {
-            Some(old) if old.stale_reason(Some(&info), boot.as_deref()).is_none() => Ok(false),
+            Some(old) if old.stale_for(Some(id), boot.as_deref()).is_none() => Ok(false),
             // Stale (another boot, another diskseq): this device's original must be recorded.
             Some(_) => j.replace(&entry).map(|()| true).map_err(err),
             // An entry that is not trusted (a symlink, a forged owner, another
@@ -198,91 +220,98 @@ impl Tuner {
         }
     }
 
-    /// Write the scheduler, then (against fresh reads) tunables, nr_requests, read-ahead.
+    /// Write the scheduler, then tunables, nr_requests, read-ahead, each
+    /// only when `now` (the device as known: read once, then kept up to
+    /// date, see the module doc) does not have it yet. `now` follows every write.
     fn write_all(
         &self,
         dev: &DeviceName,
         seq: Option<u64>,
         want: &Settings,
+        now: &mut QueueSettings,
         kt: &mut Duration,
     ) -> Result<(), TuneError> {
-        let current = QueueSettings::read(&self.root, dev);
         if let Some(s) = &want.scheduler
-            && current.scheduler.as_ref().is_none_or(|c| &c.active != s)
+            && now.scheduler.as_ref().is_none_or(|c| &c.active != s)
         {
-            self.step(
-                dev,
-                &Step {
-                    attr: QueueAttr::Scheduler,
-                    value: s.clone(),
-                },
-                seq,
-                kt,
-            )?;
+            let step = Step {
+                attr: QueueAttr::Scheduler,
+                value: s.clone(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.scheduler = SchedulerState::parse(&got);
+            // The switch reset nr_requests and the tunables: read those.
+            now.nr_requests = self.read_number(dev, &QueueAttr::NrRequests);
+            now.tunables = QueueSettings::read_tunables(&self.root, dev);
         }
-        // Re-read: the switch reset nr_requests and the tunables.
-        let current = QueueSettings::read(&self.root, dev);
         for (name, value) in &want.tunables {
-            if current.tunables.get(name).map(|v| v.trim()) != Some(value.trim()) {
-                if !self
+            if now.tunables.get(name).map(|v| v.trim()) == Some(value.trim()) {
+                continue;
+            }
+            if !now.tunables.contains_key(name)
+                && !self
                     .root
                     .dev_attr_exists(dev, &format!("queue/iosched/{name}"))
-                {
-                    return Err(TuneError::UnknownTunable {
-                        dev: dev.to_string(),
-                        scheduler: current.active_label().into(),
-                        name: name.clone(),
-                        known: current.tunables.keys().cloned().collect(),
-                    });
-                }
-                self.step(
-                    dev,
-                    &Step {
-                        attr: QueueAttr::Tunable(name.clone()),
-                        value: value.trim().into(),
-                    },
-                    seq,
-                    kt,
-                )?;
+            {
+                return Err(TuneError::UnknownTunable {
+                    dev: dev.to_string(),
+                    scheduler: now.active_label().into(),
+                    name: name.clone(),
+                    known: now.tunables.keys().cloned().collect(),
+                });
             }
+            let step = Step {
+                attr: QueueAttr::Tunable(name.clone()),
+                value: value.trim().into(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.tunables.insert(name.clone(), got);
         }
         if let Some(n) = want.nr_requests
-            && current.nr_requests != Some(n)
+            && now.nr_requests != Some(n)
         {
-            self.step(
-                dev,
-                &Step {
-                    attr: QueueAttr::NrRequests,
-                    value: n.to_string(),
-                },
-                seq,
-                kt,
-            )?;
+            let step = Step {
+                attr: QueueAttr::NrRequests,
+                value: n.to_string(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.nr_requests = got.trim().parse().ok();
+            // mq-deadline's async_depth follows nr_requests: read the tunables.
+            if now.scheduler.is_some() {
+                now.tunables = QueueSettings::read_tunables(&self.root, dev);
+            }
         }
         if let Some(n) = want.read_ahead_kb
-            && current.read_ahead_kb != Some(n)
+            && now.read_ahead_kb != Some(n)
         {
-            self.step(
-                dev,
-                &Step {
-                    attr: QueueAttr::ReadAheadKb,
-                    value: n.to_string(),
-                },
-                seq,
-                kt,
-            )?;
+            let step = Step {
+                attr: QueueAttr::ReadAheadKb,
+                value: n.to_string(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.read_ahead_kb = got.trim().parse().ok();
         }
         Ok(())
     }
 
-    /// One write and its read-back.
+    /// A numeric queue attribute (`None`: unreadable).
+    fn read_number(&self, dev: &DeviceName, attr: &QueueAttr) -> Option<u64> {
+        self.root
+            .read_queue_attr(dev, attr)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// One write and its read-back, after checking the diskseq; returns
+    /// what the kernel read back. `now` is the device as known before it.
     fn step(
         &self,
         dev: &DeviceName,
         step: &Step,
         seq: Option<u64>,
+        now: &QueueSettings,
         kt: &mut Duration,
-    ) -> Result<(), TuneError> {
+    ) -> Result<String, TuneError> {
         // Never write to another device that took the name since the change
         // began (a loop device detached and re-attached: new diskseq).
         if let Some(seen) = seq {
@@ -315,7 +344,7 @@ impl Tuner {
             // `blk_mq_update_nr_requests`): say it, as no pre-check can know the depth.
             let source = if step.attr == QueueAttr::NrRequests
                 && source.raw_os_error() == Some(nix::libc::EINVAL)
-                && QueueSettings::read(&self.root, dev).active_label() == "none"
+                && now.active_label() == "none"
             {
                 io::Error::new(
                     source.kind(),
@@ -353,7 +382,7 @@ impl Tuner {
             })?;
         let ok = match &step.attr {
             QueueAttr::Scheduler => {
-                crate::device::SchedulerState::parse(&got).is_some_and(|s| s.active == step.value)
+                SchedulerState::parse(&got).is_some_and(|s| s.active == step.value)
             }
             // Some tunables are kept in jiffies and read back rounded; the
             // kernel accepted the write, so what it stored is the truth.
@@ -361,7 +390,7 @@ impl Tuner {
             _ => got.trim() == step.value,
         };
         if ok {
-            Ok(())
+            Ok(got)
         } else {
             Err(TuneError::ReadBack {
                 dev: dev.to_string(),
@@ -374,43 +403,47 @@ impl Tuner {
     }
 
     /// Put `before` back after a failed step and attach what happened to the
-    /// error. Also says whether the device is now as it was before.
+    /// error. Also returns the device's settings when it is now as it was
+    /// before (`None`: it is not, or it cannot be told).
     fn roll_back(
         &self,
         dev: &DeviceName,
         seq: Option<u64>,
         before: &QueueSettings,
         mut err: TuneError,
-    ) -> (TuneError, bool) {
+    ) -> (TuneError, Option<QueueSettings>) {
         if matches!(err, TuneError::Replaced { .. }) {
             // Its message says it already: nothing goes onto the new device.
-            return (err, false);
+            return (err, None);
         }
         let original = Settings::snapshot_of(before);
-        let now = QueueSettings::read(&self.root, dev);
         let (note, restored) = if !self.root.device_dir(dev).exists() {
-            (
-                "nothing to roll back: the device is gone".to_string(),
-                false,
-            )
+            ("nothing to roll back: the device is gone".to_string(), None)
         } else if let Some(s) = seq.filter(|s| read_diskseq(&self.root, dev) != Some(*s)) {
             (
                 format!(
                     "nothing rolled back: another device has the name now (diskseq {s}, now {})",
                     diskseq_text(read_diskseq(&self.root, dev))
                 ),
-                false,
+                None,
             )
-        } else if Settings::snapshot_of(&now) == original {
-            ("nothing was changed".to_string(), true)
         } else {
-            let mut kt = Duration::ZERO;
-            match self.write_all(dev, seq, &original, &mut kt) {
-                Ok(()) => ("rolled back to the previous settings".to_string(), true),
-                Err(e) => (
-                    format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
-                    false,
-                ),
+            // A failed step may have left anything behind: read it all.
+            let mut now = QueueSettings::read(&self.root, dev);
+            if Settings::snapshot_of(&now) == original {
+                ("nothing was changed".to_string(), Some(now))
+            } else {
+                let mut kt = Duration::ZERO;
+                match self.write_all(dev, seq, &original, &mut now, &mut kt) {
+                    Ok(()) => (
+                        "rolled back to the previous settings".to_string(),
+                        Some(now),
+                    ),
+                    Err(e) => (
+                        format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                        None,
+                    ),
+                }
             }
         };
         match &mut err {
