@@ -283,7 +283,13 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             }),
             udev_db: None,
         };
-        for line in shootout::export_winner(&root, &device, &winner, &to)?.lines() {
+        // A refused device keeps its own exit code (2 for bad input).
+        let written =
+            shootout::export_winner(&root, &device, &winner, &to).map_err(|e| match e {
+                blktune_core::export::ExportError::Tune(t) => anyhow::Error::from(t),
+                e => e.into(),
+            })?;
+        for line in written.lines() {
             eprintln!("blktune: {line}");
         }
     }

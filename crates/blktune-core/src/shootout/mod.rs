@@ -41,7 +41,7 @@ pub use verdict::{
 use crate::device::{BlockDevice, QueueSettings};
 use crate::diskstats;
 use crate::error::TuneError;
-use crate::export::{self, ExportItem, RenderOptions, UdevDb};
+use crate::export::{self, ExportError, ExportItem, RenderOptions, UdevDb};
 use crate::iostat::ExtStats;
 use crate::journal::Journal;
 use crate::load::{Load, LoadError, LoadOptions, LoadStats, Target};
@@ -219,7 +219,7 @@ pub fn export_winner(
     device: &str,
     winner: &Settings,
     to: &WinnerExport,
-) -> anyhow::Result<String> {
+) -> Result<String, ExportError> {
     let dev = tuner::resolve(root, device)?;
     let d = BlockDevice::read(root, &dev);
     // The live settings are the originals again: the winner replaces the
@@ -247,11 +247,13 @@ pub fn export_winner(
     };
     let r = export::render(&[item], &opts)?;
     if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
-        anyhow::bail!(
-            "{}: the rule matches on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
-            path.display(),
-            export::PERSISTENT_STORAGE_RULES
-        );
+        return Err(ExportError::BadPath {
+            path: path.display().to_string(),
+            why: format!(
+                "the rule matches on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
+                export::PERSISTENT_STORAGE_RULES
+            ),
+        });
     }
     export::write_rules(&path, &r.text, to.force)?;
     let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
