@@ -204,7 +204,7 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> Result<(), 
 }
 
 /// Create `path` for a stream of writes (a recording) and return it open.
-/// The rules are those of [`write`]: a new name is created exclusively and
+/// The rules are those of [`write()`]: a new name is created exclusively and
 /// without following symlinks; with `replace` only a regular file of ours is
 /// replaced, by a new file renamed over it (the old one is never truncated).
 pub fn create(path: &Path, mode: u32, replace: bool) -> Result<File, WriteError> {

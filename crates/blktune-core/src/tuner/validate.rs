@@ -8,7 +8,7 @@ use crate::os::{DeviceName, is_plausible_tunable_name};
 use crate::sched;
 
 /// Check a request against the device's current settings and its hardware
-/// queue depth (`hw_depth`, [`hw_queue_depth`]), without writing: every
+/// queue depth (`hw_depth`, [`crate::device::hw_queue_depth`]), without writing: every
 /// value through the scheduler catalogue ([`crate::sched`]), the one check
 /// the CLI, the TUI, export and the shoot-out share. `Ok` is the request to
 /// write, tunable values in plain decimal.
