@@ -305,6 +305,14 @@ fn export_writes_the_winner_as_a_rule_without_clobbering() {
     );
     assert!(text.contains("measured: blktune bench (passive)"), "{text}");
     assert!(stderr(&o).contains("apply with: sudo udevadm control --reload"));
+    assert!(
+        stderr(&o).contains(&format!(
+            "udevadm trigger --action=change /sys/class/block/{}",
+            lo.name()
+        )),
+        "only the device concerned: {}",
+        stderr(&o)
+    );
     assert_eq!(queue_state(lo.name()), before);
     // The file is there now: refused without --force, replaced with it.
     std::fs::write(&rules, "old\n").unwrap();

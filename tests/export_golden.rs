@@ -89,6 +89,7 @@ impl Host {
             output: None,
             host_devices: self.devices.clone(),
             host_udev_env: self.db.properties_of(&self.devices),
+            tuned_include: None,
         }
     }
 }

@@ -174,7 +174,10 @@ fn record_stops_cleanly_on_sigterm_and_records_outside_changes() {
     let rec = Recording::open(&file).unwrap();
     assert!(rec.notes.is_empty(), "{:?}", rec.notes);
     assert_eq!(rec.end().unwrap().reason, "signal");
-    assert!(matches!(rec.records.last(), Some(Record::End(_))));
+    assert!(matches!(
+        rec.records().unwrap().last(),
+        Some(Record::End(_))
+    ));
     let changes: Vec<_> = rec.changes().collect();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].label, "mq-deadline→kyber");
@@ -265,4 +268,56 @@ fn replay_without_summary_says_where_the_viewer_will_be_and_checks_start() {
     let o = f.cmd(&["replay", demo, "--speed", "0"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("out of range"), "{}", stderr(&o));
+}
+
+/// Issue 15: `-` is standard output for `record` and standard input for
+/// `replay --summary`, so `record - | replay - --summary` works; the
+/// full-screen replay, which reads its file twice, refuses `-` in one line.
+#[test]
+fn a_dash_records_to_stdout_and_replays_from_stdin() {
+    let f = Fixture::new();
+    let rec = f
+        .cmd(&["record", "-", "-i", "100ms", "-d", "300ms"])
+        .current_dir(f.dir.path())
+        .output()
+        .unwrap();
+    assert!(rec.status.success(), "{}", stderr(&rec));
+    assert!(!f.path("-").exists(), "no file named '-'");
+    let ndjson = stdout(&rec);
+    assert!(ndjson.starts_with("{\"type\":\"header\""), "{ndjson}");
+    assert!(
+        !ndjson.contains("recording to"),
+        "messages stay out of the stream"
+    );
+    assert!(
+        stderr(&rec).contains("recording to standard output"),
+        "{}",
+        stderr(&rec)
+    );
+
+    let mut replay = f
+        .cmd(&["replay", "-", "--summary"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    replay
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(ndjson.as_bytes())
+        .unwrap();
+    let o = replay.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("device    sda"), "{}", stdout(&o));
+
+    let o = f
+        .cmd(&["replay", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }

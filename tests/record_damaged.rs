@@ -27,7 +27,7 @@ fn a_cut_off_last_line_is_dropped_with_a_note() {
     );
     assert!(cut.notes.iter().any(|m| m.contains("no end record")));
     // Everything before is intact and plays.
-    assert_eq!(Player::new(cut).count(), STEPS - 1);
+    assert_eq!(Player::new(cut).unwrap().count(), STEPS - 1);
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn a_corrupt_line_in_the_middle_is_skipped_and_named() {
     );
     assert!(rec.end().is_some());
     // The interval after the gap is simply longer; rates stay right.
-    let frames: Vec<_> = Player::new(rec).collect();
+    let frames: Vec<_> = Player::new(rec).unwrap().collect();
     let warned: Vec<_> = frames
         .iter()
         .filter(|f| !f.snapshot.warnings.is_empty())
@@ -132,11 +132,11 @@ fn a_recording_from_another_host_plays_and_says_so() {
     let rec = open(&s.file);
     assert!(rec.notes.is_empty());
     assert!(rec.is_from_other_host("testhost"));
-    let sum = summarize(&rec, Some("testhost"));
+    let sum = summarize(&rec, Some("testhost")).unwrap();
     assert!(sum.other_host);
     assert!(
         sum.to_text()
             .contains("db-7, Linux 6.18.0-test (recorded on another host)")
     );
-    assert_eq!(Player::new(rec).count(), STEPS);
+    assert_eq!(Player::new(rec).unwrap().count(), STEPS);
 }

@@ -25,7 +25,7 @@ fn replay_reproduces_the_live_rates_settings_and_marks() {
     assert_eq!(rec.header.devices.len(), 2);
     assert_eq!(rec.end().unwrap().reason, "stopped");
 
-    let frames: Vec<_> = Player::new(Arc::clone(&rec)).collect();
+    let frames: Vec<_> = Player::new(Arc::clone(&rec)).unwrap().collect();
     assert_eq!(frames.len(), s.live.len());
     let mut marks = Vec::new();
     for (f, l) in frames.iter().zip(&s.live) {
@@ -94,7 +94,7 @@ fn replay_reproduces_the_live_rates_settings_and_marks() {
 fn seeking_back_rebuilds_the_same_frames() {
     let s = record_session("seek.ndjson", &[]);
     let rec = open(&s.file);
-    let mut p = Player::new(Arc::clone(&rec));
+    let mut p = Player::new(Arc::clone(&rec)).unwrap();
     let first = p.advance_to(6.0);
     assert_eq!(p.position(), first.last().unwrap().snapshot.t);
     assert!(first.iter().all(|f| f.snapshot.t <= 6.0));
@@ -120,8 +120,8 @@ fn only_named_devices_and_their_partitions_are_recorded() {
     assert_eq!(rec.header.only.as_deref(), Some(&["sda".to_string()][..]));
     let names: Vec<_> = rec.header.devices.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["sda"]);
-    for r in &rec.records {
-        if let Record::Sample(smp) = r {
+    for r in rec.records().unwrap() {
+        if let Record::Sample(smp) = &r {
             let keys: Vec<_> = smp.disks.keys().map(String::as_str).collect();
             assert_eq!(keys, ["sda", "sda1"]);
         }
@@ -155,7 +155,7 @@ fn an_existing_file_is_never_truncated_without_force() {
 fn summary_compares_before_and_after_each_change() {
     let s = record_session("summary.ndjson", &[]);
     let rec = open(&s.file);
-    let sum = summarize(&rec, Some("testhost"));
+    let sum = summarize(&rec, Some("testhost")).unwrap();
     assert!(!sum.other_host);
     assert_eq!(sum.samples, STEPS);
     assert_eq!(sum.changes.len(), 2);
@@ -198,8 +198,8 @@ fn gzip_recordings_read_back_like_plain_ones() {
         }),
         r => r.clone(),
     };
-    let ra: Vec<_> = a.records.iter().map(strip).collect();
-    let rb: Vec<_> = b.records.iter().map(strip).collect();
+    let ra: Vec<_> = a.records().unwrap().map(|r| strip(&r)).collect();
+    let rb: Vec<_> = b.records().unwrap().map(|r| strip(&r)).collect();
     assert_eq!(ra, rb);
 }
 
@@ -268,4 +268,56 @@ fn a_gzip_file_whose_writer_died_still_yields_its_prefix() {
     }
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert_eq!(seen.last(), Some(&10));
+}
+
+#[test]
+fn a_jump_returns_a_bounded_batch_and_keeps_the_marks_of_frames_left_out() {
+    use blktune_core::record::MAX_BATCH_STATS;
+    use std::fmt::Write as _;
+    const DISKS: usize = 3000;
+    const SAMPLES: usize = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.ndjson");
+    let mut text = String::from(
+        r#"{"type":"header","version":1,"tool":"blktune 0.1.0","started_wall":1767323045.0,"started":"2026-01-02T03:04:05Z","interval_s":1.0,"host":{"hostname":"h","kernel":"6.18.0","uptime_s":100.0},"devices":[{"name":"d0","major":8,"minor":0,"kind":"ssd","size_bytes":1000000}]}"#,
+    );
+    text.push('\n');
+    for i in 0..SAMPLES {
+        if i == 1 {
+            text.push_str(r#"{"type":"change","t":0.5,"device":"d0","label":"none→kyber","source":"observed","before":{"scheduler":"none","tunables":[]},"after":{"scheduler":"kyber","tunables":[]}}"#);
+            text.push('\n');
+        }
+        write!(
+            text,
+            r#"{{"type":"sample","t":{i},"wall":{},"disks":{{"#,
+            1.7e9 + i as f64
+        )
+        .unwrap();
+        for d in 0..DISKS {
+            let sep = if d > 0 { "," } else { "" };
+            write!(text, r#"{sep}"d{d}":[{i},0,{i},{i},0,0,0,0,0,{i},{i}]"#).unwrap();
+        }
+        text.push_str("}}\n");
+    }
+    std::fs::write(&path, text).unwrap();
+    let rec = open(&path);
+    assert_eq!(rec.samples(), SAMPLES);
+    let want = MAX_BATCH_STATS / DISKS;
+    for jump in ["advance", "seek"] {
+        let mut p = Player::new(Arc::clone(&rec)).unwrap();
+        let got = match jump {
+            "advance" => p.advance_to(f64::INFINITY),
+            _ => p.seek_window(f64::INFINITY, f64::INFINITY),
+        };
+        assert_eq!(got.len(), want, "{jump}");
+        assert_eq!(got.last().unwrap().snapshot.t, (SAMPLES - 1) as f64);
+        let marks: Vec<_> = got.iter().flat_map(|f| &f.marks).collect();
+        assert_eq!(marks.len(), 1, "{jump}");
+        assert_eq!(
+            got[0].marks.len(),
+            1,
+            "{jump}: the mark comes with the first frame"
+        );
+        assert!(p.at_end());
+    }
 }

@@ -32,7 +32,7 @@ fn the_demo_is_a_clean_recording_with_a_kyber_switch() {
     assert_eq!(changes[0].source, ChangeSource::Observed);
     // Under load all the way: every frame after the first has figures.
     let dev = &rec.header.devices[0].name;
-    let frames: Vec<_> = Player::new(Arc::clone(&rec)).collect();
+    let frames: Vec<_> = Player::new(Arc::clone(&rec)).unwrap().collect();
     assert!(
         frames[1..]
             .iter()

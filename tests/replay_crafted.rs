@@ -205,3 +205,35 @@ fn a_file_of_junk_is_one_line_and_exit_1() {
         err(&o)
     );
 }
+
+#[test]
+fn the_full_screen_replay_refuses_a_pipe_it_would_have_to_read_twice() {
+    if !require_tool("the_full_screen_replay_refuses_a_pipe", "mkfifo") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("rec.fifo");
+    let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    // No writer: a reader that opened it would wait for ever.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("replay")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("replay blocked on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    calm(&o, 1);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("is not a regular file"), "{}", err(&o));
+    assert!(err(&o).contains("--summary reads it once"), "{}", err(&o));
+}

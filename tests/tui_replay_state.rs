@@ -45,12 +45,12 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn replay_gives_the_summary_marks_and_before_after() {
     let rec = asset();
-    let summary = summarize(&rec, None);
+    let summary = summarize(&rec, None).unwrap();
     assert!(summary.changes.len() >= 2, "{:?}", summary.changes.len());
     let t0 = Instant::now();
     let mut app = replay_app(&rec, 0.0, 1.0);
     assert_eq!(app.mode(), Mode::Replay);
-    let mut src = ReplaySource::new(Arc::clone(&rec), 0.0, 1.0, t0);
+    let mut src = ReplaySource::new(Arc::clone(&rec), 0.0, 1.0, t0).unwrap();
     feed(&mut app, src.begin(t0));
     // Play to the end in a few big steps (the clock runs at x1).
     for s in [10.0, 45.0, 80.0, 200.0] {
@@ -104,7 +104,7 @@ fn seeking_back_resets_and_keeps_earlier_marks_only() {
     let first = rec.changes().next().unwrap().t;
     let t0 = Instant::now();
     let mut app = replay_app(&rec, 0.0, 1.0);
-    let mut src = ReplaySource::new(Arc::clone(&rec), 0.0, 1.0, t0);
+    let mut src = ReplaySource::new(Arc::clone(&rec), 0.0, 1.0, t0).unwrap();
     feed(&mut app, src.begin(t0));
     let t = t0 + Duration::from_secs_f64(first + 5.0);
     feed(&mut app, src.step(t));
@@ -150,7 +150,7 @@ fn start_offset_feeds_history_up_to_it() {
     let t0 = Instant::now();
     let start = first.t + 10.0;
     let mut app = replay_app(&rec, start, 4.0);
-    let mut src = ReplaySource::new(Arc::clone(&rec), start, 4.0, t0);
+    let mut src = ReplaySource::new(Arc::clone(&rec), start, 4.0, t0).unwrap();
     feed(&mut app, src.begin(t0));
     assert!(close(app.replay.clone().unwrap().at, start));
     assert_eq!(app.selected.as_deref(), Some(first.device.as_str()));
@@ -160,7 +160,7 @@ fn start_offset_feeds_history_up_to_it() {
 
 #[test]
 fn live_recorder_never_overwrites_and_records_what_it_is_given() {
-    use blktune::tui::live_record::{LiveRecorder, RecordEvent};
+    use blktune::tui::worker::recorder::{LiveRecorder, RecordEvent};
     use blktune_core::sampler::Sampler;
     let m = tui_fixture::Machine::three();
     let mut sampler = Sampler::new(m.tree.root()).unwrap();
@@ -201,7 +201,7 @@ fn replay_screen_at_80x24_has_position_marker_and_panel() {
     let t0 = Instant::now();
     let start = first + 15.0;
     let mut app = replay_app(&rec, start, 1.0);
-    let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0);
+    let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0).unwrap();
     feed(&mut app, src.begin(t0));
     let screen = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));
     let at = start.round() as u64;
@@ -218,4 +218,99 @@ fn replay_screen_at_80x24_has_position_marker_and_panel() {
         screen.contains("-10s") && !screen.contains("sched  n nr"),
         "{screen}"
     );
+}
+
+#[test]
+fn the_replay_worker_never_panics_on_negative_or_huge_times() {
+    use blktune::tui::source::Control;
+    use std::sync::mpsc;
+    // Negative, far-out-of-range and extreme-but-valid times: the reader
+    // skips the first two kinds, the worker plays what is left.
+    let header = r#"{"type":"header","version":1,"tool":"blktune 0.1.0","started_wall":1767323045.0,"started":"2026-01-02T03:04:05Z","interval_s":1.0,"host":{"hostname":"h","kernel":"6.18.0","uptime_s":100.0},"devices":[{"name":"sda","major":8,"minor":0,"kind":"ssd","size_bytes":1000000}]}"#;
+    let sample = |t: &str, wall: &str, n: u64| {
+        format!(
+            r#"{{"type":"sample","t":{t},"wall":{wall},"disks":{{"sda":[{n},0,{},{n},0,0,0,0,0,{n},{n}]}}}}"#,
+            n * 8
+        )
+    };
+    let change = |t: &str| {
+        format!(
+            r#"{{"type":"change","t":{t},"device":"sda","label":"none→kyber","source":"observed","before":{{"scheduler":"none","tunables":[]}},"after":{{"scheduler":"kyber","tunables":[]}}}}"#
+        )
+    };
+    let lines = [
+        header.to_owned(),
+        sample("-30.0", "1767323015.0", 1),
+        sample("-1e300", "1767323016.0", 2),
+        sample("1.0", "1767323046.0", 3),
+        change("-5.0"),
+        change("1e300"),
+        sample("2.0", "1e300", 4),
+        sample("1e300", "1767323047.0", 5),
+        sample("3.0", "-1767323048.0", 6),
+        sample("4.0", "1767323049.0", 7),
+        change("4.5"),
+        // The latest time a recording may have: 30 years in.
+        sample("1e9", "1767323050.0", 8),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("times.ndjson");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let rec = Arc::new(Recording::open(&path).unwrap());
+    assert_eq!(rec.samples(), 3, "{:?}", rec.notes);
+    assert_eq!(rec.duration(), 1e9);
+    assert!(
+        rec.notes
+            .iter()
+            .any(|n| n.contains("t -30.0 is out of range")),
+        "{:?}",
+        rec.notes
+    );
+
+    let (feed_tx, feed_rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let handle = ReplaySource::new(Arc::clone(&rec), 0.0, 64.0, Instant::now())
+        .unwrap()
+        .spawn(feed_tx, ctl_rx)
+        .unwrap();
+    for c in [
+        Control::Seek(-1e12),
+        Control::Seek(1e12),
+        Control::Pause(false),
+        Control::Seek(-f64::MAX),
+        Control::Seek(f64::MAX),
+        Control::Speed(64.0),
+        Control::Seek(-10.0),
+        Control::Pause(true),
+        Control::Pause(false),
+    ] {
+        ctl_tx.send(c).unwrap();
+    }
+    // Wait until the worker has taken every control and reached the end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut positions = Vec::new();
+    let mut frames = 0;
+    loop {
+        match feed_rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(Feed::Position(p)) => {
+                let ended = p.ended;
+                positions.push(p);
+                if ended && positions.len() > 3 {
+                    break;
+                }
+            }
+            Ok(Feed::Snapshot(_)) => frames += 1,
+            Ok(Feed::Error(e)) => panic!("{e}"),
+            Ok(_) => {}
+            Err(_) => assert!(Instant::now() < deadline, "{positions:?}"),
+        }
+    }
+    ctl_tx.send(Control::Stop).unwrap();
+    drop(feed_rx);
+    handle.join().expect("the replay worker panicked");
+    assert!(frames >= 3, "{frames}");
+    for p in &positions {
+        assert!(p.at.is_finite() && (0.0..=1e9).contains(&p.at), "{p:?}");
+        assert_eq!(p.total, 1e9);
+    }
 }

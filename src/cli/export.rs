@@ -90,11 +90,14 @@ pub struct ExportArgs {
 
     /// Instead of exporting: show which lines of a rules FILE match each device
     /// of this machine (for ACTION add and change) and what they would set.
+    /// Without FILE: every rules file of udev's search path (/etc, /run,
+    /// /usr/lib, /lib udev/rules.d, in udev's order), naming the later files
+    /// that undo blktune's settings, and tuned if it overrides them.
     /// Exit code 3 when it finds problems (a line udev ignores, nr_requests or
     /// a tunable written before a scheduler switch, a rule that also hits
-    /// partitions), 1 when the file cannot be read.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
-    pub check: Option<PathBuf>,
+    /// partitions, a later file undoing blktune's rule), 1 when the file cannot be read.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
+    pub check: Option<Option<PathBuf>>,
 
     /// With --check: print JSON.
     #[arg(long, requires = "check")]
@@ -104,6 +107,27 @@ pub struct ExportArgs {
     /// none with another --sysfs-root (the real one describes other devices).
     #[arg(long, value_name = "DIR")]
     pub udev_db: Option<PathBuf>,
+
+    /// Root of the udev and tuned configuration: <DIR>/etc/udev/rules.d,
+    /// <DIR>/etc/tuned/active_profile, ... (tests use a fake tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub config_root: PathBuf,
+}
+
+impl ExportArgs {
+    /// tuned's configuration directory under --config-root.
+    fn tuned_dir(&self) -> PathBuf {
+        self.config_root.join("etc/tuned")
+    }
+}
+
+/// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
+/// names separated by blanks are merged by tuned); `None` when tuned has none.
+pub fn active_tuned_profile(tuned_dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(tuned_dir.join("active_profile"))
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
 }
 
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
@@ -132,8 +156,10 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
     };
-    if let Some(file) = &a.check {
-        return run_check(&root, &db, file, a.json, out);
+    match &a.check {
+        Some(Some(file)) => return run_check(&root, &db, file, a.json, out),
+        Some(None) => return run_check_search_path(&root, &db, a, out),
+        None => {}
     }
     let names = if a.devices.is_empty() {
         journal_devices(&root)?
@@ -147,8 +173,16 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         read_ahead_kb: a.read_ahead_kb,
     };
     let mut items = Vec::new();
+    let mut notes = Vec::new();
     for name in &names {
         let dev = tuner::resolve(&root, name)?;
+        if let Some(zoned) = zoned_model(&root, &dev) {
+            return Err(UsageError(format!(
+                "'{name}' is a zoned device (queue/zoned {zoned}): blktune leaves its scheduler alone (zoned writes need the kernel's default ordering)"
+            ))
+            .into());
+        }
+        notes.extend(multipath_note(&root, &dev));
         let d = BlockDevice::read(&root, &dev);
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);
@@ -165,6 +199,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         output: a.output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
+        tuned_include: active_tuned_profile(&a.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format) {
@@ -183,6 +218,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             );
         }
     }
+    print_warnings(&notes);
     let Some(path) = &a.output else {
         print_warnings(&r.warnings);
         out.text(&r.text)?;
@@ -193,16 +229,54 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     print_warnings(&r.warnings);
     match a.format {
         Format::Udev => out.line(&format!(
-            "wrote {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
-            path.display()
+            "wrote {}; apply with: sudo udevadm control --reload && {}",
+            path.display(),
+            export::trigger_command(&r.trigger)
         ))?,
         Format::Script => out.line(&format!(
             "wrote {}; run it with: sudo sh {}",
             path.display(),
             path.display()
         ))?,
+        Format::Tuned => out.line(&format!(
+            "wrote {}; install with: sudo install -D -m 0644 {} /etc/tuned/{p}/tuned.conf && sudo tuned-adm profile {p}",
+            path.display(),
+            path.display(),
+            p = export::tuned::PROFILE_NAME
+        ))?,
     }
     Ok(0)
+}
+
+/// `host-managed` or `host-aware` for a zoned device (`queue/zoned`, kernel
+/// `Documentation/ABI/stable/sysfs-block`); `None` for `none` or no such file.
+fn zoned_model(
+    root: &blktune_core::os::SysRoot,
+    dev: &blktune_core::os::DeviceName,
+) -> Option<String> {
+    root.read_dev_attr(dev, "queue/zoned")
+        .ok()
+        .filter(|z| !z.is_empty() && z != "none")
+}
+
+/// A warning when `dev` is a path of a dm-multipath device (a holder whose
+/// `dm/uuid` starts with `mpath-`): I/O is queued and scheduled on the dm
+/// device, so a rule for the path changes little.
+fn multipath_note(
+    root: &blktune_core::os::SysRoot,
+    dev: &blktune_core::os::DeviceName,
+) -> Option<String> {
+    let holders = root.list_dev_dir(dev, "holders").unwrap_or_default();
+    let mpath = holders.iter().find(|h| {
+        blktune_core::os::is_plausible_device_name(h)
+            && root
+                .read_dev_attr(dev, &format!("holders/{h}/dm/uuid"))
+                .is_ok_and(|u| u.starts_with("mpath-"))
+    })?;
+    Some(format!(
+        "'{dev}' is a path of the multipath device {mpath}: only {mpath}'s scheduler matters; export {mpath} instead",
+        dev = dev.as_str()
+    ))
 }
 
 /// The render warnings, one `blktune: warning:` line each on stderr.
@@ -234,6 +308,31 @@ fn journal_devices(root: &blktune_core::os::SysRoot) -> anyhow::Result<Vec<Strin
         .into());
     }
     Ok(names)
+}
+
+/// Run `blktune export --check` without a FILE: the whole udev search path.
+fn run_check_search_path(
+    root: &blktune_core::os::SysRoot,
+    db: &UdevDb,
+    a: &ExportArgs,
+    out: &mut Out,
+) -> anyhow::Result<i32> {
+    use blktune_core::export::check::search;
+    let devices = device::discover(root)
+        .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
+    let mut report = search::check_search_path(&a.config_root, root, db, &devices);
+    let profile_dirs = [a.tuned_dir(), a.config_root.join("usr/lib/tuned")];
+    report.tuned = search::tuned_warning(&a.tuned_dir(), &profile_dirs);
+    if a.json {
+        out.line(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.text(&search::render_search_text(&report))?;
+    }
+    Ok(if report.problem_count() == 0 {
+        0
+    } else {
+        export::check::EXIT_PROBLEMS
+    })
 }
 
 /// Run `blktune export --check FILE`.

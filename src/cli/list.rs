@@ -1,23 +1,86 @@
 //! `blktune list`: the devices and their queue settings.
 
-use super::{Global, Out};
+use super::metrics;
+use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
+use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Output format of `blktune list`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    /// A table for people.
+    #[default]
+    Table,
+    /// An array of objects (the same as --json).
+    Json,
+    /// OpenMetrics text for node_exporter's textfile collector.
+    Openmetrics,
+}
 
 /// Arguments of `blktune list`.
 #[derive(Debug, Default, clap::Args)]
 pub struct ListArgs {
-    /// Print JSON (an array of objects) instead of a table.
-    #[arg(long)]
+    /// Print JSON (an array of objects) instead of a table (= --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+
+    /// table, json, or openmetrics (node_exporter textfile collector).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ListFormat>,
+
+    /// With --format openmetrics: write FILE atomically (for the textfile
+    /// collector's directory) instead of standard output. Only a regular file
+    /// is replaced.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Also list partitions, devices without a queue and empty devices
     /// (unattached loop devices).
     #[arg(long)]
     pub all: bool,
+
+    /// The udev database (ID_WWN, ID_SERIAL, by-id links); default
+    /// /run/udev/data, none with another --sysfs-root.
+    #[arg(long, value_name = "DIR")]
+    pub udev_db: Option<PathBuf>,
+}
+
+impl ListArgs {
+    /// The chosen format (`--json` is `--format json`).
+    pub fn format(&self) -> ListFormat {
+        if self.json {
+            ListFormat::Json
+        } else {
+            self.format.unwrap_or_default()
+        }
+    }
+}
+
+/// Where /dev/disk/by-id is scanned when the udev database names no links.
+const BY_ID_DIR: &str = "/dev/disk/by-id";
+
+/// The stable ids of every device: udev database first, sysfs after; the
+/// by-id links of the live host are scanned when the database has none.
+pub fn stable_ids(
+    root: &SysRoot,
+    db: &UdevDb,
+    devs: &[BlockDevice],
+) -> BTreeMap<String, StableIds> {
+    devs.iter()
+        .map(|d| {
+            let env = db.properties(d.major, d.minor);
+            let mut links = db.links(d.major, d.minor);
+            if links.is_empty() && root.is_live() {
+                links = scan_by_id(Path::new(BY_ID_DIR), &d.name);
+            }
+            (d.name.clone(), StableIds::of(d, &env, &links))
+        })
+        .collect()
 }
 
 /// One device in `blktune list --json`. Stable keys; documented in the README.
@@ -29,6 +92,12 @@ pub struct ListEntry<'a> {
     pub kind: &'a str,
     pub model: Option<String>,
     pub serial: Option<&'a str>,
+    /// ID_WWN_WITH_EXTENSION, else ID_WWN (udev database), else sysfs `wwid`.
+    pub wwn: Option<String>,
+    /// ID_SERIAL from the udev database.
+    pub id_serial: Option<String>,
+    /// The device's /dev/disk/by-id/ link (`wwn-` preferred).
+    pub by_id: Option<String>,
     pub size_bytes: u64,
     pub rotational: bool,
     pub removable: bool,
@@ -69,6 +138,19 @@ impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
     }
 }
 
+impl<'a> ListEntry<'a> {
+    /// The entry of `d` with its stable ids.
+    pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>) -> Self {
+        let ids = ids.cloned().unwrap_or_default();
+        Self {
+            wwn: ids.wwn,
+            id_serial: ids.id_serial,
+            by_id: ids.by_id,
+            ..Self::from(d)
+        }
+    }
+}
+
 impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
     fn from(d: &'a BlockDevice) -> Self {
         let model = d.model_label();
@@ -78,6 +160,9 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             kind: d.kind.label(),
             model: (!model.is_empty()).then_some(model),
             serial: d.serial.as_deref(),
+            wwn: d.wwid.clone(),
+            id_serial: None,
+            by_id: None,
             size_bytes: d.size_bytes,
             rotational: d.rotational,
             removable: d.removable,
@@ -214,23 +299,59 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
 
 /// Run `blktune list`.
 pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let format = a.format();
+    if a.output.is_some() && format != ListFormat::Openmetrics {
+        return Err(UsageError(
+            "-o FILE goes with --format openmetrics (redirect the table or JSON instead)".into(),
+        )
+        .into());
+    }
     let root = g.root();
     let devs = device::discover(&root)
         .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
-    if a.json {
-        let entries: Vec<ListEntry> = devs
-            .iter()
-            .filter(|d| a.all || shown_by_default(d))
-            .map(ListEntry::from)
-            .collect();
-        out.line(&serde_json::to_string_pretty(&entries)?)?;
-    } else {
-        let part_sizes = if a.all {
-            partition_sizes(&root, &devs)
-        } else {
-            BTreeMap::new()
-        };
-        out.text(&table(&devs, a.all, &part_sizes))?;
+    let db = match &a.udev_db {
+        Some(dir) => UdevDb::new(dir),
+        None if root.is_live() => UdevDb::default(),
+        None => UdevDb::none(),
+    };
+    let shown: Vec<&BlockDevice> = devs
+        .iter()
+        .filter(|d| a.all || shown_by_default(d))
+        .collect();
+    match format {
+        ListFormat::Json => {
+            let ids = stable_ids(&root, &db, &devs);
+            let entries: Vec<ListEntry> = shown
+                .iter()
+                .map(|d| ListEntry::with_ids(d, ids.get(&d.name)))
+                .collect();
+            out.line(&serde_json::to_string_pretty(&entries)?)?;
+        }
+        ListFormat::Openmetrics => {
+            let ids = stable_ids(&root, &db, &devs);
+            let env: BTreeMap<String, BTreeMap<String, String>> = devs
+                .iter()
+                .map(|d| (d.name.clone(), db.properties(d.major, d.minor)))
+                .collect();
+            let text = metrics::render(&metrics::Snapshot {
+                devices: &shown,
+                ids: &ids,
+                udev_env: &env,
+                latency: &[],
+            });
+            match &a.output {
+                Some(path) => metrics::write_atomically(path, &text)?,
+                None => out.text(&text)?,
+            }
+        }
+        ListFormat::Table => {
+            let part_sizes = if a.all {
+                partition_sizes(&root, &devs)
+            } else {
+                BTreeMap::new()
+            };
+            out.text(&table(&devs, a.all, &part_sizes))?;
+        }
     }
     Ok(0)
 }

@@ -3,7 +3,7 @@
 
 use super::{Global, Out, UsageError, parse_interval};
 use anyhow::Context;
-use blktune_core::record::{RecordError, RecordOptions, Recorder};
+use blktune_core::record::{RecordError, RecordOptions, Recorder, is_stdio};
 use blktune_core::sampler::Sampler;
 use blktune_core::units::{format_duration, parse_duration};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -18,7 +18,8 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// Arguments of `blktune record`.
 #[derive(Debug, clap::Args)]
 pub struct RecordArgs {
-    /// File to write: NDJSON, gzip-compressed when the name ends in .gz.
+    /// File to write: NDJSON, gzip-compressed when the name ends in .gz;
+    /// `-` writes NDJSON to standard output (messages then go to stderr).
     pub file: PathBuf,
 
     /// Sample interval: 250ms, 1s, 2 (seconds); 100ms to 1h.
@@ -45,6 +46,16 @@ fn classify(e: RecordError) -> anyhow::Error {
         }
         e => e.into(),
     }
+}
+
+/// One line on stderr, escaped; a closed stderr is ignored (never a panic).
+fn eprintln_quiet(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{}",
+        blktune_core::text::printable_lines(line)
+    );
 }
 
 /// Run `blktune record`.
@@ -85,10 +96,23 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     let mut rec =
         Recorder::create(&a.file, &root, sampler.devices(), 0.0, &opts).map_err(classify)?;
-    // Progress lines are informational: a closed stdout must not stop the recording.
-    let _ = out.line(&format!(
-        "recording to {} every {}{}; stop with Ctrl-C",
-        a.file.display(),
+    let to_stdout = is_stdio(&a.file);
+    // Progress lines are informational: a closed stdout must not stop the
+    // recording. When the recording itself is standard output, they go to stderr.
+    let mut say = |line: &str| {
+        if to_stdout {
+            eprintln_quiet(line);
+        } else {
+            let _ = out.line(line);
+        }
+    };
+    let shown = if to_stdout {
+        "standard output".to_string()
+    } else {
+        a.file.display().to_string()
+    };
+    say(&format!(
+        "recording to {shown} every {}{}; stop with Ctrl-C",
         format_duration(a.interval),
         a.duration
             .map_or(String::new(), |d| format!(" for {}", format_duration(d)))
@@ -118,13 +142,10 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
         rec.snapshot(&snap)?;
     };
-    let path = rec.path().to_owned();
     let stats = rec.finish(reason)?;
-    let _ = out.line(&format!(
+    say(&format!(
         "wrote {} samples and {} change(s) to {}",
-        stats.samples,
-        stats.changes,
-        path.display()
+        stats.samples, stats.changes, shown
     ));
     Ok(0)
 }

@@ -4,7 +4,7 @@
 
 use super::{Global, Out, UsageError};
 use blktune_core::host::HostInfo;
-use blktune_core::record::{Recording, summarize};
+use blktune_core::record::{Recording, is_stdio, summarize_file};
 use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration};
 use std::io::IsTerminal;
@@ -15,7 +15,8 @@ use std::time::Duration;
 /// Arguments of `blktune replay`.
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
-    /// A recording made by `blktune record` (plain or .gz).
+    /// A recording made by `blktune record` (plain or .gz); `-` reads standard
+    /// input (with --summary: the full-screen replay reads a file twice).
     pub file: PathBuf,
 
     /// Print a summary (devices, changes, before/after figures) instead of playing.
@@ -50,25 +51,12 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
 
 /// Run `blktune replay`.
 pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let rec = Arc::new(Recording::open(&a.file)?);
-    // Notes (cut-off end, skipped lines) go to stderr, one line each.
-    for n in &rec.notes {
-        eprintln!("blktune: note: {}", printable(n));
-    }
-    if let Some(start) = a.start
-        && start.as_secs_f64() > rec.duration()
-    {
-        return Err(UsageError(format!(
-            "--start '{}' is past the end of '{}' ({} long)",
-            format_duration(start),
-            a.file.display(),
-            format_duration(Duration::try_from_secs_f64(rec.duration()).unwrap_or_default())
-        ))
-        .into());
-    }
     if a.summary {
+        // One pass over the file (a pipe works), in bounded memory.
         let local = HostInfo::read(&g.root()).hostname;
-        let s = summarize(&rec, (!local.is_empty()).then_some(local.as_str()));
+        let (rec, s) = summarize_file(&a.file, (!local.is_empty()).then_some(local.as_str()))?;
+        print_notes(&rec);
+        check_start(a, &rec)?;
         if a.json {
             out.line(&serde_json::to_string_pretty(&s)?)?;
         } else {
@@ -76,6 +64,24 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
+    // The full-screen replay reads the file again as it plays and seeks:
+    // a pipe would be used up by the first read.
+    if is_stdio(&a.file) {
+        return Err(UsageError(
+            "'-' (standard input) can be read only once, but the full-screen replay reads its file more than once: save it to a file first, or use --summary".into(),
+        )
+        .into());
+    }
+    if std::fs::metadata(&a.file).is_ok_and(|m| !m.is_file()) {
+        return Err(UsageError(format!(
+            "'{}' is not a regular file: the full-screen replay reads it more than once; save it to a file first (--summary reads it once)",
+            a.file.display()
+        ))
+        .into());
+    }
+    let rec = Arc::new(Recording::open(&a.file)?);
+    print_notes(&rec);
+    check_start(a, &rec)?;
     if rec.samples() == 0 {
         return Err(anyhow::anyhow!(
             "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
@@ -92,6 +98,28 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     let start = a.start.map_or(0.0, |s| s.as_secs_f64());
     crate::tui::replay_view::run(rec, start, a.speed)
+}
+
+/// Notes (cut-off end, skipped lines) go to stderr, one line each.
+fn print_notes(rec: &Recording) {
+    for n in &rec.notes {
+        eprintln!("blktune: note: {}", printable(n));
+    }
+}
+
+/// `--start` must be within the recording.
+fn check_start(a: &ReplayArgs, rec: &Recording) -> Result<(), UsageError> {
+    if let Some(start) = a.start
+        && start.as_secs_f64() > rec.duration()
+    {
+        return Err(UsageError(format!(
+            "--start '{}' is past the end of '{}' ({} long)",
+            format_duration(start),
+            a.file.display(),
+            format_duration(Duration::try_from_secs_f64(rec.duration()).unwrap_or_default())
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,10 +9,15 @@
 //! back sends [`Feed::Reset`] and then the frames of the last
 //! [`KEEP_SECS`] before the new position ([`Player::seek_window`]). At the
 //! end of the recording playback pauses on the last frame.
+//!
+//! The player reads the file again as it plays (a seek back reads it from
+//! its start), so memory stays bounded however long the recording; a file
+//! that cannot be read again (a pipe) is refused by [`ReplaySource::new`],
+//! and one replaced while playing stops playback with a line in the status.
 
 use super::app::KEEP_SECS;
 use super::source::{Control, Feed, ReplayPosition};
-use blktune_core::record::{Frame, Playback, Player, Recording};
+use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -52,14 +57,20 @@ fn push_frame(f: Frame, out: &mut Vec<Feed>) {
 }
 
 impl ReplaySource {
-    /// A source at `start` seconds into `rec`, playing at `speed`.
-    pub fn new(rec: Arc<Recording>, start: f64, speed: f64, now: Instant) -> Self {
-        Self {
-            player: Player::new(rec),
+    /// A source at `start` seconds into `rec`, playing at `speed`; the
+    /// file is opened again (refused when it cannot be: a pipe).
+    pub fn new(
+        rec: Arc<Recording>,
+        start: f64,
+        speed: f64,
+        now: Instant,
+    ) -> Result<Self, RecordError> {
+        Ok(Self {
+            player: Player::new(rec)?,
             clock: Playback::new(now, start, speed),
             ended: false,
             sent: None,
-        }
+        })
     }
 
     /// Length of the recording in seconds.
@@ -85,8 +96,16 @@ impl ReplaySource {
         for f in self.player.seek_window(at, KEEP_SECS) {
             push_frame(f, &mut out);
         }
+        self.reread_error(&mut out);
         self.finish_step(now, &mut out);
         out
+    }
+
+    /// The file could not be read again (replaced while playing): say so.
+    fn reread_error(&self, out: &mut Vec<Feed>) {
+        if let Some(e) = self.player.error() {
+            out.push(Feed::Error(e.to_owned()));
+        }
     }
 
     /// Frames due by `now`, the end pause, and the position when it changed.
@@ -126,6 +145,7 @@ impl ReplaySource {
             for f in self.player.seek_window(target, KEEP_SECS) {
                 push_frame(f, out);
             }
+            self.reread_error(out);
         } else {
             for f in self.player.advance_to(target) {
                 push_frame(f, out);

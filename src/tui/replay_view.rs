@@ -75,7 +75,7 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> anyhow::Result<i32> {
     let signals = Signals::register().context("cannot install signal handlers")?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
-    let handle = ReplaySource::new(rec, start, speed, Instant::now())
+    let handle = ReplaySource::new(rec, start, speed, Instant::now())?
         .spawn(feed_tx, ctl_rx)
         .context("cannot start the replay thread")?;
     let result = {

@@ -203,6 +203,8 @@ impl FakeTree {
         write(&dir.join("ro"), b(d.read_only))?;
         write(&dir.join("removable"), b(d.removable))?;
         write(&dir.join("queue/rotational"), b(d.rotational))?;
+        // Kernel 4.10+: every queue has it; host-managed/host-aware for zoned disks.
+        write(&dir.join("queue/zoned"), "none\n")?;
         write(
             &dir.join("queue/read_ahead_kb"),
             &format!("{}\n", d.read_ahead_kb),

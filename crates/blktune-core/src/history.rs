@@ -189,67 +189,113 @@ pub fn delta(before: &Means, after: &Means, fig: Figure) -> Delta {
 /// Means over the points, weighting each interval by its length (and awaits
 /// by the number of I/Os), so the result equals one long iostat interval.
 pub fn means<'a>(points: impl IntoIterator<Item = &'a Point>) -> Option<Means> {
-    let mut secs = 0.0;
-    let mut n = 0;
-    // Per-interval values for the spread: (r_await, w_await, util, r_s, w_s, aqu_sz).
-    let mut per: [Vec<f64>; 6] = Default::default();
-    let (mut reads, mut writes, mut rd_ms, mut wr_ms, mut busy, mut queue) =
-        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let mut acc = MeansAcc::default();
     for p in points {
-        let Some(s) = p.stats else { continue };
-        if p.itv.is_nan() || p.itv <= 0.0 {
-            continue;
-        }
-        n += 1;
-        secs += p.itv;
-        let r = s.r_s * p.itv;
-        let w = s.w_s * p.itv;
-        reads += r;
-        writes += w;
-        rd_ms += s.r_await * r;
-        wr_ms += s.w_await * w;
-        busy += s.util * p.itv;
-        queue += s.aqu_sz * p.itv;
-        if s.r_s > 0.0 {
-            per[0].push(s.r_await);
-        }
-        if s.w_s > 0.0 {
-            per[1].push(s.w_await);
-        }
-        per[2].push(s.util);
-        per[3].push(s.r_s);
-        per[4].push(s.w_s);
-        per[5].push(s.aqu_sz);
+        acc.add(p);
     }
-    let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-    (n > 0).then(|| Means {
-        secs,
-        intervals: n,
-        r_await: div(rd_ms, reads),
-        w_await: div(wr_ms, writes),
-        util: div(busy, secs),
-        r_s: div(reads, secs),
-        w_s: div(writes, secs),
-        aqu_sz: div(queue, secs),
-        spread: Spread {
-            r_await: stddev(&per[0]),
-            w_await: stddev(&per[1]),
-            util: stddev(&per[2]),
-            r_s: stddev(&per[3]),
-            w_s: stddev(&per[4]),
-            aqu_sz: stddev(&per[5]),
-        },
-    })
+    acc.means()
 }
 
-/// Population standard deviation (0 for fewer than two values).
-fn stddev(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return 0.0;
+/// [`means`] one point at a time, in constant memory: what a one-pass
+/// reader (the summary of a recording too large to keep) accumulates per
+/// window. Adding the same points in the same order gives the same result.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MeansAcc {
+    secs: f64,
+    n: usize,
+    reads: f64,
+    writes: f64,
+    rd_ms: f64,
+    wr_ms: f64,
+    busy: f64,
+    queue: f64,
+    /// Per-interval spread of r_await, w_await, util, r_s, w_s, aqu_sz.
+    per: [Welford; 6],
+}
+
+impl MeansAcc {
+    /// Count one interval (one without data or without a length is left out).
+    pub fn add(&mut self, p: &Point) {
+        let Some(s) = p.stats else { return };
+        if p.itv.is_nan() || p.itv <= 0.0 {
+            return;
+        }
+        self.n += 1;
+        self.secs += p.itv;
+        let r = s.r_s * p.itv;
+        let w = s.w_s * p.itv;
+        self.reads += r;
+        self.writes += w;
+        self.rd_ms += s.r_await * r;
+        self.wr_ms += s.w_await * w;
+        self.busy += s.util * p.itv;
+        self.queue += s.aqu_sz * p.itv;
+        // An interval without reads says nothing about read latency.
+        if s.r_s > 0.0 {
+            self.per[0].add(s.r_await);
+        }
+        if s.w_s > 0.0 {
+            self.per[1].add(s.w_await);
+        }
+        self.per[2].add(s.util);
+        self.per[3].add(s.r_s);
+        self.per[4].add(s.w_s);
+        self.per[5].add(s.aqu_sz);
     }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt()
+
+    /// Intervals counted so far.
+    pub fn intervals(&self) -> usize {
+        self.n
+    }
+
+    /// The means so far; `None` before the first interval with data.
+    pub fn means(&self) -> Option<Means> {
+        let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        (self.n > 0).then(|| Means {
+            secs: self.secs,
+            intervals: self.n,
+            r_await: div(self.rd_ms, self.reads),
+            w_await: div(self.wr_ms, self.writes),
+            util: div(self.busy, self.secs),
+            r_s: div(self.reads, self.secs),
+            w_s: div(self.writes, self.secs),
+            aqu_sz: div(self.queue, self.secs),
+            spread: Spread {
+                r_await: self.per[0].stddev(),
+                w_await: self.per[1].stddev(),
+                util: self.per[2].stddev(),
+                r_s: self.per[3].stddev(),
+                w_s: self.per[4].stddev(),
+                aqu_sz: self.per[5].stddev(),
+            },
+        })
+    }
+}
+
+/// Running mean and sum of squared deviations (Welford's method: one pass,
+/// no cancellation, exactly 0 for equal values).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Welford {
+    n: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Welford {
+    fn add(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    /// Population standard deviation (0 for fewer than two values).
+    fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        (self.m2 / self.n as f64).max(0.0).sqrt()
+    }
 }
 
 /// Before/after figures of one change.
@@ -367,6 +413,40 @@ mod tests {
         // An interval without reads says nothing about read latency.
         let m = means(&[pt(1.0, 100.0, 4.0, 50.0), pt(2.0, 0.0, 0.0, 50.0)]).unwrap();
         assert_eq!(m.spread.r_await, 0.0);
+    }
+
+    #[test]
+    fn the_accumulator_gives_what_means_gives_one_point_at_a_time() {
+        let pts: Vec<Point> = (1..=50)
+            .map(|i| {
+                let i = f64::from(i);
+                pt(
+                    i,
+                    (i * 37.0) % 11.0,
+                    1.0 + (i * 13.0) % 7.0,
+                    (i * 3.0) % 100.0,
+                )
+            })
+            .collect();
+        let mut acc = MeansAcc::default();
+        let mut seen = Vec::new();
+        for p in &pts {
+            acc.add(p);
+            seen.push(*p);
+            assert_eq!(acc.means(), means(&seen));
+        }
+        let m = acc.means().unwrap();
+        assert_eq!(m.intervals, 50);
+        // The one-pass spread agrees with the two-pass population deviation.
+        let utils: Vec<f64> = pts.iter().map(|p| p.stats.unwrap().util).collect();
+        let mean = utils.iter().sum::<f64>() / 50.0;
+        let sd = (utils.iter().map(|u| (u - mean).powi(2)).sum::<f64>() / 50.0).sqrt();
+        assert!(
+            (m.spread.util - sd).abs() < 1e-9,
+            "{} vs {sd}",
+            m.spread.util
+        );
+        assert_eq!(MeansAcc::default().means(), None);
     }
 
     fn window(awaits: &[f64]) -> Means {

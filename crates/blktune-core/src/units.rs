@@ -2,32 +2,39 @@
 
 use std::time::Duration;
 
-/// Parse `250ms`, `1s`, `1.5s`, `2m`, or a bare number of seconds (`2`).
+/// Parse a duration as humantime does (`250ms`, `500us`, `1s`, `2m`, `1min`,
+/// `1h30m`), a decimal with one unit (`1.5s`, humantime takes integers only),
+/// or a bare number of seconds (`2`, `0.5`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
+    let bad = || format!("'{s}' is not a duration (examples: 250ms, 1s, 1h30m, 2)");
+    let secs = |v: f64| -> Result<Duration, String> {
+        if !v.is_finite() || v < 0.0 {
+            return Err(bad());
+        }
+        if v > 1e9 {
+            return Err(format!("'{s}' is too long"));
+        }
+        Ok(Duration::from_secs_f64(v))
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (examples: 250ms, 1s, 2)"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("'{s}' is not a duration (examples: 250ms, 1s, 2)"));
+    if let Ok(v) = t.parse::<f64>() {
+        return secs(v);
     }
-    let secs = v * mult;
-    if secs > 1e9 {
-        return Err(format!("'{s}' is too long"));
+    match humantime::parse_duration(t) {
+        Ok(d) if d.as_secs() > 1_000_000_000 => Err(format!("'{s}' is too long")),
+        Ok(d) => Ok(d),
+        Err(_) => {
+            // `1.5s`: a decimal number and one unit humantime knows.
+            let split = t
+                .find(|c: char| c.is_ascii_alphabetic())
+                .filter(|&i| i > 0)
+                .ok_or_else(bad)?;
+            let (num, unit) = t.split_at(split);
+            let v: f64 = num.trim().parse().map_err(|_| bad())?;
+            let one = humantime::parse_duration(&format!("1{unit}")).map_err(|_| bad())?;
+            secs(v * one.as_secs_f64())
+        }
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Parse a size: `512M`, `1G`, `4096` (bytes), binary units.
@@ -82,6 +89,20 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("").is_err());
         assert!(parse_duration("NaN").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1.5x").is_err());
+    }
+
+    #[test]
+    fn durations_in_humantime_spelling() {
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1min"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("2min 30s"), Ok(Duration::from_secs(150)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("0.25m"), Ok(Duration::from_secs(15)));
+        assert!(parse_duration("100y").unwrap_err().contains("too long"));
+        assert!(parse_duration("1e10").unwrap_err().contains("too long"));
     }
 
     #[test]
@@ -101,28 +122,11 @@ mod tests {
     }
 }
 
-/// `2026-11-22T03:40:01.123Z` (UTC) for a wall-clock time.
+/// `2026-11-22T03:40:01.123Z` (UTC) for a wall-clock time; times before
+/// 1970 (a clock set wrong) show as the epoch.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
-    // Civil-from-days (H. Hinnant's algorithm), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let t = t.max(std::time::UNIX_EPOCH);
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 #[cfg(test)]

@@ -183,7 +183,14 @@ fn id_spec(
 ) -> Result<Option<MatchSpec>, ExportError> {
     let d = &item.device;
     let env = |k: &str| item.udev_env.get(k).cloned().filter(|v| !v.is_empty());
+    // ID_WWN_WITH_EXTENSION first: LUNs of some multi-LUN arrays share a bare
+    // ID_WWN (60-persistent-storage.rules names the by-id `wwn-` link after it).
     let candidates = [
+        (
+            "ENV{ID_WWN_WITH_EXTENSION}",
+            env("ID_WWN_WITH_EXTENSION"),
+            "WWN with extension from the udev database",
+        ),
         ("ENV{ID_WWN}", env("ID_WWN"), "WWN from the udev database"),
         (
             "ENV{ID_SERIAL}",
@@ -238,6 +245,7 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
         keys.push(MatchKey::eq("ATTRS{vendor}", v));
     }
     keys.push(MatchKey::eq("ATTRS{model}", model));
+    keys.push(not_zoned());
     Ok(MatchSpec {
         strategy: MatchStrategy::Model,
         keys,
@@ -284,7 +292,7 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
 /// rotate) its `queue/rotational` class.
 fn class_spec(d: &BlockDevice) -> MatchSpec {
     let family = family_pattern(d);
-    let (keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
+    let (mut keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
         (
             vec![MatchKey::eq("KERNEL", &family)],
             "NVMe disk".to_string(),
@@ -303,11 +311,20 @@ fn class_spec(d: &BlockDevice) -> MatchSpec {
             format!("{label} disk named {family}"),
         )
     };
+    keys.push(not_zoned());
     MatchSpec {
         strategy: MatchStrategy::Class,
         keys,
         meaning,
     }
+}
+
+/// `ATTR{queue/zoned}=="none"`: a rule that may reach other disks (a model
+/// or a class) leaves zoned ones (SMR, ZNS) alone, whose writes need the
+/// kernel's choice of scheduler. Every queue has the file since Linux 4.10
+/// (kernel `Documentation/ABI/stable/sysfs-block`).
+fn not_zoned() -> MatchKey {
+    MatchKey::eq("ATTR{queue/zoned}", "none")
 }
 
 fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec, ExportError> {
@@ -332,6 +349,8 @@ fn key_matches(key: &MatchKey, d: &BlockDevice, env: Option<&BTreeMap<String, St
     let actual: Option<String> = match key.key.as_str() {
         "KERNEL" => Some(d.name.clone()),
         "ATTR{queue/rotational}" => bool_attr(d.rotational),
+        // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
+        "ATTR{queue/zoned}" => Some("none".into()),
         "ATTRS{model}" => d.model.clone(),
         "ATTRS{vendor}" => d.vendor.clone(),
         "ATTRS{wwid}" => d.wwid.clone(),
@@ -356,8 +375,10 @@ pub(super) fn also_matched<'a>(
     host: &'a [BlockDevice],
     host_env: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Vec<&'a str> {
-    host.iter()
+    let mut names: Vec<&str> = host
+        .iter()
         .filter(|d| !exported.contains(&d.name.as_str()))
+        .filter(|d| !super::check::is_unattached_loop(d))
         .filter(|d| match guard_attr {
             "queue/scheduler" => d.queue.has_scheduler(),
             "queue/read_ahead_kb" => d.queue.read_ahead_kb.is_some(),
@@ -368,5 +389,8 @@ pub(super) fn also_matched<'a>(
             spec.keys.iter().all(|k| key_matches(k, d, env))
         })
         .map(|d| d.name.as_str())
-        .collect()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }

@@ -30,12 +30,13 @@ mod matching;
 mod rules;
 mod safe;
 mod script;
+pub mod tuned;
 mod udevdb;
 mod write;
 
 pub use matching::{MatchKey, MatchSpec, MatchStrategy, match_spec};
 pub use safe::{check_assign_value, check_match_value};
-pub use udevdb::{UdevDb, parse_db};
+pub use udevdb::{StableIds, UdevDb, parse_db, parse_links, scan_by_id};
 pub use write::write_rules;
 
 use crate::device::BlockDevice;
@@ -60,17 +61,20 @@ pub enum Format {
     Udev,
     /// A POSIX sh script that applies the settings now.
     Script,
+    /// A tuned profile (tuned runs after udev and wins on RHEL-family hosts).
+    Tuned,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 2] = [Format::Udev, Format::Script];
+    pub const ALL: [Format; 3] = [Format::Udev, Format::Script, Format::Tuned];
 
     /// The `--format` spelling.
     pub fn label(self) -> &'static str {
         match self {
             Format::Udev => "udev",
             Format::Script => "script",
+            Format::Tuned => "tuned",
         }
     }
 
@@ -79,6 +83,9 @@ impl Format {
         match self {
             Format::Udev => "A udev rules file",
             Format::Script => "A POSIX sh script that applies the settings now",
+            Format::Tuned => {
+                "A tuned profile including the active one (tuned overrides udev where it runs)"
+            }
         }
     }
 }
@@ -218,6 +225,9 @@ pub struct RenderOptions {
     /// Their udev properties by device name (for `ENV{ID_*}` matches); a
     /// device missing here has none.
     pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// `--format tuned`: the profile to include (the active one, from
+    /// `/etc/tuned/active_profile`); `None`: [`tuned::DEFAULT_INCLUDE`].
+    pub tuned_include: Option<String>,
 }
 
 impl RenderOptions {
@@ -243,6 +253,19 @@ pub struct Rendered {
     /// Do the rules match on `ENV{ID_*}`? Then the file name must sort after
     /// [`PERSISTENT_STORAGE_RULES`] (see [`sorts_after_persistent_storage`]).
     pub uses_udev_env: bool,
+    /// The devices of this host the rules set (exported and also matched):
+    /// the ones `udevadm trigger --action=change /sys/class/block/DEV` must name.
+    pub trigger: Vec<String>,
+}
+
+/// `sudo udevadm trigger --action=change /sys/class/block/sda ...`: re-run the
+/// rules for these devices only (not every block device of the host).
+pub fn trigger_command(devices: &[String]) -> String {
+    let paths: Vec<String> = devices
+        .iter()
+        .map(|d| format!("/sys/class/block/{d}"))
+        .collect();
+    format!("sudo udevadm trigger --action=change {}", paths.join(" "))
 }
 
 /// Why an export was refused.
@@ -320,6 +343,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
     }
     let mut warnings = Vec::new();
     let mut blocks: Vec<rules::Block> = Vec::new();
+    let mut trigger: Vec<String> = items.iter().map(|i| i.device.name.clone()).collect();
     for item in items {
         let (spec, mut w) = matching::choose(item, opts.strategy)?;
         warnings.append(&mut w);
@@ -355,6 +379,7 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
             &opts.host_devices,
             &opts.host_udev_env,
         );
+        trigger.extend(others.iter().map(|o| o.to_string()));
         if !others.is_empty() {
             warnings.push(format!(
                 "'{}': the {} rule also matches {} on this host",
@@ -364,19 +389,24 @@ pub fn render(items: &[ExportItem], opts: &RenderOptions) -> Result<Rendered, Ex
             ));
         }
     }
+    trigger.sort();
+    trigger.dedup();
     let text = match opts.format {
-        Format::Udev => rules::render_file(&blocks, opts, &warnings),
+        Format::Udev => rules::render_file(&blocks, opts, &warnings, &trigger),
         Format::Script => script::render_script(&blocks, opts, &warnings),
+        Format::Tuned => tuned::render_profile(&blocks, opts, &warnings),
     };
     let suggested_path = match opts.format {
         Format::Udev => PathBuf::from(DEFAULT_RULES_PATH),
         Format::Script => PathBuf::from("blktune-apply.sh"),
+        Format::Tuned => PathBuf::from("/etc/tuned/blktune/tuned.conf"),
     };
     Ok(Rendered {
         text,
         warnings,
         suggested_path,
         uses_udev_env: blocks.iter().any(|b| b.spec.uses_udev_env()),
+        trigger,
     })
 }
 

@@ -225,7 +225,12 @@ pub(super) fn common_header(out: &mut String, what: &str, opts: &RenderOptions) 
 }
 
 /// The whole rules file.
-pub(super) fn render_file(blocks: &[Block], opts: &RenderOptions, warnings: &[String]) -> String {
+pub(super) fn render_file(
+    blocks: &[Block],
+    opts: &RenderOptions,
+    warnings: &[String],
+    trigger: &[String],
+) -> String {
     let uses_env = blocks.iter().any(|b| b.spec.uses_udev_env());
     let (target, install) = install_lines(opts, uses_env);
     let mut out = String::new();
@@ -233,7 +238,13 @@ pub(super) fn render_file(blocks: &[Block], opts: &RenderOptions, warnings: &[St
     out.push_str("#\n");
     let _ = writeln!(out, "# Install:  {}", comment_text(&install));
     out.push_str("# Apply:    sudo udevadm control --reload\n");
-    out.push_str("#           sudo udevadm trigger --action=change --subsystem-match=block\n");
+    // Only the devices concerned: a trigger of every block device re-runs
+    // every rule on every disk of the host.
+    let _ = writeln!(
+        out,
+        "#           {}  (on this host)",
+        comment_text(&super::trigger_command(trigger))
+    );
     let _ = writeln!(
         out,
         "# Check:    blktune export --check {}",

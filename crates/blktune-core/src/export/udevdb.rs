@@ -62,6 +62,15 @@ impl UdevDb {
             .unwrap_or_default()
     }
 
+    /// The device's symlinks under /dev (`S:` lines: `disk/by-id/wwn-0x5000...`),
+    /// in the order of the file; empty when it has no entry.
+    pub fn links(&self, major: u32, minor: u32) -> Vec<String> {
+        self.file_of(major, minor)
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .map(|t| parse_links(&t))
+            .unwrap_or_default()
+    }
+
     /// The properties of every device that has an entry, by device name.
     pub fn properties_of(
         &self,
@@ -84,6 +93,72 @@ pub fn parse_db(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The `S:` lines of a database file: symlinks relative to /dev.
+pub fn parse_links(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("S:"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The ids a udev rule can match a device on, as `list --json` and the
+/// metrics show them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StableIds {
+    /// `ID_WWN_WITH_EXTENSION` (what the by-id `wwn-` link uses; some
+    /// multi-LUN arrays share a bare `ID_WWN`), else `ID_WWN`, else sysfs `wwid`.
+    pub wwn: Option<String>,
+    /// `ID_SERIAL` from the udev database.
+    pub id_serial: Option<String>,
+    /// The preferred `/dev/disk/by-id/` link: `wwn-` first, then the others by name.
+    pub by_id: Option<String>,
+}
+
+impl StableIds {
+    /// The ids of `d` from its udev properties `env`, its `/dev` links (`S:`
+    /// lines or a scan of /dev/disk/by-id) and sysfs.
+    pub fn of(
+        d: &crate::device::BlockDevice,
+        env: &BTreeMap<String, String>,
+        links: &[String],
+    ) -> Self {
+        let prop = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+        let mut by_id: Vec<&str> = links
+            .iter()
+            .filter_map(|l| l.strip_prefix("disk/by-id/"))
+            .filter(|l| !l.is_empty() && !l.contains('/'))
+            .collect();
+        by_id.sort_by_key(|l| (!l.starts_with("wwn-"), *l));
+        Self {
+            wwn: prop("ID_WWN_WITH_EXTENSION")
+                .or_else(|| prop("ID_WWN"))
+                .or_else(|| d.wwid.clone()),
+            id_serial: prop("ID_SERIAL"),
+            by_id: by_id.first().map(|l| format!("/dev/disk/by-id/{l}")),
+        }
+    }
+}
+
+/// The links in `dir` (normally /dev/disk/by-id) that point at the device
+/// `name`, as `disk/by-id/<link>`: for hosts where udevd keeps no database
+/// but the links exist. Only reads.
+pub fn scan_by_id(dir: &Path, name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .ok()
+                .is_some_and(|t| t.file_name().is_some_and(|f| f == name))
+        })
+        .filter_map(|e| e.file_name().to_str().map(|n| format!("disk/by-id/{n}")))
+        .collect();
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +175,46 @@ mod tests {
         assert_eq!(p.get("ID_SERIAL").map(String::as_str), Some("ST4000_Z1Z2"));
         assert_eq!(p.get("EMPTY").map(String::as_str), Some(""));
         assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn stable_ids_prefer_the_wwn_with_extension_and_the_wwn_link() {
+        let text = "S:disk/by-id/scsi-3600a098038303053\nS:disk/by-id/wwn-0x600a098038303053-ext1\n\
+                    S:disk/by-path/pci-0000:00:1f.2\nE:ID_WWN=0x600a098038303053\n\
+                    E:ID_WWN_WITH_EXTENSION=0x600a098038303053-ext1\nE:ID_SERIAL=3600a0980\n";
+        let dir = tempfile::tempdir().unwrap();
+        let t = crate::fake::FakeTree::new(dir.path()).unwrap();
+        t.add(&crate::fake::FakeDisk::new("sdc").ids(None, Some("naa.600a")))
+            .unwrap();
+        let root = t.root();
+        let d = crate::device::BlockDevice::read(&root, &root.device("sdc").unwrap());
+        let ids = StableIds::of(&d, &parse_db(text), &parse_links(text));
+        assert_eq!(ids.wwn.as_deref(), Some("0x600a098038303053-ext1"));
+        assert_eq!(ids.id_serial.as_deref(), Some("3600a0980"));
+        assert_eq!(
+            ids.by_id.as_deref(),
+            Some("/dev/disk/by-id/wwn-0x600a098038303053-ext1")
+        );
+        // Without the extension: ID_WWN; without the database: sysfs wwid.
+        let ids = StableIds::of(&d, &parse_db("E:ID_WWN=0x5000\n"), &[]);
+        assert_eq!(ids.wwn.as_deref(), Some("0x5000"));
+        assert_eq!(ids.by_id, None);
+        let ids = StableIds::of(&d, &BTreeMap::new(), &[]);
+        assert_eq!(ids.wwn.as_deref(), Some("naa.600a"));
+        assert_eq!(ids.id_serial, None);
+    }
+
+    #[test]
+    fn by_id_links_are_found_by_their_target() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("../../sdb", dir.path().join("ata-X_123")).unwrap();
+        std::os::unix::fs::symlink("../../sdb", dir.path().join("wwn-0x5")).unwrap();
+        std::os::unix::fs::symlink("../../sdb1", dir.path().join("wwn-0x5-part1")).unwrap();
+        assert_eq!(
+            scan_by_id(dir.path(), "sdb"),
+            ["disk/by-id/ata-X_123", "disk/by-id/wwn-0x5"]
+        );
+        assert!(scan_by_id(&dir.path().join("nope"), "sdb").is_empty());
     }
 
     #[test]

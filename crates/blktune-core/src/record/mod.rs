@@ -57,11 +57,16 @@
 //! killed recorder leaves a file that reads up to its last seconds. Readers
 //! use everything readable: a cut-off last line is dropped, a corrupt line is
 //! skipped, and each such problem is reported in one line.
+//!
+//! Reading never keeps the whole file: [`Recording::open`] scans it once
+//! and keeps what a viewer needs, [`Player`] reads it again as it plays,
+//! and [`summarize_file`] summarises it in one pass (a pipe works).
 
 mod check;
 mod format;
 mod reader;
 mod recorder;
+mod recording;
 mod replay;
 mod summary;
 mod writer;
@@ -73,9 +78,12 @@ pub use format::{
 };
 pub use reader::{RecordReader, SHOWN_NOTES};
 pub use recorder::{RecordOptions, RecordStats, Recorder, unix_secs};
-pub use replay::{Frame, Playback, Player, Recording};
-pub use summary::{BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize};
-pub use writer::{FLUSH_EVERY, RecordWriter, is_gzip_name};
+pub use recording::{MAX_CHANGES, Recording};
+pub use replay::{Frame, MAX_BATCH_STATS, MIN_FRAME_GAP, Playback, Player};
+pub use summary::{
+    BEFORE_WINDOW, ChangeSummary, DeviceSummary, Summary, summarize, summarize_file,
+};
+pub use writer::{FLUSH_EVERY, RecordWriter, is_gzip_name, is_stdio};
 
 use std::path::{Path, PathBuf};
 

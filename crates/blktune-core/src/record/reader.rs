@@ -14,7 +14,7 @@
 
 use super::RecordError;
 use super::check::{self, MAX_LINE};
-use super::format::{FORMAT_VERSION, Header, Record};
+use super::format::{FORMAT_VERSION, Header, Record, Sample};
 use flate2::bufread::MultiGzDecoder;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -41,39 +41,45 @@ enum Read {
 /// costs no memory. On an error `buf` holds what was read of the line.
 fn read_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Read> {
     buf.clear();
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let avail = r.fill_buf()?;
-        if avail.is_empty() {
-            return Ok(match (too_long, any) {
-                (true, _) => Read::TooLong,
-                (false, true) => Read::Line,
-                (false, false) => Read::Eof,
-            });
-        }
-        any = true;
-        let (take, end) = match avail.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (avail.len(), false),
-        };
-        if !too_long && buf.len() + take > max {
-            too_long = true;
+    let limit = u64::try_from(max).unwrap_or(u64::MAX);
+    if <&mut dyn BufRead as io::Read>::take(&mut *r, limit).read_until(b'\n', buf)? == 0 {
+        return Ok(Read::Eof);
+    }
+    if buf.last() == Some(&b'\n') || buf.len() < max {
+        return Ok(Read::Line);
+    }
+    // `max` bytes and no end of line yet: read past the rest of it.
+    let rest = r.skip_until(b'\n');
+    match rest {
+        // The data ended right there: the line was exactly `max` long.
+        Ok(0) => Ok(Read::Line),
+        Ok(_) => {
             *buf = Vec::new();
+            Ok(Read::TooLong)
         }
-        if !too_long {
-            buf.extend_from_slice(&avail[..take]);
-        }
-        r.consume(take);
-        if end {
-            return Ok(if too_long { Read::TooLong } else { Read::Line });
+        Err(e) => {
+            *buf = Vec::new();
+            Err(e)
         }
     }
 }
 
+/// Parse one line. The recorder writes `"type"` first, so a sample (nearly
+/// every line) is parsed straight into its struct: the tagged enum would
+/// first buffer the whole line as a tree. Anything else, or a sample that
+/// does not parse that way, goes through the enum (and its error message).
+fn parse(line: &[u8]) -> serde_json::Result<Record> {
+    if line.starts_with(br#"{"type":"sample","#)
+        && let Ok(s) = serde_json::from_slice::<Sample>(line)
+    {
+        return Ok(Record::Sample(s));
+    }
+    serde_json::from_slice::<Record>(line)
+}
+
 /// A recording being read line by line.
 pub struct RecordReader {
-    inner: Box<dyn BufRead>,
+    inner: Box<dyn BufRead + Send>,
     name: String,
     header: Header,
     line_no: usize,
@@ -96,21 +102,29 @@ impl RecordReader {
     /// Open a recording (plain or gzip, told apart by content) and read its header.
     pub fn open(path: &Path) -> Result<Self, RecordError> {
         let file = File::open(path).map_err(|e| RecordError::io(path, e))?;
+        Self::from_file(file, &path.display().to_string())
+    }
+
+    /// Read a recording from an opened file; `name` is used in messages.
+    pub fn from_file(file: File, name: &str) -> Result<Self, RecordError> {
         let mut buf = BufReader::with_capacity(64 * 1024, file);
         let gz = buf
             .fill_buf()
-            .map_err(|e| RecordError::io(path, e))?
+            .map_err(|e| RecordError::io(Path::new(name), e))?
             .starts_with(&GZIP_MAGIC);
-        let inner: Box<dyn BufRead> = if gz {
+        let inner: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::new(MultiGzDecoder::new(buf)))
         } else {
             Box::new(buf)
         };
-        Self::from_reader(inner, &path.display().to_string())
+        Self::from_reader(inner, name)
     }
 
     /// Read a recording from any buffered reader; `name` is used in messages.
-    pub fn from_reader(mut inner: Box<dyn BufRead>, name: &str) -> Result<Self, RecordError> {
+    pub fn from_reader(
+        mut inner: Box<dyn BufRead + Send>,
+        name: &str,
+    ) -> Result<Self, RecordError> {
         let mut line = Vec::new();
         let not_rec = |why: String| RecordError::NotARecording {
             name: name.to_owned(),
@@ -206,7 +220,7 @@ impl RecordReader {
     fn cut_off(&mut self, line: &[u8]) -> Option<Record> {
         self.done = true;
         // A line cut exactly before its newline is still whole.
-        if let Ok(r) = serde_json::from_slice::<Record>(line)
+        if let Ok(r) = parse(line)
             && !matches!(r, Record::Header(_))
             && check::record(&r).is_ok()
         {
@@ -257,7 +271,7 @@ impl Iterator for RecordReader {
                         return self.cut_off(&line);
                     }
                     let (name, n) = (self.name.clone(), self.line_no);
-                    match serde_json::from_slice::<Record>(&line) {
+                    match parse(&line) {
                         Ok(Record::Header(_)) => {
                             self.note(|| format!("{name}: line {n}: skipped a second header"));
                         }

@@ -1,20 +1,23 @@
-//! Replay: a recording read into memory and a [`Player`] that turns it back
-//! into what the live sampler produces, frame by frame.
+//! Replay: a [`Player`] that reads a [`Recording`] again, streaming, and
+//! turns it back into what the live sampler produces, frame by frame.
 //!
 //! A [`Frame`] holds a [`Snapshot`] recomputed from the recorded counters with
 //! the same [`RateTracker`] the live sampler uses (so every figure is the one
 //! the live view showed), plus the [`ChangeMark`]s recorded since the previous
 //! frame. A consumer feeds frames to its state exactly as it feeds live
 //! snapshots and the marks of its own changes. Seeking back rewinds and
-//! re-runs from the start: the consumer clears its history and takes the
-//! frames [`Player::seek`] returns (rate computation is cheap).
+//! re-reads the file from the start: the consumer clears its history and
+//! takes the frames [`Player::seek_window`] returns (a bounded batch).
+//! Memory is bounded: the player holds one frame ahead, samples less than
+//! [`MIN_FRAME_GAP`] apart are merged, a batch holds at most
+//! [`MAX_BATCH_STATS`] device statistics.
 //!
 //! A viewer's loop, in outline:
 //!
 //! ```text
 //! let rec = Arc::new(Recording::open(path)?);      // rec.notes: show them once
-//! let mut player = Player::new(Arc::clone(&rec));
-//! for f in player.seek(start) { app.ingest(f) }     // history up to --start
+//! let mut player = Player::new(Arc::clone(&rec))?;  // reads the file again
+//! for f in player.seek_window(start, KEEP) { app.ingest(f) }  // history up to --start
 //! let mut clock = Playback::new(Instant::now(), start, speed);
 //! every UI tick:
 //!     for f in player.advance_to(clock.position(now)) { app.ingest(f) }
@@ -29,127 +32,28 @@
 //! the first frame of a recording has no rates (nothing to compare it with).
 
 use super::RecordError;
-use super::format::{ChangeRecord, DeviceFacts, EndRecord, Header, Record, fields_to_counters};
+use super::format::{DeviceFacts, Record, Sample, fields_to_counters};
 use super::reader::RecordReader;
+use super::recording::{MAX_CHANGES, Recording};
 use crate::device::{BlockDevice, QueueSettings};
 use crate::diskstats::DiskStatsLine;
 use crate::history::ChangeMark;
+use crate::record::check::MAX_DEVICES;
 use crate::sampler::{RateTracker, Snapshot};
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-/// A whole recording, read and checked.
-#[derive(Debug, Clone)]
-pub struct Recording {
-    /// The file name, for messages.
-    pub name: String,
-    pub header: Header,
-    /// Every record after the header, in file order (samples in rising `t`).
-    pub records: Vec<Record>,
-    /// One line per problem met while reading (cut-off end, skipped lines).
-    pub notes: Vec<String>,
-}
+/// Samples closer than this to the previous frame are merged into the next
+/// one (seconds). The counters are cumulative, so the merged interval's
+/// rates are exact; what is lost is detail no screen can show, and a
+/// recording sampled every millisecond cannot fill memory with frames.
+pub const MIN_FRAME_GAP: f64 = 0.05;
 
-impl Recording {
-    /// Read a recording file (plain or gzip).
-    pub fn open(path: &Path) -> Result<Self, RecordError> {
-        Ok(Self::from_reader(RecordReader::open(path)?))
-    }
-
-    /// Read the rest of an opened recording.
-    pub fn from_reader(mut reader: RecordReader) -> Self {
-        let header = reader.header().clone();
-        let mut records = Vec::new();
-        let mut last_t = f64::NEG_INFINITY;
-        let mut dropped = 0usize;
-        for r in reader.by_ref() {
-            if let Record::Sample(s) = &r {
-                // Rates need time to move forward; a sample that does not is unusable.
-                if !(s.t.is_finite() && s.t > last_t) {
-                    dropped += 1;
-                    continue;
-                }
-                last_t = s.t;
-            }
-            records.push(r);
-        }
-        let name = reader.name().to_owned();
-        let mut notes = reader.take_notes();
-        if dropped > 0 {
-            notes.push(format!(
-                "{name}: skipped {dropped} sample(s) whose time did not move forward"
-            ));
-        }
-        let mut rec = Self {
-            name,
-            header,
-            records,
-            notes,
-        };
-        if rec.end().is_none() {
-            rec.notes.push(format!(
-                "{}: no end record (the recorder was killed or is still running); it stops at {:.1}s",
-                rec.name,
-                rec.duration()
-            ));
-        }
-        rec
-    }
-
-    /// Time of the last sample (seconds since the start).
-    pub fn duration(&self) -> f64 {
-        self.records
-            .iter()
-            .rev()
-            .find_map(|r| match r {
-                Record::Sample(s) => Some(s.t),
-                _ => None,
-            })
-            .unwrap_or(0.0)
-    }
-
-    /// Time of the first sample.
-    pub fn first_t(&self) -> f64 {
-        self.records
-            .iter()
-            .find_map(|r| match r {
-                Record::Sample(s) => Some(s.t),
-                _ => None,
-            })
-            .unwrap_or(0.0)
-    }
-
-    /// Number of samples.
-    pub fn samples(&self) -> usize {
-        self.records
-            .iter()
-            .filter(|r| matches!(r, Record::Sample(_)))
-            .count()
-    }
-
-    /// Every change, in time order.
-    pub fn changes(&self) -> impl Iterator<Item = &ChangeRecord> {
-        self.records.iter().filter_map(|r| match r {
-            Record::Change(c) => Some(c),
-            _ => None,
-        })
-    }
-
-    /// The `end` record, when the recorder stopped cleanly.
-    pub fn end(&self) -> Option<&EndRecord> {
-        self.records.iter().rev().find_map(|r| match r {
-            Record::End(e) => Some(e),
-            _ => None,
-        })
-    }
-
-    /// Was this recorded on a host with another name than `local`?
-    pub fn is_from_other_host(&self, local: &str) -> bool {
-        !self.header.host.hostname.is_empty() && self.header.host.hostname != local
-    }
-}
+/// Most device statistics (frames x disks) one [`Player::seek_window`] or
+/// [`Player::advance_to`] returns; older frames are left out (their change
+/// marks are kept), so a jump costs bounded memory however many disks.
+pub const MAX_BATCH_STATS: usize = 1 << 18;
 
 /// What the player produces per recorded sample: what the live sampler
 /// would have sent, plus the change marks to add before it.
@@ -160,33 +64,192 @@ pub struct Frame {
     pub marks: Vec<ChangeMark>,
 }
 
-/// Plays a [`Recording`] back, frame by frame.
-#[derive(Debug, Clone)]
-pub struct Player {
-    rec: Arc<Recording>,
-    next: usize,
+/// Turns records, in file order, into frames: settings and device lists
+/// are applied as they come, changes become marks, samples become
+/// snapshots. Memory stays bounded: one sample's counters, the current
+/// devices and settings, the marks since the last frame.
+#[derive(Debug)]
+pub(super) struct Frames {
     rates: RateTracker,
     facts: Vec<DeviceFacts>,
     queues: BTreeMap<String, QueueSettings>,
     devices: Arc<Vec<BlockDevice>>,
     dirty: bool,
-    position: f64,
+    marks: Vec<ChangeMark>,
+    /// Change records met so far (marks after [`MAX_CHANGES`] are dropped).
+    changes: usize,
+    /// Time of the last sample taken; a sample not after it is left out.
+    last_t: f64,
+    /// Time of the last frame made.
+    framed_t: Option<f64>,
+    /// A sample too close to the last frame: framed only if it is the last.
+    held: Option<Sample>,
+    /// Samples after this time are not played (the end the scan saw).
+    until: f64,
+    /// A sample after `until` was met: nothing more to play.
+    pub(super) past_end: bool,
 }
 
-impl Player {
-    /// A player at the start of `rec`.
-    pub fn new(rec: Arc<Recording>) -> Self {
-        let facts = rec.header.devices.clone();
+impl Frames {
+    /// Frames of a recording whose header lists `facts`, up to `until`.
+    pub(super) fn new(facts: Vec<DeviceFacts>, until: f64) -> Self {
         Self {
-            rec,
-            next: 0,
             rates: RateTracker::default(),
             facts,
             queues: BTreeMap::new(),
             devices: Arc::new(Vec::new()),
             dirty: true,
-            position: 0.0,
+            marks: Vec::new(),
+            changes: 0,
+            last_t: f64::NEG_INFINITY,
+            framed_t: None,
+            held: None,
+            until,
+            past_end: false,
         }
+    }
+
+    /// Take the next record; a frame when it was a sample to show.
+    pub(super) fn push(&mut self, r: Record) -> Option<Frame> {
+        match r {
+            Record::Header(_) | Record::End(_) => {}
+            Record::Settings(s) => {
+                if self.queues.len() >= MAX_DEVICES && !self.queues.contains_key(&s.device) {
+                    // Settings of names never listed cannot pile up.
+                    let facts = &self.facts;
+                    self.queues
+                        .retain(|name, _| facts.iter().any(|f| &f.name == name));
+                }
+                self.queues.insert(s.device, s.queue);
+                self.dirty = true;
+            }
+            Record::Devices(d) => {
+                self.facts = d.devices;
+                self.dirty = true;
+            }
+            Record::Change(c) => {
+                self.changes += 1;
+                if self.changes <= MAX_CHANGES {
+                    self.marks.push(ChangeMark {
+                        device: c.device,
+                        t: c.t,
+                        label: c.label,
+                        before: c.before,
+                        after: c.after,
+                    });
+                }
+            }
+            Record::Sample(s) => {
+                // Rates need time to move forward; a sample that does not is unusable.
+                if !(s.t.is_finite() && s.t > self.last_t) {
+                    return None;
+                }
+                if s.t > self.until + 1e-9 {
+                    self.past_end = true;
+                    return None;
+                }
+                self.last_t = s.t;
+                if self.framed_t.is_some_and(|f| s.t - f < MIN_FRAME_GAP) {
+                    self.held = Some(s);
+                    return None;
+                }
+                self.held = None;
+                return Some(self.frame(s));
+            }
+        }
+        None
+    }
+
+    /// At the end of the records: the last sample, if it was held back.
+    pub(super) fn finish(&mut self) -> Option<Frame> {
+        let s = self.held.take()?;
+        Some(self.frame(s))
+    }
+
+    fn rebuild_devices(&mut self) {
+        let devs = self
+            .facts
+            .iter()
+            .map(|f| f.to_device(self.queues.get(&f.name).cloned().unwrap_or_default()))
+            .collect();
+        self.devices = Arc::new(devs);
+    }
+
+    fn frame(&mut self, s: Sample) -> Frame {
+        let mut warnings = Vec::new();
+        let lines: Vec<DiskStatsLine> = s
+            .disks
+            .into_iter()
+            .filter_map(|(name, fields)| match fields_to_counters(&fields) {
+                Ok(counters) => Some(DiskStatsLine {
+                    major: 0,
+                    minor: 0,
+                    name,
+                    counters,
+                }),
+                Err(e) => {
+                    warnings.push(format!("{name} at {:.1}s: {e}", s.t));
+                    None
+                }
+            })
+            .collect();
+        let refreshed = self.dirty;
+        if self.dirty {
+            self.rebuild_devices();
+            self.dirty = false;
+        }
+        let interval = self.rates.last_interval(s.t);
+        let stats = self.rates.update(s.t, &lines);
+        self.framed_t = Some(s.t);
+        Frame {
+            snapshot: Snapshot {
+                // The reader checked the range; never panic on it anyway.
+                wall: Duration::try_from_secs_f64(s.wall)
+                    .ok()
+                    .and_then(|d| UNIX_EPOCH.checked_add(d))
+                    .unwrap_or(UNIX_EPOCH),
+                t: s.t,
+                interval,
+                devices: Arc::clone(&self.devices),
+                refreshed,
+                stats,
+                iowait_pct: s.iowait_pct,
+                warnings,
+            },
+            marks: std::mem::take(&mut self.marks),
+        }
+    }
+}
+
+/// Plays a [`Recording`] back, frame by frame, reading the file again as
+/// it goes (never more than the next frame ahead).
+#[derive(Debug)]
+pub struct Player {
+    rec: Arc<Recording>,
+    /// `None` once the records are exhausted (or could not be read again).
+    reader: Option<RecordReader>,
+    frames: Frames,
+    /// The next frame, read ahead to know its time.
+    ahead: Option<Frame>,
+    position: f64,
+    /// Why the file could not be read again, after a rewind.
+    error: Option<String>,
+}
+
+impl Player {
+    /// A player at the start of `rec`; the file is opened again (refused
+    /// for a pipe, or a file replaced since `rec` was read).
+    pub fn new(rec: Arc<Recording>) -> Result<Self, RecordError> {
+        let reader = rec.reopen()?;
+        let frames = Frames::new(rec.header.devices.clone(), rec.duration());
+        Ok(Self {
+            rec,
+            reader: Some(reader),
+            frames,
+            ahead: None,
+            position: 0.0,
+            error: None,
+        })
     }
 
     /// The recording being played.
@@ -204,31 +267,38 @@ impl Player {
         self.rec.duration()
     }
 
+    /// Why the file could not be read again (the player then stays at its end).
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
     /// Has every frame been produced?
-    pub fn at_end(&self) -> bool {
-        !self.rec.records[self.next..]
-            .iter()
-            .any(|r| matches!(r, Record::Sample(_)))
+    pub fn at_end(&mut self) -> bool {
+        self.fill();
+        self.ahead.is_none()
     }
 
-    /// Back to the start.
+    /// Back to the start: the file is read again from its beginning.
     pub fn rewind(&mut self) {
-        *self = Self::new(Arc::clone(&self.rec));
-    }
-
-    /// Every frame with a time at or before `t` not yet produced.
-    pub fn advance_to(&mut self, t: f64) -> Vec<Frame> {
-        let mut out = Vec::new();
-        while let Some(next_t) = self.next_sample_t() {
-            if next_t > t + 1e-9 {
-                break;
+        self.ahead = None;
+        self.position = 0.0;
+        self.frames = Frames::new(self.rec.header.devices.clone(), self.rec.duration());
+        match self.rec.reopen() {
+            Ok(r) => {
+                self.reader = Some(r);
+                self.error = None;
             }
-            match self.next_frame() {
-                Some(f) => out.push(f),
-                None => break,
+            Err(e) => {
+                self.reader = None;
+                self.error = Some(e.to_string());
             }
         }
-        out
+    }
+
+    /// Every frame with a time at or before `t` not yet produced (at most
+    /// [`MAX_BATCH_STATS`] statistics' worth: the latest frames).
+    pub fn advance_to(&mut self, t: f64) -> Vec<Frame> {
+        self.collect(t, f64::INFINITY)
     }
 
     /// Rewind and produce every frame up to `t`: the consumer clears its
@@ -239,16 +309,20 @@ impl Player {
 
     /// Like [`Player::seek`], but only the frames of the last `keep_secs`
     /// before `t` are returned (what a bounded history would keep anyway),
-    /// so seeking in a long recording stays light. The change marks of the
-    /// frames left out come with the first frame returned.
+    /// and at most [`MAX_BATCH_STATS`] statistics' worth, so seeking in a
+    /// long recording stays light. The change marks of the frames left out
+    /// come with the first frame returned.
     pub fn seek_window(&mut self, t: f64, keep_secs: f64) -> Vec<Frame> {
         self.rewind();
-        let mut out: Vec<Frame> = Vec::new();
+        self.collect(t, keep_secs)
+    }
+
+    fn collect(&mut self, t: f64, keep_secs: f64) -> Vec<Frame> {
+        let cost = |f: &Frame| f.snapshot.stats.len().max(1);
+        let mut out: VecDeque<Frame> = VecDeque::new();
+        let mut total = 0usize;
         let mut carried = Vec::new();
-        while let Some(next_t) = self.next_sample_t() {
-            if next_t > t + 1e-9 {
-                break;
-            }
+        while self.next_sample_t().is_some_and(|n| n <= t + 1e-9) {
             let Some(mut f) = self.next_frame() else {
                 break;
             };
@@ -260,103 +334,65 @@ impl Player {
                 carried.append(&mut f.marks);
                 f.marks = std::mem::take(&mut carried);
             }
-            out.push(f);
+            total += cost(&f);
+            out.push_back(f);
+            while total > MAX_BATCH_STATS && out.len() > 1 {
+                let Some(old) = out.pop_front() else { break };
+                total -= cost(&old);
+                if let Some(front) = out.front_mut() {
+                    let mut marks = old.marks;
+                    marks.append(&mut front.marks);
+                    front.marks = marks;
+                }
+            }
         }
-        if let (Some(last), false) = (out.last_mut(), carried.is_empty()) {
+        if let (Some(last), false) = (out.back_mut(), carried.is_empty()) {
             carried.append(&mut last.marks);
             last.marks = carried;
         }
-        out
+        out.into()
     }
 
     /// Time of the next frame, if any.
-    pub fn next_sample_t(&self) -> Option<f64> {
-        self.rec.records[self.next..].iter().find_map(|r| match r {
-            Record::Sample(s) => Some(s.t),
-            _ => None,
-        })
+    pub fn next_sample_t(&mut self) -> Option<f64> {
+        self.fill();
+        self.ahead.as_ref().map(|f| f.snapshot.t)
     }
 
-    fn rebuild_devices(&mut self) {
-        let devs = self
-            .facts
-            .iter()
-            .map(|f| f.to_device(self.queues.get(&f.name).cloned().unwrap_or_default()))
-            .collect();
-        self.devices = Arc::new(devs);
+    /// Read ahead to the next frame.
+    fn fill(&mut self) {
+        let Self {
+            reader,
+            frames,
+            ahead,
+            ..
+        } = self;
+        if ahead.is_some() {
+            return;
+        }
+        if let Some(r) = reader.as_mut() {
+            for rec in r.by_ref() {
+                if let Some(f) = frames.push(rec) {
+                    *ahead = Some(f);
+                    return;
+                }
+                if frames.past_end {
+                    break;
+                }
+            }
+            // Records exhausted: what is left is the held-back last sample.
+            *reader = None;
+        }
+        *ahead = frames.finish();
     }
 
     /// The next frame; `None` at the end. Changes after the last sample
     /// come with no frame, as nothing was measured after them.
     pub fn next_frame(&mut self) -> Option<Frame> {
-        let rec = Arc::clone(&self.rec);
-        let mut marks = Vec::new();
-        while let Some(r) = rec.records.get(self.next) {
-            self.next += 1;
-            match r {
-                Record::Header(_) | Record::End(_) => {}
-                Record::Settings(s) => {
-                    self.queues.insert(s.device.clone(), s.queue.clone());
-                    self.dirty = true;
-                }
-                Record::Devices(d) => {
-                    self.facts = d.devices.clone();
-                    self.dirty = true;
-                }
-                Record::Change(c) => marks.push(ChangeMark {
-                    device: c.device.clone(),
-                    t: c.t,
-                    label: c.label.clone(),
-                    before: c.before.clone(),
-                    after: c.after.clone(),
-                }),
-                Record::Sample(s) => {
-                    let mut warnings = Vec::new();
-                    let lines: Vec<DiskStatsLine> = s
-                        .disks
-                        .iter()
-                        .filter_map(|(name, fields)| match fields_to_counters(fields) {
-                            Ok(counters) => Some(DiskStatsLine {
-                                major: 0,
-                                minor: 0,
-                                name: name.clone(),
-                                counters,
-                            }),
-                            Err(e) => {
-                                warnings.push(format!("{name} at {:.1}s: {e}", s.t));
-                                None
-                            }
-                        })
-                        .collect();
-                    let refreshed = self.dirty;
-                    if self.dirty {
-                        self.rebuild_devices();
-                        self.dirty = false;
-                    }
-                    let interval = self.rates.last_interval(s.t);
-                    let stats = self.rates.update(s.t, &lines);
-                    self.position = s.t;
-                    return Some(Frame {
-                        snapshot: Snapshot {
-                            // The reader checked the range; never panic on it anyway.
-                            wall: Duration::try_from_secs_f64(s.wall)
-                                .ok()
-                                .and_then(|d| UNIX_EPOCH.checked_add(d))
-                                .unwrap_or(UNIX_EPOCH),
-                            t: s.t,
-                            interval,
-                            devices: Arc::clone(&self.devices),
-                            refreshed,
-                            stats,
-                            iowait_pct: s.iowait_pct,
-                            warnings,
-                        },
-                        marks,
-                    });
-                }
-            }
-        }
-        None
+        self.fill();
+        let f = self.ahead.take()?;
+        self.position = f.snapshot.t;
+        Some(f)
     }
 }
 
@@ -437,6 +473,67 @@ impl Playback {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::record::format::Sample;
+
+    fn sample(t: f64) -> Record {
+        // 6400 reads a second (100 every 1/64 s), whatever the interval.
+        let reads = (t * 64.0) as u64 * 100;
+        let mut disks = BTreeMap::new();
+        disks.insert(
+            "sda".to_owned(),
+            vec![reads, 0, reads * 8, reads, 0, 0, 0, 0, 0, 0, 0],
+        );
+        Record::Sample(Sample {
+            t,
+            wall: 1.7e9 + t,
+            iowait_pct: None,
+            disks,
+        })
+    }
+
+    #[test]
+    fn samples_closer_than_the_gap_are_merged_and_rates_stay_right() {
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        // Every 1/64 s: a frame every fourth sample (1/16 s >= MIN_FRAME_GAP).
+        let mut made = Vec::new();
+        for i in 0..=21 {
+            if let Some(fr) = f.push(sample(f64::from(i) / 64.0)) {
+                made.push(fr);
+            }
+        }
+        // A sample that goes back in time is left out.
+        assert!(f.push(sample(0.1)).is_none());
+        made.extend(f.finish());
+        let ts: Vec<f64> = made.iter().map(|f| f.snapshot.t).collect();
+        assert_eq!(
+            ts,
+            [
+                0.0,
+                4.0 / 64.0,
+                8.0 / 64.0,
+                12.0 / 64.0,
+                16.0 / 64.0,
+                20.0 / 64.0,
+                21.0 / 64.0
+            ]
+        );
+        for fr in &made[1..] {
+            let r_s = fr.snapshot.ext("sda").unwrap().r_s;
+            assert!((r_s - 6400.0).abs() < 1e-6, "{r_s} at {}", fr.snapshot.t);
+        }
+        assert_eq!(made[1].snapshot.interval, Some(4.0 / 64.0));
+    }
+
+    #[test]
+    fn samples_after_the_end_seen_are_not_played() {
+        let mut f = Frames::new(Vec::new(), 2.0);
+        assert!(f.push(sample(1.0)).is_some());
+        assert!(f.push(sample(2.0)).is_some());
+        assert!(!f.past_end);
+        assert!(f.push(sample(3.0)).is_none());
+        assert!(f.past_end);
+    }
 
     #[test]
     fn playback_clock_follows_speed_pause_and_jumps() {

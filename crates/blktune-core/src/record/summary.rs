@@ -1,23 +1,36 @@
 //! The summary of a recording: devices, duration, and every change with the
 //! figures before and after it (`blktune replay FILE --summary`).
 //!
-//! The figures come from replaying the whole recording through [`Player`]
-//! into per-device [`DeviceHistory`]s and calling [`history::compare`], the
-//! same comparison the live before/after panel uses.
+//! The figures come from the same frames the [`Player`](super::Player)
+//! makes, compared as [`history::compare`] compares a live change (the
+//! before/after panel): before, up to [`BEFORE_WINDOW`] seconds (since the
+//! device's previous change) that ended by the change; after, from the
+//! change to the device's next change. It is computed in one pass, so a
+//! pipe works and memory stays bounded however long the recording: a short
+//! ring of recent points per device, and one [`MeansAcc`] per side of each
+//! change, fed as the points come.
 
+use super::RecordError;
 use super::SHOWN_NOTES;
-use super::format::{ChangeSource, DeviceFacts, HostFacts, Record};
-use super::replay::{Player, Recording};
+use super::check::MAX_DEVICES;
+use super::format::{ChangeRecord, ChangeSource, HostFacts, Record};
+use super::reader::RecordReader;
+use super::recording::{MAX_CHANGES, Recording};
+use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
-use crate::history::{self, DeviceHistory, Means, Point, pct_change};
+use crate::history::{Means, MeansAcc, Point, pct_change};
 use crate::tuner::Settings;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::path::Path;
 
 /// How far back "before" reaches at most (seconds).
 pub const BEFORE_WINDOW: f64 = 60.0;
+
+/// Recent points kept for all devices together (each about 200 bytes); a
+/// device's ring holds at most its share, and two windows of time.
+const RING_BUDGET: usize = 1 << 18;
 
 /// The summary, as printed by `--summary --json`.
 #[derive(Debug, Clone, Serialize)]
@@ -82,127 +95,268 @@ const FIGURES: [Figure; 6] = [
     ("util", "%util", "%", |m| m.util),
 ];
 
-/// Replay the whole recording and summarise it. `local_host` is this
-/// machine's host name, to say whether the file comes from elsewhere.
-pub fn summarize(rec: &Arc<Recording>, local_host: Option<&str>) -> Summary {
-    let mut hist: BTreeMap<String, DeviceHistory> = BTreeMap::new();
-    let mut first_sched: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut last_sched: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut notes = rec.notes.clone();
-    // Counter problems per device and sample: the first few, then a count.
-    let (mut shown, mut unshown) = (0, 0usize);
-    for frame in Player::new(Arc::clone(rec)) {
-        let s = &frame.snapshot;
-        for w in &frame.snapshot.warnings {
-            if shown < SHOWN_NOTES {
-                notes.push(w.clone());
-                shown += 1;
+/// Read the recording at `path` once and summarise it: the recording (for
+/// its notes and length) and its summary. Works on a pipe. `local_host` is
+/// this machine's host name, to say whether the file comes from elsewhere.
+pub fn summarize_file(
+    path: &Path,
+    local_host: Option<&str>,
+) -> Result<(Recording, Summary), RecordError> {
+    let (mut reader, mut scan) = Recording::start(path)?;
+    let mut acc = Acc::new(reader.header().devices.clone(), f64::INFINITY);
+    for r in reader.by_ref() {
+        if scan.take(&r) {
+            acc.take(r);
+        }
+    }
+    let rec = scan.finish(reader.take_notes());
+    let summary = acc.finish(&rec, local_host);
+    Ok((rec, summary))
+}
+
+/// Summarise a recording already opened, reading its file again.
+pub fn summarize(rec: &Recording, local_host: Option<&str>) -> Result<Summary, RecordError> {
+    let reader: RecordReader = rec.reopen()?;
+    let mut acc = Acc::new(rec.header.devices.clone(), rec.duration());
+    for r in reader {
+        acc.take(r);
+        if acc.frames.past_end {
+            break;
+        }
+    }
+    Ok(acc.finish(rec, local_host))
+}
+
+/// One side of a change being accumulated.
+#[derive(Debug)]
+struct Sides {
+    change: ChangeRecord,
+    /// "Before" starts here: the window or the device's previous change.
+    from: f64,
+    /// The device's next change, once met.
+    next_t: Option<f64>,
+    before: MeansAcc,
+    after: MeansAcc,
+}
+
+impl Sides {
+    /// Count `p` on whichever side it belongs to (the straddling interval
+    /// on neither), as [`crate::history::compare`] does.
+    fn add(&mut self, p: &Point) {
+        let t = self.change.t;
+        if p.t <= t + 1e-9 && p.start() >= self.from - 1e-9 {
+            self.before.add(p);
+        }
+        if p.start() >= t - 1e-9 && self.next_t.is_none_or(|n| p.t <= n + 1e-9) {
+            self.after.add(p);
+        }
+    }
+
+    /// Can no later point count (points come in rising time)?
+    fn closed_by(&self, p: &Point) -> bool {
+        self.next_t.is_some_and(|n| p.t > n + 1e-9)
+    }
+}
+
+/// The one-pass summary's state.
+#[derive(Debug)]
+struct Acc {
+    frames: Frames,
+    /// Recent points of each whole device, oldest first.
+    rings: HashMap<String, VecDeque<Point>>,
+    ring_cap: usize,
+    /// The first [`MAX_CHANGES`] changes, being accumulated.
+    sides: Vec<Sides>,
+    /// Per device, the changes whose sides can still grow.
+    open: HashMap<String, Vec<usize>>,
+    first_sched: BTreeMap<String, Option<String>>,
+    last_sched: BTreeMap<String, Option<String>>,
+    /// Counter problems per device and sample: the first few, then a count.
+    warnings: Vec<String>,
+    unshown: usize,
+}
+
+impl Acc {
+    fn new(facts: Vec<super::format::DeviceFacts>, until: f64) -> Self {
+        Self {
+            frames: Frames::new(facts, until),
+            rings: HashMap::new(),
+            ring_cap: RING_BUDGET,
+            sides: Vec::new(),
+            open: HashMap::new(),
+            first_sched: BTreeMap::new(),
+            last_sched: BTreeMap::new(),
+            warnings: Vec::new(),
+            unshown: 0,
+        }
+    }
+
+    fn take(&mut self, r: Record) {
+        if let Record::Change(c) = &r {
+            self.change(c);
+        }
+        if let Some(f) = self.frames.push(r) {
+            self.frame(&f);
+        }
+    }
+
+    /// A change: close the device's previous one, and count what is
+    /// already in the ring on its sides.
+    fn change(&mut self, c: &ChangeRecord) {
+        if self.sides.len() >= MAX_CHANGES {
+            return;
+        }
+        let prev = self.open.get(&c.device).and_then(|v| {
+            v.iter()
+                .rev()
+                .find(|&&i| self.sides[i].next_t.is_none())
+                .copied()
+        });
+        let prev_t = prev.map(|i| self.sides[i].change.t);
+        if let Some(i) = prev {
+            self.sides[i].next_t = Some(c.t);
+        }
+        let from = prev_t.map_or(c.t - BEFORE_WINDOW, |p| p.max(c.t - BEFORE_WINDOW));
+        let mut side = Sides {
+            change: c.clone(),
+            from,
+            next_t: None,
+            before: MeansAcc::default(),
+            after: MeansAcc::default(),
+        };
+        for p in self.rings.get(&c.device).into_iter().flatten() {
+            side.add(p);
+        }
+        self.open
+            .entry(c.device.clone())
+            .or_default()
+            .push(self.sides.len());
+        self.sides.push(side);
+    }
+
+    fn frame(&mut self, f: &Frame) {
+        let s = &f.snapshot;
+        for w in &s.warnings {
+            if self.warnings.len() < SHOWN_NOTES {
+                self.warnings.push(w.clone());
             } else {
-                unshown += 1;
+                self.unshown += 1;
             }
+        }
+        if s.refreshed {
+            // Rings only for the whole devices there are now.
+            self.rings
+                .retain(|name, _| s.devices.iter().any(|d| &d.name == name));
+            self.ring_cap = (RING_BUDGET / s.devices.len().max(1)).max(16);
         }
         for d in s.devices.iter() {
+            let known = self.first_sched.contains_key(&d.name);
+            if !known && self.first_sched.len() >= MAX_DEVICES {
+                continue;
+            }
             let active = d.queue.scheduler.as_ref().map(|x| x.active.clone());
-            first_sched
-                .entry(d.name.clone())
-                .or_insert_with(|| active.clone());
-            last_sched.insert(d.name.clone(), active);
+            if !known {
+                self.first_sched.insert(d.name.clone(), active.clone());
+            }
+            self.last_sched.insert(d.name.clone(), active);
+            self.rings.entry(d.name.clone()).or_default();
         }
         for (name, st) in &s.stats {
-            hist.entry(name.clone()).or_default().push(
-                Point {
-                    t: s.t,
-                    itv: s.interval.unwrap_or(0.0),
-                    stats: st.stats.ok(),
-                },
-                f64::INFINITY,
-            );
-        }
-    }
-    if unshown > 0 {
-        notes.push(format!(
-            "{}: {unshown} more device sample(s) with bad counters, left out",
-            rec.name
-        ));
-    }
-    let changes: Vec<_> = rec.changes().collect();
-    let empty = DeviceHistory::default();
-    let summaries: Vec<ChangeSummary> = changes
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let prev = changes[..i]
-                .iter()
-                .rev()
-                .find(|p| p.device == c.device)
-                .map(|p| p.t);
-            let next = changes[i + 1..]
-                .iter()
-                .find(|n| n.device == c.device)
-                .map(|n| n.t);
-            let h = hist.get(&c.device).unwrap_or(&empty);
-            let cmp = history::compare(h, c.t, BEFORE_WINDOW, prev, next);
-            let pct = FIGURES
-                .iter()
-                .map(|(key, _, _, get)| {
-                    let p = match (&cmp.before, &cmp.after) {
-                        (Some(b), Some(a)) => pct_change(get(b), get(a)),
-                        _ => None,
-                    };
-                    ((*key).to_owned(), p)
-                })
-                .collect();
-            ChangeSummary {
-                device: c.device.clone(),
-                t: c.t,
-                label: c.label.clone(),
-                source: c.source,
-                settings_before: c.before.clone(),
-                settings_after: c.after.clone(),
-                before: cmp.before,
-                after: cmp.after,
-                pct,
+            let p = Point {
+                t: s.t,
+                itv: s.interval.unwrap_or(0.0),
+                stats: st.stats.ok(),
+            };
+            if let Some(open) = self.open.get_mut(name) {
+                let sides = &mut self.sides;
+                open.retain(|&i| {
+                    sides[i].add(&p);
+                    !sides[i].closed_by(&p)
+                });
             }
-        })
-        .collect();
-    let header = &rec.header;
-    // Devices from the header, then any that were plugged in later.
-    let mut facts: Vec<&DeviceFacts> = Vec::new();
-    let later = rec.records.iter().filter_map(|r| match r {
-        Record::Devices(d) => Some(&d.devices),
-        _ => None,
-    });
-    for d in std::iter::once(&header.devices).chain(later).flatten() {
-        if !facts.iter().any(|f| f.name == d.name) {
-            facts.push(d);
+            if let Some(ring) = self.rings.get_mut(name) {
+                ring.push_back(p);
+                while ring.len() > self.ring_cap
+                    || ring
+                        .front()
+                        .is_some_and(|f| f.t < p.t - 2.0 * BEFORE_WINDOW)
+                {
+                    ring.pop_front();
+                }
+            }
         }
     }
-    let devices = facts
-        .into_iter()
-        .map(|d| DeviceSummary {
-            name: d.name.clone(),
-            kind: d.kind,
-            model: d.model.clone(),
-            size_bytes: d.size_bytes,
-            scheduler_first: first_sched.get(&d.name).cloned().flatten(),
-            scheduler_last: last_sched.get(&d.name).cloned().flatten(),
-            changes: changes.iter().filter(|c| c.device == d.name).count(),
-        })
-        .collect();
-    Summary {
-        file: rec.name.clone(),
-        version: header.version,
-        tool: header.tool.clone(),
-        host: header.host.clone(),
-        other_host: local_host.is_some_and(|h| rec.is_from_other_host(h)),
-        started: header.started.clone(),
-        duration_s: rec.duration(),
-        samples: rec.samples(),
-        interval_s: header.interval_s,
-        end_reason: rec.end().map(|e| e.reason.clone()),
-        devices,
-        changes: summaries,
-        notes,
+
+    fn finish(mut self, rec: &Recording, local_host: Option<&str>) -> Summary {
+        if let Some(f) = self.frames.finish() {
+            self.frame(&f);
+        }
+        let mut notes = rec.notes.clone();
+        notes.append(&mut self.warnings);
+        if self.unshown > 0 {
+            notes.push(format!(
+                "{}: {} more device sample(s) with bad counters, left out",
+                rec.name, self.unshown
+            ));
+        }
+        let changes: Vec<ChangeSummary> = self
+            .sides
+            .into_iter()
+            .map(|side| {
+                let (before, after) = (side.before.means(), side.after.means());
+                let c = side.change;
+                let pct = FIGURES
+                    .iter()
+                    .map(|(key, _, _, get)| {
+                        let p = match (&before, &after) {
+                            (Some(b), Some(a)) => pct_change(get(b), get(a)),
+                            _ => None,
+                        };
+                        ((*key).to_owned(), p)
+                    })
+                    .collect();
+                ChangeSummary {
+                    device: c.device,
+                    t: c.t,
+                    label: c.label,
+                    source: c.source,
+                    settings_before: c.before,
+                    settings_after: c.after,
+                    before,
+                    after,
+                    pct,
+                }
+            })
+            .collect();
+        let devices = rec
+            .devices()
+            .iter()
+            .map(|d| DeviceSummary {
+                name: d.name.clone(),
+                kind: d.kind,
+                model: d.model.clone(),
+                size_bytes: d.size_bytes,
+                scheduler_first: self.first_sched.get(&d.name).cloned().flatten(),
+                scheduler_last: self.last_sched.get(&d.name).cloned().flatten(),
+                changes: changes.iter().filter(|c| c.device == d.name).count(),
+            })
+            .collect();
+        let header = &rec.header;
+        Summary {
+            file: rec.name.clone(),
+            version: header.version,
+            tool: header.tool.clone(),
+            host: header.host.clone(),
+            other_host: local_host.is_some_and(|h| rec.is_from_other_host(h)),
+            started: header.started.clone(),
+            duration_s: rec.duration(),
+            samples: rec.samples(),
+            interval_s: header.interval_s,
+            end_reason: rec.end().map(|e| e.reason.clone()),
+            devices,
+            changes,
+            notes,
+        }
     }
 }
 

@@ -67,9 +67,10 @@ pub fn export_winner(
     export::write_rules(&path, &r.text, to.force)?;
     let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
     out.push(format!(
-        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
+        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && {}",
         winner.summary(),
-        path.display()
+        path.display(),
+        export::trigger_command(&[device.to_string()])
     ));
     Ok(out.join("\n"))
 }

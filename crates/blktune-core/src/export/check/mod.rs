@@ -14,6 +14,7 @@ mod eval;
 mod glob;
 mod parse;
 mod report;
+pub mod search;
 
 pub use glob::udev_match;
 pub use parse::{Op, Rule, Token, parse_rules};
@@ -113,17 +114,25 @@ pub const ACTIONS: [&str; 2] = ["add", "change"];
 
 impl CheckReport {
     /// How many problems the check found: lines udev ignores, writes lost to
-    /// a later scheduler switch, lines that also hit partitions (each counted
-    /// once per device, whatever the action).
+    /// a later scheduler switch, lines that also hit partitions. Each problem
+    /// counts once, however many devices and actions it hits (one bad line of a
+    /// `loop*` rule is one problem, not one per loop device).
     pub fn problem_count(&self) -> usize {
-        let per_device = |d: &DeviceCheck| {
-            let mut all: Vec<&String> = d.actions.iter().flat_map(|a| &a.problems).collect();
-            all.sort();
-            all.dedup();
-            all.len()
-        };
-        self.ignored.len() + self.devices.iter().map(per_device).sum::<usize>()
+        let mut all: Vec<&String> = self
+            .devices
+            .iter()
+            .flat_map(|d| &d.actions)
+            .flat_map(|a| &a.problems)
+            .collect();
+        all.sort();
+        all.dedup();
+        self.ignored.len() + all.len()
     }
+}
+
+/// An unattached loop device (size 0): present in sysfs, nothing to tune.
+pub fn is_unattached_loop(d: &BlockDevice) -> bool {
+    matches!(d.kind, crate::device::DeviceKind::Loop) && d.size_bytes == 0
 }
 
 /// Lines that match partition `part` of `dev` for sure and write attributes:
@@ -181,6 +190,7 @@ pub fn check(
         .collect();
     let devices = devices
         .iter()
+        .filter(|d| !is_unattached_loop(d))
         .filter_map(|d| {
             let dev = root.device(&d.name)?;
             let props = db
@@ -212,5 +222,62 @@ pub fn check(
         rules: rules.len(),
         ignored,
         devices,
+    }
+}
+
+#[cfg(test)]
+mod fleet_tests {
+    use super::*;
+    use crate::export::{ExportItem, MatchStrategy, RenderOptions, render};
+    use crate::fake::{FakeDisk, FakeTree};
+
+    /// loop0 and loop9 attached, loop1..loop5 unattached (size 0).
+    fn loops(dir: &std::path::Path) -> (SysRoot, Vec<BlockDevice>) {
+        let t = FakeTree::new(dir).unwrap();
+        t.add(&FakeDisk::new("loop0").dev(7, 0).active("none"))
+            .unwrap();
+        t.add(&FakeDisk::new("loop9").dev(7, 9).active("none"))
+            .unwrap();
+        for i in 1..=5 {
+            t.add(&FakeDisk::new(&format!("loop{i}")).dev(7, i).size_bytes(0))
+                .unwrap();
+        }
+        let root = t.root();
+        let devs = crate::device::discover(&root).unwrap();
+        (root, devs)
+    }
+
+    #[test]
+    fn check_leaves_out_unattached_loops_and_counts_a_bad_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, devs) = loops(dir.path());
+        let text =
+            "KERNEL==\"loop*\", ATTR{queue/nr_requests}=\"64\", ATTR{queue/scheduler}=\"kyber\"\n";
+        let r = check(text, "x.rules", &root, &UdevDb::none(), &devs);
+        let names: Vec<&str> = r.devices.iter().map(|d| d.device.as_str()).collect();
+        assert_eq!(names, ["loop0", "loop9"]);
+        assert_eq!(r.problem_count(), 1, "{r:?}");
+    }
+
+    #[test]
+    fn class_warning_names_each_attached_device_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_root, devs) = loops(dir.path());
+        let loop0 = devs.iter().find(|d| d.name == "loop0").unwrap().clone();
+        let mut host = devs.clone();
+        host.extend(devs.iter().filter(|d| d.name == "loop9").cloned());
+        let opts = RenderOptions {
+            strategy: Some(MatchStrategy::Class),
+            host_devices: host,
+            ..RenderOptions::new("h")
+        };
+        let r = render(&[ExportItem::live(loop0, Default::default())], &opts).unwrap();
+        let w: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("also matches"))
+            .collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].ends_with("also matches loop9 on this host"), "{w:?}");
     }
 }
