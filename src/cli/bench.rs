@@ -263,7 +263,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let winner = result
             .verdict
             .as_ref()
-            .map(|v| blktune_core::tuner::Settings {
+            .map(|v| blktune_core::tuner::Wanted {
                 scheduler: Some(v.winner.clone()),
                 ..Default::default()
             })

@@ -36,7 +36,7 @@ pub use lock::{DeviceLock, LockError};
 
 use crate::device::{BlockDevice, QueueSettings};
 use crate::os::{SysRoot, is_plausible_device_name};
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use dir::{Dir, os_err, refused};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, renameat};
@@ -78,7 +78,7 @@ pub struct JournalEntry {
     pub boot_id: Option<String>,
     /// Seconds since the Unix epoch when the entry was written.
     pub saved_at: f64,
-    pub original: Settings,
+    pub original: Wanted,
 }
 
 impl JournalEntry {
@@ -410,10 +410,10 @@ pub(super) mod test_support {
             diskseq: Some(9),
             boot_id: None,
             saved_at: 0.0,
-            original: Settings {
+            original: Wanted {
                 scheduler: Some("none".into()),
                 nr_requests: Some(nr),
-                ..Settings::default()
+                ..Wanted::default()
             },
         }
     }

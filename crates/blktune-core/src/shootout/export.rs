@@ -3,7 +3,7 @@
 use crate::device::BlockDevice;
 use crate::export::{self, ExportError, ExportItem, RenderOptions, UdevDb};
 use crate::os::SysRoot;
-use crate::tuner::{self, Settings};
+use crate::tuner::{self, Wanted};
 use std::path::PathBuf;
 
 /// Where and how [`export_winner`] writes the rule.
@@ -26,7 +26,7 @@ pub struct WinnerExport {
 pub fn export_winner(
     root: &SysRoot,
     device: &str,
-    winner: &Settings,
+    winner: &Wanted,
     to: &WinnerExport,
 ) -> Result<String, ExportError> {
     let dev = tuner::resolve(root, device)?;

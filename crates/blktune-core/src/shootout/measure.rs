@@ -9,7 +9,7 @@ use crate::iostat::ExtStats;
 use crate::load::{Load, LoadStats};
 use crate::os::SysRoot;
 use crate::sampler::RateTracker;
-use crate::tuner::{self, Settings};
+use crate::tuner::{self, Wanted};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,12 +44,12 @@ pub(super) fn measure_all(
                     / (per_step * steps.len() as u32).as_secs_f64().max(1e-9),
         };
         progress(&report(Phase::Switching, per_step));
-        let want = Settings {
+        let want = Wanted {
             scheduler: Some(sched.clone()),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let outcome = held.apply(&want)?;
-        let settings = Settings::snapshot_of(&outcome.after);
+        let settings = Wanted::snapshot_of(&outcome.after);
         let settings = format!(
             "{}{}",
             settings.scheduler.clone().unwrap_or_default(),

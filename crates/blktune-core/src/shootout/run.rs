@@ -12,7 +12,7 @@ use crate::error::TuneError;
 use crate::journal::Journal;
 use crate::load::LoadError;
 use crate::os::SysRoot;
-use crate::tuner::{self, Settings, Tuner};
+use crate::tuner::{self, Tuner, Wanted};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,7 @@ pub fn run(
     let tuner = Tuner::new(root.clone(), journal).expecting(dev.as_str(), seq);
     let held = tuner.hold(dev.as_str())?;
     // The original is read under the lock: no other change is half-way now.
-    let original = Settings::snapshot_of(&QueueSettings::read(root, &dev));
+    let original = Wanted::snapshot_of(&QueueSettings::read(root, &dev));
     let steps = plan(&schedulers, cfg.rounds);
     let started = Instant::now();
 
@@ -126,9 +126,9 @@ pub fn run(
     let verdict = verdict(cfg.goal, &summaries);
     let (final_settings, applied) = match (&verdict, cfg.apply) {
         (Some(v), true) if Some(&v.winner) != original.scheduler.as_ref() => {
-            let want = Settings {
+            let want = Wanted {
                 scheduler: Some(v.winner.clone()),
-                ..Settings::default()
+                ..Wanted::default()
             };
             match held.apply(&want) {
                 Ok(_) => (
@@ -197,7 +197,7 @@ fn choose_schedulers(
 /// Put the original settings back; a sentence saying what happened. The
 /// journal entry follows the one revert policy (dropped when the device is
 /// back at the journalled originals, whoever made the entry).
-fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
+fn restore(held: &tuner::Held<'_>, original: &Wanted) -> String {
     let dev = held.name();
     match held.restore(original) {
         Ok(_) => format!("original settings restored ({})", original.summary()),
@@ -210,7 +210,7 @@ fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
 /// them itself; [`RestoreOnUnwind::disarm`] once it takes over.
 struct RestoreOnUnwind<'a, 'b> {
     held: &'a tuner::Held<'b>,
-    original: Option<Settings>,
+    original: Option<Wanted>,
 }
 
 impl<'a, 'b> RestoreOnUnwind<'a, 'b> {
@@ -397,9 +397,9 @@ mod tests {
         tuner
             .apply(
                 "sda",
-                &Settings {
+                &Wanted {
                     read_ahead_kb: Some(256),
-                    ..Settings::default()
+                    ..Wanted::default()
                 },
             )
             .unwrap();
@@ -412,9 +412,9 @@ mod tests {
         tuner
             .apply(
                 "sda",
-                &Settings {
+                &Wanted {
                     read_ahead_kb: Some(256),
-                    ..Settings::default()
+                    ..Wanted::default()
                 },
             )
             .unwrap();

@@ -2,7 +2,7 @@
 //! what the kernel stored otherwise ([`Stored`]), and the one-line labels
 //! ([`Outcome::label`]) of status lines and chart markers.
 
-use super::Settings;
+use super::Wanted;
 use crate::device::QueueSettings;
 use crate::sched;
 use serde::{Deserialize, Serialize};
@@ -83,7 +83,7 @@ impl Outcome {
 
 /// The values of `want` the kernel stored as something else (jiffies
 /// rounding, a page-rounded read-ahead, a raised nr_requests), as read back.
-pub(super) fn stored_otherwise(want: &Settings, after: &QueueSettings) -> Vec<Stored> {
+pub(super) fn stored_otherwise(want: &Wanted, after: &QueueSettings) -> Vec<Stored> {
     let mut out = Vec::new();
     let mut check = |attr: &str, wrote: String, got: Option<String>| {
         if let Some(got) = got.map(|g| g.trim().to_owned())
@@ -123,7 +123,7 @@ pub(super) fn add_requested_tunables(
     changes: &mut Vec<ValueChange>,
     before: &QueueSettings,
     after: &QueueSettings,
-    want: &Settings,
+    want: &Wanted,
 ) {
     for (name, _) in &want.tunables {
         let attr = format!("iosched/{name}");
@@ -152,7 +152,7 @@ pub(super) fn add_requested_tunables(
 /// Would applying `want` to a device in state `q` write nothing? (Every
 /// requested value is already in force; a scheduler switch never is a no-op,
 /// as it resets the others.)
-pub fn is_no_op(q: &QueueSettings, want: &Settings) -> bool {
+pub fn is_no_op(q: &QueueSettings, want: &Wanted) -> bool {
     let active = q.scheduler.as_ref().map(|s| s.active.as_str());
     want.scheduler.as_deref().is_none_or(|s| Some(s) == active)
         && want
@@ -241,13 +241,13 @@ mod tests {
         after.tunables.insert("read_expire".into(), "252".into());
         after.tunables.insert("fifo_batch".into(), "8".into());
         after.read_ahead_kb = Some(4);
-        let want = Settings {
+        let want = Wanted {
             tunables: vec![
                 ("read_expire".into(), "250".into()),
                 ("fifo_batch".into(), "8".into()),
             ],
             read_ahead_kb: Some(6),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let lines: Vec<String> = stored_otherwise(&want, &after)
             .iter()

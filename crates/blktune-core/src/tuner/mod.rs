@@ -9,7 +9,7 @@
 //! already changed is put back. The device's original settings are journalled
 //! before its first change.
 //!
-//! The files, by idea: this one holds the request ([`Settings`]), the
+//! The files, by idea: this one holds the request ([`Wanted`]), the
 //! [`Tuner`] and its lock ([`Held`]); `validate` checks a request through
 //! the scheduler catalogue; `transaction` is the one transaction (request ->
 //! validate -> journal -> write in kernel order -> read back -> rollback);
@@ -32,9 +32,13 @@ use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;
 
-/// Wanted settings; `None` (or an absent tunable) means "leave as it is".
+/// A request: the settings wanted for a device (beside
+/// [`QueueSettings`], the settings it has). `None` (or an absent tunable)
+/// means "leave as it is". Also what the journal, recordings and the
+/// shoot-out keep as a device's settings to put back; the type's name is
+/// in no file format (serde writes only the fields).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Settings {
+pub struct Wanted {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
     /// Tunables of the target scheduler, applied in this order.
@@ -46,7 +50,7 @@ pub struct Settings {
     pub read_ahead_kb: Option<u64>,
 }
 
-impl Settings {
+impl Wanted {
     /// Every current setting of a device, to restore it later.
     pub fn snapshot_of(q: &QueueSettings) -> Self {
         Self {
@@ -215,7 +219,7 @@ impl Tuner {
     }
 
     /// Validate and apply `want` to the device called `name`, under its lock.
-    pub fn apply(&self, name: &str, want: &Settings) -> Result<Outcome, TuneError> {
+    pub fn apply(&self, name: &str, want: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
         self.hold(dev.as_str())?.apply(want)
     }
@@ -224,7 +228,7 @@ impl Tuner {
     /// without journalling and without range checks (the values came from
     /// the kernel); then the revert policy drops its journal entry when the
     /// device is back at the journalled originals.
-    pub fn restore(&self, name: &str, original: &Settings) -> Result<Outcome, TuneError> {
+    pub fn restore(&self, name: &str, original: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
         self.hold(dev.as_str())?.restore(original)
     }
@@ -254,12 +258,12 @@ impl Held<'_> {
     }
 
     /// [`Tuner::apply`] under this lock.
-    pub fn apply(&self, want: &Settings) -> Result<Outcome, TuneError> {
+    pub fn apply(&self, want: &Wanted) -> Result<Outcome, TuneError> {
         self.tuner.transact(&self.name, want, Kind::Change)
     }
 
     /// [`Tuner::restore`] under this lock.
-    pub fn restore(&self, original: &Settings) -> Result<Outcome, TuneError> {
+    pub fn restore(&self, original: &Wanted) -> Result<Outcome, TuneError> {
         self.tuner.transact(&self.name, original, Kind::Restore)
     }
 

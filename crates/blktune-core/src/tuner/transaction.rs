@@ -12,7 +12,7 @@
 //! as it may have left anything behind.
 
 use super::diff::{add_requested_tunables, stored_otherwise};
-use super::{Kind, Outcome, Settings, Tuner, diff, hw_queue_depth, is_no_op, resolve, validate};
+use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
 use crate::device::{QueueSettings, SchedulerState, read_dev_numbers};
 use crate::error::TuneError;
 use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
@@ -31,7 +31,7 @@ impl Tuner {
     pub(super) fn transact(
         &self,
         name: &str,
-        want: &Settings,
+        want: &Wanted,
         kind: Kind,
     ) -> Result<Outcome, TuneError> {
         let strict = kind == Kind::Change;
@@ -133,7 +133,7 @@ impl Tuner {
         }
     }
 
-    fn check_permission(&self, dev: &DeviceName, want: &Settings) -> Result<(), TuneError> {
+    fn check_permission(&self, dev: &DeviceName, want: &Wanted) -> Result<(), TuneError> {
         let mut attrs = Vec::new();
         if want.scheduler.is_some() {
             attrs.push(QueueAttr::Scheduler);
@@ -204,7 +204,7 @@ impl Tuner {
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
-            original: Settings::snapshot_of(q),
+            original: Wanted::snapshot_of(q),
         };
         let err = |source| TuneError::Journal {
             dir: j.dir().display().to_string(),
@@ -227,7 +227,7 @@ impl Tuner {
         &self,
         dev: &DeviceName,
         seq: Option<u64>,
-        want: &Settings,
+        want: &Wanted,
         now: &mut QueueSettings,
         kt: &mut Duration,
     ) -> Result<(), TuneError> {
@@ -416,7 +416,7 @@ impl Tuner {
             // Its message says it already: nothing goes onto the new device.
             return (err, None);
         }
-        let original = Settings::snapshot_of(before);
+        let original = Wanted::snapshot_of(before);
         let (note, restored) = if !self.root.device_dir(dev).exists() {
             ("nothing to roll back: the device is gone".to_string(), None)
         } else if let Some(s) = seq.filter(|s| read_diskseq(&self.root, dev) != Some(*s)) {
@@ -430,7 +430,7 @@ impl Tuner {
         } else {
             // A failed step may have left anything behind: read it all.
             let mut now = QueueSettings::read(&self.root, dev);
-            if Settings::snapshot_of(&now) == original {
+            if Wanted::snapshot_of(&now) == original {
                 ("nothing was changed".to_string(), Some(now))
             } else {
                 let mut kt = Duration::ZERO;
@@ -501,18 +501,18 @@ mod tests {
             diskseq: None,
             boot_id: Some("an-earlier-boot".into()),
             saved_at: 0.0,
-            original: Settings {
+            original: Wanted {
                 scheduler: Some("bfq".into()),
-                ..Settings::default()
+                ..Wanted::default()
             },
         };
         j.save_if_absent(&old).unwrap();
         tuner
             .apply(
                 "sda",
-                &Settings {
+                &Wanted {
                     read_ahead_kb: Some(256),
-                    ..Settings::default()
+                    ..Wanted::default()
                 },
             )
             .unwrap();
@@ -528,9 +528,9 @@ mod tests {
     #[test]
     fn a_live_entry_is_kept_on_a_second_change() {
         let (_d, _t, tuner) = setup();
-        let ra = |n| Settings {
+        let ra = |n| Wanted {
             read_ahead_kb: Some(n),
-            ..Settings::default()
+            ..Wanted::default()
         };
         tuner.apply("sda", &ra(256)).unwrap();
         let o = tuner.apply("sda", &ra(512)).unwrap();
@@ -547,17 +547,17 @@ mod tests {
     fn a_no_op_writes_no_journal_entry_and_keeps_an_existing_one() {
         let (_d, _t, tuner) = setup();
         let j = tuner.journal().unwrap();
-        let same = Settings {
+        let same = Wanted {
             scheduler: Some("mq-deadline".into()),
             read_ahead_kb: Some(128),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let o = tuner.apply("sda", &same).unwrap();
         assert!(o.changes.is_empty(), "{:?}", o.changes);
         assert!(j.load("sda").unwrap().is_none(), "a no-op journalled");
-        let ra = |n| Settings {
+        let ra = |n| Wanted {
             read_ahead_kb: Some(n),
-            ..Settings::default()
+            ..Wanted::default()
         };
         tuner.apply("sda", &ra(256)).unwrap();
         let saved = j.load("sda").unwrap().unwrap();
@@ -581,9 +581,9 @@ mod tests {
         let dev = root.device("loop3").unwrap();
         let before = QueueSettings::read(&root, &dev);
         let j = Journal::new(dir.path().join("j"));
-        let kyber = Settings {
+        let kyber = Wanted {
             scheduler: Some("kyber".into()),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let tuner = Tuner::new(root.clone(), Some(j.clone())).expecting("loop3", Some(14));
         let e = tuner.apply("loop3", &kyber).unwrap_err();
@@ -597,7 +597,7 @@ mod tests {
         );
         // A restore through that tuner is refused as well.
         let e = tuner
-            .restore("loop3", &Settings::snapshot_of(&before))
+            .restore("loop3", &Wanted::snapshot_of(&before))
             .unwrap_err();
         assert!(matches!(e, TuneError::Replaced { .. }), "{e}");
         assert_eq!(QueueSettings::read(&root, &dev), before);
@@ -608,10 +608,10 @@ mod tests {
         assert_eq!(QueueSettings::read(&root, &dev).active_label(), "kyber");
     }
 
-    fn nr(n: u64) -> Settings {
-        Settings {
+    fn nr(n: u64) -> Wanted {
+        Wanted {
             nr_requests: Some(n),
-            ..Settings::default()
+            ..Wanted::default()
         }
     }
 
@@ -683,7 +683,7 @@ mod tests {
         tuner.apply("sda", &nr(32)).unwrap();
         // An undo of the second change: back to 64, not the original: kept.
         tuner
-            .restore("sda", &Settings::snapshot_of(&o1.after))
+            .restore("sda", &Wanted::snapshot_of(&o1.after))
             .unwrap();
         assert_eq!(attr(&t, "nr_requests"), "64");
         assert!(
@@ -692,7 +692,7 @@ mod tests {
         );
         // An undo of the first: back at the original: dropped.
         tuner
-            .restore("sda", &Settings::snapshot_of(&o1.before))
+            .restore("sda", &Wanted::snapshot_of(&o1.before))
             .unwrap();
         assert_eq!(attr(&t, "nr_requests"), orig);
         assert!(j.load("sda").unwrap().is_none(), "nothing left to revert");
@@ -700,7 +700,7 @@ mod tests {
         tuner.apply("sda", &nr(64)).unwrap();
         std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), &orig).unwrap();
         tuner
-            .restore("sda", &Settings::snapshot_of(&o1.before))
+            .restore("sda", &Wanted::snapshot_of(&o1.before))
             .unwrap();
         assert!(j.load("sda").unwrap().is_none());
     }

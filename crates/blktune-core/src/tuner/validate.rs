@@ -1,7 +1,7 @@
 //! Validation of a request, without writing: thin, as every value check is
 //! the scheduler catalogue's ([`crate::sched`]).
 
-use super::Settings;
+use super::Wanted;
 use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::os::{DeviceName, is_plausible_tunable_name};
@@ -16,8 +16,8 @@ pub fn validate(
     dev: &DeviceName,
     q: &QueueSettings,
     hw_depth: Option<u64>,
-    want: &Settings,
-) -> Result<Settings, TuneError> {
+    want: &Wanted,
+) -> Result<Wanted, TuneError> {
     let needs_queue =
         want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
     let sched = match (&q.scheduler, needs_queue) {
@@ -99,10 +99,10 @@ mod tests {
             std::fs::write(dir.join("nr_tags"), format!("{tags}\n")).unwrap();
         }
         assert_eq!(hw_queue_depth(&root, &dev), Some(32));
-        let want = |s: &str, n| Settings {
+        let want = |s: &str, n| Wanted {
             scheduler: Some(s.into()),
             nr_requests: Some(n),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let e = tuner.apply("sda", &want("none", 33)).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
@@ -123,7 +123,7 @@ mod tests {
         let root = t.root();
         let dev = root.device("sda").unwrap();
         let q = QueueSettings::read(&root, &dev);
-        let ok = Settings {
+        let ok = Wanted {
             scheduler: Some("kyber".into()),
             tunables: vec![("read_lat_nsec".into(), "1000".into())],
             nr_requests: Some(2048),
@@ -131,31 +131,31 @@ mod tests {
         };
         assert!(validate(&dev, &q, None, &ok).is_ok());
         for bad in [
-            Settings {
+            Wanted {
                 nr_requests: Some(3),
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 nr_requests: Some(2049),
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 read_ahead_kb: Some(sched::READ_AHEAD_KB_MAX + sched::page_kb()),
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 scheduler: Some("cfq".into()),
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 tunables: vec![("read_expire".into(), "1".into())],
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 tunables: vec![("read_lat_nsec".into(), "1e6".into())],
                 ..ok.clone()
             },
-            Settings {
+            Wanted {
                 tunables: vec![("read_lat_nsec".into(), "".into())],
                 ..ok.clone()
             },
@@ -172,10 +172,10 @@ mod tests {
         let root = t.root();
         let dev = root.device("sda").unwrap();
         let before = QueueSettings::read(&root, &dev);
-        let tunable = |s: Option<&str>, k: &str, v: &str| Settings {
+        let tunable = |s: Option<&str>, k: &str, v: &str| Wanted {
             scheduler: s.map(Into::into),
             tunables: vec![(k.into(), v.into())],
-            ..Settings::default()
+            ..Wanted::default()
         };
         let e = tuner
             .apply("sda", &tunable(None, "front_merges", "7"))
