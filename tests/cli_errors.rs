@@ -405,18 +405,29 @@ fn every_command_has_help_with_examples_and_there_is_a_version() {
     );
 }
 
+/// Does process `pid` have the file with inode `ino` open?
+fn reads_fifo(pid: u32, ino: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.filter_map(Result::ok)
+            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.ino() == ino))
+    })
+}
+
 #[test]
 fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = Fixture::new();
-    // A FIFO in place of one tunable: every read of the device's settings
-    // blocks until this test serves it, which lets the test remove the device
-    // exactly between the journal write (validation done) and the first write.
-    let fifo_rel = "queue/iosched/fifo_batch";
+    // A FIFO as the device's diskseq: every read of it (once at the start,
+    // then the check before each write) blocks until this test serves it,
+    // which lets the test remove the device exactly between the journal
+    // write (validation done) and the first write. (The settings are read
+    // once, before the journal write, and never again before a write.)
+    let fifo_rel = "diskseq";
     let fifo = f.tree.dev_dir("sda").join(fifo_rel);
-    std::fs::remove_file(&fifo).unwrap();
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let fifo_ino = std::fs::metadata(&fifo).unwrap().ino();
     let root = f.dir.path().join("root");
     let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
         .args(["set", "sda", "--scheduler", "kyber", "--sysfs-root"])
@@ -448,6 +459,18 @@ fn a_device_that_vanishes_mid_change_is_reported_not_retried() {
                     path = gone.join(fifo_rel);
                 }
                 let _ = w.write_all(b"16\n");
+                // One value per read ("16\n16\n" is no diskseq): keep the
+                // writer open (so no EOF) until blktune's open has returned,
+                // then close, and wait until it has closed the FIFO.
+                let wait = |open: bool| {
+                    while reads_fifo(child.id(), fifo_ino) != open {
+                        assert!(std::time::Instant::now() < deadline, "blktune hangs");
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                };
+                wait(true);
+                drop(w);
+                wait(false);
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
         }

@@ -6,7 +6,7 @@
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
 use blktune_core::fake::{FakeDisk, FakeTree};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::fs;
 use std::process::{Command, Output};
 
@@ -87,7 +87,7 @@ impl Host {
         device::discover(&self.t.root()).unwrap()
     }
 
-    fn item(&self, name: &str, s: Settings) -> ExportItem {
+    fn item(&self, name: &str, s: Wanted) -> ExportItem {
         let d = self.devices().into_iter().find(|d| d.name == name).unwrap();
         let env = UdevDb::new(self.dir.path().join("udev-data")).properties(d.major, d.minor);
         ExportItem::new(d, s, env)
@@ -109,8 +109,8 @@ fn opts(h: &Host, strategy: Option<MatchStrategy>, include: Option<&str>) -> Ren
     }
 }
 
-fn kyber() -> Settings {
-    Settings {
+fn kyber() -> Wanted {
+    Wanted {
         scheduler: Some("kyber".into()),
         tunables: vec![("read_lat_nsec".into(), "1000000".into())],
         nr_requests: Some(64),
@@ -137,9 +137,9 @@ fn tuned_profile_by_wwn_with_extension() {
 #[test]
 fn tuned_profile_of_several_devices_and_matches() {
     let h = host();
-    let only_ra = Settings {
+    let only_ra = Wanted {
         read_ahead_kb: Some(4096),
-        ..Settings::default()
+        ..Wanted::default()
     };
     let r = render(
         &[h.item("sdb", kyber()), h.item("nvme0n1", only_ra.clone())],

@@ -6,7 +6,7 @@
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
 use blktune_core::fake::{FakeDisk, FakeTree};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::fs;
 
 struct Host {
@@ -68,7 +68,7 @@ fn host() -> Host {
 }
 
 impl Host {
-    fn item(&self, name: &str, s: Settings) -> ExportItem {
+    fn item(&self, name: &str, s: Wanted) -> ExportItem {
         let d = self
             .devices
             .iter()
@@ -94,8 +94,8 @@ impl Host {
     }
 }
 
-fn kyber() -> Settings {
-    Settings {
+fn kyber() -> Wanted {
+    Wanted {
         scheduler: Some("kyber".into()),
         tunables: vec![("read_lat_nsec".into(), "1000000".into())],
         nr_requests: Some(64),
@@ -103,8 +103,8 @@ fn kyber() -> Settings {
     }
 }
 
-fn deadline() -> Settings {
-    Settings {
+fn deadline() -> Wanted {
+    Wanted {
         scheduler: Some("mq-deadline".into()),
         tunables: vec![("read_expire".into(), "100".into())],
         nr_requests: Some(128),
@@ -156,9 +156,9 @@ fn loop_default_falls_back_to_kernel_with_warning() {
 #[test]
 fn device_without_scheduler_exports_read_ahead_only() {
     let h = host();
-    let s = Settings {
+    let s = Wanted {
         read_ahead_kb: Some(512),
-        ..Settings::default()
+        ..Wanted::default()
     };
     golden("zram_default", &h, vec![h.item("zram0", s)], None);
 }

@@ -13,7 +13,7 @@ use common::*;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::{ExportItem, MatchStrategy, RenderOptions, render};
 use blktune_core::fake::{FakeDisk, FakeTree};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -396,10 +396,10 @@ fn model_and_id_rules_parse_and_do_not_hit_another_disk() {
         t.add(d).unwrap();
     }
     let read = |n: &str| BlockDevice::read(&t.root(), &t.root().device(n).unwrap());
-    let s = Settings {
+    let s = Wanted {
         scheduler: Some("bfq".into()),
         read_ahead_kb: Some(4096),
-        ..Settings::default()
+        ..Wanted::default()
     };
     let mut env = BTreeMap::new();
     env.insert("ID_WWN".to_string(), "0x5000000000000003".to_string());

@@ -5,7 +5,7 @@
 mod common;
 
 use blktune_core::scratch::{Creator, ScratchLoop};
-use blktune_core::tuner::{Settings, Tuner};
+use blktune_core::tuner::{Tuner, Wanted};
 use common::require_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,10 +93,10 @@ fn round(how: &str, teardown: fn(ScratchLoop)) -> Result<(), String> {
         .find(|s| *s != was)
         .unwrap();
     let nr = if before[1].1 == "64" { 32 } else { 64 };
-    let want = Settings {
+    let want = Wanted {
         scheduler: Some(other.into()),
         nr_requests: Some(nr),
-        ..Settings::default()
+        ..Wanted::default()
     };
     Tuner::new(Default::default(), None)
         .apply(&name, &want)

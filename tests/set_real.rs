@@ -661,3 +661,90 @@ fn revert_all_with_a_closed_stdout_puts_every_device_back() {
         }
     }
 }
+
+/// Every file of `dev` (under `/sys/block/DEV/`) a traced run opened, in
+/// order, from `strace -f -e trace=openat,open` output.
+fn opened_under(trace: &str, dev: &str) -> Vec<String> {
+    let prefix = format!("\"/sys/block/{dev}/");
+    trace
+        .lines()
+        .filter(|l| l.contains("openat(") || l.contains("open("))
+        .filter_map(|l| {
+            let start = l.find(&prefix)? + 1;
+            let len = l[start..].find('"')?;
+            Some(l[start..start + len].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_change_reads_the_device_once_and_keeps_what_it_read() {
+    let test = "a_change_reads_the_device_once_and_keeps_what_it_read";
+    if !require_root(test) || !require_tool(test, "strace") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let trace = t.path().join("trace");
+    let o = Command::new("strace")
+        .args(["-f", "-e", "trace=openat,open", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_blktune"))
+        .args(["set", lo.name(), "-s", "kyber"])
+        .env("BLKTUNE_JOURNAL_DIR", j.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.active_scheduler(), "kyber");
+    let opens = opened_under(&std::fs::read_to_string(&trace).unwrap(), lo.name());
+    let sched = format!("/sys/block/{}/queue/scheduler", lo.name());
+    let n_sched = opens.iter().filter(|p| **p == sched).count();
+    // Read once, write, read back: nothing re-read.
+    assert!(
+        n_sched <= 3,
+        "queue/scheduler opened {n_sched} times: {opens:#?}"
+    );
+    // The first read (scheduler, nr_requests, read_ahead_kb, iosched/), the
+    // device number for the journal, a diskseq check before each write, and
+    // after the switch what it reset (nr_requests, the new tunables).
+    assert!(
+        opens.len() <= 16,
+        "{} opens under the device: {opens:#?}",
+        opens.len()
+    );
+    // What it kept is still the truth: the output shows the reset nr_requests.
+    assert!(stdout(&o).contains("nr_requests"), "{}", stdout(&o));
+    // What it kept after writes with side effects is what the kernel has:
+    // the switch resets the tunables, nr_requests=64 recomputes
+    // mq-deadline's async_depth (64 on 6.18).
+    let o = set(
+        &lo,
+        j.path(),
+        &[
+            "-s",
+            "mq-deadline",
+            "-t",
+            "fifo_batch=8",
+            "--nr-requests",
+            "64",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let after = &v["after"];
+    let mut kept = vec![
+        (
+            "scheduler".to_string(),
+            after["scheduler"].as_str().unwrap().to_string(),
+        ),
+        ("nr_requests".into(), after["nr_requests"].to_string()),
+        ("read_ahead_kb".into(), after["read_ahead_kb"].to_string()),
+    ];
+    for (k, val) in after["tunables"].as_object().unwrap() {
+        kept.push((format!("iosched/{k}"), val.as_str().unwrap().to_string()));
+    }
+    assert_eq!(kept, lo.settings(), "kept != read: {v:#}");
+    revert(&lo, j.path());
+    assert_eq!(lo.active_scheduler(), "none");
+}

@@ -12,7 +12,7 @@ use blktune::tui::worker::shootout::ShootOutFeed;
 use blktune_core::shootout::{
     Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
 };
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -313,9 +313,9 @@ fn result() -> ShootoutResult {
         rounds: 1,
         settle_s: 1.0,
         dwell_s: 5.0,
-        original: Settings {
+        original: Wanted {
             scheduler: Some("mq-deadline".into()),
-            ..Settings::default()
+            ..Wanted::default()
         },
         measurements: Vec::new(),
         verdict: verdict(Goal::ReadLatency, &schedulers),

@@ -13,7 +13,7 @@ use blktune_core::diskstats::Counters;
 use blktune_core::fake::FakeDisk;
 use blktune_core::journal::Journal;
 use blktune_core::sampler::Sampler;
-use blktune_core::tuner::{Settings, Tuner};
+use blktune_core::tuner::{Tuner, Wanted};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -142,8 +142,8 @@ fn esc_glued_to_the_confirming_key_cancels_every_dialog() {
             device: "loop0".into(),
             t: 1.0,
             label: "none→kyber".into(),
-            before: Settings::default(),
-            after: Settings::default(),
+            before: Wanted::default(),
+            after: Wanted::default(),
         }],
     );
     press(&mut app, &chars("U"));
@@ -446,9 +446,9 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
             id,
             device: "loop0".into(),
             diskseq,
-            settings: Settings {
+            settings: Wanted {
                 nr_requests: Some(64),
-                ..Settings::default()
+                ..Wanted::default()
             },
             kind: ApplyKind::Change,
         }))
@@ -484,8 +484,8 @@ fn revert_all_reverts_the_devices_it_named() {
         device: dev.into(),
         t: 1.0,
         label: "none→kyber".into(),
-        before: Settings::default(),
-        after: Settings::default(),
+        before: Wanted::default(),
+        after: Wanted::default(),
     };
     app.undo.insert("loop0".into(), vec![mark("loop0")]);
     press(&mut app, &chars("U"));

@@ -60,7 +60,7 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
 fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
     use blktune::tui::source::{ApplyReport, ApplyRequest};
     use blktune_core::history::ChangeMark;
-    use blktune_core::tuner::{Outcome, Settings, ValueChange};
+    use blktune_core::tuner::{Outcome, ValueChange, Wanted};
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 3, &busy(4));
@@ -79,8 +79,8 @@ fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
         device: "sda".into(),
         t: app.now,
         label: "mq-deadline→kyber".into(),
-        before: Settings::snapshot_of(&before),
-        after: Settings::snapshot_of(&after),
+        before: Wanted::snapshot_of(&before),
+        after: Wanted::snapshot_of(&after),
     };
     let outcome = Outcome {
         device: "sda".into(),

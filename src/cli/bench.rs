@@ -261,7 +261,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let winner = result
             .verdict
             .as_ref()
-            .map(|v| blktune_core::tuner::Settings {
+            .map(|v| blktune_core::tuner::Wanted {
                 scheduler: Some(v.winner.clone()),
                 ..Default::default()
             })
@@ -272,7 +272,13 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             measured: blktune_core::export::measured::shootout(&result),
             udev_db: None,
         };
-        for line in shootout::export_winner(&root, &device, &winner, &to)?.lines() {
+        // A refused device keeps its own exit code (2 for bad input).
+        let written =
+            shootout::export_winner(&root, &device, &winner, &to).map_err(|e| match e {
+                blktune_core::export::ExportError::Tune(t) => anyhow::Error::from(t),
+                e => e.into(),
+            })?;
+        for line in written.lines() {
             eprintln!("blktune: {}", printable(line));
         }
     }

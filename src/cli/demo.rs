@@ -8,7 +8,7 @@ use anyhow::Context;
 use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
 use blktune_core::scratch::QueueRestore;
 use blktune_core::text::printable;
-use blktune_core::tuner::{Settings, Tuner};
+use blktune_core::tuner::{Tuner, Wanted};
 use blktune_core::units::parse_size;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -128,9 +128,9 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     let name = scratch.name().to_owned();
     // The same story every time: start from mq-deadline (a loop device keeps
     // the scheduler of its last user). Our own device; no journal needed.
-    let start = Settings {
+    let start = Wanted {
         scheduler: Some("mq-deadline".into()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     if let Err(e) = Tuner::new(root.clone(), None).apply(&name, &start) {
         eprintln!(

@@ -11,7 +11,7 @@ use blktune_core::export::{
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
 use blktune_core::text::printable;
-use blktune_core::tuner::{self, Settings};
+use blktune_core::tuner::{self, Wanted};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -166,7 +166,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     } else {
         a.devices.clone()
     };
-    let over = Settings {
+    let over = Wanted {
         scheduler: a.scheduler.clone(),
         tunables: a.tunables.clone(),
         nr_requests: a.nr_requests,

@@ -5,7 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
 use blktune_core::journal::Journal;
-use blktune_core::tuner::{self, Outcome, Settings, Stored, Tuner, ValueChange};
+use blktune_core::tuner::{self, Outcome, Stored, Tuner, ValueChange, Wanted};
 use blktune_core::units::format_duration;
 
 /// Arguments of `blktune set`.
@@ -153,7 +153,7 @@ impl<'a> From<&'a Outcome> for SetJson<'a> {
 
 /// Run `blktune set`.
 pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let want = Settings {
+    let want = Wanted {
         scheduler: a.scheduler.clone(),
         tunables: a.tunables.clone(),
         nr_requests: a.nr_requests,
@@ -204,7 +204,7 @@ fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
 /// What must be written to bring a device from `now` back to `original`
 /// (the switch resets nr_requests and the tunables, so after one they are
 /// needed unless they equal the new scheduler's defaults).
-pub fn needed_to_restore(original: &Settings, now: &QueueSettings) -> Settings {
+pub fn needed_to_restore(original: &Wanted, now: &QueueSettings) -> Wanted {
     let active = now.scheduler.as_ref().map(|s| s.active.as_str());
     let switch = original
         .scheduler
@@ -230,7 +230,7 @@ pub fn needed_to_restore(original: &Settings, now: &QueueSettings) -> Settings {
         })
         .cloned()
         .collect();
-    Settings {
+    Wanted {
         scheduler: original.scheduler.clone().filter(|_| switch),
         tunables,
         nr_requests: original
@@ -243,7 +243,7 @@ pub fn needed_to_restore(original: &Settings, now: &QueueSettings) -> Settings {
 }
 
 /// `blktune set DEV --scheduler S --tunable K=V --nr-requests N --read-ahead-kb N`.
-pub fn set_command(device: &str, s: &Settings) -> String {
+pub fn set_command(device: &str, s: &Wanted) -> String {
     let mut cmd = format!("blktune set {device}");
     if let Some(v) = &s.scheduler {
         cmd.push_str(&format!(" --scheduler {v}"));
@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn the_restore_command_names_exactly_what_differs() {
-        let orig = Settings::snapshot_of(&queue(
+        let orig = Wanted::snapshot_of(&queue(
             "mq-deadline",
             100,
             512,

@@ -9,7 +9,7 @@ use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
 use blktune_core::sampler::{Sampler, Snapshot};
-use blktune_core::tuner::{Outcome, Settings, Tuner};
+use blktune_core::tuner::{Outcome, Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -88,7 +88,7 @@ pub struct ApplyRequest {
     /// the kernel has none (before 5.15). A device that has another one now
     /// was replaced under the same name, and the change is refused.
     pub diskseq: Option<u64>,
-    pub settings: Settings,
+    pub settings: Wanted,
     pub kind: ApplyKind,
 }
 
@@ -281,8 +281,8 @@ impl LiveSource {
                         device: o.device.clone(),
                         t,
                         label: o.label(),
-                        before: Settings::snapshot_of(&o.before),
-                        after: Settings::snapshot_of(&o.after),
+                        before: Wanted::snapshot_of(&o.before),
+                        after: Wanted::snapshot_of(&o.after),
                     };
                     (o, mark)
                 })

@@ -96,13 +96,13 @@ pub(super) fn revert_on_exit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blktune_core::tuner::Settings;
+    use blktune_core::tuner::Wanted;
     use std::path::Path;
 
     fn summary(dir: &str) -> String {
         let session = [SessionChange {
             device: "loop0".into(),
-            original: Settings::default(),
+            original: Wanted::default(),
             labels: vec!["none→kyber".into()],
         }];
         let mut out = Vec::new();
@@ -134,7 +134,7 @@ mod tests {
     fn the_revert_command_of_a_fake_tree_names_its_roots_and_not_its_own_journal() {
         let session = [SessionChange {
             device: "sda".into(),
-            original: Settings::default(),
+            original: Wanted::default(),
             labels: vec!["none→kyber".into()],
         }];
         let root = blktune_core::os::SysRoot::new("/tmp/t/sys", "/tmp/t/proc");
@@ -172,16 +172,16 @@ mod tests {
         t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
         let j = Journal::new(dir.path().join("j"));
         let tuner = Tuner::new(t.root(), Some(j.clone()));
-        let ra = |n| Settings {
+        let ra = |n| Wanted {
             read_ahead_kb: Some(n),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let mut session = Vec::new();
         for dev in ["sda", "sdb"] {
             let o = tuner.apply(dev, &ra(1024)).unwrap();
             session.push(SessionChange {
                 device: dev.into(),
-                original: Settings::snapshot_of(&o.before),
+                original: Wanted::snapshot_of(&o.before),
                 labels: vec![o.label()],
             });
         }

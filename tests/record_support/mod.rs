@@ -7,7 +7,7 @@ use blktune_core::fake::{FakeDisk, FakeTree};
 use blktune_core::history::ChangeMark;
 use blktune_core::record::{RecordOptions, Recorder, Recording};
 use blktune_core::sampler::{DeviceStat, RateTracker, Snapshot};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -125,9 +125,9 @@ pub fn record_session(name: &str, only: &[&str]) -> Session {
         if i == OWN_AT {
             // This process switches sda, between two ticks, and says so.
             let dev = root.device("sda").unwrap();
-            let before = Settings::snapshot_of(&device::QueueSettings::read(&root, &dev));
+            let before = Wanted::snapshot_of(&device::QueueSettings::read(&root, &dev));
             switch(&tree, "sda", "none", 128);
-            let after = Settings::snapshot_of(&device::QueueSettings::read(&root, &dev));
+            let after = Wanted::snapshot_of(&device::QueueSettings::read(&root, &dev));
             let mark = ChangeMark {
                 device: "sda".into(),
                 t: t - 0.25,

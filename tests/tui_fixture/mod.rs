@@ -14,7 +14,7 @@ use blktune_core::host::HostInfo;
 use blktune_core::load::LatencySummary;
 use blktune_core::probe::ProbeStats;
 use blktune_core::sampler::{RateTracker, Snapshot};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -172,13 +172,13 @@ impl Machine {
             device: dev.into(),
             t: self.t,
             label: label.into(),
-            before: Settings {
+            before: Wanted {
                 scheduler: Some(from.into()),
-                ..Settings::default()
+                ..Wanted::default()
             },
-            after: Settings {
+            after: Wanted {
                 scheduler: Some(to.into()),
-                ..Settings::default()
+                ..Wanted::default()
             },
         }
     }

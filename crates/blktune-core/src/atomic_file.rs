@@ -1,6 +1,8 @@
-//! The one way blktune creates or replaces a file it writes (exported rules,
-//! recordings, journal entries): never through a symlink, never onto
-//! something that is not a regular file, and never half-written.
+//! The one way blktune creates or replaces a file at a path it is given
+//! (exported rules, recordings): never through a symlink, never onto
+//! something that is not a regular file, and never half-written. (Journal
+//! entries are written relative to the journal's checked directory
+//! descriptor instead: `journal/dir.rs` says why.)
 //!
 //! - A new file goes to a temp name in the target's directory (same
 //!   filesystem), opened `O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted name or
@@ -202,7 +204,7 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> Result<(), 
 }
 
 /// Create `path` for a stream of writes (a recording) and return it open.
-/// The rules are those of [`write`]: a new name is created exclusively and
+/// The rules are those of [`write()`]: a new name is created exclusively and
 /// without following symlinks; with `replace` only a regular file of ours is
 /// replaced, by a new file renamed over it (the old one is never truncated).
 pub fn create(path: &Path, mode: u32, replace: bool) -> Result<File, WriteError> {

@@ -183,17 +183,24 @@ impl QueueSettings {
 
     /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
     pub fn read_tunables(&mut self, root: &SysRoot, dev: &DeviceName) {
-        self.tunables.clear();
         // `none` has no `queue/iosched` directory: nothing to list.
-        if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {
-            return;
-        }
+        self.tunables = if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {
+            BTreeMap::new()
+        } else {
+            Self::tunables_of(root, dev)
+        };
+    }
+
+    /// The active scheduler's tunables (`queue/iosched/*`), name to value.
+    pub fn tunables_of(root: &SysRoot, dev: &DeviceName) -> BTreeMap<String, String> {
+        let mut tunables = BTreeMap::new();
         for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
             let attr = QueueAttr::Tunable(name.clone());
             if let Ok(v) = root.read_queue_attr(dev, &attr) {
-                self.tunables.insert(name, v);
+                tunables.insert(name, v);
             }
         }
+        tunables
     }
 
     /// The active scheduler's name, or `-` when there is none to choose.
@@ -229,6 +236,13 @@ pub fn hw_queue_depth(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
                 .ok()
         })
         .min()
+}
+
+/// The device's `major:minor` (its `dev` file).
+pub fn read_dev_numbers(root: &SysRoot, dev: &DeviceName) -> Option<(u32, u32)> {
+    let d = root.read_dev_attr(dev, "dev").ok()?;
+    let (a, b) = d.split_once(':')?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
 /// Everything blktune knows about one block device.
@@ -328,12 +342,7 @@ impl BlockDevice {
         if what == Identity::Table {
             return;
         }
-        (self.major, self.minor) = attr("dev")
-            .and_then(|d| {
-                let (a, b) = d.split_once(':')?;
-                Some((a.parse().ok()?, b.parse().ok()?))
-            })
-            .unwrap_or((0, 0));
+        (self.major, self.minor) = read_dev_numbers(root, dev).unwrap_or((0, 0));
         self.serial = attr("serial").or_else(|| attr("device/serial"));
         self.wwid = attr("wwid").or_else(|| attr("device/wwid"));
         self.read_only = flag("ro");

@@ -3,7 +3,7 @@
 //! shoot-out all use it with their own clocks.
 
 use crate::iostat::ExtStats;
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -67,8 +67,8 @@ pub struct ChangeMark {
     pub t: f64,
     /// `mq-deadline→kyber, nr_requests 256→64`
     pub label: String,
-    pub before: Settings,
-    pub after: Settings,
+    pub before: Wanted,
+    pub after: Wanted,
 }
 
 /// Means of the main figures over a window.

@@ -12,7 +12,7 @@
 use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::os::SysRoot;
-use crate::tuner::{Settings, Tuner};
+use crate::tuner::{Tuner, Wanted};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ pub fn settings_file(file: &Path) -> PathBuf {
 
 /// Keep `settings` next to `file`. A new file only (`O_EXCL`): never through
 /// a link someone planted in a shared temp dir.
-fn write_settings_file(file: &Path, settings: &Settings) -> io::Result<()> {
+fn write_settings_file(file: &Path, settings: &Wanted) -> io::Result<()> {
     let json = serde_json::to_vec(settings).map_err(io::Error::other)?;
     let mut f = fs::OpenOptions::new()
         .write(true)
@@ -50,7 +50,7 @@ fn write_settings_file(file: &Path, settings: &Settings) -> io::Result<()> {
 
 /// The settings kept next to `file`, if that is a regular file of this
 /// user (in a shared temp dir, anyone else's file is not evidence).
-pub fn read_settings_file(file: &Path) -> Option<Settings> {
+pub fn read_settings_file(file: &Path) -> Option<Wanted> {
     use std::os::unix::fs::MetadataExt;
     let path = settings_file(file);
     let meta = fs::symlink_metadata(&path).ok()?;
@@ -77,7 +77,7 @@ pub struct QueueRestore {
     root: SysRoot,
     name: String,
     /// `None` when the settings could not be read (nothing to put back).
-    original: Option<Settings>,
+    original: Option<Wanted>,
 }
 
 impl QueueRestore {
@@ -85,7 +85,7 @@ impl QueueRestore {
     pub fn record(root: &SysRoot, name: &str) -> Self {
         let original = root
             .device(name)
-            .map(|d| Settings::snapshot_of(&QueueSettings::read(root, &d)));
+            .map(|d| Wanted::snapshot_of(&QueueSettings::read(root, &d)));
         Self {
             root: root.clone(),
             name: name.to_owned(),
@@ -94,7 +94,7 @@ impl QueueRestore {
     }
 
     /// The settings recorded at attach.
-    pub fn original(&self) -> Option<&Settings> {
+    pub fn original(&self) -> Option<&Wanted> {
         self.original.as_ref()
     }
 

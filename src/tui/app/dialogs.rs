@@ -11,13 +11,13 @@ use crate::tui::dialogs::{Ctx, Reply, export};
 use crate::tui::source::{ApplyKind, Control};
 use crate::tui::worker::shootout::ShootOutFeed;
 use blktune_core::export as rules;
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::path::PathBuf;
 
 impl App {
     /// One device as the export dialog sees it; `winner` overrides its live
     /// settings (and brings its own measured text).
-    fn candidate(&self, name: &str, winner: Option<&(Settings, String)>) -> Option<Candidate> {
+    fn candidate(&self, name: &str, winner: Option<&(Wanted, String)>) -> Option<Candidate> {
         let d = self.devices.iter().find(|d| d.name == name)?.clone();
         let live = rules::live_settings(&d);
         let (settings, measured) = match winner {
@@ -42,7 +42,7 @@ impl App {
     }
 
     /// Open the export dialog for `name` (prefilled with a shoot-out winner).
-    pub(super) fn open_export(&mut self, name: &str, winner: Option<(Settings, String)>) {
+    pub(super) fn open_export(&mut self, name: &str, winner: Option<(Wanted, String)>) {
         let Some(one) = self.candidate(name, winner.as_ref()) else {
             self.say(StatusKind::Error, format!("'{name}' is not shown"));
             return;

@@ -8,7 +8,7 @@ use crate::tui::command::{
 use crate::tui::dialogs::editor::{Editor, Field};
 use crate::tui::dialogs::picker::{Picker, Tunables};
 use crate::tui::source::{ApplyKind, ApplyRequest, Control};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;
 
@@ -119,7 +119,7 @@ impl App {
         &mut self,
         device: &str,
         diskseq: Option<u64>,
-        settings: Settings,
+        settings: Wanted,
         kind: ApplyKind,
     ) -> Control {
         self.pending += 1;

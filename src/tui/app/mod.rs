@@ -30,7 +30,7 @@ use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -106,7 +106,7 @@ pub struct Config {
 pub struct SessionChange {
     pub device: String,
     /// The settings before the session's first change.
-    pub original: Settings,
+    pub original: Wanted,
     pub labels: Vec<String>,
 }
 

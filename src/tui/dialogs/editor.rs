@@ -9,7 +9,7 @@ use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
 use blktune_core::device::BlockDevice;
 use blktune_core::sched::{self, nr_requests_max};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 
 /// What bounds nr_requests on a device now: its active scheduler and its
 /// hardware queue depth, both from the device snapshot (the screen never
@@ -97,7 +97,7 @@ pub const MAX_INPUT: usize = 20;
 impl Editor {
     /// Check the typed value against `nr` (for nr_requests) and the page
     /// size (for read_ahead_kb); `Ok` holds the settings to apply.
-    pub fn check(&self, page_kb: u64, nr: &NrLimit) -> Result<Settings, String> {
+    pub fn check(&self, page_kb: u64, nr: &NrLimit) -> Result<Wanted, String> {
         check(&self.field, &self.input, page_kb, nr)
     }
 }
@@ -143,7 +143,7 @@ impl Editor {
 }
 
 /// Check `input` for `field`: the reason it would be refused, or the settings.
-pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<Settings, String> {
+pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<Wanted, String> {
     let v = input.trim();
     if v.is_empty() {
         return Err("type a number".into());
@@ -157,24 +157,24 @@ pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<S
         Field::NrRequests => {
             let n = whole(v)?;
             sched::check_nr_requests(n, &nr.scheduler, nr.hw_depth).map_err(|e| e.to_string())?;
-            Ok(Settings {
+            Ok(Wanted {
                 nr_requests: Some(n),
-                ..Settings::default()
+                ..Wanted::default()
             })
         }
         Field::ReadAheadKb => {
             let n = whole(v)?;
             sched::check_read_ahead_kb(n, page_kb).map_err(|e| e.to_string())?;
-            Ok(Settings {
+            Ok(Wanted {
                 read_ahead_kb: Some(n),
-                ..Settings::default()
+                ..Wanted::default()
             })
         }
         Field::Tunable(name) => {
             let n = sched::check_tunable(name, v).map_err(|e| e.to_string())?;
-            Ok(Settings {
+            Ok(Wanted {
                 tunables: vec![(name.clone(), n)],
-                ..Settings::default()
+                ..Wanted::default()
             })
         }
     }
@@ -201,7 +201,7 @@ pub fn switch_note(d: &BlockDevice, choice: &str) -> String {
 mod tests {
     use super::*;
 
-    fn check(field: &Field, input: &str, page_kb: u64) -> Result<Settings, String> {
+    fn check(field: &Field, input: &str, page_kb: u64) -> Result<Wanted, String> {
         super::check(field, input, page_kb, &NrLimit::default())
     }
 

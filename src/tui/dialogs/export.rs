@@ -24,7 +24,7 @@ use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
 };
 use blktune_core::history::{Comparison, pct_change};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -50,7 +50,7 @@ pub fn apply_hint(devices: &[String]) -> String {
 pub struct Candidate {
     pub device: BlockDevice,
     /// What the rule sets (live settings, or a shoot-out winner).
-    pub settings: Settings,
+    pub settings: Wanted,
     pub udev_env: BTreeMap<String, String>,
     /// Before/after of the device's last change, or the shoot-out's verdict.
     pub measured: Option<String>,

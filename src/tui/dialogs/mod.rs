@@ -19,7 +19,7 @@ pub mod shootout;
 use crate::tui::command::Action;
 use crate::tui::source::Control;
 use crate::tui::status::StatusKind;
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use editor::{Editor, NrLimit};
 use export::ExportDialog;
 use picker::{Picker, Tunables};
@@ -62,7 +62,7 @@ pub struct Change {
     pub device: String,
     /// The device's `diskseq` when the dialog opened.
     pub diskseq: Option<u64>,
-    pub settings: Settings,
+    pub settings: Wanted,
 }
 
 /// What a dialog asks of the app after an action or a message.
@@ -77,7 +77,7 @@ pub struct Reply {
     /// `U` confirmed: revert these devices.
     pub revert: Option<Vec<String>>,
     /// Open the export dialog on this device with this winner and its text.
-    pub export_winner: Option<(String, Settings, String)>,
+    pub export_winner: Option<(String, Wanted, String)>,
 }
 
 impl Reply {
@@ -87,7 +87,7 @@ impl Reply {
     }
 
     /// Ask for a change of `device`.
-    pub fn change(&mut self, device: &str, diskseq: Option<u64>, settings: Settings) {
+    pub fn change(&mut self, device: &str, diskseq: Option<u64>, settings: Wanted) {
         self.change = Some(Change {
             device: device.to_string(),
             diskseq,

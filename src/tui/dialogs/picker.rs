@@ -6,7 +6,7 @@ use super::editor::{Editor, Field};
 use super::{Overlay, Reply};
 use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 
 /// The scheduler picker of one device.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,9 +60,9 @@ impl Picker {
                         StatusKind::Info,
                         format!("applying: {device} {active}→{choice}…"),
                     );
-                    let s = Settings {
+                    let s = Wanted {
                         scheduler: Some(choice),
-                        ..Settings::default()
+                        ..Wanted::default()
                     };
                     reply.change(&self.device, self.diskseq, s);
                 }

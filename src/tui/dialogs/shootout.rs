@@ -21,7 +21,7 @@ use crate::tui::status::StatusKind;
 use crate::tui::worker::shootout::{ShootOutFeed, ShootOutRequest};
 use blktune_core::load::Mix;
 use blktune_core::shootout::{Progress, ShootoutResult, verdict_text};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::time::Duration;
 
 /// Measuring time per scheduler in the TUI.
@@ -195,9 +195,9 @@ impl ShootOutDialog {
                         format!("'{}': {} is already active", d.device, v.winner),
                     );
                 } else {
-                    let s = Settings {
+                    let s = Wanted {
                         scheduler: Some(v.winner.clone()),
-                        ..Settings::default()
+                        ..Wanted::default()
                     };
                     reply.say(
                         StatusKind::Info,
@@ -209,9 +209,9 @@ impl ShootOutDialog {
             }
             (Stage::Done(r), Action::Export) => {
                 if let Some(v) = &r.verdict {
-                    let s = Settings {
+                    let s = Wanted {
                         scheduler: Some(v.winner.clone()),
-                        ..Settings::default()
+                        ..Wanted::default()
                     };
                     let load = r.load.as_ref().map_or("passive".into(), |l| l.describe());
                     let text = format!("blktune shoot-out ({load}): {}", verdict_text(v));

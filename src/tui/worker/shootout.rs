@@ -10,7 +10,7 @@ use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Target};
 use blktune_core::os::SysRoot;
 use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult};
-use blktune_core::tuner::Settings;
+use blktune_core::tuner::Wanted;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -118,9 +118,9 @@ pub fn spawn(
 }
 
 fn mark(dev: &str, epoch: Instant, from: &str, to: &str, what: &str) -> ChangeMark {
-    let s = |n: &str| Settings {
+    let s = |n: &str| Wanted {
         scheduler: Some(n.to_string()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     ChangeMark {
         device: dev.to_string(),

@@ -230,7 +230,7 @@ mod tests {
             rounds,
             settle_s: 1.0,
             dwell_s: 10.0,
-            original: crate::tuner::Settings::default(),
+            original: crate::tuner::Wanted::default(),
             measurements: Vec::new(),
             verdict: verdict(Goal::ReadLatency, &schedulers),
             schedulers,

@@ -42,7 +42,7 @@ pub use write::write_rules;
 
 use crate::device::BlockDevice;
 use crate::error::TuneError;
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -97,7 +97,7 @@ pub struct ExportItem {
     /// The device as discovered.
     pub device: BlockDevice,
     /// What the rule sets; `None` fields are left out.
-    pub settings: Settings,
+    pub settings: Wanted,
     /// The device's udev properties (`E:` lines of the udev database), maybe empty.
     pub udev_env: BTreeMap<String, String>,
     /// What was measured before and after the change, for the header (free text).
@@ -106,11 +106,7 @@ pub struct ExportItem {
 
 impl ExportItem {
     /// An item with explicit settings.
-    pub fn new(
-        device: BlockDevice,
-        settings: Settings,
-        udev_env: BTreeMap<String, String>,
-    ) -> Self {
+    pub fn new(device: BlockDevice, settings: Wanted, udev_env: BTreeMap<String, String>) -> Self {
         Self {
             device,
             settings,
@@ -130,12 +126,12 @@ impl ExportItem {
 /// read_ahead_kb, plus the tunables that differ from the kernel's defaults
 /// (a scheduler switch resets them to those defaults anyway, and writing every
 /// default would only make the rule long and kernel-version specific).
-pub fn live_settings(d: &BlockDevice) -> Settings {
+pub fn live_settings(d: &BlockDevice) -> Wanted {
     let q = &d.queue;
     let Some(s) = &q.scheduler else {
-        return Settings {
+        return Wanted {
             read_ahead_kb: q.read_ahead_kb,
-            ..Settings::default()
+            ..Wanted::default()
         };
     };
     // Tunables the kernel derives from the queue (mq-deadline's `async_depth`
@@ -148,7 +144,7 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
         .filter(|(k, v)| defaults.iter().any(|(dk, dv)| dk == k && dv != v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    Settings {
+    Wanted {
         scheduler: Some(s.active.clone()),
         tunables,
         nr_requests: q.nr_requests,
@@ -160,7 +156,7 @@ pub fn live_settings(d: &BlockDevice) -> Settings {
 /// scheduler: the live nr_requests and read_ahead_kb stay (the rule writes
 /// nr_requests after the scheduler, so the value survives the switch), and the
 /// old scheduler's tunables go, because they do not exist under the new one.
-pub fn with_overrides(live: &Settings, over: &Settings) -> Settings {
+pub fn with_overrides(live: &Wanted, over: &Wanted) -> Wanted {
     let mut out = live.clone();
     if switches(live, over) {
         out.scheduler = over.scheduler.clone();
@@ -172,7 +168,7 @@ pub fn with_overrides(live: &Settings, over: &Settings) -> Settings {
 /// Like [`with_overrides`], but a new scheduler also drops the live
 /// nr_requests: for a shoot-out winner, which was measured with the value the
 /// switch left (kernel `elevator_switch()` resets it), not the original one.
-pub fn with_switch_defaults(live: &Settings, over: &Settings) -> Settings {
+pub fn with_switch_defaults(live: &Wanted, over: &Wanted) -> Wanted {
     let mut out = with_overrides(live, over);
     if switches(live, over) && over.nr_requests.is_none() {
         out.nr_requests = None;
@@ -181,14 +177,14 @@ pub fn with_switch_defaults(live: &Settings, over: &Settings) -> Settings {
 }
 
 /// Does `over` choose another scheduler than `live` has?
-fn switches(live: &Settings, over: &Settings) -> bool {
+fn switches(live: &Wanted, over: &Wanted) -> bool {
     over.scheduler
         .as_ref()
         .is_some_and(|s| live.scheduler.as_ref() != Some(s))
 }
 
 /// `over`'s explicit tunables and numbers on top of `out`.
-fn merge(mut out: Settings, over: &Settings) -> Settings {
+fn merge(mut out: Wanted, over: &Wanted) -> Wanted {
     for (k, v) in &over.tunables {
         if let Some(slot) = out.tunables.iter_mut().find(|(n, _)| n == k) {
             slot.1 = v.clone();

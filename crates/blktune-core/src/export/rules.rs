@@ -8,7 +8,7 @@ use super::{
 use crate::device::{BlockDevice, human_size};
 use crate::error::TuneError;
 use crate::os::is_plausible_tunable_name;
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -69,7 +69,7 @@ fn unsafe_value(d: &BlockDevice, what: &str, v: &str, why: &str) -> ExportError 
 
 /// The writes of `s`, in the only safe order: scheduler, its tunables,
 /// nr_requests, read_ahead_kb (a scheduler switch resets the middle two).
-pub(super) fn assignments(d: &BlockDevice, s: &Settings) -> Result<Vec<Assign>, ExportError> {
+pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, ExportError> {
     if s.is_empty() {
         return Err(ExportError::Nothing {
             dev: d.name.clone(),

@@ -21,8 +21,8 @@ fn opts() -> RenderOptions {
     }
 }
 
-fn kyber64() -> Settings {
-    Settings {
+fn kyber64() -> Wanted {
+    Wanted {
         scheduler: Some("kyber".into()),
         tunables: vec![("read_lat_nsec".into(), "1000000".into())],
         nr_requests: Some(64),
@@ -48,7 +48,7 @@ fn rule_body(text: &str) -> String {
 #[test]
 fn assignments_come_in_the_safe_order() {
     // Even when the caller lists them the other way round in its head:
-    // Settings has no order between fields, so the generator must impose it.
+    // `Wanted` has no order between fields, so the generator must impose it.
     let item = ExportItem::new(device(ssd()), kyber64(), BTreeMap::new());
     let text = render(&[item], &opts()).unwrap().text;
     let body = rule_body(&text);
@@ -132,19 +132,19 @@ fn unsafe_ids_are_skipped_and_unsafe_models_refused() {
 fn unsafe_assigned_values_are_refused() {
     let d = device(ssd());
     for s in [
-        Settings {
+        Wanted {
             scheduler: Some("kyber\", RUN+=\"/bin/sh".into()),
-            ..Settings::default()
+            ..Wanted::default()
         },
-        Settings {
+        Wanted {
             scheduler: Some("kyber".into()),
             tunables: vec![("read_lat_nsec".into(), "1 2".into())],
-            ..Settings::default()
+            ..Wanted::default()
         },
-        Settings {
+        Wanted {
             scheduler: Some("kyber".into()),
             tunables: vec![("../../x".into(), "1".into())],
-            ..Settings::default()
+            ..Wanted::default()
         },
     ] {
         let e = render(&[ExportItem::new(d.clone(), s, BTreeMap::new())], &opts()).unwrap_err();
@@ -154,9 +154,9 @@ fn unsafe_assigned_values_are_refused() {
 
 #[test]
 fn unknown_scheduler_lists_the_available_ones() {
-    let s = Settings {
+    let s = Wanted {
         scheduler: Some("cfq".into()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     let e = render(
         &[ExportItem::new(device(ssd()), s, BTreeMap::new())],
@@ -203,15 +203,15 @@ fn live_settings_skip_default_tunables() {
 
 #[test]
 fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
-    let live = Settings {
+    let live = Wanted {
         scheduler: Some("mq-deadline".into()),
         tunables: vec![("read_expire".into(), "100".into())],
         nr_requests: Some(64),
         read_ahead_kb: Some(512),
     };
-    let over = Settings {
+    let over = Wanted {
         scheduler: Some("bfq".into()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     assert_eq!(
         with_overrides(&live, &over).summary(),
@@ -222,7 +222,7 @@ fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
         with_switch_defaults(&live, &over).summary(),
         "scheduler=bfq read_ahead_kb=512"
     );
-    let explicit = Settings {
+    let explicit = Wanted {
         nr_requests: Some(32),
         ..over.clone()
     };
@@ -230,11 +230,11 @@ fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
         with_switch_defaults(&live, &explicit).summary(),
         "scheduler=bfq nr_requests=32 read_ahead_kb=512"
     );
-    let same = Settings {
+    let same = Wanted {
         scheduler: Some("mq-deadline".into()),
         nr_requests: Some(128),
         tunables: vec![("read_expire".into(), "50".into())],
-        ..Settings::default()
+        ..Wanted::default()
     };
     assert_eq!(
         with_overrides(&live, &same).summary(),
@@ -258,9 +258,9 @@ fn same_match_different_settings_conflict_same_settings_share_a_rule() {
     let ib = ExportItem::new(b.clone(), kyber64(), BTreeMap::new());
     let r = render(&[ia.clone(), ib], &o).unwrap();
     assert_eq!(r.text.matches("ACTION==").count(), 1, "{}", r.text);
-    let other = Settings {
+    let other = Wanted {
         scheduler: Some("bfq".into()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     let e = render(&[ia, ExportItem::new(b, other, BTreeMap::new())], &o).unwrap_err();
     assert!(matches!(e, ExportError::Conflict { .. }), "{e}");
@@ -389,9 +389,9 @@ fn id_rule_names_another_disk_with_the_same_serial() {
 #[test]
 fn switching_to_none_warns_about_a_carried_nr_requests() {
     let d = device(FakeDisk::new("loop0").dev(7, 0).active("kyber"));
-    let over = Settings {
+    let over = Wanted {
         scheduler: Some("none".into()),
-        ..Settings::default()
+        ..Wanted::default()
     };
     let s = with_overrides(&live_settings(&d), &over);
     let r = render(
@@ -417,10 +417,10 @@ fn nr_requests_above_the_queue_depth_under_none_is_not_exported() {
         strategy: Some(MatchStrategy::Kernel),
         ..opts()
     };
-    let to_none = |nr: Option<u64>| Settings {
+    let to_none = |nr: Option<u64>| Wanted {
         scheduler: Some("none".into()),
         nr_requests: nr,
-        ..Settings::default()
+        ..Wanted::default()
     };
     // Carried over from kyber (256 on this disk), above the depth: refused.
     let mut disk = FakeDisk::new("loop0")
@@ -538,7 +538,7 @@ mod properties {
                 (Some(s), true) if s == "mq-deadline" => vec![("read_expire".to_string(), "100".to_string())],
                 _ => Vec::new(),
             };
-            let s = Settings { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra };
+            let s = Wanted { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra };
             prop_assume!(!s.is_empty());
             static SSD: std::sync::OnceLock<BlockDevice> = std::sync::OnceLock::new();
             let d = SSD.get_or_init(|| device(ssd())).clone();
@@ -567,10 +567,10 @@ mod properties {
 #[test]
 fn a_value_the_kernel_would_clamp_is_refused_and_jiffies_rounding_is_noted() {
     let d = device(ssd());
-    let deadline = |name: &str, v: &str| Settings {
+    let deadline = |name: &str, v: &str| Wanted {
         scheduler: Some("mq-deadline".into()),
         tunables: vec![(name.into(), v.into())],
-        ..Settings::default()
+        ..Wanted::default()
     };
     let item = |s| ExportItem::new(d.clone(), s, BTreeMap::new());
     let e = render(&[item(deadline("front_merges", "7"))], &opts()).unwrap_err();

@@ -5,7 +5,7 @@
 
 use super::format::{ChangeRecord, DeviceFacts, Header, Record, Sample};
 use crate::device::QueueSettings;
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 
 /// Longest line read; a longer one is skipped without being stored. A
 /// sample of 4096 devices with 17 counters each is about 1.5 MiB.
@@ -101,7 +101,7 @@ fn queue(q: &QueueSettings) -> Check {
     })
 }
 
-fn settings(s: &Settings) -> Check {
+fn settings(s: &Wanted) -> Check {
     if let Some(n) = &s.scheduler {
         name("a scheduler name", n)?;
     }

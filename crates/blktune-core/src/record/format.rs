@@ -4,7 +4,7 @@
 use super::latency::{DeviceLat, LatencyFacts};
 use crate::device::{BlockDevice, DeviceKind, QueueSettings};
 use crate::diskstats::{Counters, DiscardCounters, FlushCounters};
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -199,8 +199,8 @@ pub struct ChangeRecord {
     /// `mq-deadline→kyber, nr_requests 256→64`.
     pub label: String,
     pub source: ChangeSource,
-    pub before: Settings,
-    pub after: Settings,
+    pub before: Wanted,
+    pub after: Wanted,
 }
 
 /// Why a recording ended.

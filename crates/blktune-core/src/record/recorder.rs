@@ -31,7 +31,7 @@ use crate::host::HostInfo;
 use crate::latency::{DevId, Interval};
 use crate::os::SysRoot;
 use crate::sampler::Snapshot;
-use crate::tuner::{self, Outcome, Settings};
+use crate::tuner::{self, Outcome, Wanted};
 use crate::units::rfc3339;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -69,7 +69,7 @@ pub struct Recorder {
     last_settings_t: f64,
     last_t: f64,
     /// The settings changes made in this process should lead to.
-    expected: BTreeMap<String, Settings>,
+    expected: BTreeMap<String, Wanted>,
     stats: RecordStats,
 }
 
@@ -255,7 +255,7 @@ impl Recorder {
                 Some(old) if old == d.queue => continue,
                 Some(old) => {
                     let expected = self.expected.remove(&d.name);
-                    let after = Settings::snapshot_of(&d.queue);
+                    let after = Wanted::snapshot_of(&d.queue);
                     if !expected.is_some_and(|e| agrees(&e, &after)) {
                         self.write_observed(seen_t, d, &old)?;
                     }
@@ -294,13 +294,13 @@ impl Recorder {
             device: d.name.clone(),
             label,
             source: ChangeSource::Observed,
-            before: Settings::snapshot_of(old),
-            after: Settings::snapshot_of(&d.queue),
+            before: Wanted::snapshot_of(old),
+            after: Wanted::snapshot_of(&d.queue),
         }))
     }
 
     /// Record a change made through blktune in this process, at its exact
-    /// time. `mark.after` should be `Settings::snapshot_of(&outcome.after)`.
+    /// time. `mark.after` should be `Wanted::snapshot_of(&outcome.after)`.
     /// Call it as soon as the [`crate::tuner::Tuner`] returns, before the
     /// next snapshot, so that the snapshot that reads the new settings is
     /// not recorded as another (observed) change.
@@ -347,7 +347,7 @@ impl Recorder {
 }
 
 /// Does the observed state have every value a change asked for?
-fn agrees(expected: &Settings, seen: &Settings) -> bool {
+fn agrees(expected: &Wanted, seen: &Wanted) -> bool {
     fn same<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
         a.is_none() || a == b
     }

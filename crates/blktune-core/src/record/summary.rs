@@ -21,7 +21,7 @@ use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change};
 use crate::latency::{IoLatency, KernelFigures};
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -85,8 +85,8 @@ pub struct ChangeSummary {
     pub t: f64,
     pub label: String,
     pub source: ChangeSource,
-    pub settings_before: Settings,
-    pub settings_after: Settings,
+    pub settings_before: Wanted,
+    pub settings_after: Wanted,
     /// Means over up to [`BEFORE_WINDOW`] seconds before (since the previous change).
     pub before: Option<Means>,
     /// Means from the change to the next change of the device (or the end).

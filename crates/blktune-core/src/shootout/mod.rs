@@ -29,11 +29,13 @@
 //! # Ok(()) }
 //! ```
 
+mod export;
 mod kernel;
 mod report;
 mod verdict;
 
 pub use crate::latency::{IoLatency, KernelFigures};
+pub use export::{WinnerExport, export_winner};
 pub use kernel::{DwellHists, KernelStatus};
 pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
 pub use verdict::{
@@ -41,18 +43,16 @@ pub use verdict::{
     verdict,
 };
 
-use crate::device::{BlockDevice, QueueSettings};
+use crate::device::QueueSettings;
 use crate::diskstats;
 use crate::error::TuneError;
-use crate::export::{self, ExportItem, RenderOptions, UdevDb};
 use crate::iostat::ExtStats;
 use crate::journal::Journal;
 use crate::load::{Load, LoadError, LoadOptions, LoadStats, Target};
 use crate::os::SysRoot;
 use crate::sampler::RateTracker;
-use crate::tuner::{self, Settings, Tuner};
+use crate::tuner::{self, Tuner, Wanted};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -206,73 +206,6 @@ impl ShootoutError {
     }
 }
 
-/// Where and how [`export_winner`] writes the rule.
-#[derive(Debug, Clone, Default)]
-pub struct WinnerExport {
-    /// The rules file; `None`: [`crate::export::DEFAULT_RULES_PATH`].
-    pub output: Option<PathBuf>,
-    /// Replace an existing file (otherwise it is refused, never clobbered).
-    pub force: bool,
-    /// What the shoot-out measured, for the rule's header.
-    pub measured: Option<String>,
-    /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`] on the real /sys, none on a fake tree.
-    pub udev_db: Option<PathBuf>,
-}
-
-/// Write the winner of a shoot-out on `device` as a udev rule (default match
-/// strategy: `id` where the device has one, else `kernel`), atomically and
-/// without clobbering unless `to.force`; returns what was written and how to
-/// apply it, one line each (warnings first).
-pub fn export_winner(
-    root: &SysRoot,
-    device: &str,
-    winner: &Settings,
-    to: &WinnerExport,
-) -> anyhow::Result<String> {
-    let dev = tuner::resolve(root, device)?;
-    let d = BlockDevice::read(root, &dev);
-    // The live settings are the originals again: the winner replaces the
-    // scheduler and drops what the switch resets (see `with_switch_defaults`).
-    let settings = export::with_switch_defaults(&export::live_settings(&d), winner);
-    // The real database describes the real devices: none for a fake tree.
-    let db = match &to.udev_db {
-        Some(dir) => UdevDb::new(dir),
-        None if root.sysfs() == std::path::Path::new("/sys") => UdevDb::default(),
-        None => UdevDb::none(),
-    };
-    let env = db.properties(d.major, d.minor);
-    let mut item = ExportItem::new(d, settings, env);
-    item.measured = to.measured.clone();
-    let path = to
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
-    let host_devices = crate::device::discover(root).unwrap_or_default();
-    let opts = RenderOptions {
-        output: Some(path.clone()),
-        host_udev_env: db.properties_of(&host_devices),
-        host_devices,
-        ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
-    };
-    let r = export::render(&[item], &opts)?;
-    if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
-        anyhow::bail!(
-            "{}: the rule matches on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
-            path.display(),
-            export::PERSISTENT_STORAGE_RULES
-        );
-    }
-    export::write_rules(&path, &r.text, to.force)?;
-    let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
-    out.push(format!(
-        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && {}",
-        winner.summary(),
-        path.display(),
-        export::trigger_command(&[device.to_string()])
-    ));
-    Ok(out.join("\n"))
-}
-
 /// Run a shoot-out. `progress` is called from this thread; `cancel` is polled
 /// every 100 ms. Returns after the original settings are back (or the winner
 /// applied); on error or cancel the settings are restored before returning.
@@ -331,7 +264,7 @@ pub fn run(
     let tuner = Tuner::new(root.clone(), journal).expecting(dev.as_str(), seq);
     let held = tuner.hold(dev.as_str())?;
     // The original is read under the lock: no other change is half-way now.
-    let original = Settings::snapshot_of(&QueueSettings::read(root, &dev));
+    let original = Wanted::snapshot_of(&QueueSettings::read(root, &dev));
     let steps = plan(&schedulers, cfg.rounds);
     let started = Instant::now();
 
@@ -405,9 +338,9 @@ pub fn run(
     let verdict = verdict(cfg.goal, &summaries);
     let (final_settings, applied) = match (&verdict, cfg.apply) {
         (Some(v), true) if Some(&v.winner) != original.scheduler.as_ref() => {
-            let want = Settings {
+            let want = Wanted {
                 scheduler: Some(v.winner.clone()),
-                ..Settings::default()
+                ..Wanted::default()
             };
             match held.apply(&want) {
                 Ok(_) => (
@@ -477,7 +410,7 @@ fn choose_schedulers(
 /// Put the original settings back; a sentence saying what happened. The
 /// journal entry follows the one revert policy (dropped when the device is
 /// back at the journalled originals, whoever made the entry).
-fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
+fn restore(held: &tuner::Held<'_>, original: &Wanted) -> String {
     let dev = held.name();
     match held.restore(original) {
         Ok(_) => format!("original settings restored ({})", original.summary()),
@@ -490,7 +423,7 @@ fn restore(held: &tuner::Held<'_>, original: &Settings) -> String {
 /// them itself; [`RestoreOnUnwind::disarm`] once it takes over.
 struct RestoreOnUnwind<'a, 'b> {
     held: &'a tuner::Held<'b>,
-    original: Option<Settings>,
+    original: Option<Wanted>,
 }
 
 impl<'a, 'b> RestoreOnUnwind<'a, 'b> {
@@ -592,12 +525,12 @@ fn measure_all(
                     / (per_step * steps.len() as u32).as_secs_f64().max(1e-9),
         };
         progress(&report(Phase::Switching, per_step));
-        let want = Settings {
+        let want = Wanted {
             scheduler: Some(sched.clone()),
-            ..Settings::default()
+            ..Wanted::default()
         };
         let outcome = held.apply(&want)?;
-        let settings = Settings::snapshot_of(&outcome.after);
+        let settings = Wanted::snapshot_of(&outcome.after);
         let settings = format!(
             "{}{}",
             settings.scheduler.clone().unwrap_or_default(),
@@ -854,9 +787,9 @@ mod tests {
         tuner
             .apply(
                 "sda",
-                &Settings {
+                &Wanted {
                     read_ahead_kb: Some(256),
-                    ..Settings::default()
+                    ..Wanted::default()
                 },
             )
             .unwrap();
@@ -869,9 +802,9 @@ mod tests {
         tuner
             .apply(
                 "sda",
-                &Settings {
+                &Wanted {
                     read_ahead_kb: Some(256),
-                    ..Settings::default()
+                    ..Wanted::default()
                 },
             )
             .unwrap();

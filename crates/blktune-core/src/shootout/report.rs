@@ -16,7 +16,7 @@ use super::kernel::KernelStatus;
 use super::verdict::{Goal, Metric, SchedulerSummary, Verdict};
 use crate::latency::{Dir, Span};
 use crate::load::{LoadOptions, Mix};
-use crate::tuner::Settings;
+use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -91,7 +91,7 @@ pub struct ShootoutResult {
     pub settle_s: f64,
     pub dwell_s: f64,
     /// The settings before the shoot-out.
-    pub original: Settings,
+    pub original: Wanted,
     /// Every measurement in the order taken.
     pub measurements: Vec<Measurement>,
     /// Per scheduler, in round-1 order.
@@ -99,7 +99,7 @@ pub struct ShootoutResult {
     /// `null` when the goal's metric was not measured.
     pub verdict: Option<Verdict>,
     /// What `--apply` left on the device (`null`: the original is back).
-    pub applied: Option<Settings>,
+    pub applied: Option<Wanted>,
     /// One sentence: what the device was left with.
     pub final_settings: String,
     pub elapsed_s: f64,
@@ -427,7 +427,7 @@ mod tests {
             rounds: rounds[0].1.len(),
             settle_s: 1.0,
             dwell_s: 3.0,
-            original: Settings::default(),
+            original: Wanted::default(),
             measurements: Vec::new(),
             verdict: verdict(Goal::ReadLatency, &schedulers),
             schedulers,

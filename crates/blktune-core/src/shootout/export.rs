@@ -1,0 +1,76 @@
+//! The winner of a shoot-out as a udev rule.
+
+use crate::device::BlockDevice;
+use crate::export::{self, ExportError, ExportItem, RenderOptions, UdevDb};
+use crate::os::SysRoot;
+use crate::tuner::{self, Wanted};
+use std::path::PathBuf;
+
+/// Where and how [`export_winner`] writes the rule.
+#[derive(Debug, Clone, Default)]
+pub struct WinnerExport {
+    /// The rules file; `None`: [`crate::export::DEFAULT_RULES_PATH`].
+    pub output: Option<PathBuf>,
+    /// Replace an existing file (otherwise it is refused, never clobbered).
+    pub force: bool,
+    /// What the shoot-out measured, for the rule's header.
+    pub measured: Option<String>,
+    /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`] on the real /sys, none on a fake tree.
+    pub udev_db: Option<PathBuf>,
+}
+
+/// Write the winner of a shoot-out on `device` as a udev rule (default match
+/// strategy: `id` where the device has one, else `kernel`), atomically and
+/// without clobbering unless `to.force`; returns what was written and how to
+/// apply it, one line each (warnings first).
+pub fn export_winner(
+    root: &SysRoot,
+    device: &str,
+    winner: &Wanted,
+    to: &WinnerExport,
+) -> Result<String, ExportError> {
+    let dev = tuner::resolve(root, device)?;
+    let d = BlockDevice::read(root, &dev);
+    // The live settings are the originals again: the winner replaces the
+    // scheduler and drops what the switch resets (see `with_switch_defaults`).
+    let settings = export::with_switch_defaults(&export::live_settings(&d), winner);
+    // The real database describes the real devices: none for a fake tree.
+    let db = match &to.udev_db {
+        Some(dir) => UdevDb::new(dir),
+        None if root.sysfs() == std::path::Path::new("/sys") => UdevDb::default(),
+        None => UdevDb::none(),
+    };
+    let env = db.properties(d.major, d.minor);
+    let mut item = ExportItem::new(d, settings, env);
+    item.measured = to.measured.clone();
+    let path = to
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
+    let host_devices = crate::device::discover(root).unwrap_or_default();
+    let opts = RenderOptions {
+        output: Some(path.clone()),
+        host_udev_env: db.properties_of(&host_devices),
+        host_devices,
+        ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
+    };
+    let r = export::render(&[item], &opts)?;
+    if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
+        return Err(ExportError::BadPath {
+            path: path.display().to_string(),
+            why: format!(
+                "the rule matches on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
+                export::PERSISTENT_STORAGE_RULES
+            ),
+        });
+    }
+    export::write_rules(&path, &r.text, to.force)?;
+    let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
+    out.push(format!(
+        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && {}",
+        winner.summary(),
+        path.display(),
+        export::trigger_command(&[device.to_string()])
+    ));
+    Ok(out.join("\n"))
+}

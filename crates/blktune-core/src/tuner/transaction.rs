@@ -1,0 +1,707 @@
+//! The one transaction of a change or a restore, under the device's lock:
+//! request -> validate -> journal -> write in kernel order -> read back ->
+//! rollback, then the revert policy for a restore.
+//!
+//! The device is read once, at the start ([`QueueSettings::read`]), and what
+//! was read is kept up to date instead of re-read: each write's read-back
+//! replaces the value written, and a write that changes other values as a
+//! side effect is followed by a read of exactly those (a scheduler switch
+//! resets `nr_requests` and every tunable, kernel `elevator_switch()`;
+//! writing `nr_requests` recomputes mq-deadline's `async_depth`,
+//! `dd_depth_updated()`). Only a failed step reads the device whole again,
+//! as it may have left anything behind.
+
+use super::diff::{add_requested_tunables, stored_otherwise};
+use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
+use crate::device::{QueueSettings, SchedulerState, read_dev_numbers};
+use crate::error::TuneError;
+use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
+use crate::os::{DeviceName, QueueAttr, SysRoot};
+use std::io;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A write step: what to write and what to expect when reading it back.
+struct Step {
+    attr: QueueAttr,
+    value: String,
+}
+
+impl Tuner {
+    /// One transaction on the device called `name`; the caller holds its lock.
+    pub(super) fn transact(
+        &self,
+        name: &str,
+        want: &Wanted,
+        kind: Kind,
+    ) -> Result<Outcome, TuneError> {
+        let strict = kind == Kind::Change;
+        let dev = resolve(&self.root, name)?;
+        // The incarnation every write below must still find (see `expecting`).
+        let seq = read_diskseq(&self.root, &dev);
+        if let Some((_, seen)) = self.seen.as_ref().filter(|(n, _)| n == dev.as_str())
+            && seq != Some(*seen)
+        {
+            return Err(replaced(&dev, *seen, seq));
+        }
+        // The one read of the device's settings; kept, never re-read (module doc).
+        let before = QueueSettings::read(&self.root, &dev);
+        let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
+        if needs_scheduler
+            && before.scheduler.is_none()
+            && let Ok(raw) = self.root.read_queue_attr(&dev, &QueueAttr::Scheduler)
+        {
+            // The file is there but says something we cannot parse: do not
+            // pretend the device has no scheduler, and touch nothing.
+            return Err(TuneError::ReadFailed {
+                dev: dev.to_string(),
+                attr: "queue/scheduler".into(),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "unexpected content '{}'",
+                        raw.chars().take(64).collect::<String>().escape_debug()
+                    ),
+                ),
+            });
+        }
+        let checked;
+        let want = if strict {
+            // The queue depth only limits nr_requests: read it only for that.
+            let depth = want
+                .nr_requests
+                .and_then(|_| hw_queue_depth(&self.root, &dev));
+            checked = validate(&dev, &before, depth, want)?;
+            &checked
+        } else if want.scheduler.is_some() && before.scheduler.is_none() {
+            return Err(TuneError::NoScheduler {
+                dev: dev.to_string(),
+            });
+        } else {
+            want
+        };
+        self.check_permission(&dev, want)?;
+        if is_no_op(&before, want) {
+            // Nothing to write, so nothing to journal: an entry made now would
+            // record the values already in force as the "original". A restore
+            // that finds the device already back still settles its entry.
+            if kind == Kind::Restore {
+                self.settle_journal(&dev, &before);
+            }
+            return Ok(Outcome {
+                device: dev.to_string(),
+                changes: Vec::new(),
+                after: before.clone(),
+                before,
+                kernel_time: Duration::ZERO,
+                stored: Vec::new(),
+            });
+        }
+        if kind == Kind::Change
+            && let Some(j) = &self.journal
+        {
+            self.journal_original(j, &dev, seq, &before)?;
+        }
+        let mut kernel_time = Duration::ZERO;
+        let mut now = before.clone();
+        match self.write_all(&dev, seq, want, &mut now, &mut kernel_time) {
+            Ok(()) => {
+                let after = now;
+                if kind == Kind::Restore {
+                    self.settle_journal(&dev, &after);
+                }
+                let mut changes = diff(&before, &after);
+                add_requested_tunables(&mut changes, &before, &after, want);
+                Ok(Outcome {
+                    device: dev.to_string(),
+                    changes,
+                    stored: stored_otherwise(want, &after),
+                    before,
+                    after,
+                    kernel_time,
+                })
+            }
+            Err(err) => {
+                let (err, restored) = self.roll_back(&dev, seq, &before, err);
+                // A rollback is a restore: the one policy decides whether the
+                // entry goes (an entry written for this change does; an older
+                // one whose original differs from `before` stays).
+                if let Some(now) = restored {
+                    self.settle_journal(&dev, &now);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn check_permission(&self, dev: &DeviceName, want: &Wanted) -> Result<(), TuneError> {
+        let mut attrs = Vec::new();
+        if want.scheduler.is_some() {
+            attrs.push(QueueAttr::Scheduler);
+        }
+        if want.nr_requests.is_some() {
+            attrs.push(QueueAttr::NrRequests);
+        }
+        if want.read_ahead_kb.is_some() {
+            attrs.push(QueueAttr::ReadAheadKb);
+        }
+        // Tunables of the active scheduler exist now; a new scheduler's only
+        // after the switch, which the scheduler check above already covers.
+        if want.scheduler.is_none() {
+            attrs.extend(
+                want.tunables
+                    .iter()
+                    .map(|(name, _)| QueueAttr::Tunable(name.clone())),
+            );
+        }
+        for attr in attrs {
+            if !self.root.can_write_queue_attr(dev, &attr) {
+                let path = self
+                    .root
+                    .queue_attr_path(dev, &attr)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                if !self.root.device_dir(dev).exists() {
+                    return Err(TuneError::Vanished {
+                        dev: dev.to_string(),
+                        rollback: None,
+                    });
+                }
+                return Err(TuneError::PermissionDenied {
+                    dev: dev.to_string(),
+                    path,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Save the device's original settings before its first change.
+    /// Returns whether a new entry was written. An entry left from an
+    /// earlier incarnation of the device (another boot, another diskseq) is
+    /// replaced: it is not this device's original. `seq` is the diskseq read
+    /// at the start of the change, `q` its settings.
+    fn journal_original(
+        &self,
+        j: &Journal,
+        dev: &DeviceName,
+        seq: Option<u64>,
+        q: &QueueSettings,
+    ) -> Result<bool, TuneError> {
+        let (major, minor) = read_dev_numbers(&self.root, dev).unwrap_or((0, 0));
+        let id = DeviceId {
+            major,
+            minor,
+            diskseq: seq,
+        };
+        let boot = boot_id(&self.root);
+        let entry = JournalEntry {
+            version: JOURNAL_VERSION,
+            device: dev.to_string(),
+            major,
+            minor,
+            diskseq: seq,
+            boot_id: boot.clone(),
+            saved_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            original: Wanted::snapshot_of(q),
+        };
+        let err = |source| TuneError::Journal {
+            dir: j.dir().display().to_string(),
+            source,
+        };
+        match j.load(dev.as_str()).map_err(err)? {
+            Some(old) if old.stale_for(Some(id), boot.as_deref()).is_none() => Ok(false),
+            // Stale (another boot, another diskseq): this device's original must be recorded.
+            Some(_) => j.replace(&entry).map(|()| true).map_err(err),
+            // An entry that is not trusted (a symlink, a forged owner, another
+            // version, bad JSON) was an error above: nothing is changed.
+            None => j.save_if_absent(&entry).map_err(err),
+        }
+    }
+
+    /// Write the scheduler, then tunables, nr_requests, read-ahead, each
+    /// only when `now` (the device as known: read once, then kept up to
+    /// date, see the module doc) does not have it yet. `now` follows every write.
+    fn write_all(
+        &self,
+        dev: &DeviceName,
+        seq: Option<u64>,
+        want: &Wanted,
+        now: &mut QueueSettings,
+        kt: &mut Duration,
+    ) -> Result<(), TuneError> {
+        if let Some(s) = &want.scheduler
+            && now.scheduler.as_ref().is_none_or(|c| &c.active != s)
+        {
+            let step = Step {
+                attr: QueueAttr::Scheduler,
+                value: s.clone(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.scheduler = SchedulerState::parse(&got);
+            // The switch reset nr_requests and the tunables: read those.
+            now.nr_requests = self.read_number(dev, &QueueAttr::NrRequests);
+            now.tunables = QueueSettings::tunables_of(&self.root, dev);
+        }
+        for (name, value) in &want.tunables {
+            if now.tunables.get(name).map(|v| v.trim()) == Some(value.trim()) {
+                continue;
+            }
+            if !now.tunables.contains_key(name)
+                && !self
+                    .root
+                    .dev_attr_exists(dev, &format!("queue/iosched/{name}"))
+            {
+                return Err(TuneError::UnknownTunable {
+                    dev: dev.to_string(),
+                    scheduler: now.active_label().into(),
+                    name: name.clone(),
+                    known: now.tunables.keys().cloned().collect(),
+                });
+            }
+            let step = Step {
+                attr: QueueAttr::Tunable(name.clone()),
+                value: value.trim().into(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.tunables.insert(name.clone(), got);
+        }
+        if let Some(n) = want.nr_requests
+            && now.nr_requests != Some(n)
+        {
+            let step = Step {
+                attr: QueueAttr::NrRequests,
+                value: n.to_string(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.nr_requests = got.trim().parse().ok();
+            // mq-deadline's async_depth follows nr_requests: read the tunables.
+            if now.scheduler.is_some() {
+                now.tunables = QueueSettings::tunables_of(&self.root, dev);
+            }
+        }
+        if let Some(n) = want.read_ahead_kb
+            && now.read_ahead_kb != Some(n)
+        {
+            let step = Step {
+                attr: QueueAttr::ReadAheadKb,
+                value: n.to_string(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.read_ahead_kb = got.trim().parse().ok();
+        }
+        Ok(())
+    }
+
+    /// A numeric queue attribute (`None`: unreadable).
+    fn read_number(&self, dev: &DeviceName, attr: &QueueAttr) -> Option<u64> {
+        self.root
+            .read_queue_attr(dev, attr)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// One write and its read-back, after checking the diskseq; returns
+    /// what the kernel read back. `now` is the device as known before it.
+    fn step(
+        &self,
+        dev: &DeviceName,
+        step: &Step,
+        seq: Option<u64>,
+        now: &QueueSettings,
+        kt: &mut Duration,
+    ) -> Result<String, TuneError> {
+        // Never write to another device that took the name since the change
+        // began (a loop device detached and re-attached: new diskseq).
+        if let Some(seen) = seq {
+            let now = read_diskseq(&self.root, dev);
+            if now != Some(seen) && self.root.device_dir(dev).exists() {
+                return Err(replaced(dev, seen, now));
+            }
+        }
+        let t = Instant::now();
+        let res = self.root.write_queue_attr(dev, &step.attr, &step.value);
+        *kt += t.elapsed();
+        if let Err(source) = res {
+            if !self.root.device_dir(dev).exists() {
+                return Err(TuneError::Vanished {
+                    dev: dev.to_string(),
+                    rollback: None,
+                });
+            }
+            if source.kind() == io::ErrorKind::PermissionDenied {
+                let path = self
+                    .root
+                    .queue_attr_path(dev, &step.attr)
+                    .map(|p| p.display().to_string());
+                return Err(TuneError::PermissionDenied {
+                    dev: dev.to_string(),
+                    path: path.unwrap_or_default(),
+                });
+            }
+            // EINVAL on nr_requests with `none` has one usual cause (kernel
+            // `blk_mq_update_nr_requests`): say it, as no pre-check can know the depth.
+            let source = if step.attr == QueueAttr::NrRequests
+                && source.raw_os_error() == Some(nix::libc::EINVAL)
+                && now.active_label() == "none"
+            {
+                io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source}: without a scheduler nr_requests cannot exceed the hardware queue depth"
+                    ),
+                )
+            } else {
+                source
+            };
+            return Err(TuneError::WriteFailed {
+                dev: dev.to_string(),
+                attr: step.attr.label(),
+                value: step.value.clone(),
+                source,
+                rollback: None,
+            });
+        }
+        let got = self
+            .root
+            .read_queue_attr(dev, &step.attr)
+            .map_err(|source| {
+                if self.root.device_dir(dev).exists() {
+                    TuneError::ReadFailed {
+                        dev: dev.to_string(),
+                        attr: step.attr.label(),
+                        source,
+                    }
+                } else {
+                    TuneError::Vanished {
+                        dev: dev.to_string(),
+                        rollback: None,
+                    }
+                }
+            })?;
+        let ok = match &step.attr {
+            QueueAttr::Scheduler => {
+                SchedulerState::parse(&got).is_some_and(|s| s.active == step.value)
+            }
+            // Some tunables are kept in jiffies and read back rounded; the
+            // kernel accepted the write, so what it stored is the truth.
+            QueueAttr::Tunable(_) => true,
+            _ => got.trim() == step.value,
+        };
+        if ok {
+            Ok(got)
+        } else {
+            Err(TuneError::ReadBack {
+                dev: dev.to_string(),
+                attr: step.attr.label(),
+                wanted: step.value.clone(),
+                got,
+                rollback: None,
+            })
+        }
+    }
+
+    /// Put `before` back after a failed step and attach what happened to the
+    /// error. Also returns the device's settings when it is now as it was
+    /// before (`None`: it is not, or it cannot be told).
+    fn roll_back(
+        &self,
+        dev: &DeviceName,
+        seq: Option<u64>,
+        before: &QueueSettings,
+        mut err: TuneError,
+    ) -> (TuneError, Option<QueueSettings>) {
+        if matches!(err, TuneError::Replaced { .. }) {
+            // Its message says it already: nothing goes onto the new device.
+            return (err, None);
+        }
+        let original = Wanted::snapshot_of(before);
+        let (note, restored) = if !self.root.device_dir(dev).exists() {
+            ("nothing to roll back: the device is gone".to_string(), None)
+        } else if let Some(s) = seq.filter(|s| read_diskseq(&self.root, dev) != Some(*s)) {
+            (
+                format!(
+                    "nothing rolled back: another device has the name now (diskseq {s}, now {})",
+                    diskseq_text(read_diskseq(&self.root, dev))
+                ),
+                None,
+            )
+        } else {
+            // A failed step may have left anything behind: read it all.
+            let mut now = QueueSettings::read(&self.root, dev);
+            if Wanted::snapshot_of(&now) == original {
+                ("nothing was changed".to_string(), Some(now))
+            } else {
+                let mut kt = Duration::ZERO;
+                match self.write_all(dev, seq, &original, &mut now, &mut kt) {
+                    Ok(()) => (
+                        "rolled back to the previous settings".to_string(),
+                        Some(now),
+                    ),
+                    Err(e) => (
+                        format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                        None,
+                    ),
+                }
+            }
+        };
+        match &mut err {
+            TuneError::WriteFailed { rollback, .. }
+            | TuneError::ReadBack { rollback, .. }
+            | TuneError::Vanished { rollback, .. } => *rollback = Some(note),
+            _ => {}
+        }
+        (err, restored)
+    }
+}
+
+/// The device's diskseq now (`None`: no such file, a kernel before 5.15).
+pub fn read_diskseq(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
+    root.read_dev_attr(dev, "diskseq")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+fn diskseq_text(seq: Option<u64>) -> String {
+    seq.map_or_else(|| "none".into(), |s| s.to_string())
+}
+
+fn replaced(dev: &DeviceName, seen: u64, now: Option<u64>) -> TuneError {
+    TuneError::Replaced {
+        dev: dev.to_string(),
+        seen,
+        now: diskseq_text(now),
+    }
+}
+
+/// The running kernel's boot id, to tell a stale journal from a live one.
+pub fn boot_id(root: &SysRoot) -> Option<String> {
+    root.read_proc("sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::setup;
+    use super::*;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    #[test]
+    fn a_stale_journal_entry_is_replaced_by_the_true_original() {
+        let (_d, _t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let old = JournalEntry {
+            version: JOURNAL_VERSION,
+            device: "sda".into(),
+            major: 8,
+            minor: 0,
+            diskseq: None,
+            boot_id: Some("an-earlier-boot".into()),
+            saved_at: 0.0,
+            original: Wanted {
+                scheduler: Some("bfq".into()),
+                ..Wanted::default()
+            },
+        };
+        j.save_if_absent(&old).unwrap();
+        tuner
+            .apply(
+                "sda",
+                &Wanted {
+                    read_ahead_kb: Some(256),
+                    ..Wanted::default()
+                },
+            )
+            .unwrap();
+        let e = j.load("sda").unwrap().unwrap();
+        assert_eq!(e.original.scheduler.as_deref(), Some("mq-deadline"));
+        assert_eq!(e.original.read_ahead_kb, Some(128));
+        assert_eq!(
+            e.boot_id.as_deref(),
+            Some("00000000-0000-0000-0000-000000000001")
+        );
+    }
+
+    #[test]
+    fn a_live_entry_is_kept_on_a_second_change() {
+        let (_d, _t, tuner) = setup();
+        let ra = |n| Wanted {
+            read_ahead_kb: Some(n),
+            ..Wanted::default()
+        };
+        tuner.apply("sda", &ra(256)).unwrap();
+        let o = tuner.apply("sda", &ra(512)).unwrap();
+        assert_eq!(o.changes[0].before, "256");
+        let e = tuner.journal().unwrap().load("sda").unwrap().unwrap();
+        assert_eq!(
+            e.original.read_ahead_kb,
+            Some(128),
+            "the first original wins"
+        );
+    }
+
+    #[test]
+    fn a_no_op_writes_no_journal_entry_and_keeps_an_existing_one() {
+        let (_d, _t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let same = Wanted {
+            scheduler: Some("mq-deadline".into()),
+            read_ahead_kb: Some(128),
+            ..Wanted::default()
+        };
+        let o = tuner.apply("sda", &same).unwrap();
+        assert!(o.changes.is_empty(), "{:?}", o.changes);
+        assert!(j.load("sda").unwrap().is_none(), "a no-op journalled");
+        let ra = |n| Wanted {
+            read_ahead_kb: Some(n),
+            ..Wanted::default()
+        };
+        tuner.apply("sda", &ra(256)).unwrap();
+        let saved = j.load("sda").unwrap().unwrap();
+        let o = tuner.apply("sda", &ra(256)).unwrap();
+        assert!(o.changes.is_empty());
+        assert_eq!(
+            j.load("sda").unwrap().unwrap(),
+            saved,
+            "the original is kept"
+        );
+    }
+
+    #[test]
+    fn a_device_re_created_since_the_caller_looked_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        let mut disk = FakeDisk::new("loop3").dev(7, 3);
+        disk.diskseq = Some(15);
+        t.add(&disk).unwrap();
+        let root = t.root();
+        let dev = root.device("loop3").unwrap();
+        let before = QueueSettings::read(&root, &dev);
+        let j = Journal::new(dir.path().join("j"));
+        let kyber = Wanted {
+            scheduler: Some("kyber".into()),
+            ..Wanted::default()
+        };
+        let tuner = Tuner::new(root.clone(), Some(j.clone())).expecting("loop3", Some(14));
+        let e = tuner.apply("loop3", &kyber).unwrap_err();
+        assert!(matches!(e, TuneError::Replaced { seen: 14, .. }), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("diskseq 14, now 15"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("nothing is restored onto the new device"),
+            "{e}"
+        );
+        // A restore through that tuner is refused as well.
+        let e = tuner
+            .restore("loop3", &Wanted::snapshot_of(&before))
+            .unwrap_err();
+        assert!(matches!(e, TuneError::Replaced { .. }), "{e}");
+        assert_eq!(QueueSettings::read(&root, &dev), before);
+        assert!(j.load("loop3").unwrap().is_none());
+        // The incarnation the caller saw is written to.
+        let tuner = Tuner::new(root.clone(), Some(j)).expecting("loop3", Some(15));
+        tuner.apply("loop3", &kyber).unwrap();
+        assert_eq!(QueueSettings::read(&root, &dev).active_label(), "kyber");
+    }
+
+    fn nr(n: u64) -> Wanted {
+        Wanted {
+            nr_requests: Some(n),
+            ..Wanted::default()
+        }
+    }
+
+    fn attr(t: &FakeTree, a: &str) -> String {
+        std::fs::read_to_string(t.dev_dir("sda").join("queue").join(a))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn a_refused_journal_entry_refuses_the_change_and_writes_nothing() {
+        let (d, t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        std::fs::create_dir_all(j.dir()).unwrap();
+        let mut forged = serde_json::to_value(JournalEntry {
+            version: JOURNAL_VERSION,
+            device: "sda".into(),
+            major: 8,
+            minor: 0,
+            diskseq: None,
+            boot_id: None,
+            saved_at: 0.0,
+            original: nr(4),
+        })
+        .unwrap();
+        forged["version"] = 99.into();
+        let path = j.dir().join("sda.json");
+        std::fs::write(&path, forged.to_string()).unwrap();
+        let before = attr(&t, "nr_requests");
+        let e = tuner.apply("sda", &nr(64)).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("nothing was changed"), "{msg}");
+        assert_eq!(attr(&t, "nr_requests"), before, "nothing written");
+        assert!(
+            std::fs::read_to_string(&path).unwrap().contains("99"),
+            "not replaced"
+        );
+        drop(d);
+    }
+
+    #[test]
+    fn a_device_held_by_another_change_is_busy_and_nothing_is_written() {
+        let (_d, t, tuner) = setup();
+        let tuner = tuner.with_lock_wait(Duration::from_millis(50));
+        let held = tuner.hold("sda").unwrap();
+        let before = attr(&t, "nr_requests");
+        let e = tuner.apply("sda", &nr(64)).unwrap_err();
+        assert!(matches!(e, TuneError::Busy(_)), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("pid"), "{e}");
+        assert!(tuner.restore("sda", &nr(32)).is_err());
+        assert_eq!(attr(&t, "nr_requests"), before);
+        assert!(tuner.journal().unwrap().load("sda").unwrap().is_none());
+        // The holder itself changes it.
+        held.apply(&nr(64)).unwrap();
+        assert_eq!(attr(&t, "nr_requests"), "64");
+        drop(held);
+        tuner.apply("sda", &nr(48)).unwrap();
+    }
+
+    #[test]
+    fn a_restore_drops_the_entry_only_when_the_device_is_back_at_the_original() {
+        let (_d, t, tuner) = setup();
+        let j = tuner.journal().unwrap();
+        let orig = attr(&t, "nr_requests");
+        let o1 = tuner.apply("sda", &nr(64)).unwrap();
+        tuner.apply("sda", &nr(32)).unwrap();
+        // An undo of the second change: back to 64, not the original: kept.
+        tuner
+            .restore("sda", &Wanted::snapshot_of(&o1.after))
+            .unwrap();
+        assert_eq!(attr(&t, "nr_requests"), "64");
+        assert!(
+            j.load("sda").unwrap().is_some(),
+            "the true original is kept"
+        );
+        // An undo of the first: back at the original: dropped.
+        tuner
+            .restore("sda", &Wanted::snapshot_of(&o1.before))
+            .unwrap();
+        assert_eq!(attr(&t, "nr_requests"), orig);
+        assert!(j.load("sda").unwrap().is_none(), "nothing left to revert");
+        // A restore that finds the device already back drops a leftover entry too.
+        tuner.apply("sda", &nr(64)).unwrap();
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), &orig).unwrap();
+        tuner
+            .restore("sda", &Wanted::snapshot_of(&o1.before))
+            .unwrap();
+        assert!(j.load("sda").unwrap().is_none());
+    }
+}
