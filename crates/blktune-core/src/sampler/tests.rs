@@ -1,0 +1,383 @@
+//! Unit tests of the parent module.
+
+use super::*;
+
+fn line(name: &str, rd_ios: u64, rd_ticks: u32) -> DiskStatsLine {
+    DiskStatsLine {
+        major: 7,
+        minor: 0,
+        name: name.into(),
+        counters: Counters {
+            rd_ios,
+            rd_ticks,
+            ..Counters::default()
+        },
+    }
+}
+
+#[test]
+fn first_sample_and_new_devices_have_no_data() {
+    let mut r = RateTracker::default();
+    let out = r.update(0.0, &[line("a", 0, 0)]);
+    assert_eq!(out["a"].stats, Err(NoData::FirstSample));
+    let out = r.update(1.0, &[line("a", 100, 300), line("b", 5, 5)]);
+    assert_eq!(out["a"].stats.unwrap().r_s, 100.0);
+    assert_eq!(out["a"].stats.unwrap().r_await, 3.0);
+    assert_eq!(out["b"].stats, Err(NoData::FirstSample));
+}
+
+#[test]
+fn a_device_that_vanished_and_came_back_starts_over() {
+    let mut r = RateTracker::default();
+    r.update(0.0, &[line("a", 100, 0)]);
+    r.update(1.0, &[]);
+    let out = r.update(2.0, &[line("a", 3, 0)]);
+    assert_eq!(out["a"].stats, Err(NoData::FirstSample));
+}
+
+#[test]
+fn recreated_device_with_smaller_counters_is_no_data() {
+    let mut r = RateTracker::default();
+    r.update(0.0, &[line("a", 100, 0)]);
+    let out = r.update(1.0, &[line("a", 3, 0)]);
+    assert_eq!(out["a"].stats, Err(NoData::CounterReset));
+    // and the interval after that is normal again
+    let out = r.update(2.0, &[line("a", 13, 0)]);
+    assert_eq!(out["a"].stats.unwrap().r_s, 10.0);
+}
+
+mod cache {
+    use super::super::*;
+    use crate::fake::{FakeDisk, FakeTree};
+
+    fn nr_of(snap: &Snapshot, name: &str) -> Option<u64> {
+        snap.device(name).and_then(|d| d.queue.nr_requests)
+    }
+
+    fn tree() -> (tempfile::TempDir, FakeTree) {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        t.add(&FakeDisk::new("sda")).unwrap();
+        t.set_diskstats(&[("sda", 8, 0, Counters::default())])
+            .unwrap();
+        (dir, t)
+    }
+
+    #[test]
+    fn queue_settings_are_cached_until_invalidated() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        s.set_refresh_every(Duration::from_secs(3600));
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "64\n").unwrap();
+        let snap = s.tick().unwrap();
+        assert!(!snap.refreshed);
+        assert_eq!(nr_of(&snap, "sda"), Some(256), "not re-read every tick");
+        s.invalidate();
+        let snap = s.tick().unwrap();
+        assert!(snap.refreshed);
+        assert_eq!(nr_of(&snap, "sda"), Some(64));
+        let snap = s.tick().unwrap();
+        assert!(!snap.refreshed, "one refresh per invalidate");
+    }
+
+    #[test]
+    fn queue_settings_are_re_read_after_the_refresh_period() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        s.set_refresh_every(Duration::from_millis(50));
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "32\n").unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let snap = s.tick().unwrap();
+        assert!(snap.refreshed);
+        assert_eq!(nr_of(&snap, "sda"), Some(32));
+    }
+
+    #[test]
+    fn hot_plug_refreshes_and_the_new_device_has_no_data_yet() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        s.set_refresh_every(Duration::from_secs(3600));
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            (
+                "sdb",
+                8,
+                16,
+                Counters {
+                    rd_ios: 1_000_000,
+                    ..Counters::default()
+                },
+            ),
+        ])
+        .unwrap();
+        let snap = s.tick().unwrap();
+        assert!(snap.refreshed, "a new name in diskstats is hot-plug");
+        assert!(snap.device("sdb").is_some());
+        assert_eq!(snap.stats["sdb"].stats, Err(NoData::FirstSample));
+        assert!(snap.stats["sda"].stats.is_ok());
+        // and when it goes away
+        t.remove("sdb").unwrap();
+        t.set_diskstats(&[("sda", 8, 0, Counters::default())])
+            .unwrap();
+        let snap = s.tick().unwrap();
+        assert!(snap.refreshed);
+        assert!(snap.device("sdb").is_none() && !snap.stats.contains_key("sdb"));
+    }
+
+    fn manual(t: &FakeTree) -> Sampler {
+        let opts = SamplerOptions {
+            hotplug: HotPlug::Manual,
+            ..SamplerOptions::screen()
+        };
+        Sampler::with_options(t.root(), opts).unwrap()
+    }
+
+    fn change(name: &str, diskseq: u64) -> Uevent {
+        let path = format!("/devices/virtual/block/{name}");
+        let m = format!(
+            "change@{path}\0ACTION=change\0DEVPATH={path}\0SUBSYSTEM=block\0\
+             DEVNAME={name}\0DEVTYPE=disk\0DISKSEQ={diskseq}\0"
+        );
+        crate::uevent::parse(m.as_bytes()).unwrap()
+    }
+
+    fn reads(n: u64) -> Counters {
+        Counters {
+            rd_ios: n,
+            rd_sectors: 8 * n,
+            ..Counters::default()
+        }
+    }
+
+    /// Detached loop devices stay in diskstats and /sys/block with size
+    /// 0; an attach changes the size and diskseq, and no name.
+    fn detached_loops(t: &FakeTree, n: u32) {
+        let mut lines = Vec::new();
+        for i in 0..n {
+            let name = format!("loop{i}");
+            t.add(&FakeDisk::new(&name).dev(7, i).size_bytes(0))
+                .unwrap();
+            std::fs::write(t.dev_dir(&name).join("diskseq"), format!("{}\n", 10 + i)).unwrap();
+            lines.push((name, i));
+        }
+        let stats: Vec<_> = lines
+            .iter()
+            .map(|(n, i)| (n.as_str(), 7, *i, Counters::default()))
+            .collect();
+        t.set_diskstats(&stats).unwrap();
+    }
+
+    fn attach(t: &FakeTree, name: &str, diskseq: u64) {
+        std::fs::write(t.dev_dir(name).join("size"), "2048\n").unwrap();
+        std::fs::write(t.dev_dir(name).join("diskseq"), format!("{diskseq}\n")).unwrap();
+    }
+
+    #[test]
+    fn a_loop_attached_to_an_existing_node_shows_at_the_next_tick_with_rates() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        detached_loops(&t, 2);
+        let mut s = manual(&t);
+        s.set_refresh_every(Duration::from_secs(3600));
+        assert_eq!(s.tick().unwrap().device("loop1").unwrap().size_bytes, 0);
+        attach(&t, "loop1", 99);
+        s.push_uevent(change("loop1", 99));
+        t.set_diskstats(&[
+            ("loop0", 7, 0, Counters::default()),
+            ("loop1", 7, 1, reads(500)),
+        ])
+        .unwrap();
+        let snap = s.tick().unwrap();
+        assert!(snap.refreshed);
+        let d = snap.device("loop1").unwrap();
+        assert_eq!(d.size_bytes, 2048 * 512);
+        assert_eq!(d.diskseq, Some(99));
+        assert_eq!(d.queue.active_label(), "mq-deadline");
+        let itv = snap.interval.unwrap();
+        let r_s = snap.ext("loop1").unwrap().r_s;
+        assert!((r_s * itv - 500.0).abs() < 1e-6, "{r_s} over {itv}");
+    }
+
+    #[test]
+    fn without_an_event_a_heard_sampler_waits_but_a_polling_one_sees_the_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        detached_loops(&t, 1);
+        let mut heard = manual(&t);
+        heard.set_refresh_every(Duration::from_secs(3600));
+        let opts = SamplerOptions {
+            hotplug: HotPlug::Poll,
+            ..SamplerOptions::default()
+        };
+        let mut polled = Sampler::with_options(t.root(), opts).unwrap();
+        assert!(polled.hotplug_note().is_some());
+        attach(&t, "loop0", 42);
+        assert_eq!(heard.tick().unwrap().device("loop0").unwrap().size_bytes, 0);
+        let snap = polled.tick().unwrap();
+        assert_eq!(snap.device("loop0").unwrap().size_bytes, 2048 * 512);
+        assert_eq!(snap.device("loop0").unwrap().diskseq, Some(42));
+    }
+
+    #[test]
+    fn a_storm_of_attaches_is_read_in_one_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        detached_loops(&t, 1000);
+        let mut s = manual(&t);
+        for i in 0..1000 {
+            attach(&t, &format!("loop{i}"), 5000 + i);
+            s.push_uevent(change(&format!("loop{i}"), 5000 + i));
+        }
+        let snap = s.tick().unwrap();
+        assert!(snap.devices.iter().all(|d| d.size_bytes > 0));
+        assert!(snap.devices.iter().all(|d| d.queue.has_scheduler()));
+    }
+
+    #[test]
+    fn events_for_vanished_or_unknown_devices_are_harmless() {
+        let (_d, t) = tree();
+        let mut s = manual(&t);
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.remove("sdb").unwrap();
+        s.push_uevent(change("sdb", 1)); // gone between the event and the read
+        s.push_uevent(change("sdz", 2)); // never there
+        let path = "/devices/virtual/net/lo";
+        let net = format!("add@{path}\0ACTION=add\0DEVPATH={path}\0SUBSYSTEM=net\0");
+        s.push_uevent(crate::uevent::parse(net.as_bytes()).unwrap());
+        std::fs::write(t.dev_dir("sda").join("size"), "garbage\n").unwrap();
+        s.push_uevent(change("sda", 1)); // an unreadable size is 0, not a panic
+        let snap = s.tick().unwrap();
+        assert!(snap.device("sdb").is_none() && snap.device("sdz").is_none());
+        assert_eq!(snap.device("sda").unwrap().size_bytes, 0);
+    }
+
+    #[test]
+    fn identity_is_read_once_per_diskseq() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        detached_loops(&t, 1);
+        attach(&t, "loop0", 7);
+        let mut s = manual(&t);
+        let model = t.dev_dir("loop0").join("device/model");
+        std::fs::create_dir_all(model.parent().unwrap()).unwrap();
+        std::fs::write(&model, "second\n").unwrap();
+        s.push_uevent(change("loop0", 7));
+        let snap = s.tick().unwrap();
+        assert_eq!(snap.device("loop0").unwrap().model, None, "same diskseq");
+        attach(&t, "loop0", 8);
+        s.push_uevent(change("loop0", 8));
+        let snap = s.tick().unwrap();
+        assert_eq!(
+            snap.device("loop0").unwrap().model.as_deref(),
+            Some("second")
+        );
+    }
+
+    #[test]
+    fn rows_past_the_first_screen_are_filled_over_the_first_ticks() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        for i in 0..300 {
+            t.add(
+                &FakeDisk::new(&format!("loop{i}"))
+                    .dev(7, i)
+                    .hw_queue_depth(128),
+            )
+            .unwrap();
+        }
+        t.set_diskstats(&[]).unwrap();
+        let mut s = manual(&t);
+        let first = s.take_baseline().unwrap();
+        assert!(s.take_baseline().is_none());
+        let read = |snap: &Snapshot| {
+            snap.devices
+                .iter()
+                .filter(|d| d.hw_queue_depth.is_some())
+                .count()
+        };
+        assert_eq!(read(&first), FIRST_ROWS);
+        // The rows a table shows first: loop0..loop63 in natural order.
+        assert!(first.device("loop63").unwrap().hw_queue_depth.is_some());
+        assert!(first.device("loop64").unwrap().hw_queue_depth.is_none());
+        let mut snap = s.tick().unwrap();
+        for _ in 0..3 {
+            snap = s.tick().unwrap();
+        }
+        assert_eq!(read(&snap), 300);
+        // Without a screen (a recording) every row is read at once.
+        let mut whole = Sampler::with_options(
+            t.root(),
+            SamplerOptions {
+                hotplug: HotPlug::Manual,
+                ..SamplerOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(read(&whole.take_baseline().unwrap()), 300);
+        let mut lazy = manual(&t);
+        lazy.complete();
+        assert_eq!(
+            lazy.devices()
+                .iter()
+                .filter(|d| d.hw_queue_depth.is_some())
+                .count(),
+            300
+        );
+    }
+
+    #[test]
+    fn a_scheduler_changed_behind_its_back_shows_within_the_period() {
+        let (_d, t) = tree();
+        let mut s = manual(&t);
+        s.set_refresh_every(Duration::from_millis(50));
+        std::fs::write(t.dev_dir("sda").join("queue/scheduler"), "kyber\n").unwrap();
+        t.settle("sda", &["none", "mq-deadline", "kyber", "bfq"], 256)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let snap = s.tick().unwrap();
+        let q = &snap.device("sda").unwrap().queue;
+        assert_eq!(q.active_label(), "kyber");
+        assert!(q.tunables.contains_key("read_lat_nsec"), "{:?}", q.tunables);
+    }
+
+    #[test]
+    fn a_named_device_is_all_that_is_read() {
+        let (_d, t) = tree();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        let opts = SamplerOptions {
+            only: Some(vec!["sdb".into()]),
+            identity: false,
+            hotplug: HotPlug::Manual,
+            first_rows: None,
+        };
+        let mut s = Sampler::with_options(t.root(), opts).unwrap();
+        let snap = s.tick().unwrap();
+        assert_eq!(snap.devices.len(), 1);
+        let d = snap.device("sdb").unwrap();
+        assert_eq!(d.queue.nr_requests, Some(256));
+        assert_eq!(d.hw_queue_depth, None, "no identity for watch");
+        assert!(d.queue.tunables.is_empty(), "no tunables for watch");
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = ["loop10", "loop2", "sda", "loop1", "nvme10n1", "nvme2n1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            ["loop1", "loop2", "loop10", "nvme2n1", "nvme10n1", "sda"]
+        );
+    }
+
+    #[test]
+    fn the_first_tick_after_new_is_a_real_interval() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let snap = s.tick().unwrap();
+        let itv = snap.interval.unwrap();
+        assert!((0.1..1.0).contains(&itv), "{itv}");
+        assert!(snap.stats["sda"].stats.is_ok());
+    }
+}
