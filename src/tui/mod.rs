@@ -14,6 +14,7 @@ pub mod demo;
 pub mod dialog_keys;
 pub mod edit;
 pub mod export_dialog;
+pub mod latency;
 pub mod live_record;
 pub mod render;
 pub mod replay_source;

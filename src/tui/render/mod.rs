@@ -22,6 +22,7 @@ mod detail;
 pub mod dialogs;
 mod footer;
 mod header;
+mod latency;
 mod overlay;
 mod probe;
 mod table;
