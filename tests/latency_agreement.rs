@@ -34,6 +34,8 @@ const RUNTIME_S: u32 = 8;
 /// bpftrace with the reference script, stopped (SIGINT) and reaped on drop.
 struct Reference {
     child: Child,
+    /// Its output after the "attached_probes" line.
+    stdout: Option<BufReader<std::process::ChildStdout>>,
 }
 
 impl Reference {
@@ -49,28 +51,56 @@ impl Reference {
             "/tests/latency_support/reference.bt"
         );
         let child = Command::new("bpftrace")
-            .args(["-f", "json", script, &dev.to_kernel().to_string()])
+            // Unbuffered: through a pipe its output is otherwise held back,
+            // and the "attached_probes" line may never come while it runs.
+            .args([
+                "-B",
+                "none",
+                "-f",
+                "json",
+                script,
+                &dev.to_kernel().to_string(),
+            ])
             // A key per (direction, µs): far more than the default 4096.
             .env("BPFTRACE_MAP_KEYS_MAX", "200000")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("bpftrace");
-        let mut me = Self { child };
-        let out = me.child.stdout.as_mut().expect("stdout");
-        let mut line = String::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut reader = BufReader::new(out);
-        while Instant::now() < deadline {
-            line.clear();
-            if reader.read_line(&mut line).expect("read bpftrace") == 0 {
-                panic!("bpftrace ended before attaching its probes");
+        let mut me = Self {
+            child,
+            stdout: None,
+        };
+        // Read its first lines on a thread, so a silent bpftrace fails the
+        // test after the deadline instead of blocking it for ever.
+        let out = me.child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(out);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(None);
+                        return;
+                    }
+                    Ok(_) if line.contains("attached_probes") => {
+                        let _ = tx.send(Some(reader));
+                        return;
+                    }
+                    Ok(_) => {}
+                }
             }
-            if line.contains("attached_probes") {
-                return me;
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Some(reader)) => {
+                me.stdout = Some(reader);
+                me
             }
+            Ok(None) => panic!("bpftrace ended before attaching its probes"),
+            Err(_) => panic!("bpftrace did not attach within 60 s"),
         }
-        panic!("bpftrace did not attach within 60 s");
     }
 
     /// Stop it and return the latencies (µs, count) by first letter of rwbs.
@@ -78,7 +108,7 @@ impl Reference {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
         let mut text = String::new();
-        std::io::Read::read_to_string(self.child.stdout.as_mut().expect("stdout"), &mut text)
+        std::io::Read::read_to_string(self.stdout.as_mut().expect("stdout"), &mut text)
             .expect("bpftrace output");
         let mut by_dir: BTreeMap<char, Vec<(u64, u64)>> = BTreeMap::new();
         for line in text.lines() {
@@ -154,7 +184,14 @@ fn within(ours: f64, reference: f64, rel: f64, abs: f64) -> bool {
     (ours - reference).abs() <= (rel * reference).max(abs)
 }
 
+/// One agreement run at a time: two bpftrace references and two fio loads
+/// at once would measure each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn agreement(test: &str, scheduler: &str) {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !require_root(test) || !require_tool(test, "fio") || !require_tool(test, "bpftrace") {
         return;
     }

@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::app::{App, Overlay};
-use blktune::tui::bench_dialog::{LoadChoice, Stage};
-use blktune::tui::bench_worker::BenchFeed;
 use blktune::tui::command::Mode;
-use blktune::tui::export_dialog::{Focus, WriteError};
+use blktune::tui::dialogs::export::{Focus, WriteError};
+use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
 use blktune::tui::source::{ApplyKind, Control, Feed};
+use blktune::tui::worker::shootout::ShootOutFeed;
 use blktune_core::shootout::{
     Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
 };
@@ -25,16 +25,16 @@ fn status(app: &App) -> String {
         .unwrap_or_default()
 }
 
-fn dialog(app: &App) -> &blktune::tui::export_dialog::ExportDialog {
+fn dialog(app: &App) -> &blktune::tui::dialogs::export::ExportDialog {
     match &app.overlay {
         Some(Overlay::Export(d)) => d,
         o => panic!("no export dialog: {o:?}"),
     }
 }
 
-fn bench(app: &App) -> &blktune::tui::bench_dialog::BenchDialog {
+fn bench(app: &App) -> &blktune::tui::dialogs::shootout::ShootOutDialog {
     match &app.overlay {
-        Some(Overlay::Bench(d)) => d,
+        Some(Overlay::ShootOut(d)) => d,
         o => panic!("no shoot-out dialog: {o:?}"),
     }
 }
@@ -323,7 +323,7 @@ fn result() -> ShootoutResult {
 fn shoot_out_starts_in_the_background_and_esc_cancels() {
     let (_m, mut app) = started();
     assert!(press(&mut app, &chars("b")).is_empty());
-    assert_eq!(mode(&app), Mode::Bench);
+    assert_eq!(mode(&app), Mode::ShootOut);
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     assert_eq!(
         bench(&app).schedulers,
@@ -335,9 +335,9 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     let ctl = press(&mut app, &[KeyCode::Enter]);
     match &ctl[..] {
-        [Control::StartShootout(r)] => {
+        [Control::StartShootOut(r)] => {
             assert_eq!(r.device, "sda");
-            assert_eq!(r.load, LoadChoice::Passive);
+            assert_eq!(r.load, LoadChoice::Passive.mix());
         }
         c => panic!("{c:?}"),
     }
@@ -345,20 +345,20 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
     press(&mut app, &[KeyCode::Tab]);
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     assert!(press(&mut app, &chars("a")).is_empty());
-    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Progress(progress(
         3, "kyber", 11, 0.55,
     ))));
     assert!(matches!(
         &bench(&app).stage,
         Stage::Running { progress: Some(p), cancelling: false } if p.scheduler == "kyber"
     ));
-    assert_eq!(press(&mut app, &[KeyCode::Esc]), [Control::CancelShootout]);
+    assert_eq!(press(&mut app, &[KeyCode::Esc]), [Control::CancelShootOut]);
     assert!(press(&mut app, &[KeyCode::Esc]).is_empty(), "asked once");
     assert!(
         app.overlay.is_some(),
         "stays open until the restore is done"
     );
-    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
         "shoot-out on 'sda' cancelled; original settings restored (scheduler=mq-deadline)".into(),
     ))));
     assert!(app.overlay.is_none());
@@ -370,7 +370,7 @@ fn results_offer_apply_and_export_of_the_winner() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(result())))));
     assert_eq!(bench(&app).winner(), Some("kyber"));
     assert!(status(&app).contains("winner kyber"), "{}", status(&app));
     // e: the export dialog, prefilled with the winner and the verdict.
@@ -385,7 +385,7 @@ fn results_offer_apply_and_export_of_the_winner() {
     // a: a change through the tuner, like the picker.
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(result())))));
     let ctl = press(&mut app, &chars("a"));
     match &ctl[..] {
         [Control::Apply(r)] => {
@@ -419,7 +419,7 @@ fn applying_a_winner_the_shoot_out_left_in_force_changes_nothing() {
     press(&mut app, &[KeyCode::Enter]);
     let mut r = result();
     r.original.scheduler = Some("kyber".into());
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(r)))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
     assert_eq!(bench(&app).winner(), Some("kyber"));
     assert!(press(&mut app, &chars("a")).is_empty(), "nothing to apply");
     assert!(
@@ -446,7 +446,7 @@ fn a_long_noisy_verdict_never_pushes_out_the_result_keys() {
     r.final_settings =
         "original settings restored (scheduler=mq-deadline nr_requests=256 read_ahead_kb=2560)"
             .into();
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(r)))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
     for (w, h) in [(80, 24), (60, 20)] {
         let s = text(&screen(&app, w, h));
         let lines: Vec<&str> = s.lines().collect();
@@ -469,8 +469,8 @@ fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
-        "'sda': the load failed".into()
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
+        "'sda': the load failed".into(),
     ))));
     assert!(matches!(bench(&app).stage, Stage::Failed(_)));
     press(&mut app, &[KeyCode::Esc]);
@@ -496,7 +496,7 @@ fn snapshot_shoot_out_progress() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Progress(progress(
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Progress(progress(
         3, "kyber", 11, 0.55,
     ))));
     insta::assert_snapshot!(screen(&app, 80, 24).backend());
@@ -507,7 +507,7 @@ fn snapshot_shoot_out_results() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(result())))));
     insta::assert_snapshot!(screen(&app, 80, 24).backend());
 }
 
@@ -530,13 +530,13 @@ fn shoot_out_footer_shows_the_keys_of_its_stage() {
     assert_eq!(footer(&app), "Esc cancel");
     press(&mut app, &[KeyCode::Esc]);
     assert_eq!(footer(&app), "", "nothing to press while it restores");
-    app.on_feed(Feed::Bench(BenchFeed::Done(Ok(Box::new(result())))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(result())))));
     assert_eq!(footer(&app), "a apply  e export  Esc close");
     press(&mut app, &[KeyCode::Esc]);
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::Bench(BenchFeed::Done(Err(
-        "'sda': the load failed".into()
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
+        "'sda': the load failed".into(),
     ))));
     assert_eq!(footer(&app), "Esc close");
 }

@@ -60,8 +60,8 @@ fn esc_glued_to_enter_cancels_the_picker_and_applies_nothing() {
     let (_m, mut app) = loops();
     assert!(press(&mut app, &[KeyCode::Char('s'), KeyCode::Down]).is_empty());
     assert!(matches!(
-        app.overlay,
-        Some(Overlay::Picker { cursor: 2, .. })
+        &app.overlay,
+        Some(Overlay::Picker(p)) if p.cursor == 2
     ));
     let ctl = press_events(&mut app, &[esc_then(KeyCode::Enter)]);
     assert!(ctl.is_empty(), "{ctl:?}");
@@ -132,7 +132,7 @@ fn esc_glued_to_the_confirming_key_cancels_every_dialog() {
     let (_m, mut app) = loops();
     // The tunables list: Esc glued to Enter does not open the editor.
     press(&mut app, &chars("t"));
-    assert!(matches!(app.overlay, Some(Overlay::Tunables { .. })));
+    assert!(matches!(app.overlay, Some(Overlay::Tunables(_))));
     assert!(press_events(&mut app, &[esc_then(KeyCode::Enter)]).is_empty());
     assert!(app.overlay.is_none(), "{:?}", app.overlay);
     // U's question: Esc glued to y reverts nothing.
@@ -158,7 +158,7 @@ fn esc_glued_to_the_confirming_key_cancels_every_dialog() {
     assert!(app.overlay.is_none());
     // The shoot-out: Esc glued to Enter starts nothing.
     press(&mut app, &chars("b"));
-    assert!(matches!(app.overlay, Some(Overlay::Bench(_))));
+    assert!(matches!(app.overlay, Some(Overlay::ShootOut(_))));
     let ctl = press_events(&mut app, &[esc_then(KeyCode::Enter)]);
     assert!(ctl.is_empty(), "{ctl:?}");
     assert!(app.overlay.is_none());
@@ -224,7 +224,7 @@ fn the_filter_hides_the_selection_but_never_moves_it() {
     assert_eq!(app.selected_device().unwrap().name, "loop0");
     press(&mut app, &chars("s"));
     match &app.overlay {
-        Some(Overlay::Picker { device, .. }) => assert_eq!(device, "loop0"),
+        Some(Overlay::Picker(p)) => assert_eq!(p.device, "loop0"),
         o => panic!("{o:?}"),
     }
     let ctl = press(&mut app, &[KeyCode::Down, KeyCode::Enter]);

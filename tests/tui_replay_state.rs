@@ -160,7 +160,7 @@ fn start_offset_feeds_history_up_to_it() {
 
 #[test]
 fn live_recorder_never_overwrites_and_records_what_it_is_given() {
-    use blktune::tui::live_record::{LiveRecorder, RecordEvent};
+    use blktune::tui::worker::recorder::{LiveRecorder, RecordEvent};
     use blktune_core::sampler::Sampler;
     let m = tui_fixture::Machine::three();
     let mut sampler = Sampler::new(m.tree.root()).unwrap();

@@ -315,3 +315,26 @@ fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
     let s = text(&screen(&app, 80, 24));
     assert!(s.lines().nth(1).unwrap().contains("r/s↓"), "{s}");
 }
+
+/// Names, paths and notes from the machine are drawn escaped: ratatui drops
+/// C0 controls by itself, but a bidi override (U+202E) would reach the
+/// terminal and turn what follows it around.
+#[test]
+fn names_and_paths_with_control_characters_are_drawn_escaped() {
+    let mut m = Machine::three();
+    std::sync::Arc::make_mut(&mut m.devices)[0].name = "sd\u{202e}a".into();
+    let mut app = m.app(None);
+    m.run(&mut app, 3, &busy(4));
+    app.recording = Some("/tmp/rec\u{7}\u{1b}[2J.ndjson.gz".into());
+    // It sorts after sdb: the second row.
+    press(&mut app, &chars("js"));
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    for bad in ['\u{202e}', '\u{7}', '\u{1b}'] {
+        assert!(!s.contains(bad), "{bad:?} reached the screen:\n{s}");
+    }
+    // The table row, the detail title and the picker's title name it escaped.
+    assert!(s.contains("sd\\u202ea"), "{s}");
+    assert!(s.contains("scheduler of sd\\u202ea"), "{s}");
+    assert!(s.contains("rec\\u0007\\u001b[2J"), "{s}");
+}

@@ -29,9 +29,7 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
     assert_eq!(app.selected.as_deref(), Some("sda"));
     assert!(press(&mut app, &chars("s")).is_empty());
     let cursor = |app: &blktune::tui::app::App| match &app.overlay {
-        Some(Overlay::Picker {
-            cursor, options, ..
-        }) => options[*cursor].clone(),
+        Some(Overlay::Picker(p)) => p.options[p.cursor].clone(),
         o => panic!("no picker: {o:?}"),
     };
     assert_eq!(cursor(&app), "mq-deadline");
@@ -110,9 +108,7 @@ fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
     assert_eq!(app.selected_device().unwrap().queue.active_label(), "kyber");
     assert!(press(&mut app, &chars("s")).is_empty());
     match &app.overlay {
-        Some(Overlay::Picker {
-            cursor, options, ..
-        }) => assert_eq!(options[*cursor], "kyber"),
+        Some(Overlay::Picker(p)) => assert_eq!(p.options[p.cursor], "kyber"),
         o => panic!("no picker: {o:?}"),
     }
 }
@@ -404,7 +400,7 @@ fn a_device_replaced_under_the_same_name_counts_as_vanished() {
         }],
     );
     press(&mut app, &chars("s"));
-    assert!(matches!(app.overlay, Some(Overlay::Picker { .. })));
+    assert!(matches!(app.overlay, Some(Overlay::Picker(_))));
     // Same number of samples, same name, new diskseq.
     std::fs::write(m.tree.dev_dir("loop0").join("diskseq"), "9\n").unwrap();
     m.refresh();
@@ -446,7 +442,7 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
     press(&mut app, &[KeyCode::Down]);
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     press(&mut app, &chars("s"));
-    assert!(matches!(app.overlay, Some(Overlay::Picker { .. })));
+    assert!(matches!(app.overlay, Some(Overlay::Picker(_))));
     m.tree.remove("sdb").unwrap();
     m.refresh();
     m.run(&mut app, 1, &busy(4));

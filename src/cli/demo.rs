@@ -159,7 +159,8 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
             probe: a.probe,
             probe_rate: a.probe_rate,
         };
-        crate::tui::run_with(g, &tui, |app| app.demo = Some(name.clone()))?
+        crate::tui::run_with(&tui.options(g), |app| app.demo = Some(name.clone()))
+            .map_err(super::tui_error)?
     };
     drop(load.stop());
     done.store(true, Ordering::Relaxed);

@@ -97,6 +97,30 @@ pub struct TuiArgs {
     pub probe_rate: f64,
 }
 
+impl TuiArgs {
+    /// The TUI's own options from these flags (the TUI knows no CLI type).
+    pub fn options(&self, g: &Global) -> crate::tui::Options {
+        crate::tui::Options {
+            root: g.root(),
+            device: self.device.clone(),
+            interval: self.interval,
+            read_only: self.read_only,
+            revert_on_exit: self.revert_on_exit,
+            probe: self.probe,
+            probe_rate: self.probe_rate,
+        }
+    }
+}
+
+/// A TUI error in the CLI's words: a bad `--device` keeps the tuner's
+/// exit code (2 for a typo); every other one has its causes as context.
+pub fn tui_error(e: crate::tui::TuiError) -> anyhow::Error {
+    match e {
+        crate::tui::TuiError::Device(t) => t.into(),
+        e => e.into(),
+    }
+}
+
 /// Probe reads per second: 0.1 to 100 (`--probe-rate` of the TUI and `watch`).
 pub fn parse_probe_rate(s: &str) -> Result<f64, String> {
     let r: f64 = s
@@ -175,6 +199,8 @@ pub enum Command {
     Export(export::ExportArgs),
 
     /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
+    ///
+    /// `bench` runs the shoot-out, the same one the full-screen tuner's `b` key runs.
     #[command(
         after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
     )]
@@ -256,7 +282,7 @@ pub fn run(args: Args) -> i32 {
         Some(Command::Demo(a)) => demo::run(&args.global, &a),
         Some(Command::Man(a)) => man::run(&a, &mut out),
         Some(Command::Completions(a)) => completions::run(&a, &mut out),
-        None => crate::tui::run(&args.global, &args.tui),
+        None => crate::tui::run(&args.tui.options(&args.global)).map_err(tui_error),
     };
     match result {
         Ok(code) => code,

@@ -3,10 +3,8 @@
 //! the same screen. The live source also runs the tuner, on its own thread,
 //! so a slow scheduler switch never blocks a key press.
 
-use super::bench_dialog::BenchRequest;
-use super::bench_worker::{self, BenchFeed, BenchHandle};
-use super::export_dialog::WriteError;
-use super::live_record::LiveRecorder;
+use super::worker::recorder::{LiveRecorder, RecordEvent};
+use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
@@ -46,14 +44,14 @@ pub enum Feed {
     Position(ReplayPosition),
     /// The source cannot read (diskstats vanished); shown in the status line.
     Error(String),
-    /// From the shoot-out thread ([`Control::StartShootout`]).
-    Bench(BenchFeed),
+    /// From the shoot-out thread ([`Control::StartShootOut`]).
+    ShootOut(ShootOutFeed),
     /// The answer to a [`Control::WriteExport`]: the path written, or why not.
     ExportWritten(Result<PathBuf, WriteError>),
     /// Replay only: forget history and marks (a seek back follows with frames).
     Reset,
     /// Recording of the live session (`R`) started, stopped or failed.
-    Record(super::live_record::RecordEvent),
+    Record(RecordEvent),
     /// Live, while the probe runs (`--probe`, `P`): its reads in the
     /// interval of the snapshot just sent.
     Probe(ProbeSample),
@@ -123,10 +121,10 @@ pub enum Control {
         text: String,
         force: bool,
     },
-    /// Start a shoot-out on its own thread (answers with [`Feed::Bench`]).
-    StartShootout(BenchRequest),
+    /// Start a shoot-out on its own thread (answers with [`Feed::ShootOut`]).
+    StartShootOut(ShootOutRequest),
     /// Cancel the running shoot-out (it restores the originals).
-    CancelShootout,
+    CancelShootOut,
     /// Live only: probe this device from now on (the probe starts if it is
     /// not running); `None` stops the probe and closes its device.
     Probe(Option<String>),
@@ -152,7 +150,7 @@ pub struct LiveSource {
     /// When the last snapshot was taken, and its time on the sampler's clock.
     last: Option<(Instant, f64)>,
     /// The running shoot-out, if any (dropping it cancels and restores).
-    bench: Option<BenchHandle>,
+    shootout: Option<ShootOutHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
     /// The latency probe, while the app wants one; its thread stops when
@@ -173,7 +171,7 @@ impl LiveSource {
             interval,
             paused: false,
             last: None,
-            bench: None,
+            shootout: None,
             recorder: LiveRecorder::default(),
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
@@ -229,10 +227,10 @@ impl LiveSource {
 
     fn tick(&mut self, feed: &Sender<Feed>) -> bool {
         // A shoot-out switches schedulers behind the sampler's back: re-read settings.
-        if self.bench.is_some() {
+        if self.shootout.is_some() {
             self.sampler.invalidate();
-            if self.bench.as_ref().is_some_and(BenchHandle::finished) {
-                self.bench = None;
+            if self.shootout.as_ref().is_some_and(ShootOutHandle::finished) {
+                self.shootout = None;
             }
         }
         let started = Instant::now();
@@ -317,8 +315,8 @@ impl LiveSource {
     }
 
     /// Start the shoot-out thread; `Some(reason)` when it cannot start.
-    fn start_shootout(&mut self, req: BenchRequest, feed: &Sender<Feed>) -> Option<String> {
-        if self.bench.as_ref().is_some_and(|b| !b.finished()) {
+    fn start_shootout(&mut self, req: ShootOutRequest, feed: &Sender<Feed>) -> Option<String> {
+        if self.shootout.as_ref().is_some_and(|b| !b.finished()) {
             return Some("a shoot-out is already running".into());
         }
         let Some(tuner) = &self.tuner else {
@@ -328,15 +326,22 @@ impl LiveSource {
             i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
                 .unwrap_or(i)
         });
-        match bench_worker::spawn(
+        let feed = feed.clone();
+        let report = move |r: Report| {
+            let _ = feed.send(match r {
+                Report::Feed(f) => Feed::ShootOut(f),
+                Report::Switched(mark) => Feed::Change(mark),
+            });
+        };
+        match shootout::spawn(
             tuner.root().clone(),
             tuner.journal().cloned(),
             req,
             epoch,
-            feed.clone(),
+            report,
         ) {
             Ok(h) => {
-                self.bench = Some(h);
+                self.shootout = Some(h);
                 None
             }
             Err(e) => Some(format!("cannot start the shoot-out thread: {e}")),
@@ -394,14 +399,14 @@ impl LiveSource {
                         return;
                     }
                 }
-                Ok(Control::StartShootout(req)) => {
+                Ok(Control::StartShootOut(req)) => {
                     if let Some(msg) = self.start_shootout(req, feed) {
-                        let _ = feed.send(Feed::Bench(BenchFeed::Done(Err(msg))));
+                        let _ = feed.send(Feed::ShootOut(ShootOutFeed::Done(Err(msg))));
                     }
                 }
                 Ok(Control::Probe(device)) => self.retarget_probe(device),
-                Ok(Control::CancelShootout) => {
-                    if let Some(b) = &self.bench {
+                Ok(Control::CancelShootOut) => {
+                    if let Some(b) = &self.shootout {
                         b.cancel();
                     }
                 }
@@ -428,6 +433,15 @@ impl LiveSource {
             }
         }
     }
+}
+
+/// How writing an exported file went wrong (the answer to [`Control::WriteExport`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteError {
+    /// The file exists and `force` was not given.
+    Exists(String),
+    /// Any other failure, as one line.
+    Failed(String),
 }
 
 /// Write an exported file; an existing one is reported apart so the dialog can ask.

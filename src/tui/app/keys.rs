@@ -5,7 +5,8 @@ use super::{App, INTERVALS_MS, Overlay, StatusKind, fmt_interval};
 use crate::tui::command::{
     Action, Mode, action_for, key_name, main_binding, safe_after_escape, split_escape,
 };
-use crate::tui::edit::{Editor, Field, MAX_INPUT};
+use crate::tui::dialogs::editor::{Editor, Field};
+use crate::tui::dialogs::picker::{Picker, Tunables};
 use crate::tui::source::{ApplyKind, ApplyRequest, Control};
 use blktune_core::tuner::Settings;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -161,7 +162,7 @@ impl App {
                     self.say(StatusKind::Error, self.no_selection());
                 }
             }
-            Action::ShootOut => self.open_bench(),
+            Action::ShootOut => self.open_shootout(),
             Action::Record => return self.record_action(),
             Action::ToggleProbe => return self.toggle_probe(),
             Action::Faster | Action::Slower => {
@@ -240,13 +241,13 @@ impl App {
         match a {
             Action::Picker => {
                 if let Some(s) = &d.queue.scheduler {
-                    self.overlay = Some(Overlay::Picker {
+                    self.overlay = Some(Overlay::Picker(Picker {
                         device: d.name.clone(),
                         diskseq: d.diskseq,
                         cursor: s.available.iter().position(|n| *n == s.active).unwrap_or(0),
                         options: s.available.clone(),
                         active: s.active.clone(),
-                    });
+                    }));
                 }
             }
             Action::EditNr | Action::EditRa => {
@@ -272,7 +273,7 @@ impl App {
                     );
                     return Vec::new();
                 }
-                self.overlay = Some(Overlay::Tunables {
+                self.overlay = Some(Overlay::Tunables(Tunables {
                     device: d.name.clone(),
                     diskseq: d.diskseq,
                     scheduler: d.queue.active_label().to_string(),
@@ -283,7 +284,7 @@ impl App {
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
                     cursor: 0,
-                });
+                }));
             }
             Action::Undo => {
                 let Some(m) = self.undo.get(&d.name).and_then(|s| s.last()).cloned() else {
@@ -315,209 +316,5 @@ impl App {
             _ => {}
         }
         self.reconcile_selection();
-    }
-
-    fn overlay_action(&mut self, a: Action) -> Vec<Control> {
-        if matches!(self.overlay, Some(Overlay::Export(_) | Overlay::Bench(_))) {
-            return self.dialog_action(a);
-        }
-        if a == Action::Confirm
-            && let Some(why) = self
-                .overlay_device()
-                .and_then(|(dev, seq, _)| self.still_selected(dev, seq).err())
-        {
-            // Never onto another device than the one the dialog was opened on.
-            self.overlay = None;
-            self.say(StatusKind::Error, format!("{why}: nothing was changed"));
-            return Vec::new();
-        }
-        let Some(ov) = self.overlay.take() else {
-            return Vec::new();
-        };
-        if a == Action::Cancel {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        let keep = match ov {
-            Overlay::Picker {
-                device,
-                diskseq,
-                options,
-                active,
-                mut cursor,
-            } => match a {
-                Action::Up | Action::Down => {
-                    cursor = step(cursor, options.len(), a == Action::Down);
-                    Some(Overlay::Picker {
-                        device,
-                        diskseq,
-                        options,
-                        active,
-                        cursor,
-                    })
-                }
-                Action::Confirm => {
-                    let choice = options.get(cursor).cloned().unwrap_or_default();
-                    if choice == active {
-                        self.say(
-                            StatusKind::Info,
-                            format!("'{device}': {choice} is already active"),
-                        );
-                    } else {
-                        self.say(
-                            StatusKind::Info,
-                            format!("applying: {device} {active}→{choice}…"),
-                        );
-                        let s = Settings {
-                            scheduler: Some(choice),
-                            ..Settings::default()
-                        };
-                        out.push(self.request(&device, diskseq, s, ApplyKind::Change));
-                    }
-                    None
-                }
-                _ => Some(Overlay::Picker {
-                    device,
-                    diskseq,
-                    options,
-                    active,
-                    cursor,
-                }),
-            },
-            Overlay::Tunables {
-                device,
-                diskseq,
-                scheduler,
-                items,
-                mut cursor,
-            } => match a {
-                Action::Up | Action::Down => {
-                    cursor = step(cursor, items.len(), a == Action::Down);
-                    Some(Overlay::Tunables {
-                        device,
-                        diskseq,
-                        scheduler,
-                        items,
-                        cursor,
-                    })
-                }
-                Action::Confirm => items.get(cursor).map(|(k, v)| {
-                    Overlay::Edit(Editor {
-                        device: device.clone(),
-                        diskseq,
-                        field: Field::Tunable(k.clone()),
-                        current: v.clone(),
-                        input: v.clone(),
-                    })
-                }),
-                _ => Some(Overlay::Tunables {
-                    device,
-                    diskseq,
-                    scheduler,
-                    items,
-                    cursor,
-                }),
-            },
-            Overlay::Edit(mut e) => match a {
-                Action::Input(c) => {
-                    if e.input.len() < MAX_INPUT {
-                        e.input.push(c);
-                    }
-                    Some(Overlay::Edit(e))
-                }
-                Action::Backspace => {
-                    e.input.pop();
-                    Some(Overlay::Edit(e))
-                }
-                Action::Confirm => match e.check(self.page_kb, &self.nr_limit(&e.device)) {
-                    Err(why) => {
-                        self.say(
-                            StatusKind::Error,
-                            format!("'{}': {why}; nothing was changed", e.device),
-                        );
-                        Some(Overlay::Edit(e))
-                    }
-                    Ok(_) if e.input.trim() == e.current => {
-                        self.say(
-                            StatusKind::Info,
-                            format!("'{}': {} unchanged", e.device, e.field.label()),
-                        );
-                        None
-                    }
-                    Ok(s) => {
-                        self.say(
-                            StatusKind::Info,
-                            format!(
-                                "applying: {} {} → {}…",
-                                e.device,
-                                e.field.label(),
-                                e.input.trim()
-                            ),
-                        );
-                        out.push(self.request(&e.device, e.diskseq, s, ApplyKind::Change));
-                        None
-                    }
-                },
-                _ => Some(Overlay::Edit(e)),
-            },
-            Overlay::Help { scroll } => {
-                let s = match a {
-                    Action::Up => scroll.saturating_sub(1),
-                    Action::Down => scroll.saturating_add(1),
-                    Action::PageUp => scroll.saturating_sub(10),
-                    Action::PageDown => scroll.saturating_add(10),
-                    _ => scroll,
-                };
-                Some(Overlay::Help { scroll: s })
-            }
-            Overlay::Confirm { devices } => {
-                if a == Action::Confirm {
-                    // Exactly the devices the question named that still have
-                    // changes here (a replaced device's were dropped).
-                    let session: Vec<_> = self
-                        .session()
-                        .into_iter()
-                        .filter(|s| devices.contains(&s.device))
-                        .collect();
-                    self.reverting = Some(super::RevertBatch {
-                        left: session.len(),
-                        ..Default::default()
-                    });
-                    for s in &session {
-                        let seq = self.diskseq_of(&s.device);
-                        let r =
-                            self.request(&s.device, seq, s.original.clone(), ApplyKind::RevertAll);
-                        out.push(r);
-                    }
-                    if session.is_empty() {
-                        self.reverting = None;
-                        self.say(
-                            StatusKind::Info,
-                            "nothing to revert any more; nothing was changed",
-                        );
-                    } else {
-                        self.say(
-                            StatusKind::Info,
-                            format!("applying: reverting {} device(s)…", session.len()),
-                        );
-                    }
-                    None
-                } else {
-                    Some(Overlay::Confirm { devices })
-                }
-            }
-            // Handled by `dialog_action` before this match.
-            d @ (Overlay::Export(_) | Overlay::Bench(_)) => Some(d),
-        };
-        self.overlay = keep;
-        out
-    }
-}
-
-fn step(cursor: usize, len: usize, down: bool) -> usize {
-    if down {
-        (cursor + 1).min(len.saturating_sub(1))
-    } else {
-        cursor.saturating_sub(1)
     }
 }

@@ -9,7 +9,7 @@
 //! between windows of enough I/Os and intervals ([`delta_of`]).
 
 use super::{App, BEFORE_WINDOW};
-use crate::tui::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
+use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
 use blktune_core::history::{Delta, Side, delta_of};
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span};
 use std::collections::{HashMap, VecDeque};
@@ -307,7 +307,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::latency::Compact;
+    use crate::tui::worker::latency::Compact;
     use blktune_core::latency::hist::Hist;
     use std::collections::BTreeMap;
 

@@ -1,9 +1,17 @@
 //! The whole state of the screen in one struct, with no I/O: it takes
-//! [`Feed`] messages from a source (live or replay) and [`Action`](super::command::Action)s from keys,
-//! and answers with [`Control`](super::source::Control) messages for the source. Rendering borrows it.
-//! Key handling lives in [`keys`].
+//! [`Feed`](super::source::Feed) messages from a worker (live or replay)
+//! and [`Action`](super::command::Action)s from keys, and answers with
+//! [`Control`](super::source::Control) messages for the worker. Rendering
+//! borrows it.
+//!
+//! - this file: the state and what the screen shows (rows, selection, history)
+//! - `feed`: snapshots, marks and the answers to changes
+//! - `keys`: actions of the main view and the filter
+//! - `dialogs`: opening the dialogs ([`crate::tui::dialogs`]) and doing what they answer
+//! - `probe`, `replay`: the latency probe's history; replay and `R`
 
 mod dialogs;
+mod feed;
 mod keys;
 mod latency;
 mod probe;
@@ -15,17 +23,18 @@ pub use latency::{
 };
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
-use super::bench_dialog::{BenchDialog, Stage};
+pub use super::dialogs::Overlay;
+pub use super::status::{Status, StatusKind};
+
 use super::command::Mode;
-use super::edit::{Editor, NrLimit};
-use super::export_dialog::{ExportDialog, Focus};
-use super::source::{ApplyKind, ApplyReport, Feed, ReplayPosition};
+use super::dialogs::editor::NrLimit;
+use super::dialogs::export::Focus;
+use super::source::ReplayPosition;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::UdevDb;
-use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, Point, compare};
+use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
-use blktune_core::sampler::Snapshot;
 use blktune_core::tuner::Settings;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -72,54 +81,6 @@ impl SortKey {
             SortKey::Iops => "IOPS",
         }
     }
-}
-
-/// A box drawn over the main view; it takes the keys first.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Overlay {
-    Picker {
-        device: String,
-        /// The device's `diskseq` when the picker opened: Enter acts only
-        /// while the selected device is still this one.
-        diskseq: Option<u64>,
-        options: Vec<String>,
-        active: String,
-        cursor: usize,
-    },
-    Tunables {
-        device: String,
-        /// The device's `diskseq` when the list opened.
-        diskseq: Option<u64>,
-        scheduler: String,
-        items: Vec<(String, String)>,
-        cursor: usize,
-    },
-    Edit(Editor),
-    Help {
-        scroll: u16,
-    },
-    Confirm {
-        devices: Vec<String>,
-    },
-    /// The udev export dialog (`e`).
-    Export(Box<ExportDialog>),
-    /// The scheduler shoot-out (`b`).
-    Bench(Box<BenchDialog>),
-}
-
-/// How a status message reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusKind {
-    Info,
-    Done,
-    Error,
-}
-
-/// The status line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    pub text: String,
-    pub kind: StatusKind,
 }
 
 /// The answers of one `U` (revert every change) so far.
@@ -184,8 +145,9 @@ pub struct App {
     pub samples: u64,
     /// Set by a replay source; shown in the header.
     pub replay: Option<ReplayPosition>,
-    /// Rows of the device table on screen (page size for PgUp/PgDn).
-    pub page_rows: usize,
+    /// Rows of the device table on screen (page size for PgUp/PgDn); set
+    /// by the event loop through [`App::on_resize`], never by drawing.
+    page_rows: usize,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo`: the scratch device the guided hint is about.
@@ -255,10 +217,15 @@ impl App {
         }
     }
 
+    /// The device table now shows `rows` rows: the page of PgUp and PgDn.
+    pub fn on_resize(&mut self, rows: usize) {
+        self.page_rows = rows.max(1);
+    }
+
     /// Which key bindings are in force.
     pub fn mode(&self) -> Mode {
         match &self.overlay {
-            Some(Overlay::Picker { .. } | Overlay::Tunables { .. }) => Mode::List,
+            Some(Overlay::Picker(_) | Overlay::Tunables(_)) => Mode::List,
             Some(Overlay::Edit(_)) => Mode::Text,
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
@@ -267,7 +234,7 @@ impl App {
                 Focus::Overwrite | Focus::Warnings => Mode::Confirm,
                 Focus::Options | Focus::Writing => Mode::Export,
             },
-            Some(Overlay::Bench(_)) => Mode::Bench,
+            Some(Overlay::ShootOut(_)) => Mode::ShootOut,
             None if self.filter_typing => Mode::Text,
             None if self.replay.is_some() => Mode::Replay,
             None => Mode::Main,
@@ -425,106 +392,6 @@ impl App {
         v
     }
 
-    // ---- feed from the source --------------------------------------------
-
-    /// Take one message of the source.
-    pub fn on_feed(&mut self, feed: Feed) {
-        match feed {
-            Feed::Snapshot(s) => self.on_snapshot(&s),
-            Feed::Change(mark) => self.add_mark(mark),
-            Feed::Applied(r) => self.on_applied(*r),
-            Feed::Position(p) => self.on_position(p),
-            Feed::Error(e) => self.say(StatusKind::Error, e),
-            Feed::Bench(b) => self.on_bench_feed(b),
-            Feed::ExportWritten(r) => self.on_export_written(r),
-            Feed::Reset => self.reset(),
-            Feed::Record(ev) => self.on_record(ev),
-            Feed::Probe(p) => self.on_probe(&p),
-        }
-    }
-
-    fn add_mark(&mut self, mark: ChangeMark) {
-        self.marks
-            .entry(mark.device.clone())
-            .or_default()
-            .push(mark);
-    }
-
-    fn keep_secs(&self, name: &str) -> f64 {
-        let long = self.devices.len() <= FULL_HISTORY_DEVICES
-            || self.selected.as_deref() == Some(name)
-            || self.marks.contains_key(name);
-        if long {
-            KEEP_SECS
-        } else {
-            SHORT_POINTS * self.interval.as_secs_f64()
-        }
-    }
-
-    fn on_snapshot(&mut self, s: &Snapshot) {
-        self.now = s.t;
-        self.iowait = s.iowait_pct;
-        self.samples += 1;
-        self.replaced.clear();
-        if !Arc::ptr_eq(&self.devices, &s.devices) {
-            self.replaced = replaced_devices(&self.devices, &s.devices);
-            self.devices = Arc::clone(&s.devices);
-            let devs = Arc::clone(&self.devices);
-            let replaced = self.replaced.clone();
-            for name in &replaced {
-                // Its originals belong to the device that went: never undo
-                // onto the new one (`blktune revert` explains what is left).
-                self.marks.remove(name);
-                if self.undo.remove(name).is_some() {
-                    self.say(
-                        StatusKind::Error,
-                        format!(
-                            "'{name}' was replaced by another device of that name (new diskseq): \
-                             its changes can no longer be undone here; see 'blktune revert {name}'"
-                        ),
-                    );
-                }
-            }
-            // Another device's history must not go on under the same name.
-            self.histories.retain(|name, _| {
-                !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
-            });
-            if let Some(p) = &mut self.probe {
-                p.history
-                    .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
-            }
-        }
-        if let Some(itv) = s.interval {
-            let devs = Arc::clone(&self.devices);
-            for d in devs.iter().filter(|d| d.size_bytes > 0) {
-                let keep = self.keep_secs(&d.name);
-                let p = Point {
-                    t: s.t,
-                    itv,
-                    stats: s.ext(&d.name).copied(),
-                };
-                self.histories
-                    .entry(d.name.clone())
-                    .or_default()
-                    .push(p, keep);
-            }
-        }
-        self.reconcile_selection();
-        if let Some((why, what)) = self.close_overlay_of_other_device() {
-            self.say(
-                StatusKind::Error,
-                format!(
-                    "{why}: {what} closed, nothing changed{}",
-                    if self.selected.is_none() {
-                        "; no device selected"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-        }
-    }
-
     /// Is this device on the machine with a size (a detached loop device
     /// keeps its sysfs entry with size 0)?
     fn is_present(&self, name: &str) -> bool {
@@ -544,31 +411,11 @@ impl App {
         }
     }
 
-    /// The device a dialog acts on (name and `diskseq` when it opened), and
-    /// what the dialog is called; `None` for dialogs that change no device.
-    fn overlay_device(&self) -> Option<(&str, Option<u64>, &'static str)> {
-        Some(match self.overlay.as_ref()? {
-            Overlay::Picker {
-                device, diskseq, ..
-            } => (device, *diskseq, "scheduler picker"),
-            Overlay::Tunables {
-                device, diskseq, ..
-            } => (device, *diskseq, "tunables list"),
-            Overlay::Edit(e) => (&e.device, e.diskseq, "editor"),
-            // A running shoot-out fails by itself and restores what it can;
-            // its setup or its results must not outlive the device.
-            Overlay::Bench(b) if !matches!(b.stage, Stage::Running { .. }) => {
-                (&b.device, b.diskseq, "shoot-out")
-            }
-            _ => return None,
-        })
-    }
-
     /// Close a dialog whose device is no longer the selected one (it
     /// vanished, was replaced, or the selection moved), so that Enter cannot
     /// apply it to a device the user is not looking at; returns why and the dialog.
     fn close_overlay_of_other_device(&mut self) -> Option<(String, &'static str)> {
-        let (dev, seq, what) = self.overlay_device()?;
+        let (dev, seq, what) = self.overlay.as_ref()?.device()?;
         let why = self.still_selected(dev, seq).err()?;
         self.overlay = None;
         Some((why, what))
@@ -629,121 +476,6 @@ impl App {
             if let Some(p) = names.iter().position(|n| n == sel) {
                 self.selected_pos = p;
             }
-        }
-    }
-
-    fn on_applied(&mut self, r: ApplyReport) {
-        self.pending = self.pending.saturating_sub(1);
-        if r.request.kind == ApplyKind::RevertAll {
-            return self.on_reverted(r);
-        }
-        let dev = r.request.device.clone();
-        match r.result {
-            Err(e) => self.say(StatusKind::Error, e),
-            Ok((o, mark)) => {
-                let ms = o.kernel_time.as_secs_f64() * 1000.0;
-                let label = mark.label.clone();
-                let what = match r.request.kind {
-                    ApplyKind::Change => "",
-                    ApplyKind::Undo => "undo: ",
-                    ApplyKind::RevertAll => "reverted: ",
-                };
-                if o.changes.is_empty() {
-                    self.say(StatusKind::Info, format!("{what}{dev}: no change"));
-                    return;
-                }
-                // The device was replaced since (another diskseq in the
-                // snapshot now): its undo and settings are not the new one's.
-                let now = self.diskseq_of(&dev);
-                if r.request.diskseq.is_some() && now.is_some() && now != r.request.diskseq {
-                    self.undo.remove(&dev);
-                    self.say(
-                        StatusKind::Error,
-                        format!(
-                            "{what}{dev}: {label} was made on the device before it was replaced \
-                             (new diskseq); see 'blktune revert {dev}'"
-                        ),
-                    );
-                    return;
-                }
-                match r.request.kind {
-                    ApplyKind::Change => {
-                        self.undo.entry(dev.clone()).or_default().push(mark.clone())
-                    }
-                    ApplyKind::Undo => {
-                        if let Some(stack) = self.undo.get_mut(&dev) {
-                            stack.pop();
-                        }
-                    }
-                    ApplyKind::RevertAll => {
-                        self.undo.remove(&dev);
-                    }
-                }
-                self.undo.retain(|_, s| !s.is_empty());
-                // Show the read-back settings at once: a picker opened before
-                // the next snapshot must start from the scheduler now active.
-                if let Some(d) = Arc::make_mut(&mut self.devices)
-                    .iter_mut()
-                    .find(|d| d.name == dev)
-                {
-                    d.queue = o.after.clone();
-                }
-                self.add_mark(mark);
-                self.say(
-                    StatusKind::Done,
-                    format!("{what}{dev}: {label} (kernel {ms:.1} ms)"),
-                );
-            }
-        }
-    }
-}
-
-impl App {
-    /// One answer of a `U`; the last one says what happened to every device.
-    fn on_reverted(&mut self, r: ApplyReport) {
-        let dev = r.request.device.clone();
-        let batch = self.reverting.get_or_insert_with(RevertBatch::default);
-        batch.left = batch.left.saturating_sub(1);
-        let error = match r.result {
-            Err(e) => {
-                batch.failed.push(e.clone());
-                Some(e)
-            }
-            Ok((o, mark)) => {
-                batch.reverted.push(dev.clone());
-                self.undo.remove(&dev);
-                if !o.changes.is_empty() {
-                    if let Some(d) = Arc::make_mut(&mut self.devices)
-                        .iter_mut()
-                        .find(|d| d.name == dev)
-                    {
-                        d.queue = o.after.clone();
-                    }
-                    self.add_mark(mark);
-                }
-                None
-            }
-        };
-        let Some(batch) = self.reverting.take_if(|b| b.left == 0) else {
-            // More answers to come; an error shows at once (it names its device).
-            if let Some(e) = error {
-                self.say(StatusKind::Error, e);
-            }
-            return;
-        };
-        let done = batch.reverted.join(", ");
-        let n = batch.reverted.len();
-        if batch.failed.is_empty() {
-            self.say(
-                StatusKind::Done,
-                format!("reverted {n} device(s) to their settings before this session: {done}"),
-            );
-        } else {
-            let failed = batch.failed.join("; ");
-            self.say(
-                StatusKind::Error,
-                format!("reverted {n} device(s): {done}; NOT reverted: {failed}"),
-            );
         }
     }
 }

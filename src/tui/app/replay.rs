@@ -4,9 +4,9 @@
 
 use super::{App, StatusKind};
 use crate::tui::command::Action;
-use crate::tui::live_record::{RecordEvent, default_file_name};
 use crate::tui::replay_source::{SEEK_STEP, step_speed};
 use crate::tui::source::{Control, ReplayPosition};
+use crate::tui::worker::recorder::{RecordEvent, default_file_name};
 use std::time::SystemTime;
 
 impl App {

@@ -2,8 +2,8 @@
 
 use super::{Theme, put};
 use crate::tui::app::{App, Overlay, StatusKind};
-use crate::tui::bench_dialog::Stage;
 use crate::tui::command::{Action, Mode};
+use crate::tui::dialogs::shootout::Stage;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -130,7 +130,7 @@ fn fit_hints(
 /// shows only the keys of its stage.
 fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
     let stage = match &app.overlay {
-        Some(Overlay::Bench(d)) => Some(&d.stage),
+        Some(Overlay::ShootOut(d)) => Some(&d.stage),
         _ => None,
     };
     mode.bindings()
@@ -142,7 +142,7 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
                 return None;
             }
             let hint = match (mode, stage) {
-                (Mode::Bench, Some(st)) => bench_hint(st, bd.action, hint)?,
+                (Mode::ShootOut, Some(st)) => shootout_hint(st, bd.action, hint)?,
                 _ => hint,
             };
             Some((short_key(bd.shown), hint))
@@ -151,7 +151,7 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
 }
 
 /// The hint of a shoot-out key in this stage, or `None` when it does nothing there.
-fn bench_hint(stage: &Stage, a: Action, hint: &'static str) -> Option<&'static str> {
+fn shootout_hint(stage: &Stage, a: Action, hint: &'static str) -> Option<&'static str> {
     match (stage, a) {
         (Stage::Setup, Action::Cycle | Action::Confirm) => Some(hint),
         (Stage::Running { cancelling, .. }, Action::Cancel) => (!*cancelling).then_some("cancel"),

@@ -4,6 +4,7 @@
 use super::Theme;
 use crate::tui::app::{App, fmt_interval};
 use blktune_core::host::format_uptime;
+use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -130,7 +131,8 @@ pub fn header_text(app: &App, width: usize) -> String {
         }
     }
     let texts: Vec<&str> = parts.iter().map(|(_, p)| p.as_str()).collect();
-    format!(" {}", texts.join(" │ "))
+    // The hostname, the kernel and the recording's path come from outside.
+    format!(" {}", printable(&texts.join(" │ ")))
 }
 
 /// Draw the header and, in read-only mode, the banner.

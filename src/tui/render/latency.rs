@@ -19,7 +19,7 @@
 use super::chart::{column, render_bars};
 use super::{Theme, num, put};
 use crate::tui::app::{LatencyPoint, Quantile, Window, latency_delta};
-use crate::tui::latency::Pool;
+use crate::tui::worker::latency::Pool;
 use blktune_core::history::Delta;
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span};
 use ratatui::buffer::Buffer;
@@ -247,7 +247,7 @@ pub fn p99_cell(now: Option<Option<Percentiles>>) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::latency::{Compact, DeviceLatency};
+    use crate::tui::worker::latency::{Compact, DeviceLatency};
     use blktune_core::latency::hist::Hist;
     use std::collections::BTreeMap;
 

@@ -19,18 +19,20 @@
 
 mod chart;
 mod detail;
-pub mod dialogs;
+mod export;
 mod footer;
 mod header;
 mod latency;
 mod overlay;
 mod probe;
+mod shootout;
 mod table;
 
 pub use chart::{Series, bucket};
 pub use overlay::help_lines;
 
 use super::app::App;
+use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -207,9 +209,12 @@ pub fn age(secs: f64) -> String {
     }
 }
 
-/// Write `s` at `(x, y)` clipped to `max` columns.
+/// Write `s` at `(x, y)` clipped to `max` columns. Every text drawn this
+/// way (device names, the status line with its paths and errors) is made
+/// [`printable`]: ratatui drops C0 controls, but bidi overrides such as
+/// U+202E would reach the terminal and reorder what it shows.
 pub(crate) fn put(buf: &mut ratatui::buffer::Buffer, x: u16, y: u16, s: &str, max: u16, st: Style) {
     if max > 0 {
-        buf.set_stringn(x, y, s, max as usize, st);
+        buf.set_stringn(x, y, printable(s), max as usize, st);
     }
 }

@@ -1,16 +1,19 @@
 //! Boxes over the main view: scheduler picker, tunables list, value editor,
-//! help and the revert confirmation. Each clears its area first.
+//! help and the revert confirmation; the export and shoot-out dialogs have
+//! their own files. Each clears its area first.
 
 use super::Theme;
 use crate::tui::app::{App, Overlay};
 use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
-use crate::tui::edit::{Editor, Field, NrLimit, switch_note};
+use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
+use crate::tui::dialogs::picker::{Picker, Tunables};
 use blktune_core::sched::{SCHEDULERS, known_tunables, scheduler_help, tunable_help};
+use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 /// A `w` x `h` box in the middle of `area`, clipped to it.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -24,28 +27,53 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
+/// `Clear`, then a bordered box titled `title` with `lines`.
+pub(super) fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
+    framed(f, r, title, lines, t, false);
+}
+
+/// [`boxed`], with the lines word-wrapped when `wrap`.
+pub(super) fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, wrap: bool) {
     f.render_widget(Clear, r);
+    // Titles name devices (and a dialog's lines go through `printable` where
+    // they show a name, a value or a path read from the machine).
+    let title = printable(title);
     let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
-    f.render_widget(Paragraph::new(lines).block(block), r);
+    let p = Paragraph::new(lines).block(block);
+    let p = if wrap {
+        p.wrap(Wrap { trim: false })
+    } else {
+        p
+    };
+    f.render_widget(p, r);
+}
+
+/// Nearly the whole screen, leaving the status and hint lines visible.
+pub(super) fn big(area: Rect) -> Rect {
+    Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(3),
+    )
 }
 
 /// Draw the open overlay, if any.
 pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
     match &app.overlay {
         None => {}
-        Some(Overlay::Picker {
+        Some(Overlay::Picker(Picker {
             device,
             options,
             active,
             cursor,
             ..
-        }) => {
+        })) => {
             let mut lines = Vec::new();
             for (i, o) in options.iter().enumerate() {
                 let cur = if i == *cursor { "▶" } else { " " };
                 let act = if o == active { "●" } else { " " };
-                let text = format!("{cur} {act} {o:<12}{}", scheduler_help(o));
+                let text = format!("{cur} {act} {:<12}{}", printable(o), scheduler_help(o));
                 let st = if i == *cursor {
                     t.selected()
                 } else {
@@ -74,19 +102,24 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 t,
             );
         }
-        Some(Overlay::Tunables {
+        Some(Overlay::Tunables(Tunables {
             device,
             scheduler,
             items,
             cursor,
             ..
-        }) => {
+        })) => {
             let mut lines = Vec::new();
             let room = area.height.saturating_sub(6) as usize;
             let skip = (*cursor + 1).saturating_sub(room);
             for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
                 let cur = if i == *cursor { "▶" } else { " " };
-                let text = format!("{cur} {k:<18}{v:>9}  {}", tunable_help(k));
+                let text = format!(
+                    "{cur} {:<18}{:>9}  {}",
+                    printable(k),
+                    printable(v),
+                    tunable_help(k)
+                );
                 let st = if i == *cursor {
                     t.selected()
                 } else {
@@ -109,8 +142,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             );
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
-        Some(Overlay::Export(d)) => super::dialogs::export(f, area, d, t),
-        Some(Overlay::Bench(d)) => super::dialogs::bench(f, area, d, t),
+        Some(Overlay::Export(d)) => super::export::render(f, area, d, t),
+        Some(Overlay::ShootOut(d)) => super::shootout::render(f, area, d, t),
         Some(Overlay::Help { scroll }) => {
             let r = Rect::new(
                 area.x + 1,
@@ -138,8 +171,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             for s in app.session() {
                 lines.push(Line::raw(format!(
                     "  {}: {}",
-                    s.device,
-                    s.labels.join(", ")
+                    printable(&s.device),
+                    printable(&s.labels.join(", "))
                 )));
             }
             lines.push(Line::raw(""));
@@ -159,13 +192,13 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
     let verdict = match e.check(page_kb, nr) {
         Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
         Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", t.done())),
-        Err(why) => Line::from(Span::styled(format!("✗ {why}"), t.error())),
+        Err(why) => Line::from(Span::styled(format!("✗ {}", printable(&why)), t.error())),
     };
     let lines = vec![
-        Line::raw(format!("now  {}", e.current)),
+        Line::raw(format!("now  {}", printable(&e.current))),
         Line::from(vec![
             Span::raw("new  "),
-            Span::styled(format!("{}▏", e.input), t.heading()),
+            Span::styled(format!("{}▏", printable(&e.input)), t.heading()),
         ]),
         verdict,
         Line::from(Span::styled(range, t.dim())),

@@ -1,17 +1,24 @@
 //! The `e` dialog: a udev rule for the selected device (or every device changed
-//! in this session), with the match strategy, a live preview and the path.
+//! in this session), with the match strategy, a live preview and the path;
+//! its state, its keys and the handling of the write's answer. (Its
+//! bindings are [`crate::tui::command::EXPORT`], its drawing
+//! `render/export.rs`.)
 //!
 //! The state is pure: opening it renders the preview with
 //! [`blktune_core::export::render`] (no I/O: the udev properties are read once by the
-//! caller), and `Enter` only produces a [`Control::WriteExport`] for the source
-//! thread (when the rule has warnings, only after they were all shown and `y`
+//! caller), and `Enter` only produces a [`Control::WriteExport`] for the worker
+//! (when the rule has warnings, only after they were all shown and `y`
 //! confirmed them), which writes through [`blktune_core::export::write_rules`] (atomic, no
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
-//! [`Control::WriteExport`]: super::source::Control::WriteExport
-//! [`Feed::ExportWritten`]: super::source::Feed::ExportWritten
+//! [`Feed::ExportWritten`]: crate::tui::source::Feed::ExportWritten
 
+use super::{Overlay, Reply};
+use crate::tui::command::Action;
+use crate::tui::source::Control;
+pub use crate::tui::source::WriteError;
+use crate::tui::status::StatusKind;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
@@ -97,14 +104,8 @@ pub struct ExportDialog {
     pub read_only: Option<String>,
 }
 
-/// How a write went wrong (the source's answer).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
-    /// The file exists and `force` was not given.
-    Exists(String),
-    /// Any other failure, as one line.
-    Failed(String),
-}
+/// Longest path the export dialog accepts (PATH_MAX).
+const MAX_PATH: usize = 4096;
 
 /// The default strategy for the candidates: `id` when every one has one, else `kernel`.
 pub fn default_strategy(cands: &[&Candidate]) -> MatchStrategy {
@@ -243,6 +244,148 @@ impl ExportDialog {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+impl ExportDialog {
+    /// Take an action; `None` closes the dialog.
+    pub fn on_action(mut self, a: Action, reply: &mut Reply) -> Option<Overlay> {
+        let d = &mut self;
+        match (d.focus.clone(), a) {
+            (Focus::Options, Action::Cancel) => return None,
+            (Focus::Options, Action::Cycle) => d.cycle_strategy(),
+            (Focus::Options, Action::Toggle) => {
+                if let Err(why) = d.toggle_all() {
+                    reply.say(StatusKind::Info, why);
+                }
+            }
+            (Focus::Options, Action::EditPath) => {
+                d.focus = Focus::Path {
+                    before: d.path.clone(),
+                }
+            }
+            (Focus::Options, Action::Up) => d.scroll_by(-1),
+            (Focus::Options, Action::Down) => d.scroll_by(1),
+            (Focus::Options, Action::PageUp) => d.scroll_by(-10),
+            (Focus::Options, Action::PageDown) => d.scroll_by(10),
+            (Focus::Options, Action::Confirm) => match d.ready() {
+                // Warnings first: the rule may reach other disks or not last.
+                Ok(_) if !d.warnings().is_empty() => {
+                    d.focus = Focus::Warnings;
+                    let n = d.warnings().len();
+                    reply.say(
+                        StatusKind::Info,
+                        format!(
+                            "{n} warning{}: y writes anyway, n goes back",
+                            if n == 1 { "" } else { "s" }
+                        ),
+                    );
+                }
+                Ok((path, text)) => {
+                    d.focus = Focus::Writing;
+                    reply.send(Control::WriteExport {
+                        path,
+                        text,
+                        force: false,
+                    });
+                }
+                Err(why) => reply.say(StatusKind::Error, why),
+            },
+            // y after the warnings, or y to replace an existing file.
+            (Focus::Warnings | Focus::Overwrite, Action::Confirm) => {
+                let force = d.focus == Focus::Overwrite;
+                match d.ready() {
+                    Ok((path, text)) => {
+                        d.focus = Focus::Writing;
+                        reply.send(Control::WriteExport { path, text, force });
+                    }
+                    Err(why) => {
+                        d.focus = Focus::Options;
+                        reply.say(StatusKind::Error, why);
+                    }
+                }
+            }
+            (Focus::Path { .. }, Action::Input(c)) if d.path.len() < MAX_PATH => d.path.push(c),
+            (Focus::Path { .. }, Action::Backspace) => {
+                d.path.pop();
+            }
+            (Focus::Path { .. }, Action::Confirm) => {
+                d.focus = Focus::Options;
+                d.refresh();
+            }
+            (Focus::Path { before }, Action::Cancel) => {
+                d.path = before;
+                d.focus = Focus::Options;
+            }
+            (Focus::Warnings, Action::Cancel) => {
+                d.focus = Focus::Options;
+                reply.say(
+                    StatusKind::Info,
+                    format!(
+                        "{} not written; Enter lists the warnings again",
+                        d.path.trim()
+                    ),
+                );
+            }
+            // The answer still comes (and lands in the status line); the dialog may go.
+            (Focus::Writing, Action::Cancel) => return None,
+            (Focus::Overwrite, Action::Cancel) => {
+                d.focus = Focus::Options;
+                reply.say(
+                    StatusKind::Info,
+                    format!("{} not overwritten; p changes the path", d.path.trim()),
+                );
+            }
+            _ => {}
+        }
+        Some(Overlay::Export(Box::new(self)))
+    }
+}
+
+/// The answer to a [`Control::WriteExport`], for the dialog `d` when it is
+/// still open; `read_only` adds a hint to a failure. Returns whether the
+/// dialog closes.
+pub fn on_written(
+    d: Option<&mut ExportDialog>,
+    r: Result<PathBuf, WriteError>,
+    read_only: bool,
+    reply: &mut Reply,
+) -> bool {
+    let names = match d {
+        Some(d) => {
+            match &r {
+                Err(WriteError::Exists(_)) => d.focus = Focus::Overwrite,
+                Err(WriteError::Failed(_)) => d.focus = Focus::Options,
+                Ok(_) => {}
+            }
+            d.names()
+        }
+        None => String::new(),
+    };
+    match r {
+        Ok(path) => {
+            reply.say(
+                StatusKind::Done,
+                format!("wrote {} ({names}); apply: {APPLY_HINT}", path.display()),
+            );
+            return true;
+        }
+        Err(WriteError::Exists(p)) if names.is_empty() => {
+            reply.say(StatusKind::Error, format!("{p} exists; not overwritten"));
+        }
+        Err(WriteError::Exists(p)) => reply.say(
+            StatusKind::Error,
+            format!("{p} exists: y overwrites it, n keeps it"),
+        ),
+        Err(WriteError::Failed(e)) => {
+            let hint = if read_only {
+                "; not root: press p and choose a path you can write, then install it as root"
+            } else {
+                ""
+            };
+            reply.say(StatusKind::Error, format!("not written: {e}{hint}"));
+        }
+    }
+    false
 }
 
 /// The before/after of a change as header text:

@@ -1,38 +1,58 @@
-//! The TUI's shoot-out thread: runs [`shootout::run`] off the UI thread and
-//! reports on the app's feed channel (progress, a chart mark at every
-//! switch, the result). Dropping the handle cancels and waits, so quitting
-//! the TUI mid-run still restores the original settings before exit.
+//! The TUI's shoot-out runner: runs [`shootout::run`] on its own thread
+//! and reports through a callback (progress, a chart mark at every switch,
+//! the result), which the live worker turns into feed messages. Dropping
+//! the handle cancels and waits, so quitting the TUI mid-run still restores
+//! the original settings before exit. It knows no dialog: the request is
+//! its own type ([`ShootOutRequest`]).
 
-use super::bench_dialog::{BenchRequest, DWELL, ROUNDS, SETTLE};
-use super::source::Feed;
 use blktune_core::history::ChangeMark;
 use blktune_core::journal::Journal;
-use blktune_core::load::{LoadOptions, Target};
+use blktune_core::load::{LoadOptions, Mix, Target};
 use blktune_core::os::SysRoot;
 use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult};
 use blktune_core::tuner::Settings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// What the shoot-out thread tells the app.
+/// What the app asks for: a shoot-out of every scheduler of `device`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum BenchFeed {
+pub struct ShootOutRequest {
+    pub device: String,
+    /// The load to add (read-only), or `None`: the device's own workload.
+    pub load: Option<Mix>,
+    pub rounds: usize,
+    /// Time after each switch before measuring.
+    pub settle: Duration,
+    /// Measuring time per scheduler.
+    pub dwell: Duration,
+}
+
+/// What the shoot-out tells the app.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShootOutFeed {
     Progress(Progress),
     /// The end: the result, or the error line (settings already restored).
     Done(Result<Box<ShootoutResult>, String>),
 }
 
+/// What the runner reports: for the app, or a switch to mark on the charts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    Feed(ShootOutFeed),
+    /// The shoot-out switched the scheduler (or restored it) at this mark.
+    Switched(ChangeMark),
+}
+
 /// A running shoot-out.
 #[derive(Debug)]
-pub struct BenchHandle {
+pub struct ShootOutHandle {
     cancel: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl BenchHandle {
+impl ShootOutHandle {
     /// Ask it to stop; it restores the originals and reports `Done`.
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
@@ -44,7 +64,7 @@ impl BenchHandle {
     }
 }
 
-impl Drop for BenchHandle {
+impl Drop for ShootOutHandle {
     fn drop(&mut self) {
         self.cancel();
         if let Some(t) = self.thread.take() {
@@ -53,9 +73,9 @@ impl Drop for BenchHandle {
     }
 }
 
-/// The shoot-out configuration of a TUI request (see [`super::bench_dialog`] for the defaults).
-pub fn config(root: &SysRoot, req: &BenchRequest) -> Result<Config, String> {
-    let load = match req.load.mix() {
+/// The shoot-out configuration of a TUI request.
+pub fn config(root: &SysRoot, req: &ShootOutRequest) -> Result<Config, String> {
+    let load = match req.load {
         None => None,
         // Read-only on any device: the TUI never writes to a device.
         Some(mix) => Some(LoadSpec {
@@ -64,9 +84,9 @@ pub fn config(root: &SysRoot, req: &BenchRequest) -> Result<Config, String> {
         }),
     };
     Ok(Config {
-        rounds: ROUNDS,
-        settle: SETTLE,
-        dwell: DWELL,
+        rounds: req.rounds,
+        settle: req.settle,
+        dwell: req.dwell,
         load,
         ..Config::passive(&req.device)
     })
@@ -76,10 +96,10 @@ pub fn config(root: &SysRoot, req: &BenchRequest) -> Result<Config, String> {
 pub fn spawn(
     root: SysRoot,
     journal: Option<Journal>,
-    req: BenchRequest,
+    req: ShootOutRequest,
     epoch: Instant,
-    feed: Sender<Feed>,
-) -> std::io::Result<BenchHandle> {
+    report: impl Fn(Report) + Send + 'static,
+) -> std::io::Result<ShootOutHandle> {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     let thread = std::thread::Builder::new()
@@ -87,11 +107,11 @@ pub fn spawn(
         .spawn(move || {
             let result = match config(&root, &req) {
                 Err(e) => Err(format!("'{}': {e}", req.device)),
-                Ok(cfg) => run(&root, journal, &cfg, epoch, &feed, &flag),
+                Ok(cfg) => run(&root, journal, &cfg, epoch, &report, &flag),
             };
-            let _ = feed.send(Feed::Bench(BenchFeed::Done(result)));
+            report(Report::Feed(ShootOutFeed::Done(result)));
         })?;
-    Ok(BenchHandle {
+    Ok(ShootOutHandle {
         cancel,
         thread: Some(thread),
     })
@@ -116,7 +136,7 @@ fn run(
     journal: Option<Journal>,
     cfg: &Config,
     epoch: Instant,
-    feed: &Sender<Feed>,
+    report: &impl Fn(Report),
     cancel: &AtomicBool,
 ) -> Result<Box<ShootoutResult>, String> {
     let dev = cfg.device.clone();
@@ -138,7 +158,7 @@ fn run(
             if p.phase == Phase::Settling && p.step != last_step {
                 last_step = p.step;
                 if p.scheduler != current {
-                    let _ = feed.send(Feed::Change(mark(
+                    report(Report::Switched(mark(
                         &dev,
                         epoch,
                         &current,
@@ -148,7 +168,7 @@ fn run(
                     current = p.scheduler.clone();
                 }
             }
-            let _ = feed.send(Feed::Bench(BenchFeed::Progress(p.clone())));
+            report(Report::Feed(ShootOutFeed::Progress(p.clone())));
         },
         cancel,
     );
@@ -160,7 +180,9 @@ fn run(
     .map(|s| s.active)
     .unwrap_or_default();
     if now != current {
-        let _ = feed.send(Feed::Change(mark(&dev, epoch, &current, &now, "restored")));
+        report(Report::Switched(mark(
+            &dev, epoch, &current, &now, "restored",
+        )));
     }
     r.map(Box::new).map_err(|e| e.to_string())
 }

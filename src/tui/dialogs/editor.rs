@@ -1,8 +1,12 @@
-//! Value editors: what can be edited and the check run on every key press.
-//! The check is the scheduler catalogue's ([`blktune_core::sched`]), the
-//! same the tuner runs again before writing, so the screen says "why not"
-//! in the CLI's words while the value is typed.
+//! The value editor (`n`, `r`, Enter on a tunable): what can be edited, the
+//! check run on every key press, and its keys. The check is the scheduler
+//! catalogue's ([`blktune_core::sched`]), the same the tuner runs again
+//! before writing, so the screen says "why not" in the CLI's words while
+//! the value is typed.
 
+use super::{Ctx, Overlay, Reply};
+use crate::tui::command::Action;
+use crate::tui::status::StatusKind;
 use blktune_core::device::BlockDevice;
 use blktune_core::sched::{self, nr_requests_max};
 use blktune_core::tuner::Settings;
@@ -95,6 +99,46 @@ impl Editor {
     /// size (for read_ahead_kb); `Ok` holds the settings to apply.
     pub fn check(&self, page_kb: u64, nr: &NrLimit) -> Result<Settings, String> {
         check(&self.field, &self.input, page_kb, nr)
+    }
+}
+
+impl Editor {
+    /// Take an action (Esc was handled by the caller); `None` closes.
+    pub fn on_action(mut self, a: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
+        match a {
+            Action::Input(c) if self.input.len() < MAX_INPUT => self.input.push(c),
+            Action::Backspace => {
+                self.input.pop();
+            }
+            Action::Confirm => match self.check(ctx.page_kb, &ctx.nr) {
+                Err(why) => reply.say(
+                    StatusKind::Error,
+                    format!("'{}': {why}; nothing was changed", self.device),
+                ),
+                Ok(_) if self.input.trim() == self.current => {
+                    reply.say(
+                        StatusKind::Info,
+                        format!("'{}': {} unchanged", self.device, self.field.label()),
+                    );
+                    return None;
+                }
+                Ok(s) => {
+                    reply.say(
+                        StatusKind::Info,
+                        format!(
+                            "applying: {} {} → {}…",
+                            self.device,
+                            self.field.label(),
+                            self.input.trim()
+                        ),
+                    );
+                    reply.change(&self.device, self.diskseq, s);
+                    return None;
+                }
+            },
+            _ => {}
+        }
+        Some(Overlay::Edit(self))
     }
 }
 

@@ -1,0 +1,226 @@
+//! The app's side of the worker's feed: snapshots (history, devices that
+//! came, went or were replaced, the selection), change marks, and the
+//! answers to the changes it asked for (one at a time, or a whole `U`).
+
+use super::{
+    App, FULL_HISTORY_DEVICES, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind, replaced_devices,
+};
+use crate::tui::source::{ApplyKind, ApplyReport, Feed};
+use blktune_core::history::{ChangeMark, Point};
+use blktune_core::sampler::Snapshot;
+use std::sync::Arc;
+
+impl App {
+    /// Take one message of the source.
+    pub fn on_feed(&mut self, feed: Feed) {
+        match feed {
+            Feed::Snapshot(s) => self.on_snapshot(&s),
+            Feed::Change(mark) => self.add_mark(mark),
+            Feed::Applied(r) => self.on_applied(*r),
+            Feed::Position(p) => self.on_position(p),
+            Feed::Error(e) => self.say(StatusKind::Error, e),
+            Feed::ShootOut(f) => self.on_shootout_feed(f),
+            Feed::ExportWritten(r) => self.on_export_written(r),
+            Feed::Reset => self.reset(),
+            Feed::Record(ev) => self.on_record(ev),
+            Feed::Probe(p) => self.on_probe(&p),
+        }
+    }
+
+    pub(super) fn add_mark(&mut self, mark: ChangeMark) {
+        self.marks
+            .entry(mark.device.clone())
+            .or_default()
+            .push(mark);
+    }
+
+    pub(super) fn keep_secs(&self, name: &str) -> f64 {
+        let long = self.devices.len() <= FULL_HISTORY_DEVICES
+            || self.selected.as_deref() == Some(name)
+            || self.marks.contains_key(name);
+        if long {
+            KEEP_SECS
+        } else {
+            SHORT_POINTS * self.interval.as_secs_f64()
+        }
+    }
+
+    fn on_snapshot(&mut self, s: &Snapshot) {
+        self.now = s.t;
+        self.iowait = s.iowait_pct;
+        self.samples += 1;
+        self.replaced.clear();
+        if !Arc::ptr_eq(&self.devices, &s.devices) {
+            self.replaced = replaced_devices(&self.devices, &s.devices);
+            self.devices = Arc::clone(&s.devices);
+            let devs = Arc::clone(&self.devices);
+            let replaced = self.replaced.clone();
+            for name in &replaced {
+                // Its originals belong to the device that went: never undo
+                // onto the new one (`blktune revert` explains what is left).
+                self.marks.remove(name);
+                if self.undo.remove(name).is_some() {
+                    self.say(
+                        StatusKind::Error,
+                        format!(
+                            "'{name}' was replaced by another device of that name (new diskseq): \
+                             its changes can no longer be undone here; see 'blktune revert {name}'"
+                        ),
+                    );
+                }
+            }
+            // Another device's history must not go on under the same name.
+            self.histories.retain(|name, _| {
+                !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
+            });
+            if let Some(p) = &mut self.probe {
+                p.history
+                    .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            }
+        }
+        if let Some(itv) = s.interval {
+            let devs = Arc::clone(&self.devices);
+            for d in devs.iter().filter(|d| d.size_bytes > 0) {
+                let keep = self.keep_secs(&d.name);
+                let p = Point {
+                    t: s.t,
+                    itv,
+                    stats: s.ext(&d.name).copied(),
+                };
+                self.histories
+                    .entry(d.name.clone())
+                    .or_default()
+                    .push(p, keep);
+            }
+        }
+        self.reconcile_selection();
+        if let Some((why, what)) = self.close_overlay_of_other_device() {
+            self.say(
+                StatusKind::Error,
+                format!(
+                    "{why}: {what} closed, nothing changed{}",
+                    if self.selected.is_none() {
+                        "; no device selected"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
+    }
+
+    fn on_applied(&mut self, r: ApplyReport) {
+        self.pending = self.pending.saturating_sub(1);
+        if r.request.kind == ApplyKind::RevertAll {
+            return self.on_reverted(r);
+        }
+        let dev = r.request.device.clone();
+        match r.result {
+            Err(e) => self.say(StatusKind::Error, e),
+            Ok((o, mark)) => {
+                let ms = o.kernel_time.as_secs_f64() * 1000.0;
+                let label = mark.label.clone();
+                let what = match r.request.kind {
+                    ApplyKind::Change => "",
+                    ApplyKind::Undo => "undo: ",
+                    ApplyKind::RevertAll => "reverted: ",
+                };
+                if o.changes.is_empty() {
+                    self.say(StatusKind::Info, format!("{what}{dev}: no change"));
+                    return;
+                }
+                // The device was replaced since (another diskseq in the
+                // snapshot now): its undo and settings are not the new one's.
+                let now = self.diskseq_of(&dev);
+                if r.request.diskseq.is_some() && now.is_some() && now != r.request.diskseq {
+                    self.undo.remove(&dev);
+                    self.say(
+                        StatusKind::Error,
+                        format!(
+                            "{what}{dev}: {label} was made on the device before it was replaced \
+                             (new diskseq); see 'blktune revert {dev}'"
+                        ),
+                    );
+                    return;
+                }
+                match r.request.kind {
+                    ApplyKind::Change => {
+                        self.undo.entry(dev.clone()).or_default().push(mark.clone())
+                    }
+                    ApplyKind::Undo => {
+                        if let Some(stack) = self.undo.get_mut(&dev) {
+                            stack.pop();
+                        }
+                    }
+                    ApplyKind::RevertAll => {
+                        self.undo.remove(&dev);
+                    }
+                }
+                self.undo.retain(|_, s| !s.is_empty());
+                // Show the read-back settings at once: a picker opened before
+                // the next snapshot must start from the scheduler now active.
+                if let Some(d) = Arc::make_mut(&mut self.devices)
+                    .iter_mut()
+                    .find(|d| d.name == dev)
+                {
+                    d.queue = o.after.clone();
+                }
+                self.add_mark(mark);
+                self.say(
+                    StatusKind::Done,
+                    format!("{what}{dev}: {label} (kernel {ms:.1} ms)"),
+                );
+            }
+        }
+    }
+}
+
+impl App {
+    /// One answer of a `U`; the last one says what happened to every device.
+    fn on_reverted(&mut self, r: ApplyReport) {
+        let dev = r.request.device.clone();
+        let batch = self.reverting.get_or_insert_with(RevertBatch::default);
+        batch.left = batch.left.saturating_sub(1);
+        let error = match r.result {
+            Err(e) => {
+                batch.failed.push(e.clone());
+                Some(e)
+            }
+            Ok((o, mark)) => {
+                batch.reverted.push(dev.clone());
+                self.undo.remove(&dev);
+                if !o.changes.is_empty() {
+                    if let Some(d) = Arc::make_mut(&mut self.devices)
+                        .iter_mut()
+                        .find(|d| d.name == dev)
+                    {
+                        d.queue = o.after.clone();
+                    }
+                    self.add_mark(mark);
+                }
+                None
+            }
+        };
+        let Some(batch) = self.reverting.take_if(|b| b.left == 0) else {
+            // More answers to come; an error shows at once (it names its device).
+            if let Some(e) = error {
+                self.say(StatusKind::Error, e);
+            }
+            return;
+        };
+        let done = batch.reverted.join(", ");
+        let n = batch.reverted.len();
+        if batch.failed.is_empty() {
+            self.say(
+                StatusKind::Done,
+                format!("reverted {n} device(s) to their settings before this session: {done}"),
+            );
+        } else {
+            let failed = batch.failed.join("; ");
+            self.say(
+                StatusKind::Error,
+                format!("reverted {n} device(s): {done}; NOT reverted: {failed}"),
+            );
+        }
+    }
+}

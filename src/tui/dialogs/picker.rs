@@ -1,0 +1,99 @@
+//! The scheduler picker (`s`) and the tunables list (`t`): a list with a
+//! cursor; Enter applies the scheduler, or opens the value editor of the
+//! tunable under the cursor.
+
+use super::editor::{Editor, Field};
+use super::{Overlay, Reply};
+use crate::tui::command::Action;
+use crate::tui::status::StatusKind;
+use blktune_core::tuner::Settings;
+
+/// The scheduler picker of one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picker {
+    pub device: String,
+    /// The device's `diskseq` when the picker opened: Enter acts only
+    /// while the selected device is still this one.
+    pub diskseq: Option<u64>,
+    pub options: Vec<String>,
+    pub active: String,
+    pub cursor: usize,
+}
+
+/// The active scheduler's tunables of one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tunables {
+    pub device: String,
+    /// The device's `diskseq` when the list opened.
+    pub diskseq: Option<u64>,
+    pub scheduler: String,
+    pub items: Vec<(String, String)>,
+    pub cursor: usize,
+}
+
+/// The cursor one step up or down a list of `len`, within it.
+pub fn step(cursor: usize, len: usize, down: bool) -> usize {
+    if down {
+        (cursor + 1).min(len.saturating_sub(1))
+    } else {
+        cursor.saturating_sub(1)
+    }
+}
+
+impl Picker {
+    /// Take an action (Esc was handled by the caller); `None` closes.
+    pub fn on_action(mut self, a: Action, reply: &mut Reply) -> Option<Overlay> {
+        match a {
+            Action::Up | Action::Down => {
+                self.cursor = step(self.cursor, self.options.len(), a == Action::Down);
+            }
+            Action::Confirm => {
+                let choice = self.options.get(self.cursor).cloned().unwrap_or_default();
+                let (device, active) = (&self.device, &self.active);
+                if choice == *active {
+                    reply.say(
+                        StatusKind::Info,
+                        format!("'{device}': {choice} is already active"),
+                    );
+                } else {
+                    reply.say(
+                        StatusKind::Info,
+                        format!("applying: {device} {active}→{choice}…"),
+                    );
+                    let s = Settings {
+                        scheduler: Some(choice),
+                        ..Settings::default()
+                    };
+                    reply.change(&self.device, self.diskseq, s);
+                }
+                return None;
+            }
+            _ => {}
+        }
+        Some(Overlay::Picker(self))
+    }
+}
+
+impl Tunables {
+    /// Take an action (Esc was handled by the caller); Enter opens the editor.
+    pub fn on_action(mut self, a: Action) -> Option<Overlay> {
+        match a {
+            Action::Up | Action::Down => {
+                self.cursor = step(self.cursor, self.items.len(), a == Action::Down);
+            }
+            Action::Confirm => {
+                return self.items.get(self.cursor).map(|(k, v)| {
+                    Overlay::Edit(Editor {
+                        device: self.device.clone(),
+                        diskseq: self.diskseq,
+                        field: Field::Tunable(k.clone()),
+                        current: v.clone(),
+                        input: v.clone(),
+                    })
+                });
+            }
+            _ => {}
+        }
+        Some(Overlay::Tunables(self))
+    }
+}

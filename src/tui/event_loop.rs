@@ -1,0 +1,247 @@
+//! The event loop: receive what the worker sent, update the [`App`], draw,
+//! read keys; until quit, a signal or a hang-up.
+//!
+//! It is generic over ratatui's [`Backend`] and over where key presses come
+//! from ([`Input`]), so a test drives this very loop on a `TestBackend`
+//! with scripted keys and a scripted feed (`tests/tui_loop.rs`). The real
+//! terminal's side (raw mode, signals, a pty that hangs up) is
+//! [`TerminalInput`] and [`RestoreGuard`].
+
+use super::TuiError;
+use super::app::App;
+use super::render;
+use super::source::{Control, Feed};
+use crossterm::event::{self, Event};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ratatui::layout::Rect;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::Duration;
+
+/// Longest wait for input, so signals and feed messages are seen quickly.
+const POLL: Duration = Duration::from_millis(40);
+
+/// Where the loop's events come from: the terminal, or a script in tests.
+pub trait Input {
+    /// Must the session end now (a signal arrived)? Checked every round.
+    fn stopped(&self) -> bool {
+        false
+    }
+
+    /// Wait up to `timeout` for input: every event waiting now (maybe
+    /// none), or `None` when the terminal went away and the session ends.
+    fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError>;
+}
+
+/// Puts the terminal back when dropped, whatever happened.
+#[derive(Debug)]
+pub struct RestoreGuard;
+
+impl Drop for RestoreGuard {
+    fn drop(&mut self) {
+        // The terminal may be gone (SIGHUP): nothing useful to do on error.
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::cursor::Show);
+        let _ = ratatui::try_restore();
+    }
+}
+
+/// Flags set by signal handlers, checked by the event loop.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    pub term: Arc<AtomicBool>,
+}
+
+impl Signals {
+    /// Register SIGTERM, SIGHUP and SIGINT.
+    pub fn register() -> std::io::Result<Self> {
+        let s = Self::default();
+        for sig in [
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+            signal_hook::consts::SIGINT,
+        ] {
+            signal_hook::flag::register(sig, Arc::clone(&s.term))?;
+        }
+        Ok(s)
+    }
+
+    /// Did a signal (or a hang-up) end the session?
+    pub fn raised(&self) -> bool {
+        self.term.load(Ordering::Relaxed)
+    }
+}
+
+/// What waiting on the terminal found.
+enum Ready {
+    None,
+    Some,
+    HangUp,
+}
+
+/// Wait up to `timeout` for input on stdin, noticing a hang-up (the pty's
+/// other end closed), which crossterm's reader does not.
+fn wait_for_stdin(timeout: Duration) -> Ready {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let t = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::ZERO);
+    match poll(&mut fds, t) {
+        Ok(0) => Ready::None,
+        Ok(_) => match fds[0].revents() {
+            Some(r)
+                if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) =>
+            {
+                Ready::HangUp
+            }
+            _ => Ready::Some,
+        },
+        // EINTR (a signal): look at the flags, then wait again.
+        Err(_) => Ready::None,
+    }
+}
+
+/// The real terminal's input through crossterm, with the signal flags.
+#[derive(Debug)]
+pub struct TerminalInput {
+    signals: Signals,
+    stdin_tty: bool,
+}
+
+impl TerminalInput {
+    /// Input of the terminal the TUI runs in; `signals` end the session.
+    pub fn new(signals: Signals) -> Self {
+        Self {
+            signals,
+            stdin_tty: std::io::stdin().is_terminal(),
+        }
+    }
+}
+
+impl Input for TerminalInput {
+    fn stopped(&self) -> bool {
+        self.signals.raised()
+    }
+
+    fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
+        let ready = if self.stdin_tty {
+            match wait_for_stdin(timeout) {
+                // crossterm may hold events it already read from the fd.
+                Ready::None | Ready::Some => event::poll(Duration::ZERO)?,
+                // The terminal went away (SSH dropped, pty closed): stop now.
+                // crossterm's reader would spin on the end of file. The flag
+                // tells the caller that drawing errors are no news.
+                Ready::HangUp => {
+                    self.signals.term.store(true, Ordering::Relaxed);
+                    return Ok(None);
+                }
+            }
+        } else {
+            // crossterm reads /dev/tty then; let it wait.
+            event::poll(timeout)?
+        };
+        // Take every event that is waiting; the loop draws once after them.
+        let mut events = Vec::new();
+        let mut ready = ready;
+        while ready {
+            events.push(event::read()?);
+            ready = event::poll(Duration::ZERO)?;
+        }
+        Ok(Some(events))
+    }
+}
+
+/// Rows of the device table at this terminal size (the page of PgUp and
+/// PgDn); `None` when the terminal is too small to draw.
+pub fn page_rows(width: u16, height: u16, app: &App) -> Option<usize> {
+    let a = render::layout(Rect::new(0, 0, width, height), app)?;
+    Some(a.table.height.saturating_sub(1).max(1) as usize)
+}
+
+/// Receive, update, draw, read keys; until quit, a signal or a hang-up.
+/// Every control the app answers with goes to `ctl`.
+pub fn run_loop<B: Backend, I: Input>(
+    term: &mut Terminal<B>,
+    app: &mut App,
+    input: &mut I,
+    feed: &Receiver<Feed>,
+    ctl: &Sender<Control>,
+) -> Result<(), TuiError>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let term_err = |e: B::Error| TuiError::Terminal(Box::new(e));
+    let mut dirty = true;
+    loop {
+        if input.stopped() {
+            return Ok(());
+        }
+        loop {
+            match feed.try_recv() {
+                Ok(f) => {
+                    app.on_feed(f);
+                    dirty = true;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                // The worker died (a panic): stop instead of showing stale data.
+                Err(mpsc::TryRecvError::Disconnected) => return Err(TuiError::WorkerStopped),
+            }
+        }
+        // The first selection, or one moved by a vanished device or the filter.
+        if let Some(c) = app.probe_control() {
+            let _ = ctl.send(c);
+        }
+        if dirty {
+            let size = term.size().map_err(term_err)?;
+            // The page size is the app's to keep; drawing only borrows it.
+            if let Some(rows) = page_rows(size.width, size.height, app) {
+                app.on_resize(rows);
+            }
+            term.draw(|f| render::draw(f, app)).map_err(term_err)?;
+            dirty = false;
+        }
+        let Some(events) = input.read(POLL)? else {
+            return Ok(());
+        };
+        for ev in events {
+            match ev {
+                Event::Key(k) => {
+                    for c in app.on_key(&k) {
+                        // A gone worker shows up as a missing answer; keep drawing.
+                        let _ = ctl.send(c);
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+            // Keys after a quit in the same read do nothing.
+            if app.quit {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// [`run_loop`] on the real terminal, with the signal flags.
+pub fn event_loop<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut App,
+    feed: &Receiver<Feed>,
+    ctl: &Sender<Control>,
+    signals: &Signals,
+) -> Result<(), TuiError>
+where
+    B::Error: Send + Sync + 'static,
+{
+    run_loop(
+        term,
+        app,
+        &mut TerminalInput::new(signals.clone()),
+        feed,
+        ctl,
+    )
+}

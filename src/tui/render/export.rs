@@ -1,0 +1,242 @@
+//! The export dialog (`e`; its state and keys: `dialogs/export.rs`).
+//!
+//! ```text
+//! ┌ export a udev rule ──────────────────────────────────────────────────────┐
+//! │devices  loop3 (this device)                         a: all changed (0)   │
+//! │match    kernel        m: id model class kernel                           │
+//! │path     /etc/udev/rules.d/61-blktune.rules                    p: edit    │
+//! │! warning: KERNEL names are not stable ...                                │
+//! │── preview ───────────────────────────────────────────────── 1-12 of 30 ──│
+//! │# udev rules written by blktune ...                                       │
+//! │Enter write  m match  a all  p path  ↑↓ scroll  Esc close                 │
+//! └──────────────────────────────────────────────────────────────────────────┘
+//! ```
+//! At most three warning lines fit above the preview (the third says how many
+//! more); when the rule has warnings, Enter first replaces the preview with all
+//! of them, wrapped, and only `y` writes.
+
+use super::Theme;
+use super::overlay::{big, boxed};
+use crate::tui::dialogs::export::{ExportDialog, Focus, STRATEGIES};
+use blktune_core::text::printable;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+/// Draw the export dialog.
+pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
+    let r = big(area);
+    let inner_h = r.height.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    let scope = if d.all && !d.changed.is_empty() {
+        format!("{} (changed in this session)", d.names())
+    } else {
+        format!("{} (this device)", d.names())
+    };
+    lines.push(Line::from(vec![
+        Span::styled("devices  ", t.dim()),
+        Span::raw(format!("{:<44}", printable(&scope))),
+        Span::styled(format!("a: all changed ({})", d.changed.len()), t.dim()),
+    ]));
+    let choices: Vec<&str> = STRATEGIES.iter().map(|s| s.label()).collect();
+    lines.push(Line::from(vec![
+        Span::styled("match    ", t.dim()),
+        Span::styled(format!("{:<14}", d.strategy.label()), t.heading()),
+        Span::styled(format!("m: {}", choices.join(" ")), t.dim()),
+    ]));
+    let path = match &d.focus {
+        Focus::Path { .. } => Line::from(vec![
+            Span::styled("path     ", t.dim()),
+            Span::styled(format!("{}▏", printable(&d.path)), t.heading()),
+            Span::styled("  Enter keep  Esc undo", t.dim()),
+        ]),
+        _ => Line::from(vec![
+            Span::styled("path     ", t.dim()),
+            Span::raw(format!("{:<52}", printable(&d.path))),
+            Span::styled("p: edit", t.dim()),
+        ]),
+    };
+    lines.push(path);
+    if let Some(why) = &d.read_only {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "read-only ({why}): only a file is written, no device changes; /etc needs root"
+            ),
+            t.dim(),
+        )));
+    }
+    let (text, warnings): (Vec<&str>, Vec<String>) = match &d.preview {
+        Ok(p) => (p.text.lines().collect(), p.warnings.clone()),
+        Err(e) => (Vec::new(), vec![format!("cannot export: {e}")]),
+    };
+    let w = r.width.saturating_sub(2) as usize;
+    if d.focus == Focus::Warnings {
+        warnings_body(&mut lines, &warnings, inner_h, w, t);
+        lines.push(Line::from(Span::styled(
+            format!("y write {} anyway   n back", printable(d.path.trim())),
+            t.heading(),
+        )));
+        boxed(f, r, "export a udev rule", lines, t);
+        return;
+    }
+    // At most WARN_LINES lines here; Enter lists them all before writing.
+    const WARN_LINES: usize = 3;
+    let shown_w = if warnings.len() > WARN_LINES {
+        WARN_LINES - 1
+    } else {
+        warnings.len()
+    };
+    for warning in warnings.iter().take(shown_w) {
+        lines.push(Line::from(Span::styled(
+            clip(&printable(&format!("! {warning}")), w),
+            t.error(),
+        )));
+    }
+    if warnings.len() > shown_w {
+        lines.push(Line::from(Span::styled(
+            clip(
+                &format!(
+                    "! +{} more warnings (Enter lists them all before writing)",
+                    warnings.len() - shown_w
+                ),
+                w,
+            ),
+            t.error(),
+        )));
+    }
+    let room = inner_h.saturating_sub(lines.len() + 2);
+    let skip = (d.scroll as usize).min(text.len().saturating_sub(1));
+    let shown = text.len().saturating_sub(skip).min(room);
+    let pos = if text.is_empty() {
+        "empty".to_string()
+    } else {
+        format!("{}-{} of {}", skip + 1, skip + shown, text.len())
+    };
+    let label = format!("── preview {pos} ");
+    lines.push(Line::from(Span::styled(
+        format!(
+            "{label}{}",
+            "─".repeat(w.saturating_sub(label.chars().count()))
+        ),
+        t.dim(),
+    )));
+    for l in text.iter().skip(skip).take(room) {
+        lines.push(Line::raw(printable(l).into_owned()));
+    }
+    while lines.len() < inner_h.saturating_sub(1) {
+        lines.push(Line::raw(""));
+    }
+    let hint = match d.focus {
+        // Drawn by `warnings_body` above.
+        Focus::Warnings => Line::raw(""),
+        Focus::Overwrite => Line::from(Span::styled(
+            format!(
+                "{} exists: y overwrite   n keep it",
+                printable(d.path.trim())
+            ),
+            t.error(),
+        )),
+        Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
+        Focus::Path { .. } => Line::from(Span::styled(
+            "type the path   Enter keep   Esc undo   Bksp delete",
+            t.dim(),
+        )),
+        Focus::Options => Line::from(Span::styled(
+            "Enter write  m match  a all  p path  ↑↓ scroll  Esc close",
+            t.heading(),
+        )),
+    };
+    lines.push(hint);
+    boxed(f, r, "export a udev rule", lines, t);
+}
+
+/// `s` cut to `w` characters, with `…` when something was cut.
+fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `s` broken into lines of at most `w` characters, at spaces where possible.
+fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        let mut word = word.to_string();
+        while word.chars().count() > w {
+            if !line.is_empty() {
+                out.push(std::mem::take(&mut line));
+            }
+            let head: String = word.chars().take(w).collect();
+            word = word.chars().skip(w).collect();
+            out.push(head);
+        }
+        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if need > w && !line.is_empty() {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// The confirmation step: every warning, wrapped, in place of the preview.
+/// If they do not all fit, the rest is counted (they are also in the file's
+/// `# Warnings:` header, which the preview shows).
+fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: usize, t: Theme) {
+    let n = warnings.len();
+    lines.push(Line::from(Span::styled(
+        format!(
+            "── {n} warning{}: read before writing ",
+            if n == 1 { "" } else { "s" }
+        ),
+        t.heading(),
+    )));
+    // Room for the warnings, leaving the "+N more" line and the hint.
+    let room = inner_h.saturating_sub(lines.len() + 2);
+    let mut used = 0;
+    let mut done = 0;
+    for warning in warnings {
+        let wrapped = wrap(&printable(warning), w.saturating_sub(2));
+        let last = done + 1 == n;
+        let limit = if last { room + 1 } else { room };
+        if used + wrapped.len() > limit {
+            break;
+        }
+        for (i, l) in wrapped.into_iter().enumerate() {
+            let l = if i == 0 {
+                format!("! {l}")
+            } else {
+                format!("  {l}")
+            };
+            lines.push(Line::from(Span::styled(clip(&l, w), t.error())));
+            used += 1;
+        }
+        done += 1;
+    }
+    if done < n {
+        lines.push(Line::from(Span::styled(
+            clip(
+                &format!(
+                    "+{} more (all are in the file's \"# Warnings:\" header)",
+                    n - done
+                ),
+                w,
+            ),
+            t.error(),
+        )));
+    }
+    while lines.len() < inner_h.saturating_sub(1) {
+        lines.push(Line::raw(""));
+    }
+}

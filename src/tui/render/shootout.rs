@@ -1,0 +1,220 @@
+//! The shoot-out dialog (`b`; its state and keys: `dialogs/shootout.rs`):
+//! its setup, then a progress bar, then the results.
+
+use super::overlay::{big, framed};
+use super::{Theme, num};
+use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
+use blktune_core::shootout::{Metric, ShootoutResult, verdict_text};
+use blktune_core::text::printable;
+use blktune_core::units::format_duration;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+/// A text progress bar of `w` cells.
+pub fn bar(done: f64, w: usize) -> String {
+    let filled = ((done.clamp(0.0, 1.0) * w as f64).round() as usize).min(w);
+    format!("{}{}", "█".repeat(filled), "░".repeat(w - filled))
+}
+
+/// Draw the shoot-out dialog.
+pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
+    let r = big(area);
+    let w = r.width.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    let mut keys: Option<&str> = None;
+    let title = format!("scheduler shoot-out on {}", d.device);
+    match &d.stage {
+        Stage::Setup => {
+            let names = printable(&d.schedulers.join(" ")).into_owned();
+            lines.push(Line::raw(format!("schedulers  {names}")));
+            lines.push(Line::from(vec![
+                Span::raw(format!("load        {:<48}", d.load.label())),
+                Span::styled("l/Tab: change", t.dim()),
+            ]));
+            lines.push(Line::raw(format!(
+                "timing      {ROUNDS} round, settle {} + dwell {} each: about {}",
+                format_duration(SETTLE),
+                format_duration(DWELL),
+                format_duration(d.planned())
+            )));
+            lines.push(Line::raw(""));
+            for l in [
+                "Each scheduler is switched in through the tuner (journalled) and measured",
+                "from diskstats; the charts mark every switch. At the end, or on Esc, the",
+                "original settings come back. Passive adds no I/O; randread adds reads",
+                "only. One short round is a demo: use 'blktune bench' to decide.",
+            ] {
+                lines.push(Line::from(Span::styled(l, t.dim())));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled(
+                "Enter start   l/Tab load   Esc close",
+                t.heading(),
+            )));
+        }
+        Stage::Running {
+            progress,
+            cancelling,
+        } => {
+            let (line, done, left) = progress
+                .as_ref()
+                .map_or(("starting…".to_string(), 0.0, d.planned()), |p| {
+                    (p.line(), p.done, p.time_left)
+                });
+            lines.push(Line::raw(format!("load   {}", d.load.label())));
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(line, t.heading()));
+            let pct = format!(" {:>3.0}%", done * 100.0);
+            lines.push(Line::raw(format!(
+                "{}{pct}",
+                bar(done, w.saturating_sub(pct.len()))
+            )));
+            lines.push(Line::raw(format!(
+                "time left about {}",
+                format_duration(std::time::Duration::from_secs(
+                    left.as_secs_f64().ceil() as u64
+                ))
+            )));
+            lines.push(Line::raw(""));
+            let hint = if *cancelling {
+                "cancelling: restoring the original settings…"
+            } else {
+                "Esc cancels and restores the original settings"
+            };
+            lines.push(Line::from(Span::styled(hint, t.heading())));
+        }
+        Stage::Done(res) => {
+            lines.extend(results_lines(res, t));
+            lines.push(Line::raw(""));
+            keys = Some("a apply the winner   e export it as a udev rule   Esc close");
+        }
+        Stage::Failed(e) => {
+            lines.push(Line::from(Span::styled(
+                printable(e).into_owned(),
+                t.error(),
+            )));
+            lines.push(Line::raw(""));
+            lines.push(Line::from(Span::styled("Esc close", t.heading())));
+        }
+    }
+    // Wrapped rows, plus the key line, plus the borders; the key line is
+    // drawn on the last inner row so a long verdict never pushes it out.
+    let rows = wrapped_rows(&lines, w) + usize::from(keys.is_some());
+    let h = (rows as u16 + 2).min(r.height);
+    let boxr = Rect::new(r.x, r.y + (r.height - h) / 2, r.width, h);
+    framed(f, boxr, &title, lines, t, true);
+    if let Some(k) = keys
+        && boxr.height > 2
+    {
+        let row = Rect::new(boxr.x + 1, boxr.bottom() - 2, boxr.width - 2, 1);
+        f.render_widget(Clear, row);
+        f.render_widget(Paragraph::new(Span::styled(k, t.heading())), row);
+    }
+}
+
+/// Rows `lines` take when word-wrapped greedily at `w` columns (as the
+/// paragraph wraps them; a word longer than a row is split).
+fn wrapped_rows(lines: &[Line], w: usize) -> usize {
+    let w = w.max(1);
+    lines
+        .iter()
+        .map(|l| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            let (mut rows, mut col) = (1, 0);
+            for word in text.split(' ') {
+                let n = word.chars().count();
+                let need = if col == 0 { n } else { col + 1 + n };
+                if need <= w {
+                    col = need;
+                } else {
+                    // On a new row, unless the row is still empty; a word
+                    // longer than a row goes on over the next ones.
+                    rows += usize::from(col > 0);
+                    rows += n.saturating_sub(1) / w;
+                    col = if n == 0 { 0 } else { (n - 1) % w + 1 };
+                }
+            }
+            rows
+        })
+        .sum()
+}
+
+/// The results table (means per scheduler), the verdict and what the device was left with.
+pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
+    const COLS: [Metric; 6] = [
+        Metric::RS,
+        Metric::WS,
+        Metric::MbS,
+        Metric::RAwait,
+        Metric::WAwait,
+        Metric::Util,
+    ];
+    let mut head = format!("{:<12}", "scheduler");
+    for m in COLS {
+        head.push_str(&format!("{:>9}", m.label()));
+    }
+    let winner = r.verdict.as_ref().map(|v| v.winner.clone());
+    let mut out = vec![Line::styled(head, t.heading())];
+    for s in &r.schedulers {
+        let mark = if winner.as_deref() == Some(s.scheduler.as_str()) {
+            "★"
+        } else {
+            " "
+        };
+        let mut row = format!("{mark}{:<11}", s.scheduler);
+        for m in COLS {
+            let v = s.get(m).map_or("-".to_string(), |sp| num(sp.mean));
+            row.push_str(&format!("{v:>9}"));
+        }
+        out.push(Line::raw(row));
+    }
+    out.push(Line::styled(
+        format!(
+            "{} round of {:.0}s each; r_await/w_await in ms",
+            r.rounds, r.dwell_s
+        ),
+        t.dim(),
+    ));
+    match &r.verdict {
+        Some(v) => {
+            for l in verdict_text(v).lines() {
+                let st = if l.starts_with("WARNING") {
+                    t.error()
+                } else {
+                    Style::new()
+                };
+                out.push(Line::styled(l.to_string(), st));
+            }
+        }
+        None => out.push(Line::raw(format!(
+            "no winner for {}: its figure was not measured",
+            r.goal
+        ))),
+    }
+    out.push(Line::styled(r.final_settings.clone(), t.done()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_rows_counts_greedy_word_wrapping() {
+        let rows = |s: &str, w| wrapped_rows(&[Line::raw(s.to_string())], w);
+        assert_eq!(rows("", 10), 1);
+        assert_eq!(rows("abc def", 7), 1);
+        assert_eq!(rows("abc def", 6), 2);
+        assert_eq!(rows("aaaa bbbb cccc", 9), 2);
+        // A word longer than a row is split over rows.
+        assert_eq!(rows("aaaaaaaaaaaa", 5), 3);
+        assert_eq!(rows("aaaaaaaaaa", 5), 2);
+        assert_eq!(
+            wrapped_rows(&[Line::raw("one"), Line::raw("two three")], 5),
+            3
+        );
+    }
+}

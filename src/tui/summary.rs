@@ -1,0 +1,196 @@
+//! What the live TUI prints after the terminal is restored: the session's
+//! changes still in force and the command that reverts them, or
+//! (`--revert-on-exit`) the devices put back.
+
+use super::app::SessionChange;
+use blktune_core::journal::Journal;
+use blktune_core::tuner::Tuner;
+use std::io::Write;
+
+/// Print what this session changed and the command that reverts it. The
+/// command names the journal the session wrote to when it is not where
+/// `root`'s journal is by default (sudo drops `BLKTUNE_JOURNAL_DIR` from the
+/// environment), and a fake tree's roots: without them the command would
+/// go to the real devices.
+pub fn write_summary(
+    out: &mut impl Write,
+    session: &[SessionChange],
+    journal_dir: &std::path::Path,
+    root: &blktune_core::os::SysRoot,
+) -> std::io::Result<()> {
+    if session.is_empty() {
+        return writeln!(out, "blktune: no settings were changed in this session");
+    }
+    writeln!(out, "blktune: changed in this session (still in force):")?;
+    for s in session {
+        writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
+    }
+    let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
+    let env = if journal_dir == Journal::default_for(root).dir() {
+        String::new()
+    } else {
+        format!(
+            "{}={} ",
+            blktune_core::journal::DIR_ENV,
+            shell_quote(&journal_dir.to_string_lossy())
+        )
+    };
+    writeln!(
+        out,
+        "to revert: sudo {env}blktune {}revert {}",
+        roots_args(root),
+        devs.join(" ")
+    )
+}
+
+/// `--sysfs-root S --proc-root P ` for a fake tree, nothing for the real one.
+pub fn roots_args(root: &blktune_core::os::SysRoot) -> String {
+    if root.is_live() {
+        return String::new();
+    }
+    format!(
+        "--sysfs-root {} --proc-root {} ",
+        shell_quote(&root.sysfs().to_string_lossy()),
+        shell_quote(&root.procfs().to_string_lossy())
+    )
+}
+
+/// `s` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `--revert-on-exit`: put every device of the session back, all of them
+/// even when writing the report fails (a closed terminal), then say so.
+/// The journal entry follows the one revert policy inside [`Tuner::restore`].
+pub(super) fn revert_on_exit(
+    out: &mut impl Write,
+    tuner: &Tuner,
+    session: &[SessionChange],
+) -> i32 {
+    let mut failed = 0;
+    for s in session {
+        match tuner.restore(&s.device, &s.original) {
+            Ok(o) => {
+                let _ = writeln!(out, "blktune: reverted {}: {}", s.device, o.label());
+            }
+            Err(e) => {
+                failed += 1;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "blktune: cannot revert '{}': {e}; try 'sudo blktune revert {}'",
+                    s.device,
+                    s.device
+                );
+            }
+        }
+    }
+    i32::from(failed > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blktune_core::tuner::Settings;
+    use std::path::Path;
+
+    fn summary(dir: &str) -> String {
+        let session = [SessionChange {
+            device: "loop0".into(),
+            original: Settings::default(),
+            labels: vec!["none→kyber".into()],
+        }];
+        let mut out = Vec::new();
+        write_summary(&mut out, &session, Path::new(dir), &Default::default()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_revert_command_names_a_private_journal() {
+        assert!(
+            summary("/run/blktune").ends_with("\nto revert: sudo blktune revert loop0\n"),
+            "{}",
+            summary("/run/blktune")
+        );
+        assert!(
+            summary("/tmp/j")
+                .ends_with("\nto revert: sudo BLKTUNE_JOURNAL_DIR=/tmp/j blktune revert loop0\n"),
+            "{}",
+            summary("/tmp/j")
+        );
+        assert!(
+            summary("/tmp/my j's").contains("BLKTUNE_JOURNAL_DIR='/tmp/my j'\\''s' blktune"),
+            "{}",
+            summary("/tmp/my j's")
+        );
+    }
+
+    #[test]
+    fn the_revert_command_of_a_fake_tree_names_its_roots_and_not_its_own_journal() {
+        let session = [SessionChange {
+            device: "sda".into(),
+            original: Settings::default(),
+            labels: vec!["none→kyber".into()],
+        }];
+        let root = blktune_core::os::SysRoot::new("/tmp/t/sys", "/tmp/t/proc");
+        let own = Journal::default_for(&root);
+        let mut out = Vec::new();
+        write_summary(&mut out, &session, own.dir(), &root).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.ends_with(
+                "\nto revert: sudo blktune --sysfs-root /tmp/t/sys --proc-root /tmp/t/proc revert sda\n"
+            ),
+            "{s}"
+        );
+    }
+
+    /// A terminal that is gone: every write fails.
+    struct Gone;
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[test]
+    fn revert_on_exit_puts_every_device_back_and_clears_the_journal_even_with_no_terminal() {
+        use blktune_core::fake::{FakeDisk, FakeTree};
+        use blktune_core::journal::Journal;
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(&dir.path().join("root")).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        let tuner = Tuner::new(t.root(), Some(j.clone()));
+        let ra = |n| Settings {
+            read_ahead_kb: Some(n),
+            ..Settings::default()
+        };
+        let mut session = Vec::new();
+        for dev in ["sda", "sdb"] {
+            let o = tuner.apply(dev, &ra(1024)).unwrap();
+            session.push(SessionChange {
+                device: dev.into(),
+                original: Settings::snapshot_of(&o.before),
+                labels: vec![o.label()],
+            });
+        }
+        assert_eq!(j.list().unwrap().len(), 2);
+        assert_eq!(revert_on_exit(&mut Gone, &tuner, &session), 0);
+        for dev in ["sda", "sdb"] {
+            let ra = std::fs::read_to_string(t.dev_dir(dev).join("queue/read_ahead_kb")).unwrap();
+            assert_eq!(ra.trim(), "128", "{dev}");
+        }
+        assert!(j.list().unwrap().is_empty(), "the one policy dropped both");
+    }
+}

@@ -1,0 +1,103 @@
+//! The real event loop ([`blktune::tui::event_loop::run_loop`]) on a
+//! `TestBackend`, with scripted keys and a scripted feed, until it quits:
+//! what `blktune` runs in a terminal, minus the terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::tui::TuiError;
+use blktune::tui::event_loop::{Input, run_loop};
+use blktune::tui::source::Feed;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Sender};
+use std::time::Duration;
+use tui_fixture::*;
+
+/// One step of the script: what the worker sends, or what the user types.
+enum Step {
+    Feed(Feed),
+    Keys(Vec<KeyCode>),
+}
+
+/// Plays the script, one step per read of the loop; a feed step sends on
+/// the feed channel (as the worker thread would) and types nothing.
+struct Script {
+    steps: VecDeque<Step>,
+    feed: Sender<Feed>,
+    reads: usize,
+}
+
+impl Input for Script {
+    fn read(&mut self, _timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
+        self.reads += 1;
+        Ok(match self.steps.pop_front() {
+            Some(Step::Feed(f)) => {
+                self.feed.send(f).unwrap();
+                Some(Vec::new())
+            }
+            Some(Step::Keys(keys)) => Some(
+                keys.into_iter()
+                    .map(|k| Event::Key(KeyEvent::new(k, KeyModifiers::NONE)))
+                    .collect(),
+            ),
+            // The script is over and the loop did not quit: end it as a
+            // hang-up would, and let the test say so.
+            None => None,
+        })
+    }
+}
+
+#[test]
+fn the_loop_takes_a_snapshot_then_keys_and_quits() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    let (feed_tx, feed_rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let first = m.step(1.0, &busy(4));
+    let second = m.step(1.0, &busy(4));
+    let mut input = Script {
+        steps: VecDeque::from([
+            Step::Feed(Feed::Snapshot(Box::new(first))),
+            Step::Feed(Feed::Snapshot(Box::new(second))),
+            Step::Keys(vec![
+                KeyCode::Char('j'),
+                KeyCode::Char('s'),
+                KeyCode::Esc,
+                KeyCode::Char('q'),
+            ]),
+        ]),
+        feed: feed_tx,
+        reads: 0,
+    };
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
+    assert!(app.quit, "q ended the loop, not the end of the script");
+    assert_eq!(input.reads, 3);
+    assert_eq!(app.samples, 2);
+    // j moved to the second row, s opened its picker, Esc closed it.
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    assert!(app.overlay.is_none());
+    // Nothing to send: no change, no probe.
+    assert!(ctl_rx.try_recv().is_err());
+    // The last frame the loop drew: both samples in, before the keys.
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn a_worker_that_dies_ends_the_loop_with_an_error() {
+    let m = Machine::three();
+    let mut app = m.app(None);
+    // The worker's end of the feed is gone before anything was sent.
+    let (feed_tx, feed_rx) = mpsc::channel::<Feed>();
+    drop(feed_tx);
+    let (ctl_tx, _ctl_rx) = mpsc::channel();
+    let mut input = Script {
+        steps: VecDeque::new(),
+        feed: mpsc::channel().0,
+        reads: 0,
+    };
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let e = run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap_err();
+    assert!(matches!(e, TuiError::WorkerStopped), "{e}");
+}
