@@ -2,10 +2,10 @@
 //! time, and the before/after rows of a change.
 //!
 //! ```text
-//! r_p99    ▂▂▂   ▁▁     the p99 of each column's pooled histogram as bars,
-//! 4.10ms   █─█   ─█     the p50 as a ─ at its height inside the bar;
-//! ↑12.0    ███ ▃▃██     `n=42` for the newest interval when under 100 reads
-//! p50 0.90 ████████
+//! r_p99    ▂▂▂          one bar per column of pooled histograms: solid up
+//! 1.20ms   ▒▒▒          to the p50, shaded (▒) from there to the p99;
+//! ↑12.0    ▒▒▒  ▁▁▁     `n=42` for the newest interval when under 100 reads
+//! p50 1.00 ███  ███
 //!
 //!           before   after   diff
 //! reads      32000   16000           the I/Os each window rests on
@@ -16,7 +16,7 @@
 //! r_p99.9     15.1   n=812
 //! ```
 
-use super::chart::{column, render_bars};
+use super::chart::column;
 use super::{Theme, num, put};
 use crate::tui::app::{LatencyPoint, Quantile, Window, latency_delta};
 use crate::tui::worker::latency::Pool;
@@ -24,7 +24,7 @@ use blktune_core::history::Delta;
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use std::collections::VecDeque;
 
 /// p50 and p99 per chart column, and the I/Os each rests on.
@@ -71,11 +71,12 @@ pub fn bucket(
     s
 }
 
-/// The chart: p99 bars, the p50 marked inside them, the newest figures in
-/// the gutter (`n=K` when the newest column has under 100 I/Os).
+/// The chart: one bar per column, solid up to the p50 and shaded from
+/// there to the p99 (a column under 100 I/Os has only its p50); the newest
+/// figures in the gutter (`n=K` when the newest column has under 100 I/Os).
 #[expect(
     clippy::too_many_arguments,
-    reason = "one chart's place, data and styles"
+    reason = "one chart: its area, gutter, label, data, marks and two styles, as render_bars"
 )]
 pub fn render_chart(
     buf: &mut Buffer,
@@ -87,29 +88,37 @@ pub fn render_chart(
     style: Style,
     t: Theme,
 ) {
-    render_bars(buf, area, gutter, name, "ms", &s.p99, marks, style, t);
     if area.height == 0 || area.width <= gutter {
         return;
     }
+    let max = s
+        .p99
+        .iter()
+        .chain(&s.p50)
+        .flatten()
+        .copied()
+        .fold(0.0, f64::max);
+    put(buf, area.x, area.y, name, gutter - 1, t.heading());
     // The newest column with I/O says what "now" is.
     let newest = s.n.iter().rposition(|&n| n > 0);
     if area.height > 1 {
-        let now = match newest {
+        let (now, st) = match newest {
             Some(c) => match s.p99[c] {
-                Some(v) => format!("{}ms", num(v)),
-                None => format!("n={}", s.n[c]),
+                Some(v) => (format!("{}ms", num(v)), Style::new()),
+                None => (format!("n={}", s.n[c]), t.dim()),
             },
-            None => "-".into(),
+            None => ("-".into(), Style::new()),
         };
-        let dim = newest.is_some_and(|c| s.p99[c].is_none());
-        let st = if dim { t.dim() } else { Style::new() };
+        put(buf, area.x, area.y + 1, &now, gutter - 1, st);
+    }
+    if area.height > 2 {
         put(
             buf,
             area.x,
-            area.y + 1,
-            &format!("{now:<8}"),
+            area.y + 2,
+            &format!("↑{}", num(max)),
             gutter - 1,
-            st,
+            t.dim(),
         );
     }
     if area.height > 3
@@ -124,28 +133,38 @@ pub fn render_chart(
             t.dim(),
         );
     }
-    // The same scale as the bars: their maximum with a quarter of headroom.
-    let max = s.p99.iter().flatten().copied().fold(0.0, f64::max);
-    if max <= 0.0 {
-        return;
-    }
+    const EIGHTHS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
     let rows = area.height as usize;
     let levels = (rows * 8) as f64;
+    // Headroom above the highest bar leaves space for change markers, as in render_bars.
+    let level = |v: f64| {
+        if max > 0.0 {
+            (v / (max * 1.25) * levels).round() as usize
+        } else {
+            1
+        }
+    };
     let x0 = area.x + gutter;
-    let p50_style = Style::new().add_modifier(Modifier::BOLD);
-    for (c, v) in s
-        .p50
-        .iter()
-        .enumerate()
-        .take((area.width - gutter) as usize)
-    {
-        let (Some(v), Some(_)) = (v, s.p99[c]) else {
-            continue;
-        };
-        let level = (v / (max * 1.25) * levels).round() as usize;
-        let row = level.saturating_sub(1) / 8;
-        let y = area.y + area.height - 1 - row.min(rows - 1) as u16;
-        put(buf, x0 + c as u16, y, "─", 1, p50_style);
+    for c in 0..s.p50.len().min((area.width - gutter) as usize) {
+        let p50 = s.p50[c].map_or(0, level);
+        let top = s.p99[c].map_or(p50, level).max(p50);
+        for r in 0..rows {
+            // r = 0 is the bottom row.
+            let y = area.y + area.height - 1 - r as u16;
+            let here = top.saturating_sub(r * 8).min(8);
+            let glyph = if here < 8 && marks.contains(&c) {
+                put(buf, x0 + c as u16, y, "│", 1, t.marker());
+                continue;
+            } else if here == 0 {
+                continue;
+            } else if here < 8 || r * 8 < p50 {
+                EIGHTHS[here]
+            } else {
+                // Between the p50 and the p99: the tail.
+                "▒"
+            };
+            put(buf, x0 + c as u16, y, glyph, 1, style);
+        }
     }
 }
 
