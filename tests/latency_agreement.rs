@@ -26,7 +26,7 @@ use common::{TestLoop, require_root, require_tool};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Seconds of fio load per scheduler.
 const RUNTIME_S: u32 = 8;

@@ -178,8 +178,14 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     let s = status(&app);
     assert!(s.starts_with("wrote /tmp/x/61-test.rules (sda)"), "{s}");
     assert!(
-        s.contains("apply: sudo udevadm control --reload && sudo udevadm trigger"),
+        s.contains(
+            "apply: sudo udevadm control --reload && sudo udevadm trigger --action=change /sys/class/block/sda"
+        ),
         "{s}"
+    );
+    assert!(
+        !s.contains("--subsystem-match"),
+        "only the device concerned: {s}"
     );
 }
 
@@ -303,6 +309,7 @@ fn result() -> ShootoutResult {
         scratch: false,
         load: None,
         goal: Goal::ReadLatency,
+        kernel: Default::default(),
         rounds: 1,
         settle_s: 1.0,
         dwell_s: 5.0,

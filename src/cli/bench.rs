@@ -6,6 +6,7 @@ use anyhow::Context;
 use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Scratch, Target};
 use blktune_core::shootout::{self, Config, Goal, LoadSpec, ShootoutError};
+use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration, parse_size};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -58,7 +59,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub allow_read_load: bool,
 
-    /// read-latency (r_await), write-latency (w_await), throughput (MB/s) or p99 (the load's reads).
+    /// read-latency (r_await), write-latency (w_await), throughput (MB/s), p99 or
+    /// write-p99 (the kernel's p99 of the device's reads or writes; without BPF,
+    /// the built-in load's own, which needs a --load).
     #[arg(long, value_name = "GOAL", default_value = "read-latency", value_parser = parse_goal)]
     pub goal: Goal,
 
@@ -140,12 +143,6 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     } else {
         LoadChoice::None
     });
-    if a.goal == Goal::P99 && load == LoadChoice::None {
-        return Err(UsageError(
-            "--goal p99 ranks by the built-in load's own latencies: choose --load randread|mixed|randrw".into(),
-        )
-        .into());
-    }
     // The guard lives until this function returns: normal end, error, or a
     // signal (the flag stops the shoot-out, then the guard drops).
     let scratch = match a.scratch {
@@ -157,7 +154,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 );
             }
             for line in blktune_core::scratch::sweep(&root, &a.scratch_dir) {
-                eprintln!("{line}");
+                eprintln!("{}", printable(&line));
             }
             // Names that can be checked are checked before anything is
             // created (after the sweep, which only removes a dead run's leftovers).
@@ -216,6 +213,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         goal: a.goal,
         apply: a.apply,
         scratch: scratch.is_some(),
+        no_bpf: g.no_bpf,
     };
     let live = !a.json && std::io::stderr().is_terminal();
     // Said once the request passed validation (the first progress report),
@@ -232,10 +230,10 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             let mut err = std::io::stderr();
             if !said {
                 said = true;
-                let _ = writeln!(err, "{}", intro(&cfg, a, scratch.is_some()));
+                let _ = writeln!(err, "{}", printable(&intro(&cfg, a, scratch.is_some())));
             }
             if live {
-                let _ = write!(err, "\r\x1b[K{}", p.line());
+                let _ = write!(err, "\r\x1b[K{}", printable(&p.line()));
             }
         },
         &cancel,
@@ -247,7 +245,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         Ok(r) => r,
         Err(e @ ShootoutError::Cancelled { .. }) => {
             drop(scratch);
-            eprintln!("blktune: {e}");
+            eprintln!("blktune: {}", printable(&e.to_string()));
             return Ok(e.exit_code());
         }
         Err(ShootoutError::Tune(t)) => return Err(t.into()),
@@ -271,20 +269,11 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let to = shootout::WinnerExport {
             output: a.export_output.clone(),
             force: a.force,
-            measured: result.verdict.as_ref().map(|v| {
-                format!(
-                    "blktune bench ({}): {}",
-                    result
-                        .load
-                        .as_ref()
-                        .map_or("passive".to_string(), |l| l.describe()),
-                    shootout::verdict_text(v)
-                )
-            }),
+            measured: blktune_core::export::measured::shootout(&result),
             udev_db: None,
         };
         for line in shootout::export_winner(&root, &device, &winner, &to)?.lines() {
-            eprintln!("blktune: {line}");
+            eprintln!("blktune: {}", printable(line));
         }
     }
     if let Some(s) = scratch {

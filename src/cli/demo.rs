@@ -7,6 +7,7 @@ use super::{Global, TuiArgs, UsageError, parse_probe_rate, parse_tui_interval};
 use anyhow::Context;
 use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
 use blktune_core::scratch::QueueRestore;
+use blktune_core::text::printable;
 use blktune_core::tuner::{Settings, Tuner};
 use blktune_core::units::parse_size;
 use std::io::{IsTerminal, Write};
@@ -91,7 +92,10 @@ fn watchdog(
             }
         });
     if let Err(e) = spawned {
-        eprintln!("blktune: note: no watchdog thread ({e}); quit with q to remove {shown}");
+        eprintln!(
+            "blktune: note: no watchdog thread ({e}); quit with q to remove {}",
+            printable(&shown)
+        );
     }
 }
 
@@ -117,7 +121,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     let root = g.root();
     // A killed earlier run's device and file (no guard ran for them).
     for line in blktune_core::scratch::sweep(&root, &a.dir) {
-        eprintln!("{line}");
+        eprintln!("{}", printable(&line));
     }
     let scratch = Scratch::create(&a.dir, a.size)
         .with_context(|| format!("cannot create a scratch loop device in {}", a.dir.display()))?;
@@ -129,7 +133,10 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
         ..Settings::default()
     };
     if let Err(e) = Tuner::new(root.clone(), None).apply(&name, &start) {
-        eprintln!("blktune: note: {name} stays on its scheduler: {e}");
+        eprintln!(
+            "blktune: note: {}",
+            printable(&format!("{name} stays on its scheduler: {e}"))
+        );
     }
     let target = Target::writable(&root, &name).map_err(|e| UsageError(e.to_string()))?;
     let load = Load::start(

@@ -307,8 +307,14 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         .into());
     }
     let root = g.root();
-    let devs = device::discover(&root)
-        .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
+    // Read what gets printed: everything with --all, else only the shown
+    // devices, and of those only the table's columns for the table.
+    let devs = match (a.all, format) {
+        (true, _) => device::discover(&root),
+        (false, ListFormat::Table) => device::discover_shown(&root, device::Identity::Table),
+        (false, _) => device::discover_shown(&root, device::Identity::Full),
+    }
+    .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
     let db = match &a.udev_db {
         Some(dir) => UdevDb::new(dir),
         None if root.is_live() => UdevDb::default(),

@@ -3,6 +3,8 @@
 
 use super::{Global, Out, UsageError, parse_interval};
 use anyhow::Context;
+use blktune_core::latency::{Intervals, Tracer, Unavailable};
+use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordError, RecordOptions, Recorder, is_stdio};
 use blktune_core::sampler::Sampler;
 use blktune_core::units::{format_duration, parse_duration};
@@ -83,6 +85,21 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
             .context("cannot install the signal handler")?;
     }
+    // The kernel's latency histograms, recorded per interval when it can;
+    // loaded before the sampler's first reading so both count the same intervals.
+    let mut tracer = Tracer::start(g.no_bpf, root.is_live());
+    if let Err(why) = &tracer
+        && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
+    {
+        eprintln_quiet(&format!(
+            "blktune: no kernel latency histograms recorded: {why}"
+        ));
+    }
+    let latency = LatencyFacts {
+        traced: tracer.is_ok(),
+        unavailable: tracer.as_ref().err().map(ToString::to_string),
+    };
+    let mut intervals = Intervals::new();
     let mut sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     // Re-read settings every tick (half the interval, so that a tick that
@@ -95,7 +112,14 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         interval: a.interval,
     };
     let mut rec =
-        Recorder::create(&a.file, &root, sampler.devices(), 0.0, &opts).map_err(classify)?;
+        Recorder::create_traced(&a.file, &root, sampler.devices(), 0.0, &opts, Some(latency))
+            .map_err(classify)?;
+    // The baseline: the first interval's histograms start here.
+    if let Ok(t) = tracer.as_mut()
+        && let Ok(r) = t.read()
+    {
+        intervals.next(r);
+    }
     let to_stdout = is_stdio(&a.file);
     // Progress lines are informational: a closed stdout must not stop the
     // recording. When the recording itself is standard output, they go to stderr.
@@ -140,7 +164,12 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         let snap = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-        rec.snapshot(&snap)?;
+        let traced = tracer
+            .as_mut()
+            .ok()
+            .and_then(|t| t.read().ok())
+            .and_then(|r| intervals.next(r));
+        rec.snapshot_traced(&snap, traced.as_ref())?;
     };
     let stats = rec.finish(reason)?;
     say(&format!(

@@ -7,7 +7,7 @@ use blktune_core::latency::{
     DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
 };
 use blktune_core::probe::{Probe, ProbeStats};
-use blktune_core::sampler::{Sampler, Snapshot};
+use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
 use blktune_core::text::printable;
 use blktune_core::units::rfc3339;
 use serde::Serialize;
@@ -293,8 +293,19 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     // Loading the BPF program takes a moment: before the sampler's first
     // reading, so that the two count the same intervals.
     let mut latency = Latency::start(g, a);
-    let mut sampler = Sampler::new(root.clone())
+    // Only the named devices, and only the settings a row shows.
+    let opts = SamplerOptions {
+        only: (!a.devices.is_empty()).then(|| a.devices.clone()),
+        identity: false,
+        ..SamplerOptions::default()
+    };
+    let mut sampler = Sampler::with_options(root.clone(), opts)
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    if std::env::var_os("BLKTUNE_DEBUG").is_some()
+        && let Some(note) = sampler.hotplug_note()
+    {
+        eprintln!("blktune: debug: {note}");
+    }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
     if a.latency && !a.json && latency.as_ref().is_some_and(|l| l.tracer.is_ok()) {

@@ -30,7 +30,7 @@ use app::{App, Config};
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
 use blktune_core::os::SysRoot;
-use blktune_core::sampler::Sampler;
+use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
 use source::{Control, LiveSource};
 use std::io::Write;
@@ -84,10 +84,14 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         None
     };
     let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
-    let sampler = Sampler::new(root.clone()).map_err(|source| TuiError::Diskstats {
-        proc_root: root.procfs().to_path_buf(),
-        source,
-    })?;
+    // The rows a screen shows first; the rest over the first ticks.
+    let sampler =
+        Sampler::with_options(root.clone(), SamplerOptions::screen()).map_err(|source| {
+            TuiError::Diskstats {
+                proc_root: root.procfs().to_path_buf(),
+                source,
+            }
+        })?;
     let journal = Journal::for_root(&root);
     let tuner = read_only
         .is_none()

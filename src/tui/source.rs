@@ -8,7 +8,7 @@ use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootO
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
-use blktune_core::sampler::{SETTINGS_REFRESH, Sampler, Snapshot};
+use blktune_core::sampler::{Sampler, Snapshot};
 use blktune_core::tuner::{Outcome, Settings, Tuner};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -130,16 +130,6 @@ pub enum Control {
     Probe(Option<String>),
 }
 
-/// How often to re-read every device's settings, given what one re-read cost.
-///
-/// Reading queue attributes is the expensive part of sampling (about 18 ms
-/// for 200 devices on real sysfs, against 0.2 ms for diskstats), so on big
-/// machines the period grows to keep it near 0.3% of a core. Hot-plug and
-/// blktune's own changes are re-read at once regardless.
-pub fn refresh_period(cost: Duration) -> Duration {
-    (cost * 300).clamp(SETTINGS_REFRESH, Duration::from_secs(60))
-}
-
 /// The live source: owns the sampler and the tuner on one thread.
 #[derive(Debug)]
 pub struct LiveSource {
@@ -233,13 +223,8 @@ impl LiveSource {
                 self.shootout = None;
             }
         }
-        let started = Instant::now();
         let msg = match self.sampler.tick() {
             Ok(s) => {
-                if s.refreshed {
-                    self.sampler
-                        .set_refresh_every(refresh_period(started.elapsed()));
-                }
                 self.last = Some((Instant::now(), s.t));
                 if let Some(ev) = self.recorder.snapshot(&s)
                     && feed.send(Feed::Record(ev)).is_err()
@@ -349,6 +334,13 @@ impl LiveSource {
     }
 
     fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
+        // The devices and their settings at once, the rates at the first tick.
+        if let Some(first) = self.sampler.take_baseline() {
+            self.last = Some((Instant::now(), first.t));
+            if feed.send(Feed::Snapshot(Box::new(first))).is_err() {
+                return;
+            }
+        }
         let mut next = Instant::now() + self.interval;
         loop {
             let wait = next.saturating_duration_since(Instant::now());
@@ -362,9 +354,12 @@ impl LiveSource {
                 Ok(Control::Record(path)) => {
                     let origin = self.last.map_or(0.0, |(_, t)| t);
                     let ev = match path {
-                        Some(p) => self
-                            .recorder
-                            .start(&p, &self.sampler, origin, self.interval),
+                        Some(p) => {
+                            // A recording's first facts must be whole.
+                            self.sampler.complete();
+                            self.recorder
+                                .start(&p, &self.sampler, origin, self.interval)
+                        }
                         None => self.recorder.stop(),
                     };
                     if let Some(ev) = ev

@@ -130,32 +130,69 @@ pub struct QueueSettings {
 }
 
 impl QueueSettings {
-    /// Read the current queue settings of a device.
+    /// Read the current queue settings of a device, tunables included.
     pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
-        let num = |a: QueueAttr| {
-            root.read_queue_attr(dev, &a)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
+        let mut q = Self::read_basic(root, dev);
+        q.read_tunables(root, dev);
+        q
+    }
+
+    /// Scheduler, nr_requests and read_ahead_kb only (three reads): what a
+    /// table row shows. The tunables are left empty.
+    pub fn read_basic(root: &SysRoot, dev: &DeviceName) -> Self {
+        // Three reads through one open `queue/`: short lookups.
+        let Ok(q) = root.queue_dir(dev) else {
+            return Self::read_basic_with(root, dev, Self::read_scheduler(root, dev));
         };
-        let scheduler = root
-            .read_queue_attr(dev, &QueueAttr::Scheduler)
-            .ok()
-            .and_then(|l| SchedulerState::parse(&l));
-        let mut tunables = BTreeMap::new();
-        if scheduler.is_some() {
-            for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
-                let attr = QueueAttr::Tunable(name.clone());
-                if let Ok(v) = root.read_queue_attr(dev, &attr) {
-                    tunables.insert(name, v);
-                }
-            }
-        }
+        let num = |a: QueueAttr| q.read(&a).ok().and_then(|v| v.parse::<u64>().ok());
         Self {
-            // "none" without brackets and without a choice means no blk-mq queue.
-            scheduler: scheduler.filter(|s| !(s.available.len() == 1 && s.active == "none")),
+            scheduler: q
+                .read(&QueueAttr::Scheduler)
+                .ok()
+                .and_then(|l| SchedulerState::parse(&l))
+                .filter(|s| !(s.available.len() == 1 && s.active == "none")),
             nr_requests: num(QueueAttr::NrRequests),
             read_ahead_kb: num(QueueAttr::ReadAheadKb),
-            tunables,
+            tunables: BTreeMap::new(),
+        }
+    }
+
+    /// [`QueueSettings::read_basic`] with the scheduler line already read.
+    pub fn read_basic_with(
+        root: &SysRoot,
+        dev: &DeviceName,
+        scheduler: Option<SchedulerState>,
+    ) -> Self {
+        Self {
+            scheduler,
+            nr_requests: read_num(root, dev, QueueAttr::NrRequests),
+            read_ahead_kb: read_num(root, dev, QueueAttr::ReadAheadKb),
+            tunables: BTreeMap::new(),
+        }
+    }
+
+    /// Just the scheduler line (one read): the cheapest sign that someone
+    /// else changed a device.
+    pub fn read_scheduler(root: &SysRoot, dev: &DeviceName) -> Option<SchedulerState> {
+        root.read_queue_attr(dev, &QueueAttr::Scheduler)
+            .ok()
+            .and_then(|l| SchedulerState::parse(&l))
+            // "none" without brackets and without a choice means no blk-mq queue.
+            .filter(|s| !(s.available.len() == 1 && s.active == "none"))
+    }
+
+    /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
+    pub fn read_tunables(&mut self, root: &SysRoot, dev: &DeviceName) {
+        self.tunables.clear();
+        // `none` has no `queue/iosched` directory: nothing to list.
+        if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {
+            return;
+        }
+        for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
+            let attr = QueueAttr::Tunable(name.clone());
+            if let Ok(v) = root.read_queue_attr(dev, &attr) {
+                self.tunables.insert(name, v);
+            }
         }
     }
 
@@ -168,6 +205,12 @@ impl QueueSettings {
     pub fn has_scheduler(&self) -> bool {
         self.scheduler.is_some()
     }
+}
+
+fn read_num(root: &SysRoot, dev: &DeviceName, a: QueueAttr) -> Option<u64> {
+    root.read_queue_attr(dev, &a)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// The hardware queue depth of a blk-mq device: the smallest
@@ -215,41 +258,90 @@ pub struct BlockDevice {
 }
 
 impl BlockDevice {
-    /// Read one device from sysfs.
+    /// Read one device from sysfs: identity, size and every queue setting.
     pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
+        let mut d = Self::unread(dev.as_str());
+        d.read_size(root, dev);
+        d.read_identity(root, dev, Identity::Full);
+        d.queue = QueueSettings::read(root, dev);
+        d
+    }
+
+    /// A device known only by name: nothing read yet (size 0, no queue).
+    pub fn unread(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            major: 0,
+            minor: 0,
+            kind: DeviceKind::classify(name, false),
+            model: None,
+            vendor: None,
+            serial: None,
+            wwid: None,
+            size_bytes: 0,
+            read_only: false,
+            removable: false,
+            rotational: false,
+            holders: Vec::new(),
+            slaves: Vec::new(),
+            partitions: Vec::new(),
+            diskseq: None,
+            queue: QueueSettings::default(),
+            hw_queue_depth: None,
+        }
+    }
+
+    /// Re-read `size` (0 when unreadable: a detached loop device has 0 too).
+    pub fn read_size(&mut self, root: &SysRoot, dev: &DeviceName) {
+        self.size_bytes = root.read_size_bytes(dev).unwrap_or(0);
+    }
+
+    /// Re-read `diskseq` (kernel 5.15+).
+    pub fn read_diskseq(&mut self, root: &SysRoot, dev: &DeviceName) {
+        self.diskseq = root
+            .read_dev_attr(dev, "diskseq")
+            .ok()
+            .and_then(|s| s.parse().ok());
+    }
+
+    /// Read `queue/rotational` and classify again (it only matters for
+    /// `sd*`/`hd*`, whose class it decides).
+    pub fn read_rotational(&mut self, root: &SysRoot, dev: &DeviceName) {
+        self.rotational = root
+            .read_dev_attr(dev, "queue/rotational")
+            .is_ok_and(|v| v == "1");
+        self.kind = DeviceKind::classify(&self.name, self.rotational);
+    }
+
+    /// Read the facts that do not change while the device keeps its
+    /// `diskseq`: [`Identity::Table`] is what `blktune list` prints,
+    /// [`Identity::Full`] everything. Missing files are simply absent
+    /// (`ENOENT` from the open, no existence check first).
+    pub fn read_identity(&mut self, root: &SysRoot, dev: &DeviceName, what: Identity) {
         let attr = |rel: &str| root.read_dev_attr(dev, rel).ok().filter(|s| !s.is_empty());
         let flag = |rel: &str| attr(rel).is_some_and(|v| v == "1");
-        let (major, minor) = attr("dev")
+        self.read_rotational(root, dev);
+        self.model = attr("device/model");
+        // virtio and PCI devices put a numeric id (0x1af4) here, not a name.
+        self.vendor = attr("device/vendor").filter(|v| !v.starts_with("0x"));
+        self.slaves = root.list_dev_dir(dev, "slaves").unwrap_or_default();
+        if what == Identity::Table {
+            return;
+        }
+        (self.major, self.minor) = attr("dev")
             .and_then(|d| {
                 let (a, b) = d.split_once(':')?;
                 Some((a.parse().ok()?, b.parse().ok()?))
             })
             .unwrap_or((0, 0));
-        let rotational = flag("queue/rotational");
-        let name = dev.as_str().to_owned();
-        Self {
-            kind: DeviceKind::classify(&name, rotational),
-            name,
-            major,
-            minor,
-            model: attr("device/model"),
-            // virtio and PCI devices put a numeric id (0x1af4) here, not a name.
-            vendor: attr("device/vendor").filter(|v| !v.starts_with("0x")),
-            serial: attr("serial").or_else(|| attr("device/serial")),
-            wwid: attr("wwid").or_else(|| attr("device/wwid")),
-            size_bytes: attr("size")
-                .and_then(|s| s.parse::<u64>().ok())
-                .map_or(0, |s| s.saturating_mul(512)),
-            read_only: flag("ro"),
-            removable: flag("removable"),
-            rotational,
-            holders: root.list_dev_dir(dev, "holders").unwrap_or_default(),
-            slaves: root.list_dev_dir(dev, "slaves").unwrap_or_default(),
-            partitions: root.partitions_of(dev),
-            diskseq: attr("diskseq").and_then(|s| s.parse().ok()),
-            queue: QueueSettings::read(root, dev),
-            hw_queue_depth: hw_queue_depth(root, dev),
-        }
+        self.serial = attr("serial").or_else(|| attr("device/serial"));
+        self.wwid = attr("wwid").or_else(|| attr("device/wwid"));
+        self.read_only = flag("ro");
+        self.removable = flag("removable");
+        self.holders = root.list_dev_dir(dev, "holders").unwrap_or_default();
+        self.partitions = root.partitions_of(dev);
+        self.read_diskseq(root, dev);
+        self.hw_queue_depth = hw_queue_depth(root, dev);
     }
 
     /// Model, with the vendor in front when it adds something.
@@ -263,12 +355,48 @@ impl BlockDevice {
     }
 }
 
+/// How much of a device's identity to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// Model, vendor, rotational, slaves: the columns of `blktune list`.
+    Table,
+    /// Everything: ids, flags, holders, partitions, diskseq, queue depth.
+    Full,
+}
+
 /// Read every device under `<sysfs>/block`, sorted by name.
 pub fn discover(root: &SysRoot) -> std::io::Result<Vec<BlockDevice>> {
     Ok(root
         .block_names()?
         .iter()
         .map(|d| BlockDevice::read(root, d))
+        .collect())
+}
+
+/// Read only what a listing of the default devices (a scheduler and a size)
+/// needs: every device's `size`, the scheduler of those with one, and then
+/// `what` and the queue settings of the devices that pass. The others stay
+/// as [`BlockDevice::unread`] with their size. Sorted by name.
+pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<BlockDevice>> {
+    Ok(root
+        .block_names()?
+        .iter()
+        .map(|dev| {
+            let mut d = BlockDevice::unread(dev.as_str());
+            d.read_size(root, dev);
+            if d.size_bytes == 0 {
+                return d;
+            }
+            let Some(sched) = QueueSettings::read_scheduler(root, dev) else {
+                return d;
+            };
+            d.queue = QueueSettings::read_basic_with(root, dev, Some(sched));
+            d.read_identity(root, dev, what);
+            if what == Identity::Full {
+                d.queue.read_tunables(root, dev);
+            }
+            d
+        })
         .collect())
 }
 

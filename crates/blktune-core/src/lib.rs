@@ -4,7 +4,8 @@
 //!
 //! [`os`] is the one seam to `/sys` and `/proc`; [`device`] discovers block
 //! devices; [`diskstats`] and [`iostat`] turn kernel counters into `iostat -x`
-//! numbers; [`sampler`] does that every tick and [`history`] keeps it;
+//! numbers; [`sampler`] does that every tick, hearing hot-plug through
+//! [`uevent`], and [`history`] keeps it;
 //! [`tuner`] changes queue settings safely and [`journal`] remembers the
 //! originals; [`export`] writes and checks udev rules; [`record`] writes and
 //! replays sessions; [`shootout`] runs every scheduler in turn under a
@@ -34,4 +35,5 @@ pub mod shootout;
 pub mod text;
 pub mod topology;
 pub mod tuner;
+pub mod uevent;
 pub mod units;

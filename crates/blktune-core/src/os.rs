@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The sysfs and procfs roots every OS access goes through.
@@ -167,11 +167,18 @@ impl SysRoot {
     }
 
     /// Read a device attribute (`size`, `queue/scheduler`, `device/model`), trimmed.
+    /// A missing attribute is an `ENOENT` error: no existence check first.
     pub fn read_dev_attr(&self, dev: &DeviceName, rel: &str) -> io::Result<String> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");
-        Ok(fs::read_to_string(self.dev_path(dev, rel))?
-            .trim()
-            .to_owned())
+        Ok(read_attr(&self.dev_path(dev, rel))?.trim().to_owned())
+    }
+
+    /// A device's `size` in bytes (the file counts 512-byte sectors).
+    pub fn read_size_bytes(&self, dev: &DeviceName) -> io::Result<u64> {
+        let s = self.read_dev_attr(dev, "size")?;
+        s.parse::<u64>()
+            .map(|sectors| sectors.saturating_mul(512))
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "size is not a number"))
     }
 
     /// Does a device attribute exist?
@@ -194,8 +201,17 @@ impl SysRoot {
         let Ok(entries) = fs::read_dir(self.device_dir(dev)) else {
             return Vec::new();
         };
+        // The kernel names partitions after their disk (`sda1`, `nvme0n1p1`,
+        // `mmcblk0p2`), so only such directories are looked into: one stat
+        // per partition, not one per attribute of the device.
         let mut parts: Vec<String> = entries
             .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.len() > dev.0.len() && n.starts_with(dev.as_str()))
+            })
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter(|e| e.path().join("partition").exists())
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
@@ -261,7 +277,21 @@ impl SysRoot {
     /// Read a whitelisted queue attribute, trimmed.
     pub fn read_queue_attr(&self, dev: &DeviceName, attr: &QueueAttr) -> io::Result<String> {
         let path = self.queue_attr_path(dev, attr).ok_or_else(bad_attr)?;
-        Ok(fs::read_to_string(path)?.trim().to_owned())
+        Ok(read_attr(&path)?.trim().to_owned())
+    }
+
+    /// Open a device's `queue/` directory once, to read several of its
+    /// attributes with short lookups ([`QueueDir::read`]) instead of walking
+    /// `/sys/block/<dev>` (a symlink) for each.
+    pub fn queue_dir(&self, dev: &DeviceName) -> io::Result<QueueDir> {
+        use nix::fcntl::{OFlag, open};
+        use nix::sys::stat::Mode;
+        let fd = open(
+            &self.dev_path(dev, "queue"),
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(QueueDir { fd })
     }
 
     /// Write a whitelisted queue attribute. Never creates a file.
@@ -291,7 +321,35 @@ impl SysRoot {
 
     /// `<proc>/diskstats`, whole.
     pub fn read_diskstats(&self) -> io::Result<String> {
-        fs::read_to_string(self.procfs.join("diskstats"))
+        let mut s = String::new();
+        self.read_diskstats_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// `<proc>/diskstats` into `buf` (cleared first), reusing its allocation
+    /// tick after tick.
+    pub fn read_diskstats_into(&self, buf: &mut String) -> io::Result<()> {
+        buf.clear();
+        read_into(&self.procfs.join("diskstats"), buf)
+    }
+
+    /// Sizes in bytes of the block devices with one, from `<proc>/partitions`
+    /// in one read (the kernel leaves out devices of size 0, and counts in
+    /// 1 KiB blocks: exact to 1 KiB, enough to tell an attached loop device
+    /// from a detached one). `None` when the file is missing or unreadable.
+    pub fn read_partition_sizes(&self) -> Option<std::collections::HashMap<String, u64>> {
+        let text = self.read_proc("partitions").ok()?;
+        Some(
+            text.lines()
+                .filter_map(|l| {
+                    let mut w = l.split_ascii_whitespace();
+                    let (_, _, blocks, name) = (w.next()?, w.next()?, w.next()?, w.next()?);
+                    // Listed means a size: a 1-sector device is 0 blocks but not empty.
+                    let bytes = blocks.parse::<u64>().ok()?.saturating_mul(1024).max(512);
+                    Some((name.to_owned(), bytes))
+                })
+                .collect(),
+        )
     }
 
     /// The target of a symlink under procfs (`self/ns/pid` -> `pid:[4026531836]`).
@@ -303,7 +361,100 @@ impl SysRoot {
     /// A file under procfs (`stat`, `uptime`, `sys/kernel/hostname`).
     pub fn read_proc(&self, rel: &str) -> io::Result<String> {
         debug_assert!(!rel.contains(".."), "relative paths are constants");
-        fs::read_to_string(self.procfs.join(rel))
+        let mut s = String::new();
+        read_into(&self.procfs.join(rel), &mut s)?;
+        Ok(s)
+    }
+}
+
+/// Read a whole sysfs attribute: open, one read, close. `fs::read_to_string`
+/// would first stat the file for a size hint (sysfs answers 4096 whatever
+/// the content) and read again to see the end: two wasted syscalls. A sysfs
+/// attribute is at most a page and comes whole from the first read
+/// (`Documentation/filesystems/sysfs.rst`), so a short read is the end.
+fn read_attr(path: &Path) -> io::Result<String> {
+    read_file(fs::File::open(path)?)
+}
+
+/// [`read_attr`] of an open file.
+fn read_file(mut f: fs::File) -> io::Result<String> {
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                // A regular file (a fake tree) of less than a page also ends here.
+                if len < buf.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(buf[..len].to_vec())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// Append a file's whole content to `buf`, without a stat for a size hint,
+/// in reads as large as the buffer's spare room (diskstats of a thousand
+/// devices is about 100 KiB: a few reads, not twenty-five).
+fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
+    let mut f = fs::File::open(path)?;
+    let mut bytes = std::mem::take(buf).into_bytes();
+    let res = loop {
+        let len = bytes.len();
+        let room = (bytes.capacity() - len).max(16 << 10);
+        bytes.resize(len + room, 0);
+        match f.read(&mut bytes[len..]) {
+            Ok(0) => {
+                bytes.truncate(len);
+                break Ok(());
+            }
+            Ok(n) => bytes.truncate(len + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => bytes.truncate(len),
+            Err(e) => {
+                bytes.truncate(len);
+                break Err(e);
+            }
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(s) => {
+            *buf = s;
+            res
+        }
+        Err(e) => {
+            let mut v = e.into_bytes();
+            v.clear();
+            *buf = String::from_utf8(v).unwrap_or_default();
+            Err(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+        }
+    }
+}
+
+/// A device's open `queue/` directory (see [`SysRoot::queue_dir`]); reads only.
+#[derive(Debug)]
+pub struct QueueDir {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl QueueDir {
+    /// Read a whitelisted queue attribute, trimmed.
+    pub fn read(&self, attr: &QueueAttr) -> io::Result<String> {
+        use nix::fcntl::{OFlag, openat};
+        use nix::sys::stat::Mode;
+        let rel = attr.rel_path().ok_or_else(bad_attr)?;
+        let rel = rel.strip_prefix("queue/").ok_or_else(bad_attr)?;
+        let fd = openat(
+            &self.fd,
+            rel,
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(read_file(fs::File::from(fd))?.trim().to_owned())
     }
 }
 
@@ -369,6 +520,22 @@ mod tests {
             root.queue_attr_path(&dev, &QueueAttr::Tunable(String::new())),
             None
         );
+    }
+
+    #[test]
+    fn partition_sizes_in_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(dir.path(), dir.path());
+        assert_eq!(root.read_partition_sizes(), None);
+        fs::write(
+            dir.path().join("partitions"),
+            "major minor  #blocks  name\n\n 254        0  268435456 vda\n   7        1          0 loop1\n garbage\n",
+        )
+        .unwrap();
+        let m = root.read_partition_sizes().unwrap();
+        assert_eq!(m["vda"], 268_435_456 * 1024);
+        assert_eq!(m["loop1"], 512, "listed means not empty");
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

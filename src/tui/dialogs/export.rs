@@ -36,10 +36,14 @@ pub const STRATEGIES: [MatchStrategy; 4] = [
     MatchStrategy::Kernel,
 ];
 
-/// The commands that make udev re-read rules and apply them to block
-/// devices (each needs root).
-pub const APPLY_HINT: &str =
-    "sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block";
+/// The commands that make udev re-read rules and apply them to `devices`
+/// only (each needs root): not a trigger of every block device.
+pub fn apply_hint(devices: &[String]) -> String {
+    format!(
+        "sudo udevadm control --reload && {}",
+        blktune_core::export::trigger_command(devices)
+    )
+}
 
 /// One device the dialog can export.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,11 +242,15 @@ impl ExportDialog {
 
     /// Names of the exported devices, for the status line.
     pub fn names(&self) -> String {
+        self.devices().join(", ")
+    }
+
+    /// The names of the devices the rule is for.
+    pub fn devices(&self) -> Vec<String> {
         self.candidates()
             .iter()
-            .map(|c| c.device.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|c| c.device.name.clone())
+            .collect()
     }
 }
 
@@ -357,15 +365,17 @@ pub fn on_written(
                 Err(WriteError::Failed(_)) => d.focus = Focus::Options,
                 Ok(_) => {}
             }
-            d.names()
+            d.devices()
         }
-        None => String::new(),
+        None => Vec::new(),
     };
+    let hint = apply_hint(&names);
+    let names = names.join(", ");
     match r {
         Ok(path) => {
             reply.say(
                 StatusKind::Done,
-                format!("wrote {} ({names}); apply: {APPLY_HINT}", path.display()),
+                format!("wrote {} ({names}); apply: {hint}", path.display()),
             );
             return true;
         }

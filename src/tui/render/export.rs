@@ -17,6 +17,7 @@
 
 use super::Theme;
 use super::overlay::{big, boxed};
+use super::width::{clip, wrap};
 use crate::tui::dialogs::export::{ExportDialog, Focus, STRATEGIES};
 use blktune_core::text::printable;
 use ratatui::Frame;
@@ -148,46 +149,6 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     };
     lines.push(hint);
     boxed(f, r, "export a udev rule", lines, t);
-}
-
-/// `s` cut to `w` characters, with `…` when something was cut.
-fn clip(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(w.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// `s` broken into lines of at most `w` characters, at spaces where possible.
-fn wrap(s: &str, w: usize) -> Vec<String> {
-    let w = w.max(8);
-    let mut out = Vec::new();
-    let mut line = String::new();
-    for word in s.split(' ') {
-        let mut word = word.to_string();
-        while word.chars().count() > w {
-            if !line.is_empty() {
-                out.push(std::mem::take(&mut line));
-            }
-            let head: String = word.chars().take(w).collect();
-            word = word.chars().skip(w).collect();
-            out.push(head);
-        }
-        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
-        if need > w && !line.is_empty() {
-            out.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&word);
-    }
-    if !line.is_empty() {
-        out.push(line);
-    }
-    out
 }
 
 /// The confirmation step: every warning, wrapped, in place of the preview.

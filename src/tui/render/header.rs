@@ -114,7 +114,7 @@ pub fn header_text(app: &App, width: usize) -> String {
     }
     // Each part with its separator, plus a margin of two.
     let len = |parts: &[(Part, String)]| -> usize {
-        parts.iter().map(|(_, p)| p.chars().count() + 3).sum()
+        parts.iter().map(|(_, p)| super::width::width(p) + 3).sum()
     };
     for step in SHORTEN {
         let over = len(&parts).saturating_sub(width);

@@ -27,6 +27,7 @@ mod overlay;
 mod probe;
 mod shootout;
 mod table;
+mod width;
 
 pub use chart::{Series, bucket};
 pub use overlay::help_lines;

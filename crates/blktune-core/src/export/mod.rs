@@ -27,6 +27,7 @@
 
 pub mod check;
 mod matching;
+pub mod measured;
 mod rules;
 mod safe;
 mod script;

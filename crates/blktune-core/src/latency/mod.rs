@@ -16,12 +16,16 @@
 
 pub mod hist;
 mod intervals;
+mod sparse;
 mod summary;
 mod tracer;
 
 pub use hist::{Hist, Reset};
 pub use intervals::{DeviceInterval, Interval, Intervals};
-pub use summary::{MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail};
+pub use sparse::{SparseError, SparseHist};
+pub use summary::{
+    IoLatency, KernelFigures, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail,
+};
 pub use tracer::{Tracer, Unavailable};
 
 use std::collections::BTreeMap;

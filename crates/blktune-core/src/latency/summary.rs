@@ -3,7 +3,7 @@
 
 use super::hist::Hist;
 use super::{Dir, Span};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Below this many I/Os a p99 is one of the slowest few: show the count instead.
@@ -56,6 +56,72 @@ impl Percentiles {
         match self.p99_if_enough() {
             Some(ms) => Tail::P99(ms),
             None => Tail::Few(self.n),
+        }
+    }
+}
+
+/// The latency (ms) of one direction's I/Os, with the count it rests on.
+/// Honest by construction: no p99 under [`MIN_IOS_FOR_P99`] I/Os, no p99.9
+/// under [`MIN_IOS_FOR_P999`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IoLatency {
+    /// Number of I/Os.
+    pub n: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    /// `null` under 100 I/Os.
+    pub p99: Option<f64>,
+    /// `null` under 1000 I/Os.
+    pub p999: Option<f64>,
+    /// The top of the slowest I/O's histogram slot (at most 1.6 % above it).
+    pub max: f64,
+}
+
+impl IoLatency {
+    /// Of a histogram; `None` when it has no I/O.
+    pub fn of(h: &Hist) -> Option<Self> {
+        let p = Percentiles::of(h)?;
+        Some(Self {
+            n: p.n,
+            mean: p.mean,
+            p50: p.p50,
+            p90: p.p90,
+            p99: p.p99_if_enough(),
+            p999: p.p999_if_enough(),
+            max: p.max,
+        })
+    }
+}
+
+/// The kernel's figures of a window (a shoot-out's dwell, a scheduler's
+/// dwells pooled, a recording's windows).
+/// `reads`/`writes` time each request from its start to completion (the span
+/// r_await averages); `dev_*` from its issue to the driver to completion
+/// (the device alone; the difference is the time in the scheduler). `null`:
+/// no such I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct KernelFigures {
+    pub reads: Option<IoLatency>,
+    pub writes: Option<IoLatency>,
+    pub dev_reads: Option<IoLatency>,
+    pub dev_writes: Option<IoLatency>,
+}
+
+impl KernelFigures {
+    /// The I/O count of a direction and span (0 when none).
+    pub fn count(&self, span: Span, dir: Dir) -> u64 {
+        self.get(span, dir).map_or(0, |l| l.n)
+    }
+
+    /// The figures of a direction and span (reads and writes only).
+    pub fn get(&self, span: Span, dir: Dir) -> Option<&IoLatency> {
+        match (span, dir) {
+            (Span::Total, Dir::Read) => self.reads.as_ref(),
+            (Span::Total, Dir::Write) => self.writes.as_ref(),
+            (Span::Device, Dir::Read) => self.dev_reads.as_ref(),
+            (Span::Device, Dir::Write) => self.dev_writes.as_ref(),
+            _ => None,
         }
     }
 }

@@ -123,7 +123,17 @@ fn sample(s: &Sample) -> Check {
     }
     // The counters themselves are checked per device on replay (a wrong
     // count or a 64-bit ms field drops that device from the frame only).
-    s.disks.keys().try_for_each(|n| name("a disk name", n))
+    s.disks.keys().try_for_each(|n| name("a disk name", n))?;
+    if s.lat.len() > MAX_DEVICES {
+        return Err(format!(
+            "{} latency devices (at most {MAX_DEVICES})",
+            s.lat.len()
+        ));
+    }
+    s.lat.iter().try_for_each(|(n, l)| {
+        name("a disk name", n)?;
+        super::latency::check(l)
+    })
 }
 
 fn change(c: &ChangeRecord) -> Check {
@@ -187,6 +197,7 @@ mod tests {
             wall,
             iowait_pct: None,
             disks: BTreeMap::new(),
+            lat: BTreeMap::new(),
         })
     }
 
@@ -215,6 +226,7 @@ mod tests {
             wall: 1.0,
             iowait_pct: Some(5.0),
             disks,
+            lat: BTreeMap::new(),
         });
         assert!(record(&r).unwrap_err().contains("disk name"));
         let disks = (0..=MAX_DEVICES).map(|i| (i.to_string(), vec![])).collect();
@@ -223,6 +235,7 @@ mod tests {
             wall: 1.0,
             iowait_pct: None,
             disks,
+            lat: BTreeMap::new(),
         });
         assert!(record(&r).unwrap_err().contains("disks"));
     }

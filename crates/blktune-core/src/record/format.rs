@@ -1,6 +1,7 @@
 //! The serde types of a recording, one per line kind. See the module
 //! documentation of [`crate::record`] for the field-by-field description.
 
+use super::latency::{DeviceLat, LatencyFacts};
 use crate::device::{BlockDevice, DeviceKind, QueueSettings};
 use crate::diskstats::{Counters, DiscardCounters, FlushCounters};
 use crate::tuner::Settings;
@@ -47,6 +48,10 @@ pub struct Header {
     /// The devices asked for on the command line; `None`: every device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub only: Option<Vec<String>>,
+    /// Whether samples carry the kernel's latency histograms (`None`: a
+    /// recording made before they existed, or by the TUI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyFacts>,
 }
 
 /// The host a recording was made on.
@@ -154,6 +159,10 @@ pub struct Sample {
     /// Raw counters by device name (partitions included): the numbers of a
     /// diskstats line after the name, in the kernel's order (11, 15 or 17).
     pub disks: BTreeMap<String, Vec<u64>>,
+    /// The kernel's latency histograms of the interval this sample ends, by
+    /// whole device (only those with I/O).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lat: BTreeMap<String, DeviceLat>,
 }
 
 /// A device's full queue settings at `t`.

@@ -64,6 +64,7 @@
 
 mod check;
 mod format;
+pub mod latency;
 mod reader;
 mod recorder;
 mod recording;

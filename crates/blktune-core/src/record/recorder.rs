@@ -23,10 +23,12 @@ use super::format::{
     ChangeRecord, ChangeSource, DeviceFacts, DevicesRecord, EndRecord, FORMAT_VERSION, Header,
     HostFacts, Record, Sample, SettingsRecord, counters_to_fields,
 };
+use super::latency::{self, LatencyFacts};
 use super::writer::RecordWriter;
 use crate::device::{BlockDevice, QueueSettings};
 use crate::history::ChangeMark;
 use crate::host::HostInfo;
+use crate::latency::{DevId, Interval};
 use crate::os::SysRoot;
 use crate::sampler::Snapshot;
 use crate::tuner::{self, Outcome, Settings};
@@ -89,6 +91,19 @@ impl Recorder {
         origin: f64,
         opts: &RecordOptions,
     ) -> Result<Self, RecordError> {
+        Self::create_traced(path, root, devices, origin, opts, None)
+    }
+
+    /// [`Recorder::create`] saying in the header whether the kernel's latency
+    /// histograms will be passed to [`Recorder::snapshot_traced`] (and why not).
+    pub fn create_traced(
+        path: &Path,
+        root: &SysRoot,
+        devices: &[BlockDevice],
+        origin: f64,
+        opts: &RecordOptions,
+        latency: Option<LatencyFacts>,
+    ) -> Result<Self, RecordError> {
         let only: Option<BTreeSet<String>> =
             (!opts.only.is_empty()).then(|| opts.only.iter().cloned().collect());
         if let Some(only) = &only
@@ -130,6 +145,7 @@ impl Recorder {
             },
             devices: rec.facts.clone(),
             only: rec.only.as_ref().map(|o| o.iter().cloned().collect()),
+            latency,
         }))?;
         for d in &wanted {
             rec.write_settings(0.0, d)?;
@@ -175,6 +191,18 @@ impl Recorder {
 
     /// Record one sampler tick (and any settings change it read).
     pub fn snapshot(&mut self, s: &Snapshot) -> Result<(), RecordError> {
+        self.snapshot_traced(s, None)
+    }
+
+    /// Record one sampler tick with the kernel's latency histograms of the
+    /// same interval (read just after it), for the recorded whole devices.
+    /// A device's histograms go in only when their diskseq is the device's
+    /// now (never an earlier device's under the same number).
+    pub fn snapshot_traced(
+        &mut self,
+        s: &Snapshot,
+        traced: Option<&Interval>,
+    ) -> Result<(), RecordError> {
         let t = s.t - self.origin;
         if s.refreshed {
             self.settings_from(t, &s.devices)?;
@@ -185,11 +213,27 @@ impl Recorder {
             .filter(|(name, _)| self.only.is_none() || self.names.contains(*name))
             .map(|(name, st)| (name.clone(), counters_to_fields(&st.counters)))
             .collect();
+        let lat = match traced {
+            Some(i) => self
+                .wanted(&s.devices)
+                .into_iter()
+                .filter_map(|d| {
+                    let dev = DevId {
+                        major: d.major,
+                        minor: d.minor,
+                    };
+                    let l = latency::of_interval(i.device(dev, d.diskseq)?);
+                    (!l.is_empty()).then(|| (d.name.clone(), l))
+                })
+                .collect(),
+            None => BTreeMap::new(),
+        };
         self.writer.write(&Record::Sample(Sample {
             t,
             wall: unix_secs(s.wall),
             iowait_pct: s.iowait_pct,
             disks,
+            lat,
         }))?;
         self.stats.samples += 1;
         self.last_t = t;

@@ -33,6 +33,7 @@
 
 use super::RecordError;
 use super::format::{DeviceFacts, Record, Sample, fields_to_counters};
+use super::latency::{self, DeviceLat};
 use super::reader::RecordReader;
 use super::recording::{MAX_CHANGES, Recording};
 use crate::device::{BlockDevice, QueueSettings};
@@ -62,6 +63,10 @@ pub struct Frame {
     pub snapshot: Snapshot,
     /// Changes recorded since the previous frame, oldest first.
     pub marks: Vec<ChangeMark>,
+    /// The kernel's latency histograms of the frame's interval, by whole
+    /// device (those of samples merged into it pooled); empty when none
+    /// were recorded.
+    pub latency: BTreeMap<String, DeviceLat>,
 }
 
 /// Turns records, in file order, into frames: settings and device lists
@@ -84,6 +89,9 @@ pub(super) struct Frames {
     framed_t: Option<f64>,
     /// A sample too close to the last frame: framed only if it is the last.
     held: Option<Sample>,
+    /// Latency histograms of samples held back since the last frame: they
+    /// belong to the next frame's interval.
+    held_lat: BTreeMap<String, DeviceLat>,
     /// Samples after this time are not played (the end the scan saw).
     until: f64,
     /// A sample after `until` was met: nothing more to play.
@@ -104,6 +112,7 @@ impl Frames {
             last_t: f64::NEG_INFINITY,
             framed_t: None,
             held: None,
+            held_lat: BTreeMap::new(),
             until,
             past_end: false,
         }
@@ -150,6 +159,8 @@ impl Frames {
                 }
                 self.last_t = s.t;
                 if self.framed_t.is_some_and(|f| s.t - f < MIN_FRAME_GAP) {
+                    let mut s = s;
+                    latency::merge(&mut self.held_lat, std::mem::take(&mut s.lat));
                     self.held = Some(s);
                     return None;
                 }
@@ -175,7 +186,9 @@ impl Frames {
         self.devices = Arc::new(devs);
     }
 
-    fn frame(&mut self, s: Sample) -> Frame {
+    fn frame(&mut self, mut s: Sample) -> Frame {
+        let mut lat = std::mem::take(&mut self.held_lat);
+        latency::merge(&mut lat, std::mem::take(&mut s.lat));
         let mut warnings = Vec::new();
         let lines: Vec<DiskStatsLine> = s
             .disks
@@ -217,6 +230,7 @@ impl Frames {
                 warnings,
             },
             marks: std::mem::take(&mut self.marks),
+            latency: lat,
         }
     }
 }
@@ -489,6 +503,7 @@ mod tests {
             wall: 1.7e9 + t,
             iowait_pct: None,
             disks,
+            lat: BTreeMap::new(),
         })
     }
 

@@ -14,11 +14,13 @@ use super::RecordError;
 use super::SHOWN_NOTES;
 use super::check::MAX_DEVICES;
 use super::format::{ChangeRecord, ChangeSource, HostFacts, Record};
+use super::latency::{DeviceLat, LatAcc, LatencyFacts};
 use super::reader::RecordReader;
 use super::recording::{MAX_CHANGES, Recording};
 use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
-use crate::history::{Means, MeansAcc, Point, pct_change};
+use crate::history::{MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change};
+use crate::latency::{IoLatency, KernelFigures};
 use crate::tuner::Settings;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -27,6 +29,10 @@ use std::path::Path;
 
 /// How far back "before" reaches at most (seconds).
 pub const BEFORE_WINDOW: f64 = 60.0;
+
+/// Changes whose windows also pool the kernel's latency histograms (each
+/// side holds up to four histograms of up to 1538 slots).
+pub const LATENCY_CHANGES: usize = 100;
 
 /// Recent points kept for all devices together (each about 200 bytes); a
 /// device's ring holds at most its share, and two windows of time.
@@ -47,6 +53,9 @@ pub struct Summary {
     pub interval_s: f64,
     /// `duration`, `signal`, `stopped`; `None` when the file has no end record.
     pub end_reason: Option<String>,
+    /// Whether the kernel's latency histograms were recorded (`null`: a
+    /// recording from before they existed).
+    pub latency: Option<LatencyFacts>,
     pub devices: Vec<DeviceSummary>,
     pub changes: Vec<ChangeSummary>,
     /// Problems met while reading.
@@ -63,6 +72,9 @@ pub struct DeviceSummary {
     pub scheduler_first: Option<String>,
     pub scheduler_last: Option<String>,
     pub changes: usize,
+    /// The kernel's percentiles of all its I/O in the recording, pooled
+    /// (`null`: not recorded).
+    pub latency: Option<KernelFigures>,
 }
 
 /// One change with its before/after figures.
@@ -81,6 +93,10 @@ pub struct ChangeSummary {
     pub after: Option<Means>,
     /// Percent change of each figure, when both sides have data and before is not 0.
     pub pct: BTreeMap<String, Option<f64>>,
+    /// The kernel's percentiles of each window, its intervals' histograms
+    /// pooled (`null`: not recorded, or past the first [`LATENCY_CHANGES`]).
+    pub latency_before: Option<KernelFigures>,
+    pub latency_after: Option<KernelFigures>,
 }
 
 /// The figures compared, as (key, label, unit, getter).
@@ -103,7 +119,8 @@ pub fn summarize_file(
     local_host: Option<&str>,
 ) -> Result<(Recording, Summary), RecordError> {
     let (mut reader, mut scan) = Recording::start(path)?;
-    let mut acc = Acc::new(reader.header().devices.clone(), f64::INFINITY);
+    let traced = reader.header().latency.as_ref().is_some_and(|l| l.traced);
+    let mut acc = Acc::new(reader.header().devices.clone(), f64::INFINITY, traced);
     for r in reader.by_ref() {
         if scan.take(&r) {
             acc.take(r);
@@ -117,7 +134,8 @@ pub fn summarize_file(
 /// Summarise a recording already opened, reading its file again.
 pub fn summarize(rec: &Recording, local_host: Option<&str>) -> Result<Summary, RecordError> {
     let reader: RecordReader = rec.reopen()?;
-    let mut acc = Acc::new(rec.header.devices.clone(), rec.duration());
+    let traced = rec.header.latency.as_ref().is_some_and(|l| l.traced);
+    let mut acc = Acc::new(rec.header.devices.clone(), rec.duration(), traced);
     for r in reader {
         acc.take(r);
         if acc.frames.past_end {
@@ -137,18 +155,28 @@ struct Sides {
     next_t: Option<f64>,
     before: MeansAcc,
     after: MeansAcc,
+    /// The kernel's histograms of each side (the first [`LATENCY_CHANGES`] only).
+    lat: Option<(LatAcc, LatAcc)>,
 }
 
 impl Sides {
     /// Count `p` on whichever side it belongs to (the straddling interval
     /// on neither), as [`crate::history::compare`] does.
-    fn add(&mut self, p: &Point) {
+    fn add(&mut self, p: &Point, lat: Option<&DeviceLat>) {
         let t = self.change.t;
         if p.t <= t + 1e-9 && p.start() >= self.from - 1e-9 {
             self.before.add(p);
+            // Histograms only with the interval's statistics, so both rest
+            // on the same intervals.
+            if let (Some((b, _)), Some(_)) = (&mut self.lat, p.stats) {
+                b.add(lat);
+            }
         }
         if p.start() >= t - 1e-9 && self.next_t.is_none_or(|n| p.t <= n + 1e-9) {
             self.after.add(p);
+            if let (Some((_, a)), Some(_)) = (&mut self.lat, p.stats) {
+                a.add(lat);
+            }
         }
     }
 
@@ -162,8 +190,13 @@ impl Sides {
 #[derive(Debug)]
 struct Acc {
     frames: Frames,
-    /// Recent points of each whole device, oldest first.
-    rings: HashMap<String, VecDeque<Point>>,
+    /// Recent points of each whole device, oldest first, with the kernel's
+    /// histograms of the interval when there were any.
+    rings: HashMap<String, VecDeque<(Point, Option<DeviceLat>)>>,
+    /// Samples carry histograms: a device without any had no I/O.
+    traced: bool,
+    /// Each whole device's histograms over the whole recording.
+    device_lat: HashMap<String, LatAcc>,
     ring_cap: usize,
     /// The first [`MAX_CHANGES`] changes, being accumulated.
     sides: Vec<Sides>,
@@ -177,10 +210,12 @@ struct Acc {
 }
 
 impl Acc {
-    fn new(facts: Vec<super::format::DeviceFacts>, until: f64) -> Self {
+    fn new(facts: Vec<super::format::DeviceFacts>, until: f64, traced: bool) -> Self {
         Self {
             frames: Frames::new(facts, until),
             rings: HashMap::new(),
+            traced,
+            device_lat: HashMap::new(),
             ring_cap: RING_BUDGET,
             sides: Vec::new(),
             open: HashMap::new(),
@@ -223,9 +258,10 @@ impl Acc {
             next_t: None,
             before: MeansAcc::default(),
             after: MeansAcc::default(),
+            lat: (self.sides.len() < LATENCY_CHANGES).then(Default::default),
         };
-        for p in self.rings.get(&c.device).into_iter().flatten() {
-            side.add(p);
+        for (p, lat) in self.rings.get(&c.device).into_iter().flatten() {
+            side.add(p, self.lat_of(lat.as_ref()));
         }
         self.open
             .entry(c.device.clone())
@@ -267,24 +303,37 @@ impl Acc {
                 itv: s.interval.unwrap_or(0.0),
                 stats: st.stats.ok(),
             };
+            let recorded = f.latency.get(name);
+            let lat = self.lat_of(recorded);
+            if p.stats.is_some() && self.rings.contains_key(name) {
+                self.device_lat.entry(name.clone()).or_default().add(lat);
+            }
             if let Some(open) = self.open.get_mut(name) {
                 let sides = &mut self.sides;
                 open.retain(|&i| {
-                    sides[i].add(&p);
+                    sides[i].add(&p, lat);
                     !sides[i].closed_by(&p)
                 });
             }
             if let Some(ring) = self.rings.get_mut(name) {
-                ring.push_back(p);
+                ring.push_back((p, recorded.cloned()));
                 while ring.len() > self.ring_cap
                     || ring
                         .front()
-                        .is_some_and(|f| f.t < p.t - 2.0 * BEFORE_WINDOW)
+                        .is_some_and(|(f, _)| f.t < p.t - 2.0 * BEFORE_WINDOW)
                 {
                     ring.pop_front();
                 }
             }
         }
+    }
+
+    /// A device's histograms of an interval: the recorded ones; empty when
+    /// the recording was traced and the device had none (no I/O); `None`
+    /// when not traced.
+    fn lat_of<'a>(&self, recorded: Option<&'a DeviceLat>) -> Option<&'a DeviceLat> {
+        static NONE: DeviceLat = DeviceLat::new();
+        recorded.or(self.traced.then_some(&NONE))
     }
 
     fn finish(mut self, rec: &Recording, local_host: Option<&str>) -> Summary {
@@ -304,6 +353,10 @@ impl Acc {
             .into_iter()
             .map(|side| {
                 let (before, after) = (side.before.means(), side.after.means());
+                let (latency_before, latency_after) = side
+                    .lat
+                    .as_ref()
+                    .map_or((None, None), |(b, a)| (b.figures(), a.figures()));
                 let c = side.change;
                 let pct = FIGURES
                     .iter()
@@ -325,6 +378,8 @@ impl Acc {
                     before,
                     after,
                     pct,
+                    latency_before,
+                    latency_after,
                 }
             })
             .collect();
@@ -339,6 +394,7 @@ impl Acc {
                 scheduler_first: self.first_sched.get(&d.name).cloned().flatten(),
                 scheduler_last: self.last_sched.get(&d.name).cloned().flatten(),
                 changes: changes.iter().filter(|c| c.device == d.name).count(),
+                latency: self.device_lat.get(&d.name).and_then(LatAcc::figures),
             })
             .collect();
         let header = &rec.header;
@@ -353,11 +409,71 @@ impl Acc {
             samples: rec.samples(),
             interval_s: header.interval_s,
             end_reason: rec.end().map(|e| e.reason.clone()),
+            latency: header.latency.clone(),
             devices,
             changes,
             notes,
         }
     }
+}
+
+/// The kernel's p99 rows of a change, as (label, getter).
+type LatencyRow = (&'static str, fn(&KernelFigures) -> Option<&IoLatency>);
+
+const LATENCY_ROWS: [LatencyRow; 4] = [
+    ("r_p99", |k| k.reads.as_ref()),
+    ("w_p99", |k| k.writes.as_ref()),
+    ("r_dev_p99", |k| k.dev_reads.as_ref()),
+    ("w_dev_p99", |k| k.dev_writes.as_ref()),
+];
+
+/// `1.234 ms n=4000`, or `n=42` when too few I/Os for a p99.
+fn p99_cell(l: Option<&IoLatency>) -> String {
+    match l {
+        Some(IoLatency {
+            p99: Some(ms), n, ..
+        }) => format!("{ms:.3} ms n={n}"),
+        Some(l) => format!("n={}", l.n),
+        None => "n=0".to_owned(),
+    }
+}
+
+/// The p99's change: a percent only with a p99 on both sides, windows of
+/// at least [`MIN_INTERVALS`] intervals, and above the noise floor.
+fn p99_change(b: Option<&IoLatency>, a: Option<&IoLatency>, enough: bool) -> String {
+    match (b.and_then(|l| l.p99), a.and_then(|l| l.p99)) {
+        (Some(x), Some(y)) if enough => match pct_change(x, y) {
+            Some(p) if p.abs() >= NOISE_FLOOR_PCT => format!("{p:+.1}%"),
+            Some(_) => "noise".to_owned(),
+            None => "-".to_owned(),
+        },
+        (Some(_), Some(_)) => "short".to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
+/// `reads p50 0.010 p99 0.120 ms (n=123456); writes n=0`
+fn device_latency(k: &KernelFigures) -> String {
+    let one = |what: &str, l: Option<&IoLatency>, dev: Option<&IoLatency>| match l {
+        Some(l) => match l.p99 {
+            Some(p99) => format!(
+                "{what} p50 {:.3} p99 {p99:.3} ms (n={}, device p99 {})",
+                l.p50,
+                l.n,
+                match dev {
+                    Some(d) => d.p99.map_or(format!("n={}", d.n), |v| format!("{v:.3}")),
+                    None => "-".to_owned(),
+                }
+            ),
+            None => format!("{what} p50 {:.3} ms (n={}, too few for a p99)", l.p50, l.n),
+        },
+        None => format!("{what} n=0"),
+    };
+    format!(
+        "kernel latency: {}; {}",
+        one("reads", k.reads.as_ref(), k.dev_reads.as_ref()),
+        one("writes", k.writes.as_ref(), k.dev_writes.as_ref())
+    )
 }
 
 /// `0.5s`, `29.8s`, `1m30.0s`.
@@ -415,6 +531,18 @@ impl Summary {
                 None => "no end record".to_owned(),
             }
         );
+        let _ = writeln!(
+            o,
+            "  latency   {}",
+            match &self.latency {
+                Some(l) if l.traced => "the kernel's histograms of every interval (percentiles pooled per window; p99 from 100 I/Os)".to_owned(),
+                Some(l) => format!(
+                    "not recorded ({})",
+                    l.unavailable.as_deref().unwrap_or("not traced")
+                ),
+                None => "not recorded (made before blktune recorded them, or by the TUI)".to_owned(),
+            }
+        );
         for d in &self.devices {
             let sched = match (&d.scheduler_first, &d.scheduler_last) {
                 (Some(a), Some(b)) if a != b => format!("{a} at start, {b} at end"),
@@ -430,6 +558,9 @@ impl Summary {
                 d.model.as_deref().unwrap_or("-"),
                 sched
             );
+            if let Some(k) = &d.latency {
+                let _ = writeln!(o, "            {}", device_latency(k));
+            }
         }
         let _ = writeln!(o);
         if self.changes.is_empty() {
@@ -453,6 +584,23 @@ impl Summary {
                 "change"
             );
             if let (Some(b), Some(a)) = (&c.before, &c.after) {
+                let enough = b.intervals >= MIN_INTERVALS && a.intervals >= MIN_INTERVALS;
+                if let (Some(lb), Some(la)) = (&c.latency_before, &c.latency_after) {
+                    for (label, get) in LATENCY_ROWS {
+                        let (x, y) = (get(lb), get(la));
+                        if x.is_none() && y.is_none() {
+                            continue;
+                        }
+                        let _ = writeln!(
+                            o,
+                            "    {:<9} {:>16} {:>16} {:>9}",
+                            label,
+                            p99_cell(x),
+                            p99_cell(y),
+                            p99_change(x, y, enough)
+                        );
+                    }
+                }
                 for (key, label, unit, get) in FIGURES {
                     let pct = c.pct.get(key).copied().flatten();
                     let _ = writeln!(

@@ -29,9 +29,12 @@
 //! # Ok(()) }
 //! ```
 
+mod kernel;
 mod report;
 mod verdict;
 
+pub use crate::latency::{IoLatency, KernelFigures};
+pub use kernel::{DwellHists, KernelStatus};
 pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
 pub use verdict::{
     Figures, Goal, LoadFigures, Metric, NOISE_FLOOR_PCT, SchedulerSummary, Spread, Verdict, plan,
@@ -80,6 +83,8 @@ pub struct Config {
     pub apply: bool,
     /// The device is a scratch device blktune created (reported only).
     pub scratch: bool,
+    /// Do not time the device's I/O in the kernel (no BPF program).
+    pub no_bpf: bool,
 }
 
 impl Config {
@@ -95,6 +100,7 @@ impl Config {
             goal: Goal::ReadLatency,
             apply: false,
             scratch: false,
+            no_bpf: false,
         }
     }
 
@@ -164,6 +170,9 @@ pub struct Measurement {
     pub at_s: f64,
     pub dwell_s: f64,
     pub figures: Figures,
+    /// The kernel's percentiles of the device's I/O in this dwell (`null`: not traced).
+    #[serde(default)]
+    pub kernel: Option<KernelFigures>,
     /// The settings the kernel reported while measuring (`kyber nr_requests=256`).
     pub settings: String,
 }
@@ -256,9 +265,10 @@ pub fn export_winner(
     export::write_rules(&path, &r.text, to.force)?;
     let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
     out.push(format!(
-        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && sudo udevadm trigger --action=change --subsystem-match=block",
+        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && {}",
         winner.summary(),
-        path.display()
+        path.display(),
+        export::trigger_command(&[device.to_string()])
     ));
     Ok(out.join("\n"))
 }
@@ -285,11 +295,6 @@ pub fn run(
     if cfg.rounds == 0 {
         return Err(ShootoutError::Usage("--rounds must be at least 1".into()));
     }
-    if cfg.goal == Goal::P99 && cfg.load.is_none() {
-        return Err(ShootoutError::Usage(
-            "--goal p99 ranks by the built-in load's own latencies: choose a --load".into(),
-        ));
-    }
     if let Some(l) = &cfg.load
         && l.target.name() != dev.as_str()
     {
@@ -311,6 +316,18 @@ pub fn run(
         }
         .into());
     }
+    // The kernel's percentiles of the device's own I/O, when it can.
+    let mut tracer = kernel::DwellTracer::start(root, &dev, cfg.no_bpf);
+    if let (Some(_), None, Err(why)) = (cfg.goal.fallback(), &cfg.load, &tracer) {
+        return Err(ShootoutError::Usage(format!(
+            "--goal {} without a --load needs the kernel's percentiles, and there are none here ({why}); choose a --load",
+            cfg.goal
+        )));
+    }
+    let kernel_status = KernelStatus {
+        traced: tracer.is_ok(),
+        unavailable: tracer.as_ref().err().map(ToString::to_string),
+    };
     let tuner = Tuner::new(root.clone(), journal).expecting(dev.as_str(), seq);
     let held = tuner.hold(dev.as_str())?;
     // The original is read under the lock: no other change is half-way now.
@@ -322,7 +339,16 @@ pub fn run(
         held: &held,
         original: Some(original.clone()),
     };
-    let outcome = measure_all(root, &held, cfg, &steps, started, &mut progress, cancel);
+    let outcome = measure_all(
+        root,
+        &held,
+        cfg,
+        &steps,
+        started,
+        tracer.as_mut().ok(),
+        &mut progress,
+        cancel,
+    );
 
     progress(&Progress {
         device: dev.to_string(),
@@ -335,7 +361,7 @@ pub fn run(
         time_left: Duration::ZERO,
         done: 1.0,
     });
-    let measurements = match outcome {
+    let (measurements, hists) = match outcome {
         Ok(m) => m,
         Err(Stop::Replaced(cause)) => {
             // Nothing of the original goes onto another device; the journal
@@ -367,7 +393,13 @@ pub fn run(
                 .filter(|m| &m.scheduler == s)
                 .map(|m| m.figures)
                 .collect();
-            SchedulerSummary::new(s, rounds)
+            let dwells: Vec<DwellHists> = measurements
+                .iter()
+                .zip(&hists)
+                .filter(|(m, _)| &m.scheduler == s)
+                .filter_map(|(_, h)| h.clone())
+                .collect();
+            SchedulerSummary::new(s, rounds).with_kernel(&dwells)
         })
         .collect();
     let verdict = verdict(cfg.goal, &summaries);
@@ -402,6 +434,7 @@ pub fn run(
         scratch: cfg.scratch,
         load: cfg.load.as_ref().map(|l| report::LoadInfo::of(&l.options)),
         goal: cfg.goal,
+        kernel: kernel_status,
         rounds: cfg.rounds,
         settle_s: cfg.settle.as_secs_f64(),
         dwell_s: cfg.dwell.as_secs_f64(),
@@ -522,17 +555,24 @@ fn wait(until: Instant, cancel: &AtomicBool, mut tick: impl FnMut(Duration)) -> 
     }
 }
 
+/// Every step's measurement, and its kernel histograms when traced.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, all of them needed"
+)]
 fn measure_all(
     root: &SysRoot,
     held: &tuner::Held<'_>,
     cfg: &Config,
     steps: &[(usize, String)],
     started: Instant,
+    mut tracer: Option<&mut kernel::DwellTracer>,
     progress: &mut impl FnMut(&Progress),
     cancel: &AtomicBool,
-) -> Result<Vec<Measurement>, Stop> {
+) -> Result<(Vec<Measurement>, Vec<Option<DwellHists>>), Stop> {
     let per_step = cfg.settle + cfg.dwell;
     let mut out = Vec::with_capacity(steps.len());
+    let mut hists = Vec::with_capacity(steps.len());
     for (i, (round, sched)) in steps.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             return Err(Stop::Cancelled);
@@ -583,6 +623,9 @@ fn measure_all(
         let t0 = Instant::now();
         let at_s = t0.duration_since(started).as_secs_f64();
         sample(root, &mut rates, 0.0)?;
+        if let Some(t) = tracer.as_deref_mut() {
+            t.begin();
+        }
         progress(&report(Phase::Measuring, cfg.dwell));
         wait(t0 + cfg.dwell, cancel, |left| {
             progress(&report(Phase::Measuring, left))
@@ -590,6 +633,7 @@ fn measure_all(
         let lstats = load.as_ref().map(Load::stats);
         let itv = t0.elapsed().as_secs_f64();
         let stats = sample(root, &mut rates, itv)?;
+        let dwell_hists = tracer.as_deref_mut().and_then(kernel::DwellTracer::end);
         drop(load);
         // A dwell that ended on another device measured nothing of this one.
         let seen = held.seen_diskseq();
@@ -626,10 +670,12 @@ fn measure_all(
             at_s,
             dwell_s: itv,
             figures: figures(&ext, lstats.as_ref()),
+            kernel: dwell_hists.as_ref().map(DwellHists::figures),
             settings,
         });
+        hists.push(dwell_hists);
     }
-    Ok(out)
+    Ok((out, hists))
 }
 
 /// Read diskstats into the tracker at time `t`; each device's stats (`None`: no data).
@@ -738,7 +784,7 @@ mod tests {
     }
 
     #[test]
-    fn p99_without_a_load_is_a_usage_error() {
+    fn p99_without_a_load_or_the_kernel_is_a_usage_error() {
         let dir = tempfile::tempdir().unwrap();
         let t = FakeTree::new(dir.path()).unwrap();
         t.add(&FakeDisk::new("sda")).unwrap();

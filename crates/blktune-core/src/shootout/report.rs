@@ -5,10 +5,16 @@
 //! scheduler        r/s     w/s   MB/s  r_await  w_await  aqu-sz  %util    p50    p99  p99.9  w_p99
 //! none          2210.4    61.0   73.0     0.55    14.20    2.11   99.8  0.412  2.010  5.100  31.00
 //!                ±12.3    ±0.4   ±1.1    ±0.02    ±0.31   ±0.02   ±0.1 ±0.004 ±0.050 ±0.200  ±1.00
+//!
+//! kernel        r_n  r_p50  r_p99  r_p99.9  r_dev99    w_n  w_p50   w_p99  w_p99.9  w_dev99
+//! none       441234  0.402  1.980    4.900    1.700   1220  9.800  31.000        -   30.100
+//!                   ±0.004 ±0.050   ±0.200   ±0.040        ±0.100  ±1.000            ±0.900
 //! ```
 
 use super::Measurement;
+use super::kernel::KernelStatus;
 use super::verdict::{Goal, Metric, SchedulerSummary, Verdict};
+use crate::latency::{Dir, Span};
 use crate::load::{LoadOptions, Mix};
 use crate::tuner::Settings;
 use serde::{Deserialize, Serialize};
@@ -78,6 +84,9 @@ pub struct ShootoutResult {
     /// `null`: passive (the device's own workload).
     pub load: Option<LoadInfo>,
     pub goal: Goal,
+    /// Whether the kernel timed the device's I/O, and why not.
+    #[serde(default)]
+    pub kernel: KernelStatus,
     pub rounds: usize,
     pub settle_s: f64,
     pub dwell_s: f64,
@@ -195,15 +204,53 @@ pub fn table(r: &ShootoutResult) -> String {
             rows.push(spread);
         }
     }
-    let mut widths = vec![0usize; cols.len() + 1];
-    for row in &rows {
+    let mut out = grid(&rows, name_w);
+    let _ = writeln!(out, "{}", footnote(r, &cols));
+    out.push('\n');
+    out.push_str(&kernel_table(r));
+    let metric = r.goal.metric_in(&r.schedulers);
+    if r.goal.fallback() == Some(metric) {
+        let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+        let _ = writeln!(
+            out,
+            "{} is ranked by the built-in load's own latencies: no kernel percentiles ({why})",
+            r.goal
+        );
+    }
+    match &r.verdict {
+        None => {
+            let few = super::verdict::too_few_notes(metric, &r.schedulers);
+            if few.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "no winner for {}: its figure ({}) was not measured",
+                    r.goal,
+                    metric.label()
+                );
+            } else {
+                let _ = writeln!(out, "no winner for {}: {}", r.goal, few.join("; "));
+            }
+        }
+        Some(v) => out.push_str(&verdict_text(v)),
+    }
+    let _ = writeln!(out, "{}", r.final_settings);
+    out
+}
+
+/// Rows of cells as aligned text: the first column left-aligned and at
+/// least `name_w` wide, the others right-aligned, two spaces apart.
+fn grid(rows: &[Vec<String>], name_w: usize) -> String {
+    let mut widths = vec![0usize; rows.first().map_or(0, Vec::len)];
+    for row in rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
         }
     }
-    widths[0] = name_w;
+    if let Some(w) = widths.first_mut() {
+        *w = (*w).max(name_w);
+    }
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
         for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
             let pad = w.saturating_sub(c.chars().count());
@@ -219,20 +266,97 @@ pub fn table(r: &ShootoutResult) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    let _ = writeln!(out, "{}", footnote(r, &cols));
-    out.push('\n');
-    match &r.verdict {
-        None => {
-            let _ = writeln!(
-                out,
-                "no winner for {}: its figure ({}) was not measured",
-                r.goal,
-                r.goal.metric().label()
-            );
-        }
-        Some(v) => out.push_str(&verdict_text(v)),
+    out
+}
+
+/// The kernel's percentiles of the device's own I/O per scheduler, pooled
+/// over its rounds, with the I/O counts; a count instead of a p99 under 100
+/// I/Os. One line saying why when they are missing.
+fn kernel_table(r: &ShootoutResult) -> String {
+    if !r.schedulers.iter().any(|s| s.kernel.is_some()) {
+        let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+        return format!("no kernel latency percentiles: {why}\n\n");
     }
-    let _ = writeln!(out, "{}", r.final_settings);
+    let count = |s: &SchedulerSummary, dir| s.kernel.map_or(0, |k| k.count(Span::Total, dir));
+    // Reads always; writes when any scheduler saw one.
+    let mut dirs = vec![Dir::Read];
+    if r.schedulers.iter().any(|s| count(s, Dir::Write) > 0) {
+        dirs.push(Dir::Write);
+    }
+    let mut head = vec!["kernel".to_string()];
+    for d in &dirs {
+        let p = d.prefix();
+        for c in ["n", "p50", "p99", "p99.9", "dev99"] {
+            head.push(format!("{p}_{c}"));
+        }
+    }
+    let mut rows = vec![head];
+    for s in &r.schedulers {
+        let mut mean = vec![s.scheduler.clone()];
+        let mut spread = vec![String::new()];
+        for &d in &dirs {
+            let n = count(s, d);
+            mean.push(if s.kernel.is_some() {
+                n.to_string()
+            } else {
+                "-".into()
+            });
+            spread.push(String::new());
+            let cols = if d == Dir::Read {
+                [
+                    Metric::KRP50,
+                    Metric::KRP99,
+                    Metric::KRP999,
+                    Metric::KRDevP99,
+                ]
+            } else {
+                [
+                    Metric::KWP50,
+                    Metric::KWP99,
+                    Metric::KWP999,
+                    Metric::KWDevP99,
+                ]
+            };
+            for m in cols {
+                match s.get(m) {
+                    Some(sp) => {
+                        mean.push(format!("{:.3}", sp.mean));
+                        spread.push(if sp.rounds > 1 {
+                            format!("±{:.3}", sp.range() / 2.0)
+                        } else {
+                            String::new()
+                        });
+                    }
+                    None => {
+                        // The count stands in for a p99 it cannot give.
+                        let few = matches!(m, Metric::KRP99 | Metric::KWP99) && n > 0;
+                        mean.push(if few { format!("n={n}") } else { "-".into() });
+                        spread.push(String::new());
+                    }
+                }
+            }
+        }
+        rows.push(mean);
+        if r.rounds > 1 && spread.iter().any(|c| !c.is_empty()) {
+            rows.push(spread);
+        }
+    }
+    let mut out = grid(&rows, 0);
+    let _ = writeln!(
+        out,
+        "(the kernel's latency of every I/O on {} in ms, whoever issued it: from its start, the span \
+         r_await averages, and on the device alone (dev99: issue to completion); pooled over {} \
+         round{}{}; n = I/Os; no p99 under 100 I/Os, no p99.9 under 1000)",
+        r.device,
+        r.rounds,
+        if r.rounds == 1 { "" } else { "s" },
+        if r.rounds > 1 {
+            ", ± is half the range of the rounds' own figures"
+        } else {
+            ""
+        }
+    );
+    out.push('\n');
     out
 }
 
@@ -243,15 +367,17 @@ pub fn verdict_text(v: &Verdict) -> String {
         &[Some(v.winner_value), v.runner_up_value],
     );
     let u = v.metric.unit();
+    let n = |c: Option<u64>| c.map_or(String::new(), |c| format!(" (n={c})"));
     let mut s = format!(
-        "winner for {} ({}): {}, {:.d$}{u}",
+        "winner for {} ({}): {}, {:.d$}{u}{}",
         v.goal,
         v.metric.label(),
         v.winner,
-        v.winner_value
+        v.winner_value,
+        n(v.winner_n)
     );
     if let (Some(r), Some(rv)) = (&v.runner_up, v.runner_up_value) {
-        let _ = write!(s, " vs {rv:.d$}{u} for {r}");
+        let _ = write!(s, " vs {rv:.d$}{u}{} for {r}", n(v.runner_up_n));
         if let Some(a) = v.advantage_pct {
             let _ = write!(s, " ({a:.1}% better)");
         }
@@ -297,6 +423,7 @@ mod tests {
             scratch: true,
             load: None,
             goal: Goal::ReadLatency,
+            kernel: KernelStatus::default(),
             rounds: rounds[0].1.len(),
             settle_s: 1.0,
             dwell_s: 3.0,
@@ -371,6 +498,97 @@ mod tests {
         );
         // Passive: diskstats only.
         assert!(!footnote(&two, &[Metric::RAwait]).contains("load"));
+    }
+
+    #[test]
+    fn the_kernel_table_shows_counts_and_no_p99_under_100_ios() {
+        use super::super::kernel::tests::hist;
+        use super::super::kernel::{DwellHists, KernelStatus};
+        let dwell = |reads: u64, ns: u64| DwellHists {
+            reads: hist(reads, ns),
+            dev_reads: hist(reads, ns / 2),
+            ..DwellHists::default()
+        };
+        let mut r = result(&[("none", &[2.0]), ("kyber", &[1.0])]);
+        r.goal = Goal::P99;
+        r.kernel = KernelStatus {
+            traced: true,
+            unavailable: None,
+        };
+        r.schedulers = vec![
+            r.schedulers[0]
+                .clone()
+                .with_kernel(&[dwell(4000, 3_000_000)]),
+            r.schedulers[1].clone().with_kernel(&[dwell(42, 1_000_000)]),
+        ];
+        r.verdict = verdict(Goal::P99, &r.schedulers);
+        let t = table(&r);
+        // The rows of the kernel table, which follows the main one.
+        let line = |start: &str| {
+            t.lines()
+                .skip_while(|l| !l.starts_with("kernel"))
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no {start} row in {t}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        // Reads only (no writes anywhere): n, p50, p99, p99.9, dev99.
+        assert_eq!(
+            line("kernel"),
+            ["kernel", "r_n", "r_p50", "r_p99", "r_p99.9", "r_dev99"]
+        );
+        let none = line("none  ");
+        assert_eq!(none.len(), 6, "{t}");
+        assert_eq!(none[1], "4000");
+        assert!(none[3].starts_with("3.0"), "{t}");
+        assert!(none[5].starts_with("1.5"), "{t}");
+        // 42 reads: a count instead of a p99, no p99.9 or dev99.
+        assert_eq!(line("kyber  ")[1..], ["42", "1.004", "n=42", "-", "-"]);
+        assert!(
+            t.contains("the kernel's latency of every I/O on loop3"),
+            "{t}"
+        );
+        assert!(
+            t.contains("kyber: 42 reads, too few for a p99 (needs 100): not ranked"),
+            "{t}"
+        );
+        assert!(t.contains("winner for p99 (kernel r_p99): none"), "{t}");
+        assert!(t.contains("(n=4000)"), "{t}");
+        // JSON: the pooled figures per scheduler, p99 null under 100.
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["kernel"]["traced"], true);
+        assert_eq!(v["schedulers"][1]["kernel"]["reads"]["n"], 42);
+        assert!(v["schedulers"][1]["kernel"]["reads"]["p99"].is_null());
+        assert!(v["schedulers"][0]["kernel"]["reads"]["p99"].is_f64());
+        assert_eq!(v["verdict"]["metric"], "kernel_r_p99");
+        assert_eq!(v["verdict"]["winner_n"], 4000);
+        let back: ShootoutResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn without_the_kernel_one_line_says_why_and_p99_says_what_it_ranks_by() {
+        let mut r = result(&[("none", &[2.0]), ("kyber", &[1.0])]);
+        r.kernel.unavailable = Some("disabled by --no-bpf".into());
+        r.goal = Goal::P99;
+        r.verdict = verdict(Goal::P99, &r.schedulers);
+        let t = table(&r);
+        assert!(
+            t.contains("no kernel latency percentiles: disabled by --no-bpf\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "p99 is ranked by the built-in load's own latencies: no kernel percentiles (disabled by --no-bpf)"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("r_p99"), "{t}");
+        // An old result without the `kernel` key still reads.
+        let mut v = serde_json::to_value(&r).unwrap();
+        v.as_object_mut().unwrap().remove("kernel");
+        let back: ShootoutResult = serde_json::from_value(v).unwrap();
+        assert!(!back.kernel.traced);
     }
 
     #[test]

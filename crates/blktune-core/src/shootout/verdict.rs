@@ -7,6 +7,8 @@
 //! the spread (max − min across rounds) of either of the two. One round has
 //! no spread, so only the floor applies and a note says so.
 
+use super::kernel::DwellHists;
+use crate::latency::{Dir, KernelFigures, Span};
 use crate::load::LatencySummary;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -72,6 +74,26 @@ pub enum Metric {
     /// 99th percentile of the built-in load's writes (ms).
     #[serde(rename = "w_p99")]
     WP99,
+    /// The kernel's percentiles of all the device's reads, from their start
+    /// to completion (ms; pooled over a scheduler's dwells).
+    #[serde(rename = "kernel_r_p50")]
+    KRP50,
+    #[serde(rename = "kernel_r_p99")]
+    KRP99,
+    #[serde(rename = "kernel_r_p99.9")]
+    KRP999,
+    /// The same of its writes.
+    #[serde(rename = "kernel_w_p50")]
+    KWP50,
+    #[serde(rename = "kernel_w_p99")]
+    KWP99,
+    #[serde(rename = "kernel_w_p99.9")]
+    KWP999,
+    /// The kernel's p99 of reads and writes on the device alone (issue to completion).
+    #[serde(rename = "kernel_r_dev_p99")]
+    KRDevP99,
+    #[serde(rename = "kernel_w_dev_p99")]
+    KWDevP99,
 }
 
 impl Metric {
@@ -90,7 +112,19 @@ impl Metric {
         Metric::WP99,
     ];
 
-    /// Column header.
+    /// The kernel's figures, in the order of their table.
+    pub const KERNEL: [Metric; 8] = [
+        Metric::KRP50,
+        Metric::KRP99,
+        Metric::KRP999,
+        Metric::KRDevP99,
+        Metric::KWP50,
+        Metric::KWP99,
+        Metric::KWP999,
+        Metric::KWDevP99,
+    ];
+
+    /// Column header (the kernel's figures: `kernel r_p99`).
     pub fn label(self) -> &'static str {
         match self {
             Metric::RS => "r/s",
@@ -104,6 +138,37 @@ impl Metric {
             Metric::P99 => "p99",
             Metric::P999 => "p99.9",
             Metric::WP99 => "w_p99",
+            Metric::KRP50 => "kernel r_p50",
+            Metric::KRP99 => "kernel r_p99",
+            Metric::KRP999 => "kernel r_p99.9",
+            Metric::KWP50 => "kernel w_p50",
+            Metric::KWP99 => "kernel w_p99",
+            Metric::KWP999 => "kernel w_p99.9",
+            Metric::KRDevP99 => "kernel r_dev_p99",
+            Metric::KWDevP99 => "kernel w_dev_p99",
+        }
+    }
+
+    /// The span and direction of one of the kernel's figures.
+    pub fn kernel_io(self) -> Option<(Span, Dir)> {
+        Some(match self {
+            Metric::KRP50 | Metric::KRP99 | Metric::KRP999 => (Span::Total, Dir::Read),
+            Metric::KWP50 | Metric::KWP99 | Metric::KWP999 => (Span::Total, Dir::Write),
+            Metric::KRDevP99 => (Span::Device, Dir::Read),
+            Metric::KWDevP99 => (Span::Device, Dir::Write),
+            _ => return None,
+        })
+    }
+
+    /// The value among the kernel's figures (`None`: not one of them, no
+    /// such I/O, or too few I/Os for the percentile).
+    pub fn of_kernel(self, k: &KernelFigures) -> Option<f64> {
+        let (span, dir) = self.kernel_io()?;
+        let l = k.get(span, dir)?;
+        match self {
+            Metric::KRP50 | Metric::KWP50 => Some(l.p50),
+            Metric::KRP999 | Metric::KWP999 => l.p999,
+            _ => l.p99,
         }
     }
 
@@ -123,7 +188,8 @@ impl Metric {
         !matches!(self, Metric::RS | Metric::WS | Metric::MbS)
     }
 
-    /// The value in a measurement, if it has one.
+    /// The value in a measurement's diskstats or load figures, if it has
+    /// one (the kernel's: [`Metric::of_kernel`]).
     pub fn of(self, f: &Figures) -> Option<f64> {
         let reads = f.load.and_then(|l| l.reads);
         match self {
@@ -138,6 +204,7 @@ impl Metric {
             Metric::P99 => reads.map(|r| r.p99),
             Metric::P999 => reads.map(|r| r.p999),
             Metric::WP99 => f.load.and_then(|l| l.writes).map(|w| w.p99),
+            _ => None,
         }
     }
 }
@@ -152,17 +219,21 @@ pub enum Goal {
     WriteLatency,
     /// Highest MB/s (diskstats).
     Throughput,
-    /// Lowest 99th percentile of the built-in load's reads.
+    /// Lowest 99th percentile of the device's reads: the kernel's, or the
+    /// built-in load's own where the kernel's are unavailable.
     P99,
+    /// Lowest 99th percentile of the device's writes (the same sources).
+    WriteP99,
 }
 
 impl Goal {
     /// Every goal.
-    pub const ALL: [Goal; 4] = [
+    pub const ALL: [Goal; 5] = [
         Goal::ReadLatency,
         Goal::WriteLatency,
         Goal::Throughput,
         Goal::P99,
+        Goal::WriteP99,
     ];
 
     /// The name on the command line.
@@ -172,16 +243,37 @@ impl Goal {
             Goal::WriteLatency => "write-latency",
             Goal::Throughput => "throughput",
             Goal::P99 => "p99",
+            Goal::WriteP99 => "write-p99",
         }
     }
 
-    /// The figure it ranks by.
+    /// The figure it ranks by when the kernel's percentiles are there.
     pub fn metric(self) -> Metric {
         match self {
             Goal::ReadLatency => Metric::RAwait,
             Goal::WriteLatency => Metric::WAwait,
             Goal::Throughput => Metric::MbS,
-            Goal::P99 => Metric::P99,
+            Goal::P99 => Metric::KRP99,
+            Goal::WriteP99 => Metric::KWP99,
+        }
+    }
+
+    /// The figure it ranks by without the kernel's percentiles (the
+    /// built-in load's own), for the goals that rank by them.
+    pub fn fallback(self) -> Option<Metric> {
+        match self {
+            Goal::P99 => Some(Metric::P99),
+            Goal::WriteP99 => Some(Metric::WP99),
+            _ => None,
+        }
+    }
+
+    /// The figure it ranks by in these summaries: the kernel's when they have
+    /// them, else the fallback.
+    pub fn metric_in(self, summaries: &[SchedulerSummary]) -> Metric {
+        match self.fallback() {
+            Some(f) if !summaries.iter().any(|s| s.kernel.is_some()) => f,
+            _ => self.metric(),
         }
     }
 }
@@ -199,12 +291,19 @@ impl FromStr for Goal {
             .into_iter()
             .find(|g| g.label() == s)
             .ok_or_else(|| {
-                format!("unknown goal '{s}'; choose read-latency, write-latency, throughput or p99")
+                format!(
+                    "unknown goal '{s}'; choose read-latency, write-latency, throughput, p99 or write-p99"
+                )
             })
     }
 }
 
 /// Mean and spread of one metric across rounds.
+///
+/// For the kernel's percentiles (`kernel_*`) `mean` is the percentile of the
+/// histogram pooled over every round (percentiles are never averaged), and
+/// `min`, `max`, `stddev` and `rounds` are over the rounds that had enough
+/// I/Os for a percentile of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub metric: Metric,
@@ -249,6 +348,10 @@ pub struct SchedulerSummary {
     pub rounds: Vec<Figures>,
     /// Every metric that has values, in table order.
     pub metrics: Vec<Spread>,
+    /// The kernel's figures of the device's I/O, pooled over every round
+    /// (`null`: not traced).
+    #[serde(default)]
+    pub kernel: Option<KernelFigures>,
 }
 
 impl SchedulerSummary {
@@ -265,7 +368,36 @@ impl SchedulerSummary {
             scheduler: scheduler.into(),
             rounds,
             metrics,
+            kernel: None,
         }
+    }
+
+    /// Add the kernel's figures from the histograms of every dwell (none:
+    /// not traced, nothing added).
+    pub fn with_kernel(mut self, dwells: &[DwellHists]) -> Self {
+        if dwells.is_empty() {
+            return self;
+        }
+        let pooled = DwellHists::pooled(dwells).figures();
+        let per_round: Vec<KernelFigures> = dwells.iter().map(DwellHists::figures).collect();
+        for m in Metric::KERNEL {
+            let Some(value) = m.of_kernel(&pooled) else {
+                continue;
+            };
+            let own: Vec<f64> = per_round.iter().filter_map(|k| m.of_kernel(k)).collect();
+            let mut sp = Spread::of(m, &own).unwrap_or(Spread {
+                metric: m,
+                mean: value,
+                min: value,
+                max: value,
+                stddev: 0.0,
+                rounds: 0,
+            });
+            sp.mean = value;
+            self.metrics.push(sp);
+        }
+        self.kernel = Some(pooled);
+        self
     }
 
     /// The spread of one metric.
@@ -286,15 +418,27 @@ pub struct Verdict {
     pub runner_up_value: Option<f64>,
     /// How much better the winner is than the runner-up, in percent of the runner-up.
     pub advantage_pct: Option<f64>,
+    /// The I/O counts the kernel's percentiles rest on (pooled over the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner_n: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_up_n: Option<u64>,
     /// Is the win inside the noise (see the module documentation)?
     pub noisy: bool,
     /// Why it is noise, or caveats (one round, one scheduler).
     pub notes: Vec<String>,
 }
 
-/// Pick the winner for `goal`; `None` when no scheduler has the goal's metric.
+/// Pick the winner for `goal`; `None` when no scheduler has the goal's
+/// metric. The p99 goals rank by the kernel's percentiles when the
+/// summaries have them ([`Goal::metric_in`]); a scheduler with too few I/Os
+/// for one is left out, with a note.
 pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
-    let m = goal.metric();
+    let m = goal.metric_in(summaries);
+    let count = |s: &SchedulerSummary| {
+        let (span, dir) = m.kernel_io()?;
+        Some(s.kernel.as_ref()?.count(span, dir))
+    };
     let mut ranked: Vec<(&SchedulerSummary, &Spread)> = summaries
         .iter()
         .filter_map(|s| s.get(m).map(|sp| (s, sp)))
@@ -317,8 +461,10 @@ pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
         runner_up: None,
         runner_up_value: None,
         advantage_pct: None,
+        winner_n: count(w),
+        runner_up_n: None,
         noisy: false,
-        notes: Vec::new(),
+        notes: too_few_notes(m, summaries),
     };
     let Some(&(r, rs)) = ranked.get(1) else {
         v.notes
@@ -327,6 +473,7 @@ pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
     };
     v.runner_up = Some(r.scheduler.clone());
     v.runner_up_value = Some(rs.mean);
+    v.runner_up_n = count(r);
     let gap = (rs.mean - ws.mean).abs();
     if rs.mean.abs() < f64::EPSILON && ws.mean.abs() < f64::EPSILON {
         v.noisy = true;
@@ -372,14 +519,51 @@ pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
     Some(v)
 }
 
+/// The schedulers left out of a ranking by the kernel's percentiles because
+/// they had too few I/Os for one: `kyber: 42 reads, too few for a p99`.
+pub fn too_few_notes(m: Metric, summaries: &[SchedulerSummary]) -> Vec<String> {
+    let Some((span, dir)) = m.kernel_io() else {
+        return Vec::new();
+    };
+    let (what, need) = match m {
+        Metric::KRP999 | Metric::KWP999 => ("p99.9", crate::latency::MIN_IOS_FOR_P999),
+        Metric::KRP50 | Metric::KWP50 => ("p50", 1),
+        _ => ("p99", crate::latency::MIN_IOS_FOR_P99),
+    };
+    let ios = if dir == Dir::Read { "reads" } else { "writes" };
+    summaries
+        .iter()
+        .filter(|s| s.get(m).is_none())
+        .filter_map(|s| {
+            let n = s.kernel.as_ref()?.count(span, dir);
+            Some(format!(
+                "{}: {n} {ios}, too few for a {what} (needs {need}): not ranked",
+                s.scheduler
+            ))
+        })
+        .collect()
+}
+
 /// A winner on read latency that nearly stopped the writes (or on write
 /// latency that nearly stopped the reads) won at their cost: bfq can starve
 /// a sequential writer for a whole dwell. Says so when the winner's rate of
 /// the other direction is below a tenth of the best other scheduler's.
 fn starvation_note(m: Metric, winner: &str, summaries: &[SchedulerSummary]) -> Option<String> {
     let (other, what) = match m {
-        Metric::RAwait | Metric::P50 | Metric::P99 | Metric::P999 => (Metric::WS, "writes"),
-        Metric::WAwait | Metric::WP99 => (Metric::RS, "reads"),
+        Metric::RAwait
+        | Metric::P50
+        | Metric::P99
+        | Metric::P999
+        | Metric::KRP50
+        | Metric::KRP99
+        | Metric::KRP999
+        | Metric::KRDevP99 => (Metric::WS, "writes"),
+        Metric::WAwait
+        | Metric::WP99
+        | Metric::KWP50
+        | Metric::KWP99
+        | Metric::KWP999
+        | Metric::KWDevP99 => (Metric::RS, "reads"),
         _ => return None,
     };
     let rate = |s: &SchedulerSummary| s.get(other).map(|sp| sp.mean);
@@ -585,6 +769,97 @@ mod tests {
         let v = verdict(Goal::P99, &[a, b]).unwrap();
         assert_eq!(v.winner, "b", "p99 ranks by the load's tail, not r_await");
         assert_eq!(v.metric, Metric::P99);
+    }
+
+    /// A scheduler whose load saw `load_p99` and whose dwells the kernel
+    /// timed: per dwell, reads of (count, ns) groups.
+    fn traced(name: &str, load_p99: f64, dwells: &[&[(u64, u64)]]) -> SchedulerSummary {
+        use super::super::kernel::tests::hist;
+        let hists: Vec<DwellHists> = dwells
+            .iter()
+            .map(|groups| {
+                let mut reads = crate::latency::Hist::empty();
+                for &(n, ns) in *groups {
+                    reads.add(&hist(n, ns));
+                }
+                DwellHists {
+                    reads,
+                    ..DwellHists::default()
+                }
+            })
+            .collect();
+        let figs = vec![with_p99(fig(1.0, 1.0), load_p99); dwells.len()];
+        SchedulerSummary::new(name, figs).with_kernel(&hists)
+    }
+
+    #[test]
+    fn p99_ranks_by_the_kernels_pooled_histograms() {
+        // a: one clean round and one with 20 slow reads in 1000: each round's
+        // own p99 is ~1 and ~50 ms (their mean ~25 ms), but 20 of 2000 is
+        // 1 %: the pooled p99 is ~1 ms. b: 2 ms throughout. The load's own
+        // p99 says b; the kernel's pooled histograms say a.
+        let a = traced(
+            "a",
+            9.0,
+            &[&[(1000, 1_000_000)], &[(980, 1_000_000), (20, 50_000_000)]],
+        );
+        let b = traced("b", 3.0, &[&[(1000, 2_000_000)], &[(1000, 2_000_000)]]);
+        // c did almost no reads: no p99, not ranked, said so.
+        let c = traced("c", 0.5, &[&[(30, 100_000)], &[(20, 100_000)]]);
+        let v = verdict(Goal::P99, &[a.clone(), b.clone(), c]).unwrap();
+        assert_eq!(v.metric, Metric::KRP99);
+        assert_eq!(v.winner, "a", "{v:?}");
+        assert!((v.winner_value - 1.0).abs() < 0.05, "{v:?}");
+        assert_eq!((v.winner_n, v.runner_up_n), (Some(2000), Some(2000)));
+        assert_eq!(v.runner_up.as_deref(), Some("b"));
+        assert!(
+            v.notes
+                .contains(&"c: 50 reads, too few for a p99 (needs 100): not ranked".to_string()),
+            "{:?}",
+            v.notes
+        );
+        // a's spread is its rounds' own p99s: far apart, so the win is noise.
+        let sp = a.get(Metric::KRP99).unwrap();
+        assert_eq!(sp.rounds, 2);
+        assert!(sp.min < 1.1 && sp.max > 45.0, "{sp:?}");
+        assert!(v.noisy);
+        // The same figures without the kernel: the load's p99 decides.
+        let untraced: Vec<SchedulerSummary> = [a, b]
+            .into_iter()
+            .map(|s| SchedulerSummary::new(&s.scheduler, s.rounds))
+            .collect();
+        let v = verdict(Goal::P99, &untraced).unwrap();
+        assert_eq!((v.metric, v.winner.as_str()), (Metric::P99, "b"));
+        assert_eq!(v.winner_n, None);
+    }
+
+    #[test]
+    fn too_few_ios_everywhere_is_no_winner() {
+        let a = traced("a", 1.0, &[&[(99, 1_000_000)]]);
+        let b = traced("b", 2.0, &[&[(10, 1_000_000)]]);
+        assert!(verdict(Goal::P99, &[a.clone(), b.clone()]).is_none());
+        assert_eq!(
+            too_few_notes(Metric::KRP99, &[a, b]),
+            [
+                "a: 99 reads, too few for a p99 (needs 100): not ranked",
+                "b: 10 reads, too few for a p99 (needs 100): not ranked"
+            ]
+        );
+    }
+
+    #[test]
+    fn write_p99_ranks_by_the_kernels_writes() {
+        use super::super::kernel::tests::hist;
+        let w = |name: &str, ns: u64| {
+            SchedulerSummary::new(name, vec![fig(1.0, 1.0)]).with_kernel(&[DwellHists {
+                writes: hist(500, ns),
+                ..DwellHists::default()
+            }])
+        };
+        let v = verdict(Goal::WriteP99, &[w("a", 8_000_000), w("b", 4_000_000)]).unwrap();
+        assert_eq!((v.metric, v.winner.as_str()), (Metric::KWP99, "b"));
+        assert_eq!(Goal::WriteP99.fallback(), Some(Metric::WP99));
+        assert_eq!("write-p99".parse::<Goal>(), Ok(Goal::WriteP99));
     }
 
     #[test]

@@ -1,0 +1,83 @@
+//! Display width of text from outside (paths, host names, rules): columns on
+//! the terminal, not `char`s, so a CJK path or an emoji in a host name cannot
+//! push a line past its box (`unicode-width`, which ratatui itself uses).
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// Columns `s` takes on the terminal.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// The longest prefix of `s` that fits in `w` columns.
+fn prefix(s: &str, w: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in s.char_indices() {
+        used += c.width().unwrap_or(0);
+        if used > w {
+            return &s[..i];
+        }
+    }
+    s
+}
+
+/// `s` cut to `w` columns, with `…` when something was cut.
+pub fn clip(s: &str, w: usize) -> String {
+    if width(s) <= w {
+        return s.to_string();
+    }
+    format!("{}…", prefix(s, w.saturating_sub(1)))
+}
+
+/// `s` broken into lines of at most `w` columns, at spaces where possible.
+pub fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ') {
+        let mut word = word;
+        while width(word) > w {
+            if !line.is_empty() {
+                out.push(std::mem::take(&mut line));
+            }
+            let head = prefix(word, w);
+            // A character wider than the line still moves on.
+            let head = if head.is_empty() {
+                &word[..word.chars().next().map_or(0, char::len_utf8)]
+            } else {
+                head
+            };
+            out.push(head.to_string());
+            word = &word[head.len()..];
+        }
+        let need = width(&line) + usize::from(!line.is_empty()) + width(word);
+        if need > w && !line.is_empty() {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_characters_count_as_two_columns() {
+        assert_eq!(width("/srv/データ"), 5 + 6);
+        assert_eq!(clip("/srv/データ/x", 9), "/srv/デ…");
+        assert!(width(&clip("/srv/データ/x", 9)) <= 9);
+        assert_eq!(clip("short", 9), "short");
+        for l in wrap("/var/lib/データベース/ファイル.img is written", 10) {
+            assert!(width(&l) <= 10, "{l}");
+        }
+        assert_eq!(wrap("a bb ccc", 8), ["a bb ccc"]);
+    }
+}
