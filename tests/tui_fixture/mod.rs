@@ -6,12 +6,13 @@ use blktune::tui::app::{App, Config};
 use blktune::tui::command::Mode;
 use blktune::tui::render;
 use blktune::tui::source::{Control, Feed, ProbeSample};
-use blktune::tui::worker::latency::{Compact, DeviceLatency, LatencyFeed, LatencySample};
+use blktune::tui::worker::latency::{DeviceLatency, LatencyFeed, LatencySample};
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::diskstats::{Counters, DiskStatsLine};
 use blktune_core::fake::{FakeDisk, FakeTree};
 use blktune_core::history::ChangeMark;
 use blktune_core::host::HostInfo;
+use blktune_core::latency::SparseHist;
 use blktune_core::latency::hist::Hist;
 use blktune_core::latency::{Dir, Span};
 use blktune_core::load::LatencySummary;
@@ -281,7 +282,7 @@ impl Machine {
 
 /// A synthetic interval histogram: `n` I/Os spread evenly over ±20% of
 /// `p50_ms`, of which a fraction `tail` took `tail_ms` instead.
-pub fn lat_hist(n: u64, p50_ms: f64, tail: f64, tail_ms: f64) -> Compact {
+pub fn lat_hist(n: u64, p50_ms: f64, tail: f64, tail_ms: f64) -> SparseHist {
     let mut h = Hist::empty();
     let slow = (n as f64 * tail).round() as u64;
     for i in 0..n - slow {
@@ -291,7 +292,7 @@ pub fn lat_hist(n: u64, p50_ms: f64, tail: f64, tail_ms: f64) -> Compact {
     for _ in 0..slow {
         h.record((tail_ms * 1e6) as u64);
     }
-    Compact::from(&h)
+    SparseHist::from(&h)
 }
 
 /// One device's latency per second: reads (total and device span) and writes.

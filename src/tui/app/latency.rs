@@ -307,7 +307,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::worker::latency::Compact;
+    use blktune_core::latency::SparseHist;
     use blktune_core::latency::hist::Hist;
     use std::collections::BTreeMap;
 
@@ -330,8 +330,8 @@ mod tests {
             dev: DeviceLatency {
                 diskseq: Some(1),
                 hists: BTreeMap::from([
-                    ((Span::Total, Dir::Read), Compact::from(&h)),
-                    ((Span::Device, Dir::Read), Compact::from(&dev)),
+                    ((Span::Total, Dir::Read), SparseHist::from(&h)),
+                    ((Span::Device, Dir::Read), SparseHist::from(&dev)),
                 ]),
             },
         }

@@ -268,7 +268,8 @@ pub fn p99_cell(now: Option<Option<Percentiles>>) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::worker::latency::{Compact, DeviceLatency};
+    use crate::tui::worker::latency::DeviceLatency;
+    use blktune_core::latency::SparseHist;
     use blktune_core::latency::hist::Hist;
     use std::collections::BTreeMap;
 
@@ -278,7 +279,7 @@ mod tests {
             for _ in 0..n {
                 h.record((ms * 1e6) as u64);
             }
-            Compact::from(&h)
+            SparseHist::from(&h)
         };
         LatencyPoint {
             t,

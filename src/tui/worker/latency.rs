@@ -3,12 +3,12 @@
 //! diskstats sample, so both cover the same interval) and the message it
 //! sends the app with each snapshot.
 //!
-//! Histograms travel and are kept compact (only their non-empty slots), so
+//! Histograms travel and are kept sparse (only their non-empty slots), so
 //! that the app can pool any window by summing them: percentiles of a
 //! window are never averaged from the intervals' percentiles.
 
 use blktune_core::latency::hist::{Hist, NR_SLOTS, VALUE_LEN};
-use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer, Unavailable};
+use blktune_core::latency::{DevId, Dir, Intervals, Span, SparseHist, Tracer, Unavailable};
 use blktune_core::sampler::Snapshot;
 use std::collections::BTreeMap;
 
@@ -21,40 +21,7 @@ pub const KEPT: [(Span, Dir); 4] = [
     (Span::Device, Dir::Write),
 ];
 
-/// A histogram as its non-empty slots and its sum: a busy interval fills a
-/// few dozen of the 1538 slots.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Compact {
-    /// `(slot, count)`, slots ascending.
-    slots: Vec<(u16, u64)>,
-    sum_ns: u64,
-}
-
-impl From<&Hist> for Compact {
-    fn from(h: &Hist) -> Self {
-        Self {
-            slots: h
-                .slots()
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(i, &c)| (i as u16, c))
-                .collect(),
-            sum_ns: h.sum_ns(),
-        }
-    }
-}
-
-impl Compact {
-    /// Number of I/Os.
-    pub fn count(&self) -> u64 {
-        self.slots
-            .iter()
-            .fold(0u64, |a, &(_, c)| a.saturating_add(c))
-    }
-}
-
-/// Sums compact histograms: the pooled histogram of a window.
+/// Sums sparse histograms: the pooled histogram of a window.
 #[derive(Debug, Clone)]
 pub struct Pool {
     /// The slots, then the sum in ns (a map value's layout).
@@ -71,10 +38,10 @@ impl Default for Pool {
 
 impl Pool {
     /// Add one interval's histogram.
-    pub fn add(&mut self, c: &Compact) {
+    pub fn add(&mut self, c: &SparseHist) {
         for &(slot, n) in &c.slots {
-            // Slots come from a Hist, so they are in range; the sum has its own place.
-            let i = usize::from(slot).min(NR_SLOTS - 1);
+            // Slots of a recording are range-checked on read; the sum has its own place.
+            let i = (slot as usize).min(NR_SLOTS - 1);
             self.value[i] = self.value[i].saturating_add(n);
         }
         self.value[NR_SLOTS] = self.value[NR_SLOTS].saturating_add(c.sum_ns);
@@ -93,12 +60,12 @@ pub struct DeviceLatency {
     /// The device these I/Os belong to (a new one under the same name has another).
     pub diskseq: Option<u64>,
     /// Only the [`KEPT`] spans and directions that saw I/O.
-    pub hists: BTreeMap<(Span, Dir), Compact>,
+    pub hists: BTreeMap<(Span, Dir), SparseHist>,
 }
 
 impl DeviceLatency {
     /// The histogram of a span and direction; `None` when it saw no I/O.
-    pub fn get(&self, span: Span, dir: Dir) -> Option<&Compact> {
+    pub fn get(&self, span: Span, dir: Dir) -> Option<&SparseHist> {
         self.hists.get(&(span, dir))
     }
 }
@@ -181,7 +148,7 @@ impl LiveLatency {
             };
             let hists = KEPT
                 .iter()
-                .filter_map(|k| Some((*k, Compact::from(di.hists.get(k)?))))
+                .filter_map(|k| Some((*k, SparseHist::from(di.hists.get(k)?))))
                 .filter(|(_, c)| c.count() > 0)
                 .collect();
             devices.insert(
@@ -224,7 +191,7 @@ mod tests {
     fn compact_keeps_only_non_empty_slots_and_pools_back_exactly() {
         let a = hist(&[1_000_000; 90]);
         let b = hist(&[10_000_000; 10]);
-        let (ca, cb) = (Compact::from(&a), Compact::from(&b));
+        let (ca, cb) = (SparseHist::from(&a), SparseHist::from(&b));
         assert_eq!(ca.slots.len(), 1);
         assert_eq!((ca.count(), cb.count()), (90, 10));
         let mut p = Pool::default();
