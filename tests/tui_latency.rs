@@ -138,7 +138,7 @@ fn a_window_under_100_ios_shows_its_count_and_no_percent() {
 fn without_tracing_the_header_says_why_and_the_column_is_a_dash() {
     let mut m = Machine::three();
     let mut app = m.app(Some("not root"));
-    app.on_latency(LatencyFeed::Unavailable("not root".into()));
+    app.on_feed(Feed::Latency(LatencyFeed::Unavailable("not root".into())));
     m.run(&mut app, 10, &busy(4));
     let term = screen(&app, 80, 24);
     let s = text(&term);

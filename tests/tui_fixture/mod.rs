@@ -318,7 +318,7 @@ impl Machine {
         loads: &[(&str, Load)],
         lat: &[(&str, Lat)],
     ) {
-        app.on_latency(LatencyFeed::Tracing);
+        app.on_feed(Feed::Latency(LatencyFeed::Tracing));
         for _ in 0..n {
             let s = self.step(1.0, loads);
             app.on_feed(Feed::Snapshot(Box::new(s)));
@@ -354,11 +354,11 @@ impl Machine {
                     (name.to_string(), DeviceLatency { diskseq, hists })
                 })
                 .collect();
-            app.on_latency(LatencyFeed::Sample(LatencySample {
+            app.on_feed(Feed::Latency(LatencyFeed::Sample(LatencySample {
                 t: self.t,
                 itv: 1.0,
                 devices,
-            }));
+            })));
         }
     }
 }

@@ -24,6 +24,7 @@ impl App {
             Feed::Reset => self.reset(),
             Feed::Record(ev) => self.on_record(ev),
             Feed::Probe(p) => self.on_probe(&p),
+            Feed::Latency(l) => self.on_latency(l),
         }
     }
 
