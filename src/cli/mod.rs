@@ -108,6 +108,7 @@ impl TuiArgs {
             revert_on_exit: self.revert_on_exit,
             probe: self.probe,
             probe_rate: self.probe_rate,
+            no_bpf: g.no_bpf,
         }
     }
 }

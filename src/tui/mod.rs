@@ -58,6 +58,8 @@ pub struct Options {
     pub probe: bool,
     /// Probe reads per second (also when `P` turns it on later).
     pub probe_rate: f64,
+    /// `--no-bpf`: no kernel latency tracing.
+    pub no_bpf: bool,
 }
 
 /// Is NO_COLOR unset (or empty)? <https://no-color.org>
@@ -121,6 +123,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     // mode allows it (it only reads).
     let handle = LiveSource::new(sampler, tuner, interval)
         .with_probe_rate(a.probe_rate)
+        .with_latency(a.no_bpf)
         .spawn(feed_tx, ctl_rx)
         .map_err(|source| TuiError::Thread {
             what: "sampler",

@@ -3,6 +3,7 @@
 //! the same screen. The live source also runs the tuner, on its own thread,
 //! so a slow scheduler switch never blocks a key press.
 
+use super::worker::latency::{LatencyFeed, LiveLatency, reason};
 use super::worker::recorder::{LiveRecorder, RecordEvent};
 use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
@@ -55,6 +56,9 @@ pub enum Feed {
     /// Live, while the probe runs (`--probe`, `P`): its reads in the
     /// interval of the snapshot just sent.
     Probe(ProbeSample),
+    /// Live: whether the kernel's latency is traced (and why not), then
+    /// each interval's histograms after its snapshot.
+    Latency(LatencyFeed),
 }
 
 /// What the latency probe saw in one sample interval.
@@ -150,6 +154,10 @@ pub struct LiveSource {
     probe_rate: f64,
     /// The devices the probe is told to read.
     probe_target: Vec<String>,
+    /// `Some(no_bpf)` until the thread starts the kernel tracer.
+    trace: Option<bool>,
+    /// The kernel tracer, while it runs.
+    latency: Option<LiveLatency>,
 }
 
 impl LiveSource {
@@ -166,7 +174,32 @@ impl LiveSource {
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
             probe_target: Vec::new(),
+            trace: None,
+            latency: None,
         }
+    }
+
+    /// Trace the kernel's per-I/O latency from the thread's start (no BPF
+    /// call at all with `no_bpf`, on a fake tree or without root); the app
+    /// is told which, and why not.
+    pub fn with_latency(mut self, no_bpf: bool) -> Self {
+        self.trace = Some(no_bpf);
+        self
+    }
+
+    /// Load the tracer if asked; `false` when the app hung up.
+    fn start_latency(&mut self, feed: &Sender<Feed>) -> bool {
+        let Some(no_bpf) = self.trace.take() else {
+            return true;
+        };
+        let msg = match LiveLatency::start(no_bpf, self.sampler.root().is_live()) {
+            Ok(l) => {
+                self.latency = Some(l);
+                LatencyFeed::Tracing
+            }
+            Err(why) => LatencyFeed::Unavailable(reason(&why)),
+        };
+        feed.send(Feed::Latency(msg)).is_ok()
     }
 
     /// Probe at `rate` reads per second (default [`blktune_core::probe::DEFAULT_RATE`])
@@ -240,11 +273,25 @@ impl LiveSource {
                         stats,
                     })
                 });
+                // The kernel's histograms read right after the sample too.
+                let latency = match self.latency.as_mut().map(|l| l.tick(&s)) {
+                    None | Some(Ok(None)) => None,
+                    Some(Ok(Some(sample))) => Some(LatencyFeed::Sample(sample)),
+                    Some(Err(_)) => {
+                        self.latency = None;
+                        Some(LatencyFeed::Unavailable("BPF read failed".into()))
+                    }
+                };
                 if feed.send(Feed::Snapshot(Box::new(s))).is_err() {
                     return false;
                 }
-                match probe {
-                    Some(p) => Feed::Probe(p),
+                if let Some(p) = probe
+                    && feed.send(Feed::Probe(p)).is_err()
+                {
+                    return false;
+                }
+                match latency {
+                    Some(l) => Feed::Latency(l),
                     None => return true,
                 }
             }
@@ -334,6 +381,9 @@ impl LiveSource {
     }
 
     fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
+        if !self.start_latency(feed) {
+            return;
+        }
         // The devices and their settings at once, the rates at the first tick.
         if let Some(first) = self.sampler.take_baseline() {
             self.last = Some((Instant::now(), first.t));

@@ -6,11 +6,15 @@ use blktune::tui::app::{App, Config};
 use blktune::tui::command::Mode;
 use blktune::tui::render;
 use blktune::tui::source::{Control, Feed, ProbeSample};
+use blktune::tui::worker::latency::{DeviceLatency, LatencyFeed, LatencySample};
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::diskstats::{Counters, DiskStatsLine};
 use blktune_core::fake::{FakeDisk, FakeTree};
 use blktune_core::history::ChangeMark;
 use blktune_core::host::HostInfo;
+use blktune_core::latency::SparseHist;
+use blktune_core::latency::hist::Hist;
+use blktune_core::latency::{Dir, Span};
 use blktune_core::load::LatencySummary;
 use blktune_core::probe::ProbeStats;
 use blktune_core::sampler::{RateTracker, Snapshot};
@@ -272,6 +276,89 @@ impl Machine {
                 itv: 1.0,
                 stats: BTreeMap::from([(dev.to_string(), stats.clone())]),
             }));
+        }
+    }
+}
+
+/// A synthetic interval histogram: `n` I/Os spread evenly over ±20% of
+/// `p50_ms`, of which a fraction `tail` took `tail_ms` instead.
+pub fn lat_hist(n: u64, p50_ms: f64, tail: f64, tail_ms: f64) -> SparseHist {
+    let mut h = Hist::empty();
+    let slow = (n as f64 * tail).round() as u64;
+    for i in 0..n - slow {
+        let f = 0.8 + 0.4 * i as f64 / n.max(1) as f64;
+        h.record((p50_ms * f * 1e6) as u64);
+    }
+    for _ in 0..slow {
+        h.record((tail_ms * 1e6) as u64);
+    }
+    SparseHist::from(&h)
+}
+
+/// One device's latency per second: reads (total and device span) and writes.
+#[derive(Debug, Clone, Copy)]
+pub struct Lat {
+    pub reads: u64,
+    pub r_ms: f64,
+    /// Fraction of slow reads and how slow (total span only: time in the scheduler).
+    pub r_tail: f64,
+    pub r_tail_ms: f64,
+    pub r_dev_ms: f64,
+    pub writes: u64,
+    pub w_ms: f64,
+}
+
+impl Machine {
+    /// Like [`Machine::run`], with the kernel's histograms after each
+    /// snapshot, as the live source sends them (tracing on).
+    pub fn run_traced(
+        &mut self,
+        app: &mut App,
+        n: usize,
+        loads: &[(&str, Load)],
+        lat: &[(&str, Lat)],
+    ) {
+        app.on_feed(Feed::Latency(LatencyFeed::Tracing));
+        for _ in 0..n {
+            let s = self.step(1.0, loads);
+            app.on_feed(Feed::Snapshot(Box::new(s)));
+            let devices = lat
+                .iter()
+                .map(|(name, l)| {
+                    let mut hists = BTreeMap::new();
+                    if l.reads > 0 {
+                        hists.insert(
+                            (Span::Total, Dir::Read),
+                            lat_hist(l.reads, l.r_ms, l.r_tail, l.r_tail_ms),
+                        );
+                        hists.insert(
+                            (Span::Device, Dir::Read),
+                            lat_hist(l.reads, l.r_dev_ms, 0.0, 0.0),
+                        );
+                    }
+                    if l.writes > 0 {
+                        hists.insert(
+                            (Span::Total, Dir::Write),
+                            lat_hist(l.writes, l.w_ms, 0.0, 0.0),
+                        );
+                        hists.insert(
+                            (Span::Device, Dir::Write),
+                            lat_hist(l.writes, l.w_ms * 0.8, 0.0, 0.0),
+                        );
+                    }
+                    let diskseq = self
+                        .devices
+                        .iter()
+                        .find(|d| d.name == *name)
+                        .and_then(|d| d.diskseq);
+                    (name.to_string(), DeviceLatency { diskseq, hists })
+                })
+                .collect();
+            app.on_feed(Feed::Latency(LatencyFeed::Sample(LatencySample {
+                t: self.t,
+                itv: 1.0,
+                devices,
+            })));
         }
     }
 }

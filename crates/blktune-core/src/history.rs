@@ -172,10 +172,35 @@ impl Delta {
 /// windows shorter than [`MIN_INTERVALS`], and a move smaller than the
 /// intervals' own variation marked as noise.
 pub fn delta(before: &Means, after: &Means, fig: Figure) -> Delta {
+    let side = |m: &Means| {
+        let (value, spread) = fig.of(m);
+        Side {
+            value,
+            spread,
+            intervals: m.intervals,
+        }
+    };
+    delta_of(side(before), side(after))
+}
+
+/// One window of a figure for [`delta_of`]: its value over the window, how
+/// much its intervals varied, and how many intervals it rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Side {
+    pub value: f64,
+    /// Standard deviation of the figure across the window's intervals.
+    pub spread: f64,
+    pub intervals: usize,
+}
+
+/// [`delta`] of any figure (a pooled latency percentile too): no percent
+/// from windows shorter than [`MIN_INTERVALS`], a move within either
+/// window's spread or below [`NOISE_FLOOR_PCT`] marked as noise.
+pub fn delta_of(before: Side, after: Side) -> Delta {
     if before.intervals < MIN_INTERVALS || after.intervals < MIN_INTERVALS {
         return Delta::TooShort;
     }
-    let ((b, b_sd), (a, a_sd)) = (fig.of(before), fig.of(after));
+    let ((b, b_sd), (a, a_sd)) = ((before.value, before.spread), (after.value, after.spread));
     let Some(p) = pct_change(b, a) else {
         return Delta::NoBase;
     };

@@ -24,6 +24,7 @@ impl App {
             Feed::Reset => self.reset(),
             Feed::Record(ev) => self.on_record(ev),
             Feed::Probe(p) => self.on_probe(&p),
+            Feed::Latency(l) => self.on_latency(l),
         }
     }
 
@@ -34,7 +35,7 @@ impl App {
             .push(mark);
     }
 
-    fn keep_secs(&self, name: &str) -> f64 {
+    pub(super) fn keep_secs(&self, name: &str) -> f64 {
         let long = self.devices.len() <= FULL_HISTORY_DEVICES
             || self.selected.as_deref() == Some(name)
             || self.marks.contains_key(name);

@@ -13,9 +13,14 @@
 mod dialogs;
 mod feed;
 mod keys;
+mod latency;
 mod probe;
 mod replay;
 
+pub use latency::{
+    LatencyPoint, LatencyState, MAX_LATENCY_POINTS, Quantile, Tracing, Window, compare_windows,
+    latency_delta,
+};
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 
 pub use super::dialogs::Overlay;
@@ -151,6 +156,8 @@ pub struct App {
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.
     pub probe_rate: f64,
+    /// The kernel's latency histograms (`Tracing::Unknown` in a replay).
+    pub latency: LatencyState,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -199,6 +206,7 @@ impl App {
             demo: None,
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
+            latency: LatencyState::default(),
             quit: false,
             udev_db: None,
             next_id: 1,

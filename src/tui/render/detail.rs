@@ -6,9 +6,10 @@
 
 use super::chart::{bucket, column, render_axis, render_bars};
 use super::{Theme, age, num, put};
-use crate::tui::app::{App, KEEP_SECS};
+use crate::tui::app::{App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
 use blktune_core::history::{ChangeMark, Comparison, Means, pct_change};
+use blktune_core::latency::Dir;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -107,29 +108,49 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         .unwrap_or_default();
     let mark_cols: Vec<usize> = marks.iter().map(|(c, _)| *c).collect();
     let rows = area.height - 1;
-    let each = rows / 4;
-    let extra = rows % 4;
-    let charts: [(&str, &str, &Vec<Option<f64>>); 4] = [
-        ("r_await", "ms", &s.r_await),
-        ("w_await", "ms", &s.w_await),
-        ("%util", "%", &s.util),
-        ("IOPS", "", &s.iops),
-    ];
+    // The kernel's p50/p99 of reads below r_await while it traces this
+    // device; of writes below w_await when every chart keeps four rows.
+    let lat = |dir| {
+        let points = app.latency.history.get(name)?;
+        Some(super::latency::bucket(points, app.now, span, cols, dir))
+    };
+    let r_lat = lat(Dir::Read);
+    let w_lat = r_lat
+        .as_ref()
+        .filter(|_| rows >= 6 * 4)
+        .and(lat(Dir::Write));
+    let mut charts: Vec<Chart> = vec![Chart::Bars("r_await", "ms", &s.r_await)];
+    if let Some(l) = &r_lat {
+        charts.push(Chart::Latency("r_p99", l));
+    }
+    charts.push(Chart::Bars("w_await", "ms", &s.w_await));
+    if let Some(l) = &w_lat {
+        charts.push(Chart::Latency("w_p99", l));
+    }
+    charts.push(Chart::Bars("%util", "%", &s.util));
+    charts.push(Chart::Bars("IOPS", "", &s.iops));
+    let n = charts.len() as u16;
+    let (each, extra) = (rows / n, rows % n);
     let mut y = area.y;
-    for (i, (label, unit, vals)) in charts.iter().enumerate() {
+    for (i, chart) in charts.iter().enumerate() {
         let hgt = each + u16::from((i as u16) < extra);
         let r = Rect::new(area.x, y, area.width, hgt);
-        render_bars(
-            buf,
-            r,
-            GUTTER,
-            label,
-            unit,
-            vals,
-            &mark_cols,
-            t.series(i),
-            t,
-        );
+        match chart {
+            Chart::Bars(label, unit, vals) => render_bars(
+                buf,
+                r,
+                GUTTER,
+                label,
+                unit,
+                vals,
+                &mark_cols,
+                t.series(i),
+                t,
+            ),
+            Chart::Latency(label, l) => {
+                super::latency::render_chart(buf, r, GUTTER, label, l, &mark_cols, t.series(i), t)
+            }
+        }
         y += hgt;
     }
     render_axis(
@@ -140,6 +161,14 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         &marks,
         t,
     );
+}
+
+/// One chart of the pane.
+enum Chart<'a> {
+    /// Name, unit, one value per column.
+    Bars(&'a str, &'a str, &'a [Option<f64>]),
+    /// The kernel's p50 and p99 of one direction.
+    Latency(&'a str, &'a super::latency::LatencySeries),
 }
 
 /// The side panel's narrowest width.
@@ -159,12 +188,14 @@ fn pct(before: f64, after: f64) -> String {
 }
 
 /// Lines of the before/after table of one change; `probe` is the mean probe
-/// p99 before and after (`--probe` only), shown under r_await.
+/// p99 before and after (`--probe` only), shown under r_await; `latency` the
+/// kernel's pooled windows, whose rows follow r_await and w_await.
 pub fn before_after(
     mark: &ChangeMark,
     c: &Comparison,
     now: f64,
     probe: Option<(Option<f64>, Option<f64>)>,
+    latency: Option<&(Option<Window>, Option<Window>)>,
 ) -> Vec<(String, bool)> {
     // Tunables by their own name: the panel is narrow (33 columns at least).
     let label = mark.label.replace("iosched/", "");
@@ -227,6 +258,16 @@ pub fn before_after(
                 false,
             ));
         }
+        let dir = match label {
+            "r_await" => Dir::Read,
+            "w_await" => Dir::Write,
+            _ => continue,
+        };
+        if let Some((lb, la)) = latency {
+            for l in super::latency::before_after_rows(lb.as_ref(), la.as_ref(), dir) {
+                out.push((l, false));
+            }
+        }
     }
     out
 }
@@ -239,7 +280,8 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     let changes = app.changes_with_comparison(&d.name);
     if let Some((mark, cmp)) = changes.last() {
         let probe = app.probe_compare(&d.name, changes.len() - 1);
-        for (l, head) in before_after(mark, cmp, app.now, probe) {
+        let latency = app.latency_compare(&d.name, changes.len() - 1);
+        for (l, head) in before_after(mark, cmp, app.now, probe, latency.as_ref()) {
             lines.push((l, if head { t.heading() } else { Style::new() }));
         }
         if changes.len() > 1 {
@@ -305,12 +347,19 @@ mod tests {
             &none,
             13.0,
             None,
+            None,
         );
         assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
         assert_eq!(l[1].0, "  3s ago");
         assert!(l.iter().all(|(s, _)| s.chars().count() <= MIN_SIDE_W));
         // A short one keeps its age on the same line.
-        let l = before_after(&mark("none→kyber, nr_requests 128→256"), &none, 13.0, None);
+        let l = before_after(
+            &mark("none→kyber, nr_requests 128→256"),
+            &none,
+            13.0,
+            None,
+            None,
+        );
         assert_eq!(l[0].0, "Δ none→kyber  3s ago");
         assert_eq!(l[1].0, "  and nr_requests 128→256");
     }

@@ -2,7 +2,7 @@
 //! read-only banner.
 
 use super::Theme;
-use crate::tui::app::{App, fmt_interval};
+use crate::tui::app::{App, Tracing, fmt_interval};
 use blktune_core::host::format_uptime;
 use blktune_core::text::printable;
 use ratatui::Frame;
@@ -23,6 +23,8 @@ enum Part {
     Iowait,
     Every,
     Paused,
+    /// Why there are no kernel percentiles (`no p99: not root`).
+    NoP99,
 }
 
 /// One way to make the header shorter.
@@ -37,9 +39,9 @@ enum Shorten {
 
 /// Cheapest losses first: the kernel and the uptime, then the recording's
 /// directory and the middle of its file name (which repeats the hostname),
-/// the hostname, iowait. The program name, the mode, the recording marker,
-/// the interval and PAUSED stay.
-const SHORTEN: [Shorten; 7] = [
+/// the hostname, iowait, and last why there are no p99s. The program name,
+/// the mode, the recording marker, the interval and PAUSED stay.
+const SHORTEN: [Shorten; 8] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
     Shorten::RecBasename,
@@ -47,6 +49,7 @@ const SHORTEN: [Shorten; 7] = [
     Shorten::Drop(Part::Host),
     Shorten::Drop(Part::Iowait),
     Shorten::RecEllipsis(5),
+    Shorten::Drop(Part::NoP99),
 ];
 
 const REC: &str = "● REC ";
@@ -104,6 +107,10 @@ pub fn header_text(app: &App, width: usize) -> String {
     parts.push((Part::Every, format!("every {}", fmt_interval(app.interval))));
     if app.paused && app.replay.is_none() {
         parts.push((Part::Paused, "PAUSED".into()));
+    }
+    // Without tracing the table's p99 column is all `-`: say why.
+    if let Tracing::Off(why) = &app.latency.tracing {
+        parts.push((Part::NoP99, format!("no p99: {why}")));
     }
     // Each part with its separator, plus a margin of two.
     let len = |parts: &[(Part, String)]| -> usize {

@@ -22,6 +22,7 @@ mod detail;
 mod export;
 mod footer;
 mod header;
+mod latency;
 mod overlay;
 mod probe;
 mod shootout;

@@ -2,11 +2,13 @@
 //! terminal is narrow, an inline sparkline of await at the end.
 
 use super::{Theme, num, put};
-use crate::tui::app::{App, SortKey};
+use crate::tui::app::{App, SortKey, Tracing};
 use blktune_core::device::{BlockDevice, DeviceKind, human_size};
 use blktune_core::iostat::ExtStats;
+use blktune_core::latency::Dir;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Modifier;
 
 /// A column: heading, width, priority (0 = always shown), right-aligned?
 #[derive(Debug, Clone, Copy)]
@@ -32,9 +34,12 @@ enum ColId {
     WAwait,
     Aqu,
     Util,
+    /// The kernel's read p99 of the newest interval (only while the source traces or says why not).
+    RP99,
+    WP99,
 }
 
-const COLS: [Col; 12] = [
+const COLS: [Col; 14] = [
     Col {
         head: "DEVICE",
         width: 9,
@@ -106,6 +111,20 @@ const COLS: [Col; 12] = [
         id: ColId::WAwait,
     },
     Col {
+        head: "r_p99",
+        width: 7,
+        prio: 1,
+        right: true,
+        id: ColId::RP99,
+    },
+    Col {
+        head: "w_p99",
+        width: 7,
+        prio: 4,
+        right: true,
+        id: ColId::WP99,
+    },
+    Col {
         head: "aqu-sz",
         width: 6,
         prio: 2,
@@ -126,13 +145,14 @@ const SPARK_MIN: u16 = 8;
 const SPARK_MAX: u16 = 30;
 
 /// The columns that fit `width` (after the one-character selection marker),
-/// and the sparkline width.
-fn fit(width: u16) -> (Vec<Col>, u16) {
+/// and the sparkline width; the p99 columns only with `latency`.
+fn fit(width: u16, latency: bool) -> (Vec<Col>, u16) {
     for max_prio in (0..=5u8).rev() {
         let cols: Vec<Col> = COLS
             .iter()
             .copied()
             .filter(|c| c.prio <= max_prio)
+            .filter(|c| latency || !matches!(c.id, ColId::RP99 | ColId::WP99))
             .collect();
         let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>();
         if used + SPARK_MIN < width {
@@ -161,6 +181,8 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
         ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
+        // Drawn by the caller, which has the app's latency history.
+        ColId::RP99 | ColId::WP99 => String::new(),
     }
 }
 
@@ -191,7 +213,8 @@ pub fn sparkline(values: &[f64]) -> String {
 
 /// Draw the table into `area` (first row: headings).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
-    let (cols, spark_w) = fit(area.width);
+    let latency = app.latency.tracing != Tracing::Unknown;
+    let (cols, spark_w) = fit(area.width, latency);
     // await sorts by the larger of r_await and w_await, which is what the
     // `await` sparkline draws: its heading carries the arrow.
     let sort_col = match app.sort {
@@ -257,7 +280,17 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         let s = app.latest(&d.name);
         let mut x = area.x + 1;
         for c in &cols {
-            let v = cell(d, s, c.id);
+            let (v, dim) = match c.id {
+                ColId::RP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Read)),
+                ColId::WP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Write)),
+                id => (cell(d, s, id), false),
+            };
+            // A count instead of a p99 is dimmed: too few I/Os for a tail.
+            let style = if dim {
+                style.add_modifier(Modifier::DIM)
+            } else {
+                style
+            };
             let text = if c.right {
                 format!("{v:>w$}", w = c.width as usize)
             } else {
@@ -279,13 +312,20 @@ mod tests {
 
     #[test]
     fn columns_fit_the_width() {
-        for w in [60u16, 80, 100, 160, 250] {
-            let (cols, spark) = fit(w);
-            let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>() + spark;
-            assert!(used <= w, "{w}: {used}");
-            assert!(cols.iter().any(|c| c.id == ColId::RAwait));
+        for latency in [false, true] {
+            for w in [60u16, 80, 100, 160, 250] {
+                let (cols, spark) = fit(w, latency);
+                let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>() + spark;
+                assert!(used <= w, "{w}: {used}");
+                assert!(cols.iter().any(|c| c.id == ColId::RAwait));
+            }
         }
-        assert!(fit(160).0.len() == COLS.len());
+        assert!(fit(160, true).0.len() == COLS.len());
+        assert_eq!(fit(160, false).0.len(), COLS.len() - 2);
+        // The read p99 stays at 80 columns; the write p99 needs room.
+        let has = |w, id| fit(w, true).0.iter().any(|c: &Col| c.id == id);
+        assert!(has(80, ColId::RP99) && !has(80, ColId::WP99));
+        assert!(has(120, ColId::WP99));
         assert_eq!(sparkline(&[0.0, 1.0, 2.0]), "▁▅█");
         assert_eq!(sparkline(&[0.0, 0.0]), "▁▁");
     }

@@ -4,6 +4,8 @@
 //!
 //! - [`shootout`]: the shoot-out runner (its own request and feed types)
 //! - [`recorder`]: `R`, recording the live session to a file
+//! - [`latency`]: the kernel tracer's hook and the histograms it sends
 
+pub mod latency;
 pub mod recorder;
 pub mod shootout;

@@ -1,0 +1,441 @@
+//! The kernel latency's side of the app state: whether the source traces
+//! (and why not), and per device a bounded history of each interval's
+//! compact histograms on the snapshots' clock.
+//!
+//! Windows (before and after a change, a chart's column) are pooled by
+//! summing their histograms, never by averaging percentiles; a percentile
+//! is only stated with the number of I/Os it rests on, a p99 from fewer
+//! than [`MIN_IOS_FOR_P99`] I/Os not at all, and a percent change only
+//! between windows of enough I/Os and intervals ([`delta_of`]).
+
+use super::{App, BEFORE_WINDOW};
+use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
+use blktune_core::history::{Delta, Side, delta_of};
+use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span};
+use std::collections::{HashMap, VecDeque};
+
+/// Most intervals kept per device, whatever the interval: 10 minutes at
+/// 1 s, 5 minutes at 100 ms (a busy interval's histograms take a few KiB).
+pub const MAX_LATENCY_POINTS: usize = 3000;
+
+/// Whether the kernel's percentiles are there.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Tracing {
+    /// The source said nothing (a replay, a test): no column, no words.
+    #[default]
+    Unknown,
+    /// The BPF program runs.
+    On,
+    /// No percentiles, and why in a few words (`not root`, `--no-bpf`).
+    Off(String),
+}
+
+/// One interval of one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyPoint {
+    /// End of the interval (the snapshot's clock).
+    pub t: f64,
+    pub itv: f64,
+    /// Its histograms (none of a direction: no I/O of it).
+    pub dev: DeviceLatency,
+}
+
+impl LatencyPoint {
+    /// When the interval started.
+    pub fn start(&self) -> f64 {
+        self.t - self.itv
+    }
+}
+
+/// The kernel latency as the app sees it.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyState {
+    pub tracing: Tracing,
+    /// Per device, oldest first.
+    pub history: HashMap<String, VecDeque<LatencyPoint>>,
+}
+
+impl LatencyState {
+    /// The newest point of a device, if it ended at `now` (the last snapshot).
+    pub fn current(&self, name: &str, now: f64) -> Option<&LatencyPoint> {
+        self.history.get(name)?.back().filter(|p| p.t >= now - 1e-9)
+    }
+}
+
+/// Which percentile a row shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantile {
+    P50,
+    P99,
+    P999,
+}
+
+impl Quantile {
+    /// Fewest I/Os for the value to be stated (p50: any; its percent change
+    /// needs [`MIN_IOS_FOR_P99`] like the others).
+    pub fn min_ios(self) -> u64 {
+        match self {
+            Quantile::P50 => 1,
+            Quantile::P99 => MIN_IOS_FOR_P99,
+            Quantile::P999 => MIN_IOS_FOR_P999,
+        }
+    }
+
+    /// The value of this percentile, in ms.
+    pub fn of(self, p: &Percentiles) -> f64 {
+        match self {
+            Quantile::P50 => p.p50,
+            Quantile::P99 => p.p99,
+            Quantile::P999 => p.p999,
+        }
+    }
+}
+
+/// A window's pooled histograms (one per [`KEPT`] span and direction) and
+/// the per-interval spread of each percentile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Intervals in the window (traced, with or without I/O).
+    pub intervals: usize,
+    /// Seconds covered.
+    pub secs: f64,
+    pooled: [Option<Percentiles>; 4],
+    /// Per [`KEPT`] entry, the values of each interval with enough I/Os
+    /// for p50, p99, p99.9.
+    per_interval: [[Vec<f64>; 3]; 4],
+}
+
+fn kept_index(span: Span, dir: Dir) -> Option<usize> {
+    KEPT.iter().position(|k| *k == (span, dir))
+}
+
+const QS: [Quantile; 3] = [Quantile::P50, Quantile::P99, Quantile::P999];
+
+/// Population standard deviation (0 for fewer than two values).
+fn stddev(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt()
+}
+
+impl Window {
+    /// Pool the points; `None` when there are none.
+    pub fn of<'a>(points: impl IntoIterator<Item = &'a LatencyPoint>) -> Option<Self> {
+        let mut pools: [Pool; 4] = Default::default();
+        let mut per_interval: [[Vec<f64>; 3]; 4] = Default::default();
+        let (mut intervals, mut secs) = (0, 0.0);
+        for p in points {
+            intervals += 1;
+            secs += p.itv;
+            for (i, k) in KEPT.iter().enumerate() {
+                let Some(c) = p.dev.hists.get(k) else {
+                    continue;
+                };
+                pools[i].add(c);
+                let mut one = Pool::default();
+                one.add(c);
+                if let Some(pc) = Percentiles::of(&one.hist()) {
+                    for (j, q) in QS.iter().enumerate() {
+                        if pc.n >= q.min_ios() {
+                            per_interval[i][j].push(q.of(&pc));
+                        }
+                    }
+                }
+            }
+        }
+        (intervals > 0).then(|| Self {
+            intervals,
+            secs,
+            pooled: pools.map(|p| Percentiles::of(&p.hist())),
+            per_interval,
+        })
+    }
+
+    /// The pooled percentiles; `None` without I/O.
+    pub fn percentiles(&self, span: Span, dir: Dir) -> Option<&Percentiles> {
+        self.pooled[kept_index(span, dir)?].as_ref()
+    }
+
+    /// Number of I/Os of a span and direction.
+    pub fn count(&self, span: Span, dir: Dir) -> u64 {
+        self.percentiles(span, dir).map_or(0, |p| p.n)
+    }
+
+    /// The pooled value of `q`, when it rests on enough I/Os.
+    pub fn value(&self, span: Span, dir: Dir, q: Quantile) -> Option<f64> {
+        let p = self.percentiles(span, dir)?;
+        (p.n >= q.min_ios()).then(|| q.of(p))
+    }
+
+    /// The window as one side of [`delta_of`]; `None` under
+    /// [`MIN_IOS_FOR_P99`] I/Os (or the percentile's own minimum).
+    fn side(&self, span: Span, dir: Dir, q: Quantile) -> Option<Side> {
+        let p = self.percentiles(span, dir)?;
+        if p.n < q.min_ios().max(MIN_IOS_FOR_P99) {
+            return None;
+        }
+        let i = kept_index(span, dir)?;
+        let j = QS.iter().position(|x| *x == q)?;
+        Some(Side {
+            value: q.of(p),
+            spread: stddev(&self.per_interval[i][j]),
+            intervals: self.intervals,
+        })
+    }
+}
+
+/// How a latency figure moved between two windows; `None` when a window
+/// has too few I/Os for a percent (the table says `few`).
+pub fn latency_delta(
+    before: &Window,
+    after: &Window,
+    span: Span,
+    dir: Dir,
+    q: Quantile,
+) -> Option<Delta> {
+    Some(delta_of(
+        before.side(span, dir, q)?,
+        after.side(span, dir, q)?,
+    ))
+}
+
+/// Before and after a change at `t`, with the windows of
+/// [`blktune_core::history::compare`]: before = intervals that ended at or
+/// before `t`, back to `window` seconds or the previous change; after =
+/// intervals that started at or after `t`, up to the next change.
+pub fn compare_windows(
+    points: &VecDeque<LatencyPoint>,
+    t: f64,
+    window: f64,
+    prev_t: Option<f64>,
+    next_t: Option<f64>,
+) -> (Option<Window>, Option<Window>) {
+    let from = prev_t.map_or(t - window, |p| p.max(t - window));
+    let before = Window::of(
+        points
+            .iter()
+            .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
+    );
+    let after = Window::of(
+        points
+            .iter()
+            .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
+    );
+    (before, after)
+}
+
+impl App {
+    /// Take what the source says about tracing.
+    pub fn on_latency(&mut self, f: LatencyFeed) {
+        match f {
+            LatencyFeed::Tracing => self.latency.tracing = Tracing::On,
+            LatencyFeed::Unavailable(why) => {
+                self.latency.tracing = Tracing::Off(why);
+                self.latency.history.clear();
+            }
+            LatencyFeed::Sample(s) => self.push_latency(s),
+        }
+    }
+
+    fn push_latency(&mut self, s: LatencySample) {
+        let devs = std::sync::Arc::clone(&self.devices);
+        // Devices gone, or replaced under their name (another diskseq), lose their history.
+        self.latency.history.retain(|name, h| {
+            devs.iter().any(|d| {
+                &d.name == name
+                    && d.size_bytes > 0
+                    && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
+            })
+        });
+        // Only devices with a request queue are traced: the others get no
+        // points, so they show `-`, never a count of 0.
+        for d in devs
+            .iter()
+            .filter(|d| d.size_bytes > 0 && d.queue.has_scheduler())
+        {
+            let dev = s.devices.get(&d.name).cloned().unwrap_or(DeviceLatency {
+                diskseq: d.diskseq,
+                hists: Default::default(),
+            });
+            if dev.diskseq != d.diskseq {
+                continue;
+            }
+            let keep = self.keep_secs(&d.name);
+            let h = self.latency.history.entry(d.name.clone()).or_default();
+            h.push_back(LatencyPoint {
+                t: s.t,
+                itv: s.itv,
+                dev,
+            });
+            while h.len() > MAX_LATENCY_POINTS || h.front().is_some_and(|f| f.t < s.t - keep) {
+                h.pop_front();
+            }
+        }
+    }
+
+    /// The newest interval's read (total) percentiles of a device for the
+    /// table: `None` when untraced (no tracing, no request queue, or no
+    /// interval yet); `Some(None)` when traced without reads.
+    pub fn latency_now(&self, name: &str, dir: Dir) -> Option<Option<Percentiles>> {
+        let p = self.latency.current(name, self.now)?;
+        Some(p.dev.get(Span::Total, dir).and_then(|c| {
+            let mut pool = Pool::default();
+            pool.add(c);
+            Percentiles::of(&pool.hist())
+        }))
+    }
+
+    /// Pooled latency before and after the `i`-th change of `name`; `None`
+    /// when the device has no latency history.
+    pub fn latency_compare(
+        &self,
+        name: &str,
+        i: usize,
+    ) -> Option<(Option<Window>, Option<Window>)> {
+        let points = self.latency.history.get(name)?;
+        let marks = self.marks.get(name)?;
+        let m = marks.get(i)?;
+        let prev = i.checked_sub(1).map(|j| marks[j].t);
+        let next = marks.get(i + 1).map(|n| n.t);
+        Some(compare_windows(points, m.t, BEFORE_WINDOW, prev, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blktune_core::latency::SparseHist;
+    use blktune_core::latency::hist::Hist;
+    use std::collections::BTreeMap;
+
+    /// An interval with `n` reads of `ms` each, plus `slow` reads of 50 ms.
+    fn point(t: f64, n: u64, ms: f64, slow: u64) -> LatencyPoint {
+        let mut h = Hist::empty();
+        for _ in 0..n {
+            h.record((ms * 1e6) as u64);
+        }
+        for _ in 0..slow {
+            h.record(50_000_000);
+        }
+        let mut dev = Hist::empty();
+        for _ in 0..n + slow {
+            dev.record(500_000);
+        }
+        LatencyPoint {
+            t,
+            itv: 1.0,
+            dev: DeviceLatency {
+                diskseq: Some(1),
+                hists: BTreeMap::from([
+                    ((Span::Total, Dir::Read), SparseHist::from(&h)),
+                    ((Span::Device, Dir::Read), SparseHist::from(&dev)),
+                ]),
+            },
+        }
+    }
+
+    #[test]
+    fn a_window_pools_histograms_and_never_averages_percentiles() {
+        // 9 intervals of 100 fast reads and one with 20 slow ones among 100:
+        // 2% of all reads are slow, so the pooled p99 is a slow read.
+        let mut pts: Vec<LatencyPoint> = (1..=9).map(|i| point(i as f64, 100, 1.0, 0)).collect();
+        pts.push(point(10.0, 80, 1.0, 20));
+        let w = Window::of(&pts).unwrap();
+        assert_eq!(w.intervals, 10);
+        assert_eq!(w.count(Span::Total, Dir::Read), 1000);
+        let p99 = w.value(Span::Total, Dir::Read, Quantile::P99).unwrap();
+        // The mean of the intervals' p99s would be (9 * 1 + 50) / 10 = 5.9 ms.
+        assert!(p99 > 45.0, "{p99}");
+        assert!((w.value(Span::Total, Dir::Read, Quantile::P50).unwrap() - 1.0).abs() < 0.02);
+        // p99.9 needs 1000 I/Os: here it has them, and it is a slow read.
+        assert!(w.value(Span::Total, Dir::Read, Quantile::P999).unwrap() > 45.0);
+        // The device span is kept apart.
+        let dev99 = w.value(Span::Device, Dir::Read, Quantile::P99).unwrap();
+        assert!((dev99 - 0.5).abs() < 0.01, "{dev99}");
+        assert_eq!(w.count(Span::Total, Dir::Write), 0);
+        assert!(Window::of(&[]).is_none());
+    }
+
+    #[test]
+    fn few_ios_give_a_count_and_no_percent() {
+        let few: Vec<LatencyPoint> = (1..=5).map(|i| point(i as f64, 10, 2.0, 0)).collect();
+        let many: Vec<LatencyPoint> = (6..=10).map(|i| point(i as f64, 150, 1.0, 0)).collect();
+        let (b, a) = (Window::of(&few).unwrap(), Window::of(&many).unwrap());
+        assert_eq!(b.count(Span::Total, Dir::Read), 50);
+        assert_eq!(b.value(Span::Total, Dir::Read, Quantile::P99), None);
+        assert!(b.value(Span::Total, Dir::Read, Quantile::P50).is_some());
+        // Under 100 I/Os: no percent, even for the p50.
+        assert_eq!(
+            latency_delta(&b, &a, Span::Total, Dir::Read, Quantile::P50),
+            None
+        );
+        // p99.9 under 1000 I/Os: no value.
+        assert_eq!(a.value(Span::Total, Dir::Read, Quantile::P999), None);
+        assert_eq!(
+            latency_delta(&a, &a, Span::Total, Dir::Read, Quantile::P999),
+            None
+        );
+    }
+
+    #[test]
+    fn deltas_follow_the_history_rules() {
+        let slow: Vec<LatencyPoint> = (1..=5).map(|i| point(i as f64, 200, 4.0, 0)).collect();
+        let fast: Vec<LatencyPoint> = (6..=10).map(|i| point(i as f64, 200, 1.0, 0)).collect();
+        let (b, a) = (Window::of(&slow).unwrap(), Window::of(&fast).unwrap());
+        let d = latency_delta(&b, &a, Span::Total, Dir::Read, Quantile::P99).unwrap();
+        assert!(
+            matches!(d, Delta::Pct(p) if (p + 75.0).abs() < 2.0),
+            "{d:?}"
+        );
+        // The same figure both sides: noise, marked `~`.
+        let d = latency_delta(&b, &b, Span::Total, Dir::Read, Quantile::P50).unwrap();
+        assert_eq!(d.label(), "~+0%");
+        // Fewer than MIN_INTERVALS intervals: no percent.
+        let short = Window::of(&fast[..2]).unwrap();
+        assert_eq!(
+            latency_delta(&b, &short, Span::Total, Dir::Read, Quantile::P99),
+            Some(Delta::TooShort)
+        );
+        // A move inside the intervals' own swing is noise.
+        let swing: Vec<LatencyPoint> = (1..=6)
+            .map(|i| point(i as f64, 200, if i % 2 == 0 { 1.0 } else { 8.0 }, 0))
+            .collect();
+        let steady: Vec<LatencyPoint> = (7..=12).map(|i| point(i as f64, 200, 6.0, 0)).collect();
+        let d = latency_delta(
+            &Window::of(&swing).unwrap(),
+            &Window::of(&steady).unwrap(),
+            Span::Total,
+            Dir::Read,
+            Quantile::P99,
+        )
+        .unwrap();
+        assert!(matches!(d, Delta::Noise(_)), "{d:?}");
+    }
+
+    #[test]
+    fn windows_are_those_of_the_before_after_table() {
+        let pts: VecDeque<LatencyPoint> = (1..=10)
+            .map(|i| point(i as f64, 100, if i > 5 { 1.0 } else { 4.0 }, 0))
+            .collect();
+        // The interval (4, 5] straddles a change at 4.5: in neither window.
+        let (b, a) = compare_windows(&pts, 4.5, 60.0, None, None);
+        let (b, a) = (b.unwrap(), a.unwrap());
+        assert_eq!((b.intervals, a.intervals), (4, 5));
+        assert!((b.value(Span::Total, Dir::Read, Quantile::P50).unwrap() - 4.0).abs() < 0.1);
+        assert!((a.value(Span::Total, Dir::Read, Quantile::P50).unwrap() - 1.0).abs() < 0.1);
+        // Bounded by the previous and the next change, and by the window.
+        let (b, a) = compare_windows(&pts, 4.5, 60.0, Some(2.0), Some(7.0));
+        assert_eq!((b.unwrap().intervals, a.unwrap().intervals), (2, 2));
+        assert_eq!(
+            compare_windows(&pts, 4.5, 2.0, None, None)
+                .0
+                .unwrap()
+                .intervals,
+            1
+        );
+        assert!(compare_windows(&pts, 10.0, 60.0, None, None).1.is_none());
+    }
+}

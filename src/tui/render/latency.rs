@@ -1,0 +1,366 @@
+//! The kernel's latency in the detail pane: a chart of p50 and p99 over
+//! time, and the before/after rows of a change.
+//!
+//! ```text
+//! r_p99    ▂▂▂          one bar per column of pooled histograms: solid up
+//! 1.20ms   ▒▒▒          to the p50, shaded (▒) from there to the p99;
+//! ↑12.0    ▒▒▒  ▁▁▁     `n=42` for the newest interval when under 100 reads
+//! p50 1.00 ███  ███
+//!
+//!           before   after   diff
+//! reads      32000   16000           the I/Os each window rests on
+//! r_p50       5.90    1.95   -67%    pooled from summed histograms
+//! r_p99       12.0    2.40   -80%    n=K instead under 100 I/Os
+//! r_dev99     0.90    0.88   ~-2%    the device's own share (issue to completion)
+//!   ↳ time in the scheduler          what moved, when the p99 did
+//! r_p99.9     15.1   n=812
+//! ```
+
+use super::chart::column;
+use super::{Theme, num, put};
+use crate::tui::app::{LatencyPoint, Quantile, Window, latency_delta};
+use crate::tui::worker::latency::Pool;
+use blktune_core::history::Delta;
+use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use std::collections::VecDeque;
+
+/// p50 and p99 per chart column, and the I/Os each rests on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencySeries {
+    pub p50: Vec<Option<f64>>,
+    /// `None` also for a column of fewer than 100 I/Os.
+    pub p99: Vec<Option<f64>>,
+    pub n: Vec<u64>,
+}
+
+/// Pool the points of each of `cols` columns covering `(now - span, now]`
+/// (summing their histograms) for one direction's total span.
+pub fn bucket(
+    points: &VecDeque<LatencyPoint>,
+    now: f64,
+    span: f64,
+    cols: usize,
+    dir: Dir,
+) -> LatencySeries {
+    let mut pools: Vec<Option<Pool>> = vec![None; cols];
+    for p in points {
+        let Some(c) = column(p.t, now, span, cols) else {
+            continue;
+        };
+        let pool = pools[c].get_or_insert_with(Pool::default);
+        if let Some(h) = p.dev.get(Span::Total, dir) {
+            pool.add(h);
+        }
+    }
+    let mut s = LatencySeries {
+        p50: vec![None; cols],
+        p99: vec![None; cols],
+        n: vec![0; cols],
+    };
+    for (c, pool) in pools.iter().enumerate() {
+        let Some(pc) = pool.as_ref().and_then(|p| Percentiles::of(&p.hist())) else {
+            continue;
+        };
+        s.n[c] = pc.n;
+        s.p50[c] = Some(pc.p50);
+        s.p99[c] = pc.p99_if_enough();
+    }
+    s
+}
+
+/// The chart: one bar per column, solid up to the p50 and shaded from
+/// there to the p99 (a column under 100 I/Os has only its p50); the newest
+/// figures in the gutter (`n=K` when the newest column has under 100 I/Os).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one chart: its area, gutter, label, data, marks and two styles, as render_bars"
+)]
+pub fn render_chart(
+    buf: &mut Buffer,
+    area: Rect,
+    gutter: u16,
+    name: &str,
+    s: &LatencySeries,
+    marks: &[usize],
+    style: Style,
+    t: Theme,
+) {
+    if area.height == 0 || area.width <= gutter {
+        return;
+    }
+    let max = s
+        .p99
+        .iter()
+        .chain(&s.p50)
+        .flatten()
+        .copied()
+        .fold(0.0, f64::max);
+    put(buf, area.x, area.y, name, gutter - 1, t.heading());
+    // The newest column with I/O says what "now" is.
+    let newest = s.n.iter().rposition(|&n| n > 0);
+    if area.height > 1 {
+        let (now, st) = match newest {
+            Some(c) => match s.p99[c] {
+                Some(v) => (format!("{}ms", num(v)), Style::new()),
+                None => (format!("n={}", s.n[c]), t.dim()),
+            },
+            None => ("-".into(), Style::new()),
+        };
+        put(buf, area.x, area.y + 1, &now, gutter - 1, st);
+    }
+    if area.height > 2 {
+        put(
+            buf,
+            area.x,
+            area.y + 2,
+            &format!("↑{}", num(max)),
+            gutter - 1,
+            t.dim(),
+        );
+    }
+    if area.height > 3
+        && let Some(v) = newest.and_then(|c| s.p50[c])
+    {
+        put(
+            buf,
+            area.x,
+            area.y + 3,
+            &format!("p50 {}", num(v)),
+            gutter - 1,
+            t.dim(),
+        );
+    }
+    const EIGHTHS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+    let rows = area.height as usize;
+    let levels = (rows * 8) as f64;
+    // Headroom above the highest bar leaves space for change markers, as in render_bars.
+    let level = |v: f64| {
+        if max > 0.0 {
+            (v / (max * 1.25) * levels).round() as usize
+        } else {
+            1
+        }
+    };
+    let x0 = area.x + gutter;
+    for c in 0..s.p50.len().min((area.width - gutter) as usize) {
+        let p50 = s.p50[c].map_or(0, level);
+        let top = s.p99[c].map_or(p50, level).max(p50);
+        for r in 0..rows {
+            // r = 0 is the bottom row.
+            let y = area.y + area.height - 1 - r as u16;
+            let here = top.saturating_sub(r * 8).min(8);
+            let glyph = if here < 8 && marks.contains(&c) {
+                put(buf, x0 + c as u16, y, "│", 1, t.marker());
+                continue;
+            } else if here == 0 {
+                continue;
+            } else if here < 8 || r * 8 < p50 {
+                EIGHTHS[here]
+            } else {
+                // Between the p50 and the p99: the tail.
+                "▒"
+            };
+            put(buf, x0 + c as u16, y, glyph, 1, style);
+        }
+    }
+}
+
+/// A value cell: the figure when it rests on enough I/Os, else `n=K`.
+fn value(w: Option<&Window>, span: Span, dir: Dir, q: Quantile) -> String {
+    let Some(w) = w else {
+        return "-".into();
+    };
+    match (w.value(span, dir, q), w.count(span, dir)) {
+        (Some(v), _) => num(v),
+        (None, 0) => "-".into(),
+        (None, n) => format!("n={n}"),
+    }
+}
+
+/// The diff cell of a latency row.
+fn diff(b: Option<&Window>, a: Option<&Window>, span: Span, dir: Dir, q: Quantile) -> String {
+    match (b, a) {
+        (Some(b), Some(a)) => {
+            latency_delta(b, a, span, dir, q).map_or_else(|| "few".into(), Delta::label)
+        }
+        _ => String::new(),
+    }
+}
+
+fn row(label: &str, b: String, a: String, d: String) -> String {
+    format!("{label:<8}{b:>8}{a:>8}{d:>7}")
+        .trim_end()
+        .to_string()
+}
+
+/// The before/after rows of one direction: its count, p50, p99, the
+/// device's p99 and what moved, p99.9. Empty when neither window saw I/O
+/// of it.
+pub fn before_after_rows(b: Option<&Window>, a: Option<&Window>, dir: Dir) -> Vec<String> {
+    let count = |w: Option<&Window>, span| w.map_or(0, |w| w.count(span, dir));
+    if count(b, Span::Total) == 0 && count(a, Span::Total) == 0 {
+        return Vec::new();
+    }
+    let p = dir.prefix();
+    let n = |w: Option<&Window>| {
+        w.map_or_else(|| "-".into(), |w| w.count(Span::Total, dir).to_string())
+    };
+    let label = match dir {
+        Dir::Read => "reads",
+        _ => "writes",
+    };
+    let mut out = vec![row(label, n(b), n(a), String::new())];
+    for (q, name) in [(Quantile::P50, "p50"), (Quantile::P99, "p99")] {
+        out.push(row(
+            &format!("{p}_{name}"),
+            value(b, Span::Total, dir, q),
+            value(a, Span::Total, dir, q),
+            diff(b, a, Span::Total, dir, q),
+        ));
+    }
+    if count(b, Span::Device) > 0 || count(a, Span::Device) > 0 {
+        out.push(row(
+            &format!("{p}_dev99"),
+            value(b, Span::Device, dir, Quantile::P99),
+            value(a, Span::Device, dir, Quantile::P99),
+            diff(b, a, Span::Device, dir, Quantile::P99),
+        ));
+        if let Some(w) = share(b, a, dir) {
+            out.push(format!("  ↳ {w}"));
+        }
+    }
+    out.push(row(
+        &format!("{p}_p99.9"),
+        value(b, Span::Total, dir, Quantile::P999),
+        value(a, Span::Total, dir, Quantile::P999),
+        diff(b, a, Span::Total, dir, Quantile::P999),
+    ));
+    out
+}
+
+/// Where a p99 that moved spent its time: the device's own p99 moved the
+/// same way (the device), or stayed within its noise (the scheduler, which
+/// holds requests between their start and their issue).
+pub fn share(b: Option<&Window>, a: Option<&Window>, dir: Dir) -> Option<&'static str> {
+    let (b, a) = (b?, a?);
+    let total = latency_delta(b, a, Span::Total, dir, Quantile::P99)?.significant()?;
+    let device = latency_delta(b, a, Span::Device, dir, Quantile::P99)?;
+    Some(match device.significant() {
+        Some(d) if d.signum() == total.signum() => "time on the device",
+        _ => "time in the scheduler",
+    })
+}
+
+/// The table's p99 cell: the value, `n=K` under 100 I/Os (dimmed), `-`
+/// when untraced. The bool says "dim it".
+pub fn p99_cell(now: Option<Option<Percentiles>>) -> (String, bool) {
+    match now {
+        None => ("-".into(), false),
+        Some(None) => ("n=0".into(), true),
+        Some(Some(p)) if p.n < MIN_IOS_FOR_P99 => (format!("n={}", p.n), true),
+        Some(Some(p)) => (num(p.p99), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::worker::latency::DeviceLatency;
+    use blktune_core::latency::SparseHist;
+    use blktune_core::latency::hist::Hist;
+    use std::collections::BTreeMap;
+
+    fn point(t: f64, n: u64, ms: f64, dev_ms: f64) -> LatencyPoint {
+        let hist = |ms: f64| {
+            let mut h = Hist::empty();
+            for _ in 0..n {
+                h.record((ms * 1e6) as u64);
+            }
+            SparseHist::from(&h)
+        };
+        LatencyPoint {
+            t,
+            itv: 1.0,
+            dev: DeviceLatency {
+                diskseq: None,
+                hists: BTreeMap::from([
+                    ((Span::Total, Dir::Read), hist(ms)),
+                    ((Span::Device, Dir::Read), hist(dev_ms)),
+                ]),
+            },
+        }
+    }
+
+    #[test]
+    fn columns_pool_their_points() {
+        let pts: VecDeque<LatencyPoint> = (1..=8)
+            .map(|i| point(i as f64, if i <= 4 { 60 } else { 200 }, i as f64, 0.5))
+            .collect();
+        let s = bucket(&pts, 8.0, 8.0, 4, Dir::Read);
+        // Two points per column: 120 reads in the first two columns (a p99),
+        // 400 in the last two.
+        assert_eq!(s.n, vec![120, 120, 400, 400]);
+        assert!(s.p99.iter().all(Option::is_some));
+        let s = bucket(&pts, 8.0, 8.0, 8, Dir::Read);
+        assert_eq!(s.p99[0], None);
+        assert!((s.p50[0].unwrap() - 1.0).abs() < 0.02);
+        assert!(s.p99[7].is_some());
+    }
+
+    #[test]
+    fn the_scheduler_share_names_what_moved() {
+        let slow: Vec<LatencyPoint> = (1..=5).map(|i| point(i as f64, 200, 8.0, 0.5)).collect();
+        let fast: Vec<LatencyPoint> = (6..=10).map(|i| point(i as f64, 200, 1.0, 0.5)).collect();
+        let dev_fast: Vec<LatencyPoint> =
+            (6..=10).map(|i| point(i as f64, 200, 1.0, 0.1)).collect();
+        let (s, f, d) = (
+            Window::of(&slow).unwrap(),
+            Window::of(&fast).unwrap(),
+            Window::of(&dev_fast).unwrap(),
+        );
+        assert_eq!(
+            share(Some(&s), Some(&f), Dir::Read),
+            Some("time in the scheduler")
+        );
+        assert_eq!(
+            share(Some(&s), Some(&d), Dir::Read),
+            Some("time on the device")
+        );
+        assert_eq!(share(Some(&s), Some(&s), Dir::Read), None);
+        let rows = before_after_rows(Some(&s), Some(&f), Dir::Read);
+        assert_eq!(rows[0], "reads       1000    1000");
+        assert_eq!(rows[2], "r_p99       8.06    1.01   -88%");
+        assert_eq!(rows[4], "  ↳ time in the scheduler");
+        // 1000 I/Os: a p99.9 each side.
+        assert!(!rows[5].contains("n="), "{rows:?}");
+        assert!(before_after_rows(Some(&s), Some(&f), Dir::Write).is_empty());
+    }
+
+    #[test]
+    fn few_ios_show_their_count_and_no_percent() {
+        let few: Vec<LatencyPoint> = (1..=5).map(|i| point(i as f64, 10, 8.0, 0.5)).collect();
+        let fast: Vec<LatencyPoint> = (6..=10).map(|i| point(i as f64, 200, 1.0, 0.5)).collect();
+        let (b, a) = (Window::of(&few).unwrap(), Window::of(&fast).unwrap());
+        let rows = before_after_rows(Some(&b), Some(&a), Dir::Read);
+        assert_eq!(
+            rows[1],
+            row("r_p50", "8.03".into(), "1.00".into(), "few".into())
+        );
+        assert!(rows[2].starts_with("r_p99       n=50"), "{rows:?}");
+        assert!(rows[2].ends_with("few"), "{rows:?}");
+        assert_eq!(p99_cell(None), ("-".into(), false));
+        assert_eq!(p99_cell(Some(None)), ("n=0".into(), true));
+        let p = Percentiles::of(&{
+            let mut h = Hist::empty();
+            h.record(1_000_000);
+            h
+        });
+        assert_eq!(p99_cell(Some(p)), ("n=1".into(), true));
+        for r in &rows {
+            assert!(r.chars().count() <= 33, "{r}");
+        }
+    }
+}

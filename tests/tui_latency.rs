@@ -1,0 +1,159 @@
+//! The kernel's latency in the TUI, on a scripted machine with synthetic
+//! histograms: the p99 column, the p50/p99 chart, the before/after rows,
+//! and the header's reason without tracing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::tui::app::App;
+use blktune::tui::source::Feed;
+use blktune::tui::worker::latency::LatencyFeed;
+use tui_fixture::*;
+
+/// sda's reads under mq-deadline: p50 4 ms, 3% held to 12 ms by the
+/// scheduler, 0.9 ms on the device; sdb a few reads only.
+fn slow() -> Vec<(&'static str, Lat)> {
+    vec![
+        (
+            "sda",
+            Lat {
+                reads: 800,
+                r_ms: 4.0,
+                r_tail: 0.03,
+                r_tail_ms: 12.0,
+                r_dev_ms: 0.9,
+                writes: 40,
+                w_ms: 10.0,
+            },
+        ),
+        (
+            "sdb",
+            Lat {
+                reads: 20,
+                r_ms: 12.0,
+                r_tail: 0.0,
+                r_tail_ms: 0.0,
+                r_dev_ms: 10.0,
+                writes: 150,
+                w_ms: 30.0,
+            },
+        ),
+    ]
+}
+
+/// After the switch to kyber: the scheduler no longer holds reads.
+fn fast() -> Vec<(&'static str, Lat)> {
+    let mut v = slow();
+    v[0].1.r_ms = 1.0;
+    v[0].1.r_tail = 0.0;
+    v
+}
+
+/// 60 s under mq-deadline, a switch to kyber, 20 s after it.
+fn switched() -> (Machine, App) {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run_traced(&mut app, 60, &busy(4), &slow());
+    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
+    m.run_traced(&mut app, 20, &busy(1), &fast());
+    (m, app)
+}
+
+#[test]
+fn p99_column_chart_and_before_after_at_80x24() {
+    let (_m, app) = switched();
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    // The table's read p99 (1 ms now) and sdb's count of 20 reads.
+    assert!(s.contains("r_p99"), "{s}");
+    assert!(s.contains("n=20"), "{s}");
+    // zram0 has no request queue: never traced, never a count.
+    let zram = s.lines().find(|l| l.contains("zram0")).unwrap();
+    assert!(zram.contains(" - "), "{zram}");
+    // The chart of p50/p99 has its own row label.
+    assert!(s.contains("r_p99    "), "{s}");
+    // Before/after: the window's reads, p99 12 ms -> 1.2 ms, the scheduler's share.
+    assert!(s.contains("reads      48000   16000"), "{s}");
+    assert!(s.contains("↳ time in the scheduler"), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn p99_column_chart_and_before_after_at_160x48() {
+    let (_m, app) = switched();
+    let term = screen(&app, 160, 48);
+    let s = text(&term);
+    assert!(s.contains("w_p99"), "{s}");
+    assert!(s.contains("r_dev99"), "{s}");
+    assert!(s.contains("w_p50"), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn the_before_after_rows_pool_histograms_and_give_no_percent_from_few_ios() {
+    let (_m, app) = switched();
+    let (b, a) = app.latency_compare("sda", 0).unwrap();
+    let (b, a) = (b.unwrap(), a.unwrap());
+    assert_eq!((b.intervals, a.intervals), (60, 20));
+    let s = text(&screen(&app, 160, 48));
+    // 3% of the reads were 12 ms before the switch: the pooled p99 is one.
+    let p99 = s
+        .lines()
+        .find_map(|l| l.split('│').find(|c| c.starts_with("r_p99 ")))
+        .unwrap();
+    assert!(p99.contains("12.") && p99.contains("-9"), "{p99}");
+    // sdb: 20 reads a second, a p99 from 1200 reads pooled over a minute
+    // is fine, but a single interval of 20 is shown as its count.
+    let sdb = s.lines().find(|l| l.contains(" sdb ")).unwrap();
+    assert!(sdb.contains("n=20"), "{sdb}");
+}
+
+#[test]
+fn a_window_under_100_ios_shows_its_count_and_no_percent() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    let few = |ms: f64| {
+        let mut v = slow();
+        v[0].1.reads = 10;
+        v[0].1.r_ms = ms;
+        v
+    };
+    m.run_traced(&mut app, 5, &busy(4), &few(4.0));
+    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
+    m.run_traced(&mut app, 5, &busy(1), &few(1.0));
+    let s = text(&screen(&app, 160, 48));
+    let row = |name: &str| {
+        s.lines()
+            .find_map(|l| l.split('│').find(|c| c.starts_with(name)))
+            .unwrap_or_else(|| panic!("no {name} in {s}"))
+            .trim_end_matches([' ', '"'])
+            .to_string()
+    };
+    assert_eq!(row("reads "), "reads         50      50");
+    assert_eq!(row("r_p99 "), "r_p99       n=50    n=50    few");
+    assert!(row("r_p50 ").ends_with("few"), "{}", row("r_p50 "));
+}
+
+#[test]
+fn without_tracing_the_header_says_why_and_the_column_is_a_dash() {
+    let mut m = Machine::three();
+    let mut app = m.app(Some("not root"));
+    app.on_feed(Feed::Latency(LatencyFeed::Unavailable("not root".into())));
+    m.run(&mut app, 10, &busy(4));
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    assert!(s.contains("no p99: not root"), "{s}");
+    let sda = s.lines().find(|l| l.contains("sda ")).unwrap();
+    assert!(!sda.contains("n="), "{sda}");
+    assert!(!s.contains("reads "), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn without_a_word_from_the_source_there_is_no_column() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 10, &busy(4));
+    let s = text(&screen(&app, 160, 48));
+    assert!(!s.contains("r_p99") && !s.contains("no p99"), "{s}");
+}
