@@ -373,7 +373,19 @@ impl SysRoot {
 /// attribute is at most a page and comes whole from the first read
 /// (`Documentation/filesystems/sysfs.rst`), so a short read is the end.
 fn read_attr(path: &Path) -> io::Result<String> {
-    read_file(fs::File::open(path)?)
+    read_file(open_nonblocking(path)?)
+}
+
+/// Open for reading without blocking: every file read through the seam may
+/// belong to a hostile tree (`--sysfs-root`), where a FIFO in a file's place
+/// would otherwise hang blktune; opened this way it reads as empty. On
+/// sysfs, procfs and regular files `O_NONBLOCK` changes nothing.
+fn open_nonblocking(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// [`read_attr`] of an open file.
@@ -402,7 +414,7 @@ fn read_file(mut f: fs::File) -> io::Result<String> {
 /// in reads as large as the buffer's spare room (diskstats of a thousand
 /// devices is about 100 KiB: a few reads, not twenty-five).
 fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
-    let mut f = fs::File::open(path)?;
+    let mut f = open_nonblocking(path)?;
     let mut bytes = std::mem::take(buf).into_bytes();
     let res = loop {
         let len = bytes.len();
