@@ -10,8 +10,8 @@
 //! with a 12 MB peak for the summary and 44 MB for the replay source).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::tui::replay_source::ReplaySource;
-use blktune::tui::source::{Control, Feed};
+use blktune::tui::worker::protocol::{Control, Feed};
+use blktune::tui::worker::replay::ReplaySource;
 use blktune_core::record::Recording;
 use common::require_tool;
 use std::io::{BufWriter, Write};

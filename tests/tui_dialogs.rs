@@ -7,7 +7,7 @@ use blktune::tui::app::{App, Overlay};
 use blktune::tui::command::Mode;
 use blktune::tui::dialogs::export::{Focus, WriteError};
 use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
-use blktune::tui::source::{ApplyKind, Control, Feed};
+use blktune::tui::worker::protocol::{ApplyKind, Control, Feed};
 use blktune::tui::worker::shootout::ShootOutFeed;
 use blktune_core::shootout::{
     Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,

@@ -8,7 +8,8 @@
 mod tui_fixture;
 use blktune::tui::app::{App, Overlay};
 use blktune::tui::command::Mode;
-use blktune::tui::source::{ApplyKind, ApplyReport, ApplyRequest, Control, Feed, LiveSource};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{ApplyKind, ApplyReport, ApplyRequest, Control, Feed};
 use blktune_core::diskstats::Counters;
 use blktune_core::fake::FakeDisk;
 use blktune_core::journal::Journal;

@@ -5,7 +5,7 @@
 mod tui_fixture;
 use blktune::tui::TuiError;
 use blktune::tui::event_loop::{Input, run_loop};
-use blktune::tui::source::Feed;
+use blktune::tui::worker::protocol::Feed;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -6,7 +6,8 @@
 mod common;
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::Action;
-use blktune::tui::source::{Control, Feed, LiveSource, ProbeSample};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{Control, Feed, ProbeSample};
 use blktune_core::host::HostInfo;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::Sampler;

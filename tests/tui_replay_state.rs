@@ -6,9 +6,9 @@
 mod tui_fixture;
 use blktune::tui::app::App;
 use blktune::tui::command::{Mode, action_for};
-use blktune::tui::replay_source::{ReplaySource, SEEK_STEP};
-use blktune::tui::replay_view::replay_app;
-use blktune::tui::source::Feed;
+use blktune::tui::replay::replay_app;
+use blktune::tui::worker::protocol::Feed;
+use blktune::tui::worker::replay::{ReplaySource, SEEK_STEP};
 use blktune_core::record::{Recording, summarize};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::Path;
@@ -222,7 +222,7 @@ fn replay_screen_at_80x24_has_position_marker_and_panel() {
 
 #[test]
 fn the_replay_worker_never_panics_on_negative_or_huge_times() {
-    use blktune::tui::source::Control;
+    use blktune::tui::worker::protocol::Control;
     use std::sync::mpsc;
     // Negative, far-out-of-range and extreme-but-valid times: the reader
     // skips the first two kinds, the worker plays what is left.

@@ -4,7 +4,8 @@
 mod tui_fixture;
 use blktune::tui::app::{Overlay, SortKey, StatusKind};
 use blktune::tui::command::Mode;
-use blktune::tui::source::{ApplyKind, Control, Feed, LiveSource};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{ApplyKind, Control, Feed};
 use blktune_core::diskstats::Counters;
 use blktune_core::journal::Journal;
 use blktune_core::sampler::Sampler;
@@ -58,7 +59,7 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
 /// between must already start on the scheduler the kernel read back.
 #[test]
 fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
-    use blktune::tui::source::{ApplyReport, ApplyRequest};
+    use blktune::tui::worker::protocol::{ApplyReport, ApplyRequest};
     use blktune_core::history::ChangeMark;
     use blktune_core::tuner::{Outcome, ValueChange, Wanted};
     let mut m = Machine::three();
@@ -924,13 +925,15 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
         vec![Control::Probe(Some("sda".into()))]
     );
     // A replay has no such key.
-    app.on_feed(Feed::Position(blktune::tui::source::ReplayPosition {
-        at: 0.0,
-        total: 10.0,
-        speed: 1.0,
-        paused: false,
-        ended: false,
-    }));
+    app.on_feed(Feed::Position(
+        blktune::tui::worker::protocol::ReplayPosition {
+            at: 0.0,
+            total: 10.0,
+            speed: 1.0,
+            paused: false,
+            ended: false,
+        },
+    ));
     assert_eq!(app.mode(), Mode::Replay);
     assert!(press(&mut app, &chars("P")).is_empty());
     assert!(app.probe.is_some(), "P did nothing in the replay");

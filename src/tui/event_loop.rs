@@ -10,7 +10,7 @@
 use super::TuiError;
 use super::app::App;
 use super::render;
-use super::source::{Control, Feed};
+use super::worker::protocol::{Control, Feed};
 use crossterm::event::{self, Event};
 use ratatui::Terminal;
 use ratatui::backend::Backend;

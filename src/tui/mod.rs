@@ -1,9 +1,9 @@
 //! The full-screen tuner (`blktune` with no subcommand) and the replay
 //! viewer (`blktune replay FILE`).
 //!
-//! Threads: a worker thread ([`source::LiveSource`], or the replay source)
-//! samples and applies changes; the main thread only receives
-//! [`source::Feed`] messages, updates the [`app::App`], draws, and maps keys
+//! Threads: a worker thread ([`worker::live::LiveSource`], or the replay
+//! worker of [`replay`]) samples and applies changes; the main thread only
+//! receives [`worker::protocol::Feed`] messages, updates the [`app::App`], draws, and maps keys
 //! to actions ([`command`]) in the [`event_loop`]. The terminal is restored
 //! on every way out: quit, error, panic (ratatui's hook), SIGTERM, SIGHUP
 //! and SIGINT. The CLI starts it with [`Options`]; errors are [`TuiError`].
@@ -15,9 +15,7 @@ pub mod dialogs;
 mod error;
 pub mod event_loop;
 pub mod render;
-pub mod replay_source;
-pub mod replay_view;
-pub mod source;
+pub mod replay;
 pub mod status;
 mod summary;
 pub mod worker;
@@ -32,10 +30,11 @@ use blktune_core::journal::Journal;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
-use source::{Control, LiveSource};
 use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use worker::live::LiveSource;
+use worker::protocol::Control;
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =

@@ -5,7 +5,7 @@
 use super::{
     App, FULL_HISTORY_DEVICES, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind, replaced_devices,
 };
-use crate::tui::source::{ApplyKind, ApplyReport, Feed};
+use crate::tui::worker::protocol::{ApplyKind, ApplyReport, Feed};
 use blktune_core::history::{ChangeMark, Point};
 use blktune_core::sampler::Snapshot;
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use crate::tui::command::{
 };
 use crate::tui::dialogs::editor::{Editor, Field};
 use crate::tui::dialogs::picker::{Picker, Tunables};
-use crate::tui::source::{ApplyKind, ApplyRequest, Control};
+use crate::tui::worker::protocol::{ApplyKind, ApplyRequest, Control};
 use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! plain functions of a slice of points.
 
 use super::{App, KEEP_SECS, StatusKind};
-use crate::tui::source::{Control, ProbeSample};
+use crate::tui::worker::protocol::{Control, ProbeSample};
 use std::collections::{HashMap, VecDeque};
 
 /// One sample interval of the probe on one device.

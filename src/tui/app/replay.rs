@@ -4,9 +4,9 @@
 
 use super::{App, StatusKind};
 use crate::tui::command::Action;
-use crate::tui::replay_source::{SEEK_STEP, step_speed};
-use crate::tui::source::{Control, ReplayPosition};
+use crate::tui::worker::protocol::{Control, ReplayPosition};
 use crate::tui::worker::recorder::{RecordEvent, default_file_name};
+use crate::tui::worker::replay::{SEEK_STEP, step_speed};
 use std::time::SystemTime;
 
 impl App {

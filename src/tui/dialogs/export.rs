@@ -12,13 +12,13 @@
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
-//! [`Feed::ExportWritten`]: crate::tui::source::Feed::ExportWritten
+//! [`Feed::ExportWritten`]: crate::tui::worker::protocol::Feed::ExportWritten
 
 use super::{Overlay, Reply};
 use crate::tui::command::Action;
-use crate::tui::source::Control;
-pub use crate::tui::source::WriteError;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::Control;
+pub use crate::tui::worker::protocol::WriteError;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,

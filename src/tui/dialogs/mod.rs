@@ -17,8 +17,8 @@ pub mod picker;
 pub mod shootout;
 
 use crate::tui::command::Action;
-use crate::tui::source::Control;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::Control;
 use blktune_core::tuner::Wanted;
 use editor::{Editor, NrLimit};
 use export::ExportDialog;

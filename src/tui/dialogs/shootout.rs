@@ -16,8 +16,8 @@
 
 use super::{Ctx, Overlay, Reply};
 use crate::tui::command::Action;
-use crate::tui::source::Control;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::Control;
 use crate::tui::worker::shootout::{ShootOutFeed, ShootOutRequest};
 use blktune_core::load::Mix;
 use blktune_core::shootout::{Progress, ShootoutResult, verdict_text};

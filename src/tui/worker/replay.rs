@@ -1,4 +1,4 @@
-//! The replay source: plays a [`Recording`] into the same [`Feed`] the live
+//! The replay worker: plays a [`Recording`] into the same [`Feed`] the live
 //! sampler uses, so the table, charts, change markers and before/after
 //! panels are drawn by the very same code. Runs on its own thread, like the
 //! live source; it never touches sysfs or the tuner.
@@ -15,8 +15,8 @@
 //! that cannot be read again (a pipe) is refused by [`ReplaySource::new`],
 //! and one replaced while playing stops playback with a line in the status.
 
-use super::app::KEEP_SECS;
-use super::source::{Control, Feed, ReplayPosition};
+use super::protocol::{Control, Feed, ReplayPosition};
+use crate::tui::app::KEEP_SECS;
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};

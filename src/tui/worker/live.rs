@@ -1,138 +1,25 @@
-//! Where snapshots come from. The app only sees [`Feed`] messages on one
-//! channel, so the live sampler here and a replay of a recording can drive
-//! the same screen. The live source also runs the tuner, on its own thread,
-//! so a slow scheduler switch never blocks a key press.
+//! The live worker: owns the sampler and the tuner on its own thread, so a
+//! slow scheduler switch never blocks a key press. It samples, applies
+//! changes, runs the probe, the kernel tracer, the recorder, the shoot-out
+//! and the export writer, and tells the app everything through [`Feed`]
+//! ([`super::protocol`]).
 
-use super::worker::latency::{LatencyFeed, LiveLatency, reason};
-use super::worker::recorder::{LiveRecorder, RecordEvent};
-use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
+use super::latency::{LatencyFeed, LiveLatency, reason};
+use super::protocol::{
+    ApplyKind, ApplyReport, ApplyRequest, Control, Feed, ProbeSample, WriteError,
+};
+use super::recorder::LiveRecorder;
+use super::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
-use blktune_core::sampler::{Sampler, Snapshot};
-use blktune_core::tuner::{Outcome, Tuner, Wanted};
+use blktune_core::sampler::Sampler;
+use blktune_core::tuner::{Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Position of a replay, shown in the header instead of live facts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayPosition {
-    /// Seconds from the start of the recording.
-    pub at: f64,
-    /// Length of the recording in seconds.
-    pub total: f64,
-    /// Playback speed factor (1.0 = real time).
-    pub speed: f64,
-    /// Is playback paused (by a key, or at the end)?
-    pub paused: bool,
-    /// Has playback reached the last frame?
-    pub ended: bool,
-}
-
-/// What a source tells the app.
-#[derive(Debug)]
-pub enum Feed {
-    /// One sample of every device.
-    Snapshot(Box<Snapshot>),
-    /// A change that happened (recorded, or made by someone else).
-    Change(ChangeMark),
-    /// The answer to a [`Control::Apply`].
-    Applied(Box<ApplyReport>),
-    /// Replay only: where playback is.
-    Position(ReplayPosition),
-    /// The source cannot read (diskstats vanished); shown in the status line.
-    Error(String),
-    /// From the shoot-out thread ([`Control::StartShootOut`]).
-    ShootOut(ShootOutFeed),
-    /// The answer to a [`Control::WriteExport`]: the path written, or why not.
-    ExportWritten(Result<PathBuf, WriteError>),
-    /// Replay only: forget history and marks (a seek back follows with frames).
-    Reset,
-    /// Recording of the live session (`R`) started, stopped or failed.
-    Record(RecordEvent),
-    /// Live, while the probe runs (`--probe`, `P`): its reads in the
-    /// interval of the snapshot just sent.
-    Probe(ProbeSample),
-    /// Live: whether the kernel's latency is traced (and why not), then
-    /// each interval's histograms after its snapshot.
-    Latency(LatencyFeed),
-}
-
-/// What the latency probe saw in one sample interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProbeSample {
-    /// End of the interval on the sampler's clock (the snapshot's `t`).
-    pub t: f64,
-    /// Length of the interval in seconds (the snapshot's interval).
-    pub itv: f64,
-    /// Per probed device (only the one the app asked for).
-    pub stats: BTreeMap<String, ProbeStats>,
-}
-
-/// What kind of change a request is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApplyKind {
-    /// A new setting, validated by the tuner.
-    Change,
-    /// Back to the settings before the last change.
-    Undo,
-    /// Back to the settings before the session's first change.
-    RevertAll,
-}
-
-/// A change the app wants made.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApplyRequest {
-    pub id: u64,
-    pub device: String,
-    /// The device's `diskseq` when the user chose the change; `None` when
-    /// the kernel has none (before 5.15). A device that has another one now
-    /// was replaced under the same name, and the change is refused.
-    pub diskseq: Option<u64>,
-    pub settings: Wanted,
-    pub kind: ApplyKind,
-}
-
-/// How a request went.
-#[derive(Debug)]
-pub struct ApplyReport {
-    pub request: ApplyRequest,
-    /// The outcome and its mark on the sampler's clock, or the error line.
-    pub result: Result<(Outcome, ChangeMark), String>,
-}
-
-/// What the app tells a source.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control {
-    Interval(Duration),
-    Pause(bool),
-    Apply(ApplyRequest),
-    /// Re-read device settings now (someone else changed them).
-    Refresh,
-    /// Replay only: move the position by this many seconds.
-    Seek(f64),
-    /// Replay only: play at this speed.
-    Speed(f64),
-    /// Live only: start recording to this file (`Some`) or stop (`None`).
-    Record(Option<std::path::PathBuf>),
-    Stop,
-    /// Write an exported rules file (atomic; an existing file only with `force`).
-    WriteExport {
-        path: PathBuf,
-        text: String,
-        force: bool,
-    },
-    /// Start a shoot-out on its own thread (answers with [`Feed::ShootOut`]).
-    StartShootOut(ShootOutRequest),
-    /// Cancel the running shoot-out (it restores the originals).
-    CancelShootOut,
-    /// Live only: probe this device from now on (the probe starts if it is
-    /// not running); `None` stops the probe and closes its device.
-    Probe(Option<String>),
-}
 
 /// The live source: owns the sampler and the tuner on one thread.
 #[derive(Debug)]
@@ -478,15 +365,6 @@ impl LiveSource {
             }
         }
     }
-}
-
-/// How writing an exported file went wrong (the answer to [`Control::WriteExport`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
-    /// The file exists and `force` was not given.
-    Exists(String),
-    /// Any other failure, as one line.
-    Failed(String),
 }
 
 /// Write an exported file; an existing one is reported apart so the dialog can ask.
