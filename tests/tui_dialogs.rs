@@ -8,9 +8,9 @@ use blktune::tui::command::Mode;
 use blktune::tui::dialogs::export::{Focus, WriteError};
 use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
 use blktune::tui::worker::protocol::{ApplyKind, Control, Feed};
-use blktune::tui::worker::shootout::ShootOutFeed;
+use blktune::tui::worker::shootout::{ShootOutError, ShootOutFeed};
 use blktune_core::shootout::{
-    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
+    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutError, ShootoutResult, verdict,
 };
 use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
@@ -365,9 +365,12 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
         app.overlay.is_some(),
         "stays open until the restore is done"
     );
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "shoot-out on 'sda' cancelled; original settings restored (scheduler=mq-deadline)".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(ShootOutError::Run(
+        ShootoutError::Cancelled {
+            dev: "sda".into(),
+            restore: "original settings restored (scheduler=mq-deadline)".into(),
+        },
+    )))));
     assert!(app.overlay.is_none());
     assert!(status(&app).contains("cancelled; original settings restored"));
 }
@@ -476,9 +479,7 @@ fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "'sda': the load failed".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(load_failed()))));
     assert!(matches!(bench(&app).stage, Stage::Failed(_)));
     press(&mut app, &[KeyCode::Esc]);
     assert!(app.overlay.is_none());
@@ -542,9 +543,7 @@ fn shoot_out_footer_shows_the_keys_of_its_stage() {
     press(&mut app, &[KeyCode::Esc]);
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "'sda': the load failed".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(load_failed()))));
     assert_eq!(footer(&app), "Esc close");
 }
 
@@ -637,4 +636,12 @@ fn a_rule_without_warnings_is_written_at_once() {
         matches!(&ctl[..], [Control::WriteExport { force: false, .. }]),
         "{ctl:?}"
     );
+}
+
+/// A shoot-out whose load failed midway (the engine's words).
+fn load_failed() -> ShootOutError {
+    ShootOutError::Run(ShootoutError::Aborted {
+        cause: "'sda': the load failed".into(),
+        restore: "original settings restored (scheduler=mq-deadline)".into(),
+    })
 }

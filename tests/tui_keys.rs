@@ -463,7 +463,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
     };
     // Replaced since the user chose: refused, nothing written or journalled.
     std::fs::write(m.tree.dev_dir("loop0").join("diskseq"), "9\n").unwrap();
-    let e = ask(1, Some(5)).map(|_| ()).unwrap_err();
+    let e = ask(1, Some(5)).map(|_| ()).unwrap_err().to_string();
     assert!(
         e.contains("'loop0' was re-created") && e.contains("diskseq 5, now 9"),
         "{e}"

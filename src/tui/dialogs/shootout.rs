@@ -255,6 +255,7 @@ impl ShootOutDialog {
                         ..
                     }
                 );
+                let e = e.to_string();
                 self.stage = Stage::Failed(e.clone());
                 if cancelled {
                     reply.say(StatusKind::Info, e);
@@ -270,7 +271,7 @@ impl ShootOutDialog {
 /// The end of a shoot-out whose dialog was closed: one line in the status.
 pub fn on_feed_closed(f: ShootOutFeed, reply: &mut Reply) {
     if let ShootOutFeed::Done(r) = f {
-        let text = r.map_or_else(|e| e, |r| r.final_settings.clone());
+        let text = r.map_or_else(|e| e.to_string(), |r| r.final_settings.clone());
         reply.say(StatusKind::Info, format!("shoot-out: {text}"));
     }
 }

@@ -6,10 +6,10 @@
 
 use super::latency::{LatencyFeed, LiveLatency, reason};
 use super::protocol::{
-    ApplyKind, ApplyReport, ApplyRequest, Control, Feed, ProbeSample, WriteError,
+    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Control, Feed, ProbeSample, WriteError,
 };
 use super::recorder::LiveRecorder;
-use super::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
+use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
@@ -196,7 +196,7 @@ impl LiveSource {
 
     fn apply(&mut self, req: ApplyRequest) -> ApplyReport {
         let result = match &self.tuner {
-            None => Err("read-only: changes are disabled".to_string()),
+            None => Err(ApplyError::ReadOnly),
             Some(tuner) => {
                 // Only the device the user chose: the tuner refuses a
                 // replaced one (another diskseq) before its first write.
@@ -220,7 +220,7 @@ impl LiveSource {
                     };
                     (o, mark)
                 })
-                .map_err(|e| e.to_string())
+                .map_err(ApplyError::Tune)
             }
         };
         if let Ok((_, mark)) = &result {
@@ -233,13 +233,17 @@ impl LiveSource {
         }
     }
 
-    /// Start the shoot-out thread; `Some(reason)` when it cannot start.
-    fn start_shootout(&mut self, req: ShootOutRequest, feed: &Sender<Feed>) -> Option<String> {
+    /// Start the shoot-out thread; `Some(why)` when it cannot start.
+    fn start_shootout(
+        &mut self,
+        req: ShootOutRequest,
+        feed: &Sender<Feed>,
+    ) -> Option<ShootOutError> {
         if self.shootout.as_ref().is_some_and(|b| !b.finished()) {
-            return Some("a shoot-out is already running".into());
+            return Some(ShootOutError::Busy);
         }
         let Some(tuner) = &self.tuner else {
-            return Some("read-only: the shoot-out is disabled".into());
+            return Some(ShootOutError::ReadOnly);
         };
         let epoch = self.last.map_or_else(Instant::now, |(i, t)| {
             i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
@@ -263,7 +267,7 @@ impl LiveSource {
                 self.shootout = Some(h);
                 None
             }
-            Err(e) => Some(format!("cannot start the shoot-out thread: {e}")),
+            Err(e) => Some(ShootOutError::Thread(e)),
         }
     }
 

@@ -6,6 +6,7 @@
 use super::latency::LatencyFeed;
 use super::recorder::RecordEvent;
 use super::shootout::{ShootOutFeed, ShootOutRequest};
+use blktune_core::error::TuneError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::ProbeStats;
 use blktune_core::sampler::Snapshot;
@@ -97,8 +98,20 @@ pub struct ApplyRequest {
 #[derive(Debug)]
 pub struct ApplyReport {
     pub request: ApplyRequest,
-    /// The outcome and its mark on the sampler's clock, or the error line.
-    pub result: Result<(Outcome, ChangeMark), String>,
+    /// The outcome and its mark on the sampler's clock, or why not (the
+    /// app shows its words; it is never turned into a string on the way).
+    pub result: Result<(Outcome, ChangeMark), ApplyError>,
+}
+
+/// Why a change was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The session is read-only (`--read-only`, or not root): no tuner.
+    #[error("read-only: changes are disabled")]
+    ReadOnly,
+    /// The tuner refused or failed (nothing written, or rolled back).
+    #[error(transparent)]
+    Tune(#[from] TuneError),
 }
 
 /// What the app tells a source.
