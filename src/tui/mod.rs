@@ -34,7 +34,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use worker::live::LiveSource;
-use worker::protocol::Control;
+use worker::protocol::Shared;
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =
@@ -146,7 +146,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let _ = ctl_tx.send(Control::Stop);
+    let _ = ctl_tx.send(Shared::Stop.into());
     drop(feed_rx);
     let _ = handle.join();
     // After SIGHUP the terminal is gone and drawing fails: that is how the

@@ -4,7 +4,7 @@
 //! construction: no tuner, no sysfs, no root needed.
 
 use super::app::{App, Config};
-use super::worker::protocol::{Control, ReplayPosition};
+use super::worker::protocol::{ReplayPosition, Shared};
 use super::worker::replay::ReplaySource;
 use super::{INTERVAL_RANGE, RestoreGuard, Signals, TuiError, color_allowed, event_loop};
 use blktune_core::host::HostInfo;
@@ -88,7 +88,7 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> Result<i32, TuiError>
         let _guard = RestoreGuard;
         event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
     };
-    let _ = ctl_tx.send(Control::Stop);
+    let _ = ctl_tx.send(Shared::Stop.into());
     drop(feed_rx);
     let _ = handle.join();
     // After SIGHUP the terminal is gone and drawing fails: not an error.

@@ -194,7 +194,7 @@ impl App {
         self.on_reply(reply);
     }
 
-    /// The answer to a [`Control::WriteExport`].
+    /// The answer to a [`LiveControl::WriteExport`](crate::tui::worker::protocol::LiveControl::WriteExport).
     pub(super) fn on_export_written(&mut self, r: Result<PathBuf, WriteError>) {
         let mut reply = Reply::default();
         let d = match &mut self.overlay {

@@ -96,8 +96,8 @@ impl Reply {
     }
 
     /// Send `c` to the worker.
-    pub fn send(&mut self, c: Control) {
-        self.controls.push(c);
+    pub fn send(&mut self, c: impl Into<Control>) {
+        self.controls.push(c.into());
     }
 }
 

@@ -17,7 +17,7 @@
 use super::{Ctx, Overlay, Reply};
 use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
-use crate::tui::worker::protocol::Control;
+use crate::tui::worker::protocol::LiveControl;
 use crate::tui::worker::shootout::{ShootOutFeed, ShootOutRequest};
 use blktune_core::load::Mix;
 use blktune_core::shootout::{Progress, ShootoutResult, verdict_text};
@@ -165,12 +165,12 @@ impl ShootOutDialog {
                         StatusKind::Info,
                         format!("shoot-out on {}: Esc cancels and restores", d.device),
                     );
-                    reply.send(Control::StartShootOut(d.request()));
+                    reply.send(LiveControl::StartShootOut(d.request()));
                 }
             }
             (Stage::Running { cancelling, .. }, Action::Cancel) if !*cancelling => {
                 *cancelling = true;
-                reply.send(Control::CancelShootOut);
+                reply.send(LiveControl::CancelShootOut);
                 reply.say(
                     StatusKind::Info,
                     format!(

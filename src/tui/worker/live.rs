@@ -6,7 +6,8 @@
 
 use super::latency::{LatencyFeed, LiveLatency, reason};
 use super::protocol::{
-    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Control, Feed, ProbeSample, WriteError,
+    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, LiveControl, ProbeSample, Shared,
+    ToWorker, WriteError,
 };
 use super::recorder::LiveRecorder;
 use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
@@ -90,7 +91,7 @@ impl LiveSource {
     }
 
     /// Probe at `rate` reads per second (default [`blktune_core::probe::DEFAULT_RATE`])
-    /// once the app names a device with [`Control::Probe`].
+    /// once the app names a device with [`LiveControl::Probe`].
     pub fn with_probe_rate(mut self, rate: f64) -> Self {
         self.probe_rate = rate;
         self
@@ -124,11 +125,11 @@ impl LiveSource {
         Some(stats)
     }
 
-    /// Run on a new thread until [`Control::Stop`] or the app hangs up.
+    /// Run on a new thread until [`Shared::Stop`] or the app hangs up.
     pub fn spawn(
         self,
         feed: Sender<Feed>,
-        control: Receiver<Control>,
+        control: Receiver<ToWorker<LiveControl>>,
     ) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("blktune-sampler".into())
@@ -271,7 +272,7 @@ impl LiveSource {
         }
     }
 
-    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
+    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<ToWorker<LiveControl>>) {
         if !self.start_latency(feed) {
             return;
         }
@@ -286,13 +287,13 @@ impl LiveSource {
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             match control.recv_timeout(wait) {
-                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                Ok(ToWorker::Shared(Shared::Stop)) | Err(RecvTimeoutError::Disconnected) => {
                     if let Some(ev) = self.recorder.stop() {
                         let _ = feed.send(Feed::Record(ev));
                     }
                     return;
                 }
-                Ok(Control::Record(path)) => {
+                Ok(ToWorker::Own(LiveControl::Record(path))) => {
                     let origin = self.last.map_or(0.0, |(_, t)| t);
                     let ev = match path {
                         Some(p) => {
@@ -309,16 +310,15 @@ impl LiveSource {
                         return;
                     }
                 }
-                Ok(Control::Seek(_) | Control::Speed(_)) => {}
-                Ok(Control::Interval(d)) => {
+                Ok(ToWorker::Own(LiveControl::Interval(d))) => {
                     self.interval = d;
                     next = self.last.map_or_else(Instant::now, |(i, _)| i) + d;
                 }
-                Ok(Control::Pause(p)) => {
+                Ok(ToWorker::Shared(Shared::Pause(p))) => {
                     self.paused = p;
                     next = Instant::now();
                 }
-                Ok(Control::Apply(req)) => {
+                Ok(ToWorker::Own(LiveControl::Apply(req))) => {
                     let report = self.apply(req);
                     let ok = report.result.is_ok();
                     if feed.send(Feed::Applied(Box::new(report))).is_err() {
@@ -329,24 +329,24 @@ impl LiveSource {
                         return;
                     }
                 }
-                Ok(Control::WriteExport { path, text, force }) => {
+                Ok(ToWorker::Own(LiveControl::WriteExport { path, text, force })) => {
                     let r = write_export(path, &text, force);
                     if feed.send(Feed::ExportWritten(r)).is_err() {
                         return;
                     }
                 }
-                Ok(Control::StartShootOut(req)) => {
+                Ok(ToWorker::Own(LiveControl::StartShootOut(req))) => {
                     if let Some(msg) = self.start_shootout(req, feed) {
                         let _ = feed.send(Feed::ShootOut(ShootOutFeed::Done(Err(msg))));
                     }
                 }
-                Ok(Control::Probe(device)) => self.retarget_probe(device),
-                Ok(Control::CancelShootOut) => {
+                Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
+                Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();
                     }
                 }
-                Ok(Control::Refresh) => {
+                Ok(ToWorker::Own(LiveControl::Refresh)) => {
                     self.sampler.invalidate();
                     if !self.paused && !self.tick(feed) {
                         return;
