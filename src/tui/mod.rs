@@ -1,12 +1,14 @@
 //! The full-screen tuner (`blktune` with no subcommand) and the replay
-//! viewer (`blktune replay FILE`).
+//! viewer (`blktune replay FILE`, [`replay`]).
 //!
-//! Threads: a worker thread ([`worker::live::LiveSource`], or the replay
-//! worker of [`replay`]) samples and applies changes; the main thread only
-//! receives [`worker::protocol::Feed`] messages, updates the [`app::App`], draws, and maps keys
-//! to actions ([`command`]) in the [`event_loop`]. The terminal is restored
-//! on every way out: quit, error, panic (ratatui's hook), SIGTERM, SIGHUP
-//! and SIGINT. The CLI starts it with [`Options`]; errors are [`TuiError`].
+//! Threads: a worker thread ([`worker::live`], or [`worker::replay`])
+//! samples and applies changes; the main thread only receives
+//! [`worker::protocol::Feed`] messages, updates the [`app::App`], draws,
+//! maps keys to actions ([`command`]) and hands the app's
+//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop).
+//! The terminal is restored on every way out: quit, error, panic (ratatui's
+//! hook), SIGTERM, SIGHUP and SIGINT. The CLI starts it with [`Options`];
+//! errors are [`TuiError`].
 
 pub mod app;
 pub mod command;

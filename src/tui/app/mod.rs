@@ -41,8 +41,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Seconds of history kept per device (the charts show up to this).
-pub const KEEP_SECS: f64 = 600.0;
+pub use super::worker::protocol::KEEP_SECS;
 /// Above this many devices only the selected and changed ones keep a long history.
 pub const FULL_HISTORY_DEVICES: usize = 64;
 /// Points kept for the table's sparkline of other devices.

@@ -16,6 +16,11 @@ use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
+/// Seconds of history the app keeps per device (the charts show up to
+/// this); a seek back of the replay worker sends this much before the new
+/// position.
+pub const KEEP_SECS: f64 = 600.0;
+
 /// Position of a replay, shown in the header instead of live facts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayPosition {

@@ -15,8 +15,7 @@
 //! that cannot be read again (a pipe) is refused by [`ReplaySource::new`],
 //! and one replaced while playing stops playback with a line in the status.
 
-use super::protocol::{Feed, ReplayControl, ReplayPosition, Shared, ToWorker};
-use crate::tui::app::KEEP_SECS;
+use super::protocol::{Feed, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
