@@ -6,7 +6,7 @@
 
 use blktune::tui::app::{App, Config};
 use blktune::tui::render;
-use blktune::tui::source::Feed;
+use blktune::tui::worker::protocol::Feed;
 use blktune_core::diskstats::Counters;
 use blktune_core::fake::{FakeDisk, FakeTree};
 use blktune_core::host::HostInfo;

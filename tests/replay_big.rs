@@ -10,8 +10,8 @@
 //! with a 12 MB peak for the summary and 44 MB for the replay source).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune::tui::replay_source::ReplaySource;
-use blktune::tui::source::{Control, Feed};
+use blktune::tui::worker::protocol::{Feed, ReplayControl};
+use blktune::tui::worker::replay::ReplaySource;
 use blktune_core::record::Recording;
 use common::require_tool;
 use std::io::{BufWriter, Write};
@@ -216,7 +216,7 @@ fn a_large_valid_recording_is_summarised_and_played_in_bounded_memory() {
     drop(first);
     // Forward through the last 30 s to the end (a seek back is the same
     // window after a rewind: tests/record_replay.rs covers its bound).
-    let fwd = src.control(&Control::Seek(40.0), now);
+    let fwd = src.control(&ReplayControl::Seek(40.0).into(), now);
     assert_eq!(snaps(&fwd), 60);
     assert!(
         fwd.iter()

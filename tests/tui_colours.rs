@@ -7,7 +7,7 @@
 mod tui_fixture;
 use blktune::tui::app::{App, Status, StatusKind};
 use blktune::tui::render::Theme;
-use blktune::tui::source::Feed;
+use blktune::tui::worker::protocol::Feed;
 use crossterm::event::KeyCode;
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::style::{Color, Modifier};

@@ -7,10 +7,10 @@ use blktune::tui::app::{App, Overlay};
 use blktune::tui::command::Mode;
 use blktune::tui::dialogs::export::{Focus, WriteError};
 use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
-use blktune::tui::source::{ApplyKind, Control, Feed};
-use blktune::tui::worker::shootout::ShootOutFeed;
+use blktune::tui::worker::protocol::{ApplyKind, Control, Feed, LiveControl};
+use blktune::tui::worker::shootout::{ShootOutError, ShootOutFeed};
 use blktune_core::shootout::{
-    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutResult, verdict,
+    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutError, ShootoutResult, verdict,
 };
 use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
@@ -138,11 +138,11 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     let text = preview(&app);
     match &ctl[..] {
         [
-            Control::WriteExport {
+            Control::Live(LiveControl::WriteExport {
                 path,
                 text: t,
                 force,
-            },
+            }),
         ] => {
             assert_eq!(path, &PathBuf::from("/tmp/x/61-test.rules"));
             assert_eq!(t, &text);
@@ -168,7 +168,10 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     app.on_feed(Feed::ExportWritten(Err(WriteError::Exists("f".into()))));
     let ctl = press(&mut app, &chars("y"));
     assert!(
-        matches!(&ctl[..], [Control::WriteExport { force: true, .. }]),
+        matches!(
+            &ctl[..],
+            [Control::Live(LiveControl::WriteExport { force: true, .. })]
+        ),
         "{ctl:?}"
     );
     app.on_feed(Feed::ExportWritten(Ok(PathBuf::from(
@@ -342,7 +345,7 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
     assert_eq!(bench(&app).load, LoadChoice::Passive);
     let ctl = press(&mut app, &[KeyCode::Enter]);
     match &ctl[..] {
-        [Control::StartShootOut(r)] => {
+        [Control::Live(LiveControl::StartShootOut(r))] => {
             assert_eq!(r.device, "sda");
             assert_eq!(r.load, LoadChoice::Passive.mix());
         }
@@ -359,15 +362,21 @@ fn shoot_out_starts_in_the_background_and_esc_cancels() {
         &bench(&app).stage,
         Stage::Running { progress: Some(p), cancelling: false } if p.scheduler == "kyber"
     ));
-    assert_eq!(press(&mut app, &[KeyCode::Esc]), [Control::CancelShootOut]);
+    assert_eq!(
+        press(&mut app, &[KeyCode::Esc]),
+        [Control::Live(LiveControl::CancelShootOut)]
+    );
     assert!(press(&mut app, &[KeyCode::Esc]).is_empty(), "asked once");
     assert!(
         app.overlay.is_some(),
         "stays open until the restore is done"
     );
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "shoot-out on 'sda' cancelled; original settings restored (scheduler=mq-deadline)".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(ShootOutError::Run(
+        ShootoutError::Cancelled {
+            dev: "sda".into(),
+            restore: "original settings restored (scheduler=mq-deadline)".into(),
+        },
+    )))));
     assert!(app.overlay.is_none());
     assert!(status(&app).contains("cancelled; original settings restored"));
 }
@@ -395,7 +404,7 @@ fn results_offer_apply_and_export_of_the_winner() {
     app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(result())))));
     let ctl = press(&mut app, &chars("a"));
     match &ctl[..] {
-        [Control::Apply(r)] => {
+        [Control::Live(LiveControl::Apply(r))] => {
             assert_eq!(r.device, "sda");
             assert_eq!(r.settings.scheduler.as_deref(), Some("kyber"));
             assert_eq!(r.kind, ApplyKind::Change);
@@ -476,9 +485,7 @@ fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "'sda': the load failed".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(load_failed()))));
     assert!(matches!(bench(&app).stage, Stage::Failed(_)));
     press(&mut app, &[KeyCode::Esc]);
     assert!(app.overlay.is_none());
@@ -542,9 +549,7 @@ fn shoot_out_footer_shows_the_keys_of_its_stage() {
     press(&mut app, &[KeyCode::Esc]);
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(
-        "'sda': the load failed".into(),
-    ))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Err(load_failed()))));
     assert_eq!(footer(&app), "Esc close");
 }
 
@@ -607,7 +612,10 @@ fn every_warning_is_counted_and_listed_before_the_write() {
     press(&mut app, &[KeyCode::Enter]);
     let ctl = press(&mut app, &chars("y"));
     assert!(
-        matches!(&ctl[..], [Control::WriteExport { force: false, .. }]),
+        matches!(
+            &ctl[..],
+            [Control::Live(LiveControl::WriteExport { force: false, .. })]
+        ),
         "{ctl:?}"
     );
 
@@ -634,7 +642,18 @@ fn a_rule_without_warnings_is_written_at_once() {
     with_warnings(&mut app, 0);
     let ctl = press(&mut app, &[KeyCode::Enter]);
     assert!(
-        matches!(&ctl[..], [Control::WriteExport { force: false, .. }]),
+        matches!(
+            &ctl[..],
+            [Control::Live(LiveControl::WriteExport { force: false, .. })]
+        ),
         "{ctl:?}"
     );
+}
+
+/// A shoot-out whose load failed midway (the engine's words).
+fn load_failed() -> ShootOutError {
+    ShootOutError::Run(ShootoutError::Aborted {
+        cause: "'sda': the load failed".into(),
+        restore: "original settings restored (scheduler=mq-deadline)".into(),
+    })
 }

@@ -8,7 +8,10 @@
 mod tui_fixture;
 use blktune::tui::app::{App, Overlay};
 use blktune::tui::command::Mode;
-use blktune::tui::source::{ApplyKind, ApplyReport, ApplyRequest, Control, Feed, LiveSource};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{
+    ApplyKind, ApplyReport, ApplyRequest, Control, Feed, LiveControl, Shared, ToWorker,
+};
 use blktune_core::diskstats::Counters;
 use blktune_core::fake::FakeDisk;
 use blktune_core::journal::Journal;
@@ -29,7 +32,7 @@ fn status(app: &App) -> String {
 fn applies(ctl: &[Control]) -> Vec<&ApplyRequest> {
     ctl.iter()
         .filter_map(|c| match c {
-            Control::Apply(r) => Some(r),
+            Control::Live(LiveControl::Apply(r)) => Some(r),
             _ => None,
         })
         .collect()
@@ -442,7 +445,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
     };
     let orig = nr();
     let ask = |id, diskseq| {
-        ctx.send(Control::Apply(ApplyRequest {
+        ctx.send(ToWorker::Own(LiveControl::Apply(ApplyRequest {
             id,
             device: "loop0".into(),
             diskseq,
@@ -451,7 +454,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
                 ..Wanted::default()
             },
             kind: ApplyKind::Change,
-        }))
+        })))
         .unwrap();
         loop {
             match frx.recv_timeout(Duration::from_secs(60)).unwrap() {
@@ -462,7 +465,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
     };
     // Replaced since the user chose: refused, nothing written or journalled.
     std::fs::write(m.tree.dev_dir("loop0").join("diskseq"), "9\n").unwrap();
-    let e = ask(1, Some(5)).map(|_| ()).unwrap_err();
+    let e = ask(1, Some(5)).map(|_| ()).unwrap_err().to_string();
     assert!(
         e.contains("'loop0' was re-created") && e.contains("diskseq 5, now 9"),
         "{e}"
@@ -472,7 +475,7 @@ fn the_source_refuses_a_change_for_a_replaced_device() {
     // The device the user chose: applied.
     assert!(ask(2, Some(9)).is_ok());
     assert_eq!(nr(), "64");
-    ctx.send(Control::Stop).unwrap();
+    ctx.send(Shared::Stop.into()).unwrap();
     handle.join().unwrap();
 }
 

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::app::App;
-use blktune::tui::source::Feed;
 use blktune::tui::worker::latency::LatencyFeed;
+use blktune::tui::worker::protocol::Feed;
 use tui_fixture::*;
 
 /// sda's reads under mq-deadline: p50 4 ms, 3% held to 12 ms by the

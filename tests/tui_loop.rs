@@ -5,7 +5,7 @@
 mod tui_fixture;
 use blktune::tui::TuiError;
 use blktune::tui::event_loop::{Input, run_loop};
-use blktune::tui::source::Feed;
+use blktune::tui::worker::protocol::{Feed, LiveControl, ToWorker};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -53,7 +53,7 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     let (feed_tx, feed_rx) = mpsc::channel();
-    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
     let first = m.step(1.0, &busy(4));
     let second = m.step(1.0, &busy(4));
     let mut input = Script {
@@ -91,7 +91,7 @@ fn a_worker_that_dies_ends_the_loop_with_an_error() {
     // The worker's end of the feed is gone before anything was sent.
     let (feed_tx, feed_rx) = mpsc::channel::<Feed>();
     drop(feed_tx);
-    let (ctl_tx, _ctl_rx) = mpsc::channel();
+    let (ctl_tx, _ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
     let mut input = Script {
         steps: VecDeque::new(),
         feed: mpsc::channel().0,

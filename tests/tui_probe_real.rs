@@ -6,7 +6,8 @@
 mod common;
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::Action;
-use blktune::tui::source::{Control, Feed, LiveSource, ProbeSample};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{Control, Feed, LiveControl, ProbeSample, Shared, ToWorker};
 use blktune_core::host::HostInfo;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::Sampler;
@@ -37,7 +38,7 @@ fn reads_of(name: &str) -> u64 {
 fn pump(
     app: &mut App,
     rx: &Receiver<Feed>,
-    ctl: &Sender<Control>,
+    ctl: &Sender<ToWorker<LiveControl>>,
     secs: f64,
     allowed: &[&str],
 ) -> Vec<ProbeSample> {
@@ -52,10 +53,10 @@ fn pump(
         }
         if let Some(c) = app.probe_control() {
             match &c {
-                Control::Probe(Some(d)) if allowed.contains(&d.as_str()) => {}
+                Control::Live(LiveControl::Probe(Some(d))) if allowed.contains(&d.as_str()) => {}
                 c => panic!("the test would probe something else: {c:?}"),
             }
-            ctl.send(c).unwrap();
+            ctl.send(c.to_live().unwrap()).unwrap();
         }
     }
     seen
@@ -136,8 +137,9 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     // P turns it off: the source stops the probe and closes the device while
     // sampling goes on; P again starts it anew.
     let off = app.on_action(Action::ToggleProbe);
-    assert_eq!(off, vec![Control::Probe(None)]);
-    off.into_iter().for_each(|c| ctx.send(c).unwrap());
+    assert_eq!(off, vec![Control::Live(LiveControl::Probe(None))]);
+    off.into_iter()
+        .for_each(|c| ctx.send(c.to_live().unwrap()).unwrap());
     pump(&mut app, &frx, &ctx, 0.5, &[]);
     let b_reads = reads_of(&bn);
     let seen = pump(&mut app, &frx, &ctx, 1.0, &[]);
@@ -146,8 +148,12 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     assert_eq!(opens_of(&bdev), 0);
     assert!(app.samples > 0 && app.probe.is_none());
     let on = app.on_action(Action::ToggleProbe);
-    assert_eq!(on, vec![Control::Probe(Some(bn.clone()))]);
-    on.into_iter().for_each(|c| ctx.send(c).unwrap());
+    assert_eq!(
+        on,
+        vec![Control::Live(LiveControl::Probe(Some(bn.clone())))]
+    );
+    on.into_iter()
+        .for_each(|c| ctx.send(c.to_live().unwrap()).unwrap());
     pump(&mut app, &frx, &ctx, 1.5, &[&bn]);
     assert!(
         app.probe
@@ -160,7 +166,7 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     assert_eq!(opens_of(&bdev), 1);
 
     // The probe stops with the source: no descriptor left on either device.
-    ctx.send(Control::Stop).unwrap();
+    ctx.send(Shared::Stop.into()).unwrap();
     handle.join().unwrap();
     assert_eq!((opens_of(&adev), opens_of(&bdev)), (0, 0));
 }

@@ -6,9 +6,9 @@
 mod tui_fixture;
 use blktune::tui::app::App;
 use blktune::tui::command::{Mode, action_for};
-use blktune::tui::replay_source::{ReplaySource, SEEK_STEP};
-use blktune::tui::replay_view::replay_app;
-use blktune::tui::source::Feed;
+use blktune::tui::replay::replay_app;
+use blktune::tui::worker::protocol::Feed;
+use blktune::tui::worker::replay::{ReplaySource, SEEK_STEP};
 use blktune_core::record::{Recording, summarize};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::Path;
@@ -32,7 +32,9 @@ fn feed(app: &mut App, v: Vec<Feed>) -> usize {
 fn key(app: &mut App, src: &mut ReplaySource, code: KeyCode, now: Instant) -> usize {
     let a = action_for(app.mode(), &KeyEvent::new(code, KeyModifiers::NONE)).unwrap();
     let mut resets = 0;
+    // A replay's app asks nothing of the live worker.
     for c in app.on_action(a) {
+        let c = c.to_replay().expect("a replay control");
         resets += feed(app, src.control(&c, now));
     }
     resets
@@ -222,7 +224,7 @@ fn replay_screen_at_80x24_has_position_marker_and_panel() {
 
 #[test]
 fn the_replay_worker_never_panics_on_negative_or_huge_times() {
-    use blktune::tui::source::Control;
+    use blktune::tui::worker::protocol::{Control, ReplayControl, Shared};
     use std::sync::mpsc;
     // Negative, far-out-of-range and extreme-but-valid times: the reader
     // skips the first two kinds, the worker plays what is left.
@@ -274,17 +276,17 @@ fn the_replay_worker_never_panics_on_negative_or_huge_times() {
         .spawn(feed_tx, ctl_rx)
         .unwrap();
     for c in [
-        Control::Seek(-1e12),
-        Control::Seek(1e12),
-        Control::Pause(false),
-        Control::Seek(-f64::MAX),
-        Control::Seek(f64::MAX),
-        Control::Speed(64.0),
-        Control::Seek(-10.0),
-        Control::Pause(true),
-        Control::Pause(false),
+        Control::Replay(ReplayControl::Seek(-1e12)),
+        Control::Replay(ReplayControl::Seek(1e12)),
+        Control::Shared(Shared::Pause(false)),
+        Control::Replay(ReplayControl::Seek(-f64::MAX)),
+        Control::Replay(ReplayControl::Seek(f64::MAX)),
+        Control::Replay(ReplayControl::Speed(64.0)),
+        Control::Replay(ReplayControl::Seek(-10.0)),
+        Control::Shared(Shared::Pause(true)),
+        Control::Shared(Shared::Pause(false)),
     ] {
-        ctl_tx.send(c).unwrap();
+        ctl_tx.send(c.to_replay().unwrap()).unwrap();
     }
     // Wait until the worker has taken every control and reached the end.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -305,7 +307,7 @@ fn the_replay_worker_never_panics_on_negative_or_huge_times() {
             Err(_) => assert!(Instant::now() < deadline, "{positions:?}"),
         }
     }
-    ctl_tx.send(Control::Stop).unwrap();
+    ctl_tx.send(Shared::Stop.into()).unwrap();
     drop(feed_rx);
     handle.join().expect("the replay worker panicked");
     assert!(frames >= 3, "{frames}");

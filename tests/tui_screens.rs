@@ -1,7 +1,7 @@
 //! Whole-screen snapshots of the TUI on a fake machine with scripted samples.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
-use blktune::tui::source::Feed;
+use blktune::tui::worker::protocol::Feed;
 use crossterm::event::KeyCode;
 use tui_fixture::*;
 

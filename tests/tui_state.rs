@@ -4,7 +4,8 @@
 mod tui_fixture;
 use blktune::tui::app::{Overlay, SortKey, StatusKind};
 use blktune::tui::command::Mode;
-use blktune::tui::source::{ApplyKind, Control, Feed, LiveSource};
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{ApplyKind, Control, Feed, LiveControl, Shared, ToWorker};
 use blktune_core::diskstats::Counters;
 use blktune_core::journal::Journal;
 use blktune_core::sampler::Sampler;
@@ -40,7 +41,7 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
     let ctl = press(&mut app, &[KeyCode::Enter]);
     assert!(app.overlay.is_none());
     match &ctl[..] {
-        [Control::Apply(r)] => {
+        [Control::Live(LiveControl::Apply(r))] => {
             assert_eq!(r.device, "sda");
             assert_eq!(r.settings.scheduler.as_deref(), Some("kyber"));
             assert_eq!(r.kind, ApplyKind::Change);
@@ -58,7 +59,7 @@ fn picker_starts_on_the_active_scheduler_and_moves() {
 /// between must already start on the scheduler the kernel read back.
 #[test]
 fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
-    use blktune::tui::source::{ApplyReport, ApplyRequest};
+    use blktune::tui::worker::protocol::{ApplyReport, ApplyRequest};
     use blktune_core::history::ChangeMark;
     use blktune_core::tuner::{Outcome, ValueChange, Wanted};
     let mut m = Machine::three();
@@ -68,7 +69,7 @@ fn the_answer_to_a_change_updates_the_device_before_the_next_snapshot() {
         &mut app,
         &[KeyCode::Char('s'), KeyCode::Down, KeyCode::Enter],
     );
-    let [Control::Apply(req)] = &ctl[..] else {
+    let [Control::Live(LiveControl::Apply(req))] = &ctl[..] else {
         panic!("{ctl:?}")
     };
     let before = app.selected_device().unwrap().queue.clone();
@@ -149,7 +150,7 @@ fn invalid_edits_are_refused_with_the_reason() {
     keys.extend(chars("64"));
     keys.push(KeyCode::Enter);
     match &press(&mut app, &keys)[..] {
-        [Control::Apply(r)] => assert_eq!(r.settings.nr_requests, Some(64)),
+        [Control::Live(LiveControl::Apply(r))] => assert_eq!(r.settings.nr_requests, Some(64)),
         c => panic!("{c:?}"),
     }
     // read_ahead_kb must be a page multiple; tunables of the active scheduler.
@@ -241,7 +242,7 @@ fn nr_requests_under_none_is_checked_against_the_hardware_depth_while_typing() {
     keys.extend(chars("100"));
     keys.push(KeyCode::Enter);
     match &press(&mut app, &keys)[..] {
-        [Control::Apply(r)] => assert_eq!(r.settings.nr_requests, Some(100)),
+        [Control::Live(LiveControl::Apply(r))] => assert_eq!(r.settings.nr_requests, Some(100)),
         c => panic!("{c:?}"),
     }
 
@@ -352,7 +353,7 @@ fn navigation_filter_sort_and_hooks() {
     }
     // R asks the source to record to a new file named after the host.
     match press(&mut app, &chars("R")).as_slice() {
-        [Control::Record(Some(p))] => {
+        [Control::Live(LiveControl::Record(Some(p)))] => {
             assert!(p.is_absolute(), "{p:?}");
             let name = p.file_name().unwrap().to_string_lossy();
             assert!(name.starts_with("blktune-testhost-"), "{p:?}");
@@ -364,9 +365,9 @@ fn navigation_filter_sort_and_hooks() {
     assert_eq!(
         ctl,
         [
-            Control::Interval(Duration::from_millis(500)),
-            Control::Interval(Duration::from_secs(1)),
-            Control::Pause(true)
+            Control::Live(LiveControl::Interval(Duration::from_millis(500))),
+            Control::Live(LiveControl::Interval(Duration::from_secs(1))),
+            Control::Shared(Shared::Pause(true))
         ]
     );
     press(&mut app, &chars("q"));
@@ -542,7 +543,7 @@ fn the_selection_follows_its_device_when_rows_re_sort() {
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     let ctl = press(&mut app, &[KeyCode::Char('s'), KeyCode::Up, KeyCode::Enter]);
     match &ctl[..] {
-        [Control::Apply(r)] => assert_eq!(r.device, "sdb"),
+        [Control::Live(LiveControl::Apply(r))] => assert_eq!(r.device, "sdb"),
         c => panic!("{c:?}"),
     }
 }
@@ -552,7 +553,7 @@ fn the_selection_follows_its_device_when_rows_re_sort() {
 fn settle(
     app: &mut blktune::tui::app::App,
     rx: &mpsc::Receiver<Feed>,
-    ctl: &mpsc::Sender<Control>,
+    ctl: &mpsc::Sender<ToWorker<LiveControl>>,
     m: &Machine,
 ) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -567,7 +568,7 @@ fn settle(
             .settle(d, &["none", "mq-deadline", "kyber", "bfq"], 256)
             .unwrap();
     }
-    ctl.send(Control::Refresh).unwrap();
+    ctl.send(LiveControl::Refresh.into()).unwrap();
     while app.devices.iter().any(|d| {
         d.queue
             .scheduler
@@ -611,7 +612,10 @@ fn change_undo_and_revert_all_through_the_tuner() {
             .active
     };
     let sched = || active("sda");
-    let send = |ctl: Vec<Control>| ctl.into_iter().for_each(|c| ctx.send(c).unwrap());
+    let send = |ctl: Vec<Control>| {
+        ctl.into_iter()
+            .for_each(|c| ctx.send(c.to_live().unwrap()).unwrap())
+    };
 
     let attr = |d: &str, a: &str| {
         std::fs::read_to_string(m.tree.dev_dir(d).join("queue").join(a))
@@ -727,7 +731,7 @@ fn change_undo_and_revert_all_through_the_tuner() {
         status(&app)
     );
     assert_eq!(app.marks["sda"].last().unwrap().label, "mq-deadline→kyber");
-    ctx.send(Control::Stop).unwrap();
+    ctx.send(Shared::Stop.into()).unwrap();
     handle.join().unwrap();
 }
 
@@ -740,7 +744,7 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     m.run(&mut app, 1, &busy(4));
     assert_eq!(
         app.probe_control(),
-        Some(Control::Probe(Some("sda".into())))
+        Some(Control::Live(LiveControl::Probe(Some("sda".into()))))
     );
     assert_eq!(app.probe_control(), None, "said once");
 
@@ -773,13 +777,13 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     // Moving the selection re-targets the probe, in the key's own answer.
     assert_eq!(
         press(&mut app, &[KeyCode::Down]),
-        vec![Control::Probe(Some("sdb".into()))]
+        vec![Control::Live(LiveControl::Probe(Some("sdb".into())))]
     );
     assert_eq!(
         press(&mut app, &[KeyCode::Down, KeyCode::Up]),
         vec![
-            Control::Probe(Some("zram0".into())),
-            Control::Probe(Some("sdb".into()))
+            Control::Live(LiveControl::Probe(Some("zram0".into()))),
+            Control::Live(LiveControl::Probe(Some("sdb".into())))
         ]
     );
     // Keys that leave the selection alone say nothing to the probe: a sort
@@ -788,7 +792,7 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     assert!(press(&mut app, &[KeyCode::Up]).is_empty());
     assert_eq!(
         press(&mut app, &[KeyCode::Down]),
-        vec![Control::Probe(Some("sda".into()))]
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
     );
     // Typing a filter never moves the selection, nor the probe; the row
     // the user then picks under it does, and stays picked after Esc.
@@ -797,7 +801,10 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     assert!(ctl.is_empty(), "{ctl:?}");
     assert_eq!(app.selected.as_deref(), Some("sda"));
     let ctl = press(&mut app, &[KeyCode::Down, KeyCode::Esc]);
-    assert_eq!(ctl, vec![Control::Probe(Some("sdb".into()))]);
+    assert_eq!(
+        ctl,
+        vec![Control::Live(LiveControl::Probe(Some("sdb".into())))]
+    );
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     m.run_probed(&mut app, 1, &busy(4), "sdb", &st);
     assert!(app.probe.as_ref().unwrap().latest("sdb").is_some());
@@ -807,11 +814,17 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     m.refresh();
     m.run(&mut app, 1, &busy(4));
     assert_eq!(app.selected, None);
-    assert_eq!(app.probe_control(), Some(Control::Probe(None)));
+    assert_eq!(
+        app.probe_control(),
+        Some(Control::Live(LiveControl::Probe(None)))
+    );
     let ctl = press(&mut app, &[KeyCode::Down]);
     let now = app.selected.clone().unwrap();
     assert_ne!(now, "sdb");
-    assert_eq!(ctl, vec![Control::Probe(Some(now.clone()))]);
+    assert_eq!(
+        ctl,
+        vec![Control::Live(LiveControl::Probe(Some(now.clone())))]
+    );
     assert!(
         !app.probe.as_ref().unwrap().history.contains_key("sdb"),
         "a vanished device's probe history goes"
@@ -871,7 +884,7 @@ fn live_source_probe_error_reaches_the_app_without_a_crash() {
             app.on_feed(f);
         }
         if let Some(c) = app.probe_control() {
-            ctx.send(c).unwrap();
+            ctx.send(c.to_live().unwrap()).unwrap();
         }
         error = app
             .probe
@@ -884,7 +897,7 @@ fn live_source_probe_error_reaches_the_app_without_a_crash() {
         e.contains(&format!("cannot open /dev/{name} for reading")),
         "{e}"
     );
-    ctx.send(Control::Stop).unwrap();
+    ctx.send(Shared::Stop.into()).unwrap();
     handle.join().unwrap();
 }
 
@@ -898,7 +911,7 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
     // On: at the configured rate, pointed at the selected device at once.
     assert_eq!(
         press(&mut app, &chars("P")),
-        vec![Control::Probe(Some("sda".into()))]
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
     );
     assert_eq!(app.probe.as_ref().unwrap().rate, 2.0);
     assert!(
@@ -910,7 +923,10 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
     m.run_probed(&mut app, 2, &busy(4), "sda", &st);
     assert!(text(&screen(&app, 80, 24)).contains("probe 2.0 r/s, counted in r/s"));
     // Off: the source is told to stop, and nothing of it is left on screen.
-    assert_eq!(press(&mut app, &chars("P")), vec![Control::Probe(None)]);
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Live(LiveControl::Probe(None))]
+    );
     assert!(app.probe.is_none());
     assert_eq!(status(&app), "probe off");
     let s = text(&screen(&app, 80, 24));
@@ -921,16 +937,18 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
     m.run(&mut app, 1, &busy(4));
     assert_eq!(
         press(&mut app, &chars("P")),
-        vec![Control::Probe(Some("sda".into()))]
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
     );
     // A replay has no such key.
-    app.on_feed(Feed::Position(blktune::tui::source::ReplayPosition {
-        at: 0.0,
-        total: 10.0,
-        speed: 1.0,
-        paused: false,
-        ended: false,
-    }));
+    app.on_feed(Feed::Position(
+        blktune::tui::worker::protocol::ReplayPosition {
+            at: 0.0,
+            total: 10.0,
+            speed: 1.0,
+            paused: false,
+            ended: false,
+        },
+    ));
     assert_eq!(app.mode(), Mode::Replay);
     assert!(press(&mut app, &chars("P")).is_empty());
     assert!(app.probe.is_some(), "P did nothing in the replay");

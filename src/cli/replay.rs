@@ -97,7 +97,7 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
         ));
     }
     let start = a.start.map_or(0.0, |s| s.as_secs_f64());
-    crate::tui::replay_view::run(rec, start, a.speed)
+    crate::tui::replay::run(rec, start, a.speed).map_err(super::tui_error)
 }
 
 /// Notes (cut-off end, skipped lines) go to stderr, one line each.

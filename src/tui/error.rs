@@ -17,6 +17,9 @@ pub enum TuiError {
         #[source]
         source: std::io::Error,
     },
+    /// The recording cannot be played (it cannot be read again: a pipe).
+    #[error(transparent)]
+    Replay(#[from] blktune_core::record::RecordError),
     #[error("cannot install signal handlers")]
     Signals(#[source] std::io::Error),
     /// A worker thread could not be started (`what` names it).

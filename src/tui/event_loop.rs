@@ -10,7 +10,7 @@
 use super::TuiError;
 use super::app::App;
 use super::render;
-use super::source::{Control, Feed};
+use super::worker::protocol::{ControlSink, Feed};
 use crossterm::event::{self, Event};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -18,7 +18,7 @@ use ratatui::layout::Rect;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 /// Longest wait for input, so signals and feed messages are seen quickly.
@@ -168,7 +168,7 @@ pub fn run_loop<B: Backend, I: Input>(
     app: &mut App,
     input: &mut I,
     feed: &Receiver<Feed>,
-    ctl: &Sender<Control>,
+    ctl: &impl ControlSink,
 ) -> Result<(), TuiError>
 where
     B::Error: Send + Sync + 'static,
@@ -192,7 +192,7 @@ where
         }
         // The first selection, or one moved by a vanished device or the filter.
         if let Some(c) = app.probe_control() {
-            let _ = ctl.send(c);
+            ctl.send_control(c);
         }
         if dirty {
             let size = term.size().map_err(term_err)?;
@@ -211,7 +211,7 @@ where
                 Event::Key(k) => {
                     for c in app.on_key(&k) {
                         // A gone worker shows up as a missing answer; keep drawing.
-                        let _ = ctl.send(c);
+                        ctl.send_control(c);
                     }
                     dirty = true;
                 }
@@ -231,7 +231,7 @@ pub fn event_loop<B: Backend>(
     term: &mut Terminal<B>,
     app: &mut App,
     feed: &Receiver<Feed>,
-    ctl: &Sender<Control>,
+    ctl: &impl ControlSink,
     signals: &Signals,
 ) -> Result<(), TuiError>
 where

@@ -1,12 +1,14 @@
 //! The full-screen tuner (`blktune` with no subcommand) and the replay
-//! viewer (`blktune replay FILE`).
+//! viewer (`blktune replay FILE`, [`replay`]).
 //!
-//! Threads: a worker thread ([`source::LiveSource`], or the replay source)
+//! Threads: a worker thread ([`worker::live`], or [`worker::replay`])
 //! samples and applies changes; the main thread only receives
-//! [`source::Feed`] messages, updates the [`app::App`], draws, and maps keys
-//! to actions ([`command`]) in the [`event_loop`]. The terminal is restored
-//! on every way out: quit, error, panic (ratatui's hook), SIGTERM, SIGHUP
-//! and SIGINT. The CLI starts it with [`Options`]; errors are [`TuiError`].
+//! [`worker::protocol::Feed`] messages, updates the [`app::App`], draws,
+//! maps keys to actions ([`command`]) and hands the app's
+//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop).
+//! The terminal is restored on every way out: quit, error, panic (ratatui's
+//! hook), SIGTERM, SIGHUP and SIGINT. The CLI starts it with [`Options`];
+//! errors are [`TuiError`].
 
 pub mod app;
 pub mod command;
@@ -15,9 +17,7 @@ pub mod dialogs;
 mod error;
 pub mod event_loop;
 pub mod render;
-pub mod replay_source;
-pub mod replay_view;
-pub mod source;
+pub mod replay;
 pub mod status;
 mod summary;
 pub mod worker;
@@ -32,10 +32,11 @@ use blktune_core::journal::Journal;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
-use source::{Control, LiveSource};
 use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use worker::live::LiveSource;
+use worker::protocol::Shared;
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =
@@ -147,7 +148,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let _ = ctl_tx.send(Control::Stop);
+    let _ = ctl_tx.send(Shared::Stop.into());
     drop(feed_rx);
     let _ = handle.join();
     // After SIGHUP the terminal is gone and drawing fails: that is how the

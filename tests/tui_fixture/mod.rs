@@ -5,8 +5,8 @@
 use blktune::tui::app::{App, Config};
 use blktune::tui::command::Mode;
 use blktune::tui::render;
-use blktune::tui::source::{Control, Feed, ProbeSample};
 use blktune::tui::worker::latency::{DeviceLatency, LatencyFeed, LatencySample};
+use blktune::tui::worker::protocol::{Control, Feed, ProbeSample};
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::diskstats::{Counters, DiskStatsLine};
 use blktune_core::fake::{FakeDisk, FakeTree};

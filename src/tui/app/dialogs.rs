@@ -8,7 +8,7 @@ use crate::tui::command::Action;
 use crate::tui::dialogs::export::{Candidate, ExportDialog, WriteError, measured_text};
 use crate::tui::dialogs::shootout::{ShootOutDialog, on_feed_closed};
 use crate::tui::dialogs::{Ctx, Reply, export};
-use crate::tui::source::{ApplyKind, Control};
+use crate::tui::worker::protocol::{ApplyKind, Control};
 use crate::tui::worker::shootout::ShootOutFeed;
 use blktune_core::export as rules;
 use blktune_core::tuner::Wanted;
@@ -194,7 +194,7 @@ impl App {
         self.on_reply(reply);
     }
 
-    /// The answer to a [`Control::WriteExport`].
+    /// The answer to a [`LiveControl::WriteExport`](crate::tui::worker::protocol::LiveControl::WriteExport).
     pub(super) fn on_export_written(&mut self, r: Result<PathBuf, WriteError>) {
         let mut reply = Reply::default();
         let d = match &mut self.overlay {

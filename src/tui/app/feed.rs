@@ -5,7 +5,7 @@
 use super::{
     App, FULL_HISTORY_DEVICES, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind, replaced_devices,
 };
-use crate::tui::source::{ApplyKind, ApplyReport, Feed};
+use crate::tui::worker::protocol::{ApplyKind, ApplyReport, Feed};
 use blktune_core::history::{ChangeMark, Point};
 use blktune_core::sampler::Snapshot;
 use std::sync::Arc;
@@ -117,7 +117,7 @@ impl App {
         }
         let dev = r.request.device.clone();
         match r.result {
-            Err(e) => self.say(StatusKind::Error, e),
+            Err(e) => self.say(StatusKind::Error, e.to_string()),
             Ok((o, mark)) => {
                 let ms = o.kernel_time.as_secs_f64() * 1000.0;
                 let label = mark.label.clone();
@@ -184,6 +184,7 @@ impl App {
         batch.left = batch.left.saturating_sub(1);
         let error = match r.result {
             Err(e) => {
+                let e = e.to_string();
                 batch.failed.push(e.clone());
                 Some(e)
             }

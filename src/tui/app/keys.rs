@@ -7,7 +7,7 @@ use crate::tui::command::{
 };
 use crate::tui::dialogs::editor::{Editor, Field};
 use crate::tui::dialogs::picker::{Picker, Tunables};
-use crate::tui::source::{ApplyKind, ApplyRequest, Control};
+use crate::tui::worker::protocol::{ApplyKind, ApplyRequest, Control, LiveControl, Shared};
 use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;
@@ -125,13 +125,13 @@ impl App {
         self.pending += 1;
         let id = self.next_id;
         self.next_id += 1;
-        Control::Apply(ApplyRequest {
+        Control::Live(LiveControl::Apply(ApplyRequest {
             id,
             device: device.to_string(),
             diskseq,
             settings,
             kind,
-        })
+        }))
     }
 
     pub(super) fn main_action(&mut self, a: Action) -> Vec<Control> {
@@ -186,13 +186,13 @@ impl App {
                     StatusKind::Info,
                     format!("sampling every {}", fmt_interval(self.interval)),
                 );
-                return vec![Control::Interval(self.interval)];
+                return vec![LiveControl::Interval(self.interval).into()];
             }
             Action::Pause => {
                 self.paused = !self.paused;
                 let word = if self.paused { "paused" } else { "resumed" };
                 self.say(StatusKind::Info, format!("sampling {word}"));
-                return vec![Control::Pause(self.paused)];
+                return vec![Shared::Pause(self.paused).into()];
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::Sort => {

@@ -1,7 +1,7 @@
 //! The whole state of the screen in one struct, with no I/O: it takes
-//! [`Feed`](super::source::Feed) messages from a worker (live or replay)
+//! [`Feed`](super::worker::protocol::Feed) messages from a worker (live or replay)
 //! and [`Action`](super::command::Action)s from keys, and answers with
-//! [`Control`](super::source::Control) messages for the worker. Rendering
+//! [`Control`](super::worker::protocol::Control) messages for the worker. Rendering
 //! borrows it.
 //!
 //! - this file: the state and what the screen shows (rows, selection, history)
@@ -29,7 +29,7 @@ pub use super::status::{Status, StatusKind};
 use super::command::Mode;
 use super::dialogs::editor::NrLimit;
 use super::dialogs::export::Focus;
-use super::source::ReplayPosition;
+use super::worker::protocol::ReplayPosition;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
@@ -41,8 +41,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Seconds of history kept per device (the charts show up to this).
-pub const KEEP_SECS: f64 = 600.0;
+pub use super::worker::protocol::KEEP_SECS;
 /// Above this many devices only the selected and changed ones keep a long history.
 pub const FULL_HISTORY_DEVICES: usize = 64;
 /// Points kept for the table's sparkline of other devices.

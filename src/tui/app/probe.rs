@@ -8,7 +8,7 @@
 //! plain functions of a slice of points.
 
 use super::{App, KEEP_SECS, StatusKind};
-use crate::tui::source::{Control, ProbeSample};
+use crate::tui::worker::protocol::{Control, LiveControl, ProbeSample};
 use std::collections::{HashMap, VecDeque};
 
 /// One sample interval of the probe on one device.
@@ -163,7 +163,7 @@ impl App {
     pub(super) fn toggle_probe(&mut self) -> Vec<Control> {
         if self.probe.take().is_some() {
             self.say(StatusKind::Info, "probe off");
-            return vec![Control::Probe(None)];
+            return vec![LiveControl::Probe(None).into()];
         }
         self.enable_probe(self.probe_rate);
         let dev = self.selected.as_deref().unwrap_or("the selected device");
@@ -184,7 +184,7 @@ impl App {
             return None;
         }
         p.target.clone_from(&self.selected);
-        Some(Control::Probe(p.target.clone()))
+        Some(LiveControl::Probe(p.target.clone()).into())
     }
 
     pub(super) fn on_probe(&mut self, s: &ProbeSample) {

@@ -4,9 +4,9 @@
 
 use super::{App, StatusKind};
 use crate::tui::command::Action;
-use crate::tui::replay_source::{SEEK_STEP, step_speed};
-use crate::tui::source::{Control, ReplayPosition};
+use crate::tui::worker::protocol::{Control, LiveControl, ReplayControl, ReplayPosition, Shared};
 use crate::tui::worker::recorder::{RecordEvent, default_file_name};
+use crate::tui::worker::replay::{SEEK_STEP, step_speed};
 use std::time::SystemTime;
 
 impl App {
@@ -37,13 +37,13 @@ impl App {
     pub(super) fn replay_action(&mut self, a: Action) -> Vec<Control> {
         let speed = self.replay.as_ref().map_or(1.0, |r| r.speed);
         match a {
-            Action::Pause => vec![Control::Pause(!self.paused)],
-            Action::SeekBack => vec![Control::Seek(-SEEK_STEP)],
-            Action::SeekForward => vec![Control::Seek(SEEK_STEP)],
+            Action::Pause => vec![Shared::Pause(!self.paused).into()],
+            Action::SeekBack => vec![ReplayControl::Seek(-SEEK_STEP).into()],
+            Action::SeekForward => vec![ReplayControl::Seek(SEEK_STEP).into()],
             Action::SpeedUp | Action::SpeedDown => {
                 let s = step_speed(speed, a == Action::SpeedUp);
                 self.say(StatusKind::Info, format!("playing at x{s}"));
-                vec![Control::Speed(s)]
+                vec![ReplayControl::Speed(s).into()]
             }
             _ => self.main_action(a),
         }
@@ -53,7 +53,7 @@ impl App {
     pub(super) fn record_action(&mut self) -> Vec<Control> {
         if self.recording.is_some() {
             self.say(StatusKind::Info, "stopping the recording…");
-            return vec![Control::Record(None)];
+            return vec![LiveControl::Record(None).into()];
         }
         // Absolute, so the status line says where it went.
         let name = default_file_name(&self.host.hostname, SystemTime::now());
@@ -62,7 +62,7 @@ impl App {
             StatusKind::Info,
             format!("starting to record to {}…", path.display()),
         );
-        vec![Control::Record(Some(path))]
+        vec![LiveControl::Record(Some(path)).into()]
     }
 
     /// What the live source says about the recording.

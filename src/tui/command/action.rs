@@ -50,7 +50,7 @@ pub enum Action {
     EditPath,
     /// Shoot-out results: apply the winner.
     ApplyWinner,
-    /// Replay: seek back ([`SEEK_STEP`](crate::tui::replay_source::SEEK_STEP) seconds).
+    /// Replay: seek back ([`SEEK_STEP`](crate::tui::worker::replay::SEEK_STEP) seconds).
     SeekBack,
     /// Replay: seek forward.
     SeekForward,

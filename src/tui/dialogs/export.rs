@@ -6,19 +6,19 @@
 //!
 //! The state is pure: opening it renders the preview with
 //! [`blktune_core::export::render`] (no I/O: the udev properties are read once by the
-//! caller), and `Enter` only produces a [`Control::WriteExport`] for the worker
+//! caller), and `Enter` only produces a [`LiveControl::WriteExport`] for the worker
 //! (when the rule has warnings, only after they were all shown and `y`
 //! confirmed them), which writes through [`blktune_core::export::write_rules`] (atomic, no
 //! clobber) and answers with [`Feed::ExportWritten`]. An existing file comes
 //! back as [`WriteError::Exists`] and the dialog asks before writing with force.
 //!
-//! [`Feed::ExportWritten`]: crate::tui::source::Feed::ExportWritten
+//! [`Feed::ExportWritten`]: crate::tui::worker::protocol::Feed::ExportWritten
 
 use super::{Overlay, Reply};
 use crate::tui::command::Action;
-use crate::tui::source::Control;
-pub use crate::tui::source::WriteError;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::LiveControl;
+pub use crate::tui::worker::protocol::WriteError;
 use blktune_core::device::BlockDevice;
 use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
@@ -290,7 +290,7 @@ impl ExportDialog {
                 }
                 Ok((path, text)) => {
                     d.focus = Focus::Writing;
-                    reply.send(Control::WriteExport {
+                    reply.send(LiveControl::WriteExport {
                         path,
                         text,
                         force: false,
@@ -304,7 +304,7 @@ impl ExportDialog {
                 match d.ready() {
                     Ok((path, text)) => {
                         d.focus = Focus::Writing;
-                        reply.send(Control::WriteExport { path, text, force });
+                        reply.send(LiveControl::WriteExport { path, text, force });
                     }
                     Err(why) => {
                         d.focus = Focus::Options;
@@ -349,7 +349,7 @@ impl ExportDialog {
     }
 }
 
-/// The answer to a [`Control::WriteExport`], for the dialog `d` when it is
+/// The answer to a [`LiveControl::WriteExport`], for the dialog `d` when it is
 /// still open; `read_only` adds a hint to a failure. Returns whether the
 /// dialog closes.
 pub fn on_written(

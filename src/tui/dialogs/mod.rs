@@ -17,8 +17,8 @@ pub mod picker;
 pub mod shootout;
 
 use crate::tui::command::Action;
-use crate::tui::source::Control;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::Control;
 use blktune_core::tuner::Wanted;
 use editor::{Editor, NrLimit};
 use export::ExportDialog;
@@ -96,8 +96,8 @@ impl Reply {
     }
 
     /// Send `c` to the worker.
-    pub fn send(&mut self, c: Control) {
-        self.controls.push(c);
+    pub fn send(&mut self, c: impl Into<Control>) {
+        self.controls.push(c.into());
     }
 }
 

@@ -16,8 +16,8 @@
 
 use super::{Ctx, Overlay, Reply};
 use crate::tui::command::Action;
-use crate::tui::source::Control;
 use crate::tui::status::StatusKind;
+use crate::tui::worker::protocol::LiveControl;
 use crate::tui::worker::shootout::{ShootOutFeed, ShootOutRequest};
 use blktune_core::load::Mix;
 use blktune_core::shootout::{Progress, ShootoutResult, verdict_text};
@@ -165,12 +165,12 @@ impl ShootOutDialog {
                         StatusKind::Info,
                         format!("shoot-out on {}: Esc cancels and restores", d.device),
                     );
-                    reply.send(Control::StartShootOut(d.request()));
+                    reply.send(LiveControl::StartShootOut(d.request()));
                 }
             }
             (Stage::Running { cancelling, .. }, Action::Cancel) if !*cancelling => {
                 *cancelling = true;
-                reply.send(Control::CancelShootOut);
+                reply.send(LiveControl::CancelShootOut);
                 reply.say(
                     StatusKind::Info,
                     format!(
@@ -255,6 +255,7 @@ impl ShootOutDialog {
                         ..
                     }
                 );
+                let e = e.to_string();
                 self.stage = Stage::Failed(e.clone());
                 if cancelled {
                     reply.say(StatusKind::Info, e);
@@ -270,7 +271,7 @@ impl ShootOutDialog {
 /// The end of a shoot-out whose dialog was closed: one line in the status.
 pub fn on_feed_closed(f: ShootOutFeed, reply: &mut Reply) {
     if let ShootOutFeed::Done(r) = f {
-        let text = r.map_or_else(|e| e, |r| r.final_settings.clone());
+        let text = r.map_or_else(|e| e.to_string(), |r| r.final_settings.clone());
         reply.say(StatusKind::Info, format!("shoot-out: {text}"));
     }
 }

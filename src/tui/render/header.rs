@@ -91,7 +91,7 @@ pub fn header_text(app: &App, width: usize) -> String {
         parts.push((Part::Kernel, app.host.kernel.clone()));
     }
     match &app.replay {
-        Some(r) => parts.push((Part::Position, crate::tui::replay_view::position_label(r))),
+        Some(r) => parts.push((Part::Position, crate::tui::replay::position_label(r))),
         None => parts.push((
             Part::Uptime,
             format!("up {}", format_uptime(app.host.uptime_s + app.now)),

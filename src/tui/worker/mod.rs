@@ -1,11 +1,17 @@
-//! What runs off the UI thread: the parts of the live worker that stand on
-//! their own. The live source itself (sampler, tuner, probe, export writer)
-//! is [`super::source`]; the replay source is [`super::replay_source`].
+//! What runs off the UI thread, and what it says to the app.
 //!
+//! - [`protocol`]: the one-way messages: [`protocol::Feed`] from a worker,
+//!   [`protocol::Control`] from the app
+//! - [`live`]: the live worker (sampler, tuner, probe, export writer), which
+//!   starts the parts below
+//! - [`replay`]: the replay worker, playing a recording into the same feed
 //! - [`shootout`]: the shoot-out runner (its own request and feed types)
 //! - [`recorder`]: `R`, recording the live session to a file
 //! - [`latency`]: the kernel tracer's hook and the histograms it sends
 
 pub mod latency;
+pub mod live;
+pub mod protocol;
 pub mod recorder;
+pub mod replay;
 pub mod shootout;

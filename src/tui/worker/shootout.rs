@@ -30,15 +30,41 @@ pub struct ShootOutRequest {
 }
 
 /// What the shoot-out tells the app.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum ShootOutFeed {
     Progress(Progress),
-    /// The end: the result, or the error line (settings already restored).
-    Done(Result<Box<ShootoutResult>, String>),
+    /// The end: the result, or why not (settings already restored).
+    Done(Result<Box<ShootoutResult>, ShootOutError>),
+}
+
+/// Why a shoot-out of the TUI gave no result; the app shows its words.
+#[derive(Debug, thiserror::Error)]
+pub enum ShootOutError {
+    /// One runs already (the dialog asks only when none does).
+    #[error("a shoot-out is already running")]
+    Busy,
+    /// The session is read-only: no tuner.
+    #[error("read-only: the shoot-out is disabled")]
+    ReadOnly,
+    #[error("cannot start the shoot-out thread: {0}")]
+    Thread(std::io::Error),
+    /// The request's load cannot run on `device` (nothing was changed).
+    #[error("'{device}': {source}")]
+    Load {
+        device: String,
+        source: blktune_core::load::LoadError,
+    },
+    /// The device is gone or was never one (nothing was changed).
+    #[error(transparent)]
+    Device(#[from] blktune_core::error::TuneError),
+    /// The engine's shoot-out failed or was cancelled; its words say what
+    /// happened to the settings.
+    #[error(transparent)]
+    Run(#[from] shootout::ShootoutError),
 }
 
 /// What the runner reports: for the app, or a switch to mark on the charts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Report {
     Feed(ShootOutFeed),
     /// The shoot-out switched the scheduler (or restored it) at this mark.
@@ -74,12 +100,15 @@ impl Drop for ShootOutHandle {
 }
 
 /// The shoot-out configuration of a TUI request.
-pub fn config(root: &SysRoot, req: &ShootOutRequest) -> Result<Config, String> {
+pub fn config(root: &SysRoot, req: &ShootOutRequest) -> Result<Config, ShootOutError> {
     let load = match req.load {
         None => None,
         // Read-only on any device: the TUI never writes to a device.
         Some(mix) => Some(LoadSpec {
-            target: Target::read_only(root, &req.device).map_err(|e| e.to_string())?,
+            target: Target::read_only(root, &req.device).map_err(|source| ShootOutError::Load {
+                device: req.device.clone(),
+                source,
+            })?,
             options: LoadOptions::new(mix),
         }),
     };
@@ -106,7 +135,7 @@ pub fn spawn(
         .name("blktune-shootout".into())
         .spawn(move || {
             let result = match config(&root, &req) {
-                Err(e) => Err(format!("'{}': {e}", req.device)),
+                Err(e) => Err(e),
                 Ok(cfg) => run(&root, journal, &cfg, epoch, &report, &flag),
             };
             report(Report::Feed(ShootOutFeed::Done(result)));
@@ -138,15 +167,13 @@ fn run(
     epoch: Instant,
     report: &impl Fn(Report),
     cancel: &AtomicBool,
-) -> Result<Box<ShootoutResult>, String> {
+) -> Result<Box<ShootoutResult>, ShootOutError> {
     let dev = cfg.device.clone();
-    let original = blktune_core::device::QueueSettings::read(
-        root,
-        &blktune_core::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
-    )
-    .scheduler
-    .map(|s| s.active)
-    .unwrap_or_default();
+    let original =
+        blktune_core::device::QueueSettings::read(root, &blktune_core::tuner::resolve(root, &dev)?)
+            .scheduler
+            .map(|s| s.active)
+            .unwrap_or_default();
     let mut current = original.clone();
     let mut last_step = 0;
     let r = shootout::run(
@@ -172,17 +199,15 @@ fn run(
         },
         cancel,
     );
-    let now = blktune_core::device::QueueSettings::read(
-        root,
-        &blktune_core::tuner::resolve(root, &dev).map_err(|e| e.to_string())?,
-    )
-    .scheduler
-    .map(|s| s.active)
-    .unwrap_or_default();
+    let now =
+        blktune_core::device::QueueSettings::read(root, &blktune_core::tuner::resolve(root, &dev)?)
+            .scheduler
+            .map(|s| s.active)
+            .unwrap_or_default();
     if now != current {
         report(Report::Switched(mark(
             &dev, epoch, &current, &now, "restored",
         )));
     }
-    r.map(Box::new).map_err(|e| e.to_string())
+    Ok(Box::new(r?))
 }

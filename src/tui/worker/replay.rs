@@ -1,4 +1,4 @@
-//! The replay source: plays a [`Recording`] into the same [`Feed`] the live
+//! The replay worker: plays a [`Recording`] into the same [`Feed`] the live
 //! sampler uses, so the table, charts, change markers and before/after
 //! panels are drawn by the very same code. Runs on its own thread, like the
 //! live source; it never touches sysfs or the tuner.
@@ -15,8 +15,7 @@
 //! that cannot be read again (a pipe) is refused by [`ReplaySource::new`],
 //! and one replaced while playing stops playback with a line in the status.
 
-use super::app::KEEP_SECS;
-use super::source::{Control, Feed, ReplayPosition};
+use super::protocol::{Feed, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -162,14 +161,14 @@ impl ReplaySource {
     }
 
     /// Act on a key's request; returns what to send.
-    pub fn control(&mut self, c: &Control, now: Instant) -> Vec<Feed> {
+    pub fn control(&mut self, c: &ToWorker<ReplayControl>, now: Instant) -> Vec<Feed> {
         let mut out = Vec::new();
         match *c {
-            Control::Seek(delta) => {
+            ToWorker::Own(ReplayControl::Seek(delta)) => {
                 let at = self.clock.position(now);
                 self.seek_to(now, at + delta, &mut out);
             }
-            Control::Pause(p) => {
+            ToWorker::Shared(Shared::Pause(p)) => {
                 if self.ended && !p {
                     // Play again from the start, like a media player.
                     self.seek_to(now, 0.0, &mut out);
@@ -177,18 +176,18 @@ impl ReplaySource {
                     self.clock.toggle_pause(now);
                 }
             }
-            Control::Speed(s) => self.clock.set_speed(now, s),
-            _ => {}
+            ToWorker::Own(ReplayControl::Speed(s)) => self.clock.set_speed(now, s),
+            ToWorker::Shared(Shared::Stop) => {}
         }
         self.finish_step(now, &mut out);
         out
     }
 
-    /// Run on a new thread until [`Control::Stop`] or the app hangs up.
+    /// Run on a new thread until [`Shared::Stop`] or the app hangs up.
     pub fn spawn(
         mut self,
         feed: Sender<Feed>,
-        control: Receiver<Control>,
+        control: Receiver<ToWorker<ReplayControl>>,
     ) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("blktune-replay".into())
@@ -199,7 +198,8 @@ impl ReplaySource {
                 }
                 loop {
                     let out = match control.recv_timeout(TICK) {
-                        Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                        Ok(ToWorker::Shared(Shared::Stop))
+                        | Err(RecvTimeoutError::Disconnected) => return,
                         Ok(c) => self.control(&c, Instant::now()),
                         Err(RecvTimeoutError::Timeout) => self.step(Instant::now()),
                     };

@@ -1,138 +1,26 @@
-//! Where snapshots come from. The app only sees [`Feed`] messages on one
-//! channel, so the live sampler here and a replay of a recording can drive
-//! the same screen. The live source also runs the tuner, on its own thread,
-//! so a slow scheduler switch never blocks a key press.
+//! The live worker: owns the sampler and the tuner on its own thread, so a
+//! slow scheduler switch never blocks a key press. It samples, applies
+//! changes, runs the probe, the kernel tracer, the recorder, the shoot-out
+//! and the export writer, and tells the app everything through [`Feed`]
+//! ([`super::protocol`]).
 
-use super::worker::latency::{LatencyFeed, LiveLatency, reason};
-use super::worker::recorder::{LiveRecorder, RecordEvent};
-use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
+use super::latency::{LatencyFeed, LiveLatency, reason};
+use super::protocol::{
+    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, LiveControl, ProbeSample, Shared,
+    ToWorker, WriteError,
+};
+use super::recorder::LiveRecorder;
+use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::{Probe, ProbeStats};
-use blktune_core::sampler::{Sampler, Snapshot};
-use blktune_core::tuner::{Outcome, Tuner, Wanted};
+use blktune_core::sampler::Sampler;
+use blktune_core::tuner::{Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Position of a replay, shown in the header instead of live facts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayPosition {
-    /// Seconds from the start of the recording.
-    pub at: f64,
-    /// Length of the recording in seconds.
-    pub total: f64,
-    /// Playback speed factor (1.0 = real time).
-    pub speed: f64,
-    /// Is playback paused (by a key, or at the end)?
-    pub paused: bool,
-    /// Has playback reached the last frame?
-    pub ended: bool,
-}
-
-/// What a source tells the app.
-#[derive(Debug)]
-pub enum Feed {
-    /// One sample of every device.
-    Snapshot(Box<Snapshot>),
-    /// A change that happened (recorded, or made by someone else).
-    Change(ChangeMark),
-    /// The answer to a [`Control::Apply`].
-    Applied(Box<ApplyReport>),
-    /// Replay only: where playback is.
-    Position(ReplayPosition),
-    /// The source cannot read (diskstats vanished); shown in the status line.
-    Error(String),
-    /// From the shoot-out thread ([`Control::StartShootOut`]).
-    ShootOut(ShootOutFeed),
-    /// The answer to a [`Control::WriteExport`]: the path written, or why not.
-    ExportWritten(Result<PathBuf, WriteError>),
-    /// Replay only: forget history and marks (a seek back follows with frames).
-    Reset,
-    /// Recording of the live session (`R`) started, stopped or failed.
-    Record(RecordEvent),
-    /// Live, while the probe runs (`--probe`, `P`): its reads in the
-    /// interval of the snapshot just sent.
-    Probe(ProbeSample),
-    /// Live: whether the kernel's latency is traced (and why not), then
-    /// each interval's histograms after its snapshot.
-    Latency(LatencyFeed),
-}
-
-/// What the latency probe saw in one sample interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProbeSample {
-    /// End of the interval on the sampler's clock (the snapshot's `t`).
-    pub t: f64,
-    /// Length of the interval in seconds (the snapshot's interval).
-    pub itv: f64,
-    /// Per probed device (only the one the app asked for).
-    pub stats: BTreeMap<String, ProbeStats>,
-}
-
-/// What kind of change a request is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApplyKind {
-    /// A new setting, validated by the tuner.
-    Change,
-    /// Back to the settings before the last change.
-    Undo,
-    /// Back to the settings before the session's first change.
-    RevertAll,
-}
-
-/// A change the app wants made.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApplyRequest {
-    pub id: u64,
-    pub device: String,
-    /// The device's `diskseq` when the user chose the change; `None` when
-    /// the kernel has none (before 5.15). A device that has another one now
-    /// was replaced under the same name, and the change is refused.
-    pub diskseq: Option<u64>,
-    pub settings: Wanted,
-    pub kind: ApplyKind,
-}
-
-/// How a request went.
-#[derive(Debug)]
-pub struct ApplyReport {
-    pub request: ApplyRequest,
-    /// The outcome and its mark on the sampler's clock, or the error line.
-    pub result: Result<(Outcome, ChangeMark), String>,
-}
-
-/// What the app tells a source.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control {
-    Interval(Duration),
-    Pause(bool),
-    Apply(ApplyRequest),
-    /// Re-read device settings now (someone else changed them).
-    Refresh,
-    /// Replay only: move the position by this many seconds.
-    Seek(f64),
-    /// Replay only: play at this speed.
-    Speed(f64),
-    /// Live only: start recording to this file (`Some`) or stop (`None`).
-    Record(Option<std::path::PathBuf>),
-    Stop,
-    /// Write an exported rules file (atomic; an existing file only with `force`).
-    WriteExport {
-        path: PathBuf,
-        text: String,
-        force: bool,
-    },
-    /// Start a shoot-out on its own thread (answers with [`Feed::ShootOut`]).
-    StartShootOut(ShootOutRequest),
-    /// Cancel the running shoot-out (it restores the originals).
-    CancelShootOut,
-    /// Live only: probe this device from now on (the probe starts if it is
-    /// not running); `None` stops the probe and closes its device.
-    Probe(Option<String>),
-}
 
 /// The live source: owns the sampler and the tuner on one thread.
 #[derive(Debug)]
@@ -203,7 +91,7 @@ impl LiveSource {
     }
 
     /// Probe at `rate` reads per second (default [`blktune_core::probe::DEFAULT_RATE`])
-    /// once the app names a device with [`Control::Probe`].
+    /// once the app names a device with [`LiveControl::Probe`].
     pub fn with_probe_rate(mut self, rate: f64) -> Self {
         self.probe_rate = rate;
         self
@@ -237,11 +125,11 @@ impl LiveSource {
         Some(stats)
     }
 
-    /// Run on a new thread until [`Control::Stop`] or the app hangs up.
+    /// Run on a new thread until [`Shared::Stop`] or the app hangs up.
     pub fn spawn(
         self,
         feed: Sender<Feed>,
-        control: Receiver<Control>,
+        control: Receiver<ToWorker<LiveControl>>,
     ) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("blktune-sampler".into())
@@ -309,7 +197,7 @@ impl LiveSource {
 
     fn apply(&mut self, req: ApplyRequest) -> ApplyReport {
         let result = match &self.tuner {
-            None => Err("read-only: changes are disabled".to_string()),
+            None => Err(ApplyError::ReadOnly),
             Some(tuner) => {
                 // Only the device the user chose: the tuner refuses a
                 // replaced one (another diskseq) before its first write.
@@ -333,7 +221,7 @@ impl LiveSource {
                     };
                     (o, mark)
                 })
-                .map_err(|e| e.to_string())
+                .map_err(ApplyError::Tune)
             }
         };
         if let Ok((_, mark)) = &result {
@@ -346,13 +234,17 @@ impl LiveSource {
         }
     }
 
-    /// Start the shoot-out thread; `Some(reason)` when it cannot start.
-    fn start_shootout(&mut self, req: ShootOutRequest, feed: &Sender<Feed>) -> Option<String> {
+    /// Start the shoot-out thread; `Some(why)` when it cannot start.
+    fn start_shootout(
+        &mut self,
+        req: ShootOutRequest,
+        feed: &Sender<Feed>,
+    ) -> Option<ShootOutError> {
         if self.shootout.as_ref().is_some_and(|b| !b.finished()) {
-            return Some("a shoot-out is already running".into());
+            return Some(ShootOutError::Busy);
         }
         let Some(tuner) = &self.tuner else {
-            return Some("read-only: the shoot-out is disabled".into());
+            return Some(ShootOutError::ReadOnly);
         };
         let epoch = self.last.map_or_else(Instant::now, |(i, t)| {
             i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
@@ -376,11 +268,11 @@ impl LiveSource {
                 self.shootout = Some(h);
                 None
             }
-            Err(e) => Some(format!("cannot start the shoot-out thread: {e}")),
+            Err(e) => Some(ShootOutError::Thread(e)),
         }
     }
 
-    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<Control>) {
+    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<ToWorker<LiveControl>>) {
         if !self.start_latency(feed) {
             return;
         }
@@ -395,13 +287,13 @@ impl LiveSource {
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             match control.recv_timeout(wait) {
-                Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                Ok(ToWorker::Shared(Shared::Stop)) | Err(RecvTimeoutError::Disconnected) => {
                     if let Some(ev) = self.recorder.stop() {
                         let _ = feed.send(Feed::Record(ev));
                     }
                     return;
                 }
-                Ok(Control::Record(path)) => {
+                Ok(ToWorker::Own(LiveControl::Record(path))) => {
                     let origin = self.last.map_or(0.0, |(_, t)| t);
                     let ev = match path {
                         Some(p) => {
@@ -418,16 +310,15 @@ impl LiveSource {
                         return;
                     }
                 }
-                Ok(Control::Seek(_) | Control::Speed(_)) => {}
-                Ok(Control::Interval(d)) => {
+                Ok(ToWorker::Own(LiveControl::Interval(d))) => {
                     self.interval = d;
                     next = self.last.map_or_else(Instant::now, |(i, _)| i) + d;
                 }
-                Ok(Control::Pause(p)) => {
+                Ok(ToWorker::Shared(Shared::Pause(p))) => {
                     self.paused = p;
                     next = Instant::now();
                 }
-                Ok(Control::Apply(req)) => {
+                Ok(ToWorker::Own(LiveControl::Apply(req))) => {
                     let report = self.apply(req);
                     let ok = report.result.is_ok();
                     if feed.send(Feed::Applied(Box::new(report))).is_err() {
@@ -438,24 +329,24 @@ impl LiveSource {
                         return;
                     }
                 }
-                Ok(Control::WriteExport { path, text, force }) => {
+                Ok(ToWorker::Own(LiveControl::WriteExport { path, text, force })) => {
                     let r = write_export(path, &text, force);
                     if feed.send(Feed::ExportWritten(r)).is_err() {
                         return;
                     }
                 }
-                Ok(Control::StartShootOut(req)) => {
+                Ok(ToWorker::Own(LiveControl::StartShootOut(req))) => {
                     if let Some(msg) = self.start_shootout(req, feed) {
                         let _ = feed.send(Feed::ShootOut(ShootOutFeed::Done(Err(msg))));
                     }
                 }
-                Ok(Control::Probe(device)) => self.retarget_probe(device),
-                Ok(Control::CancelShootOut) => {
+                Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
+                Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();
                     }
                 }
-                Ok(Control::Refresh) => {
+                Ok(ToWorker::Own(LiveControl::Refresh)) => {
                     self.sampler.invalidate();
                     if !self.paused && !self.tick(feed) {
                         return;
@@ -478,15 +369,6 @@ impl LiveSource {
             }
         }
     }
-}
-
-/// How writing an exported file went wrong (the answer to [`Control::WriteExport`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
-    /// The file exists and `force` was not given.
-    Exists(String),
-    /// Any other failure, as one line.
-    Failed(String),
 }
 
 /// Write an exported file; an existing one is reported apart so the dialog can ask.

@@ -1,12 +1,12 @@
 //! The full-screen replay (`blktune replay FILE`): the live TUI's screen,
-//! fed by a [`ReplaySource`] instead of the sampler. Read-only by
+//! fed by the replay worker ([`ReplaySource`]) instead of the sampler;
+//! errors are [`TuiError`]. Read-only by
 //! construction: no tuner, no sysfs, no root needed.
 
 use super::app::{App, Config};
-use super::replay_source::ReplaySource;
-use super::source::{Control, ReplayPosition};
-use super::{INTERVAL_RANGE, RestoreGuard, Signals, color_allowed, event_loop};
-use anyhow::Context;
+use super::worker::protocol::{ReplayPosition, Shared};
+use super::worker::replay::ReplaySource;
+use super::{INTERVAL_RANGE, RestoreGuard, Signals, TuiError, color_allowed, event_loop};
 use blktune_core::host::HostInfo;
 use blktune_core::record::Recording;
 use std::sync::Arc;
@@ -70,23 +70,25 @@ pub fn replay_app(rec: &Recording, start: f64, speed: f64) -> App {
 }
 
 /// Play `rec` full-screen from `start` seconds at `speed`; returns the exit code.
-pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> anyhow::Result<i32> {
+pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> Result<i32, TuiError> {
     let mut app = replay_app(&rec, start, speed);
-    let signals = Signals::register().context("cannot install signal handlers")?;
+    let signals = Signals::register().map_err(TuiError::Signals)?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let handle = ReplaySource::new(rec, start, speed, Instant::now())?
         .spawn(feed_tx, ctl_rx)
-        .context("cannot start the replay thread")?;
+        .map_err(|source| TuiError::Thread {
+            what: "replay",
+            source,
+        })?;
     let result = {
         // As in the live TUI: never dropped (its Drop would report a gone
         // terminal on a dead stderr); the guard restores the terminal.
-        let mut term =
-            std::mem::ManuallyDrop::new(ratatui::try_init().context("cannot set up the terminal")?);
+        let mut term = std::mem::ManuallyDrop::new(ratatui::try_init().map_err(TuiError::Setup)?);
         let _guard = RestoreGuard;
         event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
     };
-    let _ = ctl_tx.send(Control::Stop);
+    let _ = ctl_tx.send(Shared::Stop.into());
     drop(feed_rx);
     let _ = handle.join();
     // After SIGHUP the terminal is gone and drawing fails: not an error.
