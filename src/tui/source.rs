@@ -4,6 +4,7 @@
 //! so a slow scheduler switch never blocks a key press.
 
 use super::worker::latency::{LatencyFeed, LiveLatency, reason};
+use super::worker::procio::{WhereIo, WhereIoFeed};
 use super::worker::recorder::{LiveRecorder, RecordEvent};
 use super::worker::shootout::{self, Report, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
@@ -59,6 +60,8 @@ pub enum Feed {
     /// Live: whether the kernel's latency is traced (and why not), then
     /// each interval's histograms after its snapshot.
     Latency(LatencyFeed),
+    /// Live: the busiest processes (while the app asks), and placement.
+    WhereIo(WhereIoFeed),
 }
 
 /// What the latency probe saw in one sample interval.
@@ -132,6 +135,8 @@ pub enum Control {
     /// Live only: probe this device from now on (the probe starts if it is
     /// not running); `None` stops the probe and closes its device.
     Probe(Option<String>),
+    /// Live only: sample the busiest processes each tick (the `i` panel), or stop.
+    Processes(bool),
 }
 
 /// The live source: owns the sampler and the tuner on one thread.
@@ -158,6 +163,8 @@ pub struct LiveSource {
     trace: Option<bool>,
     /// The kernel tracer, while it runs.
     latency: Option<LiveLatency>,
+    /// Who does the I/O (while shown) and where it goes.
+    where_io: WhereIo,
 }
 
 impl LiveSource {
@@ -176,6 +183,7 @@ impl LiveSource {
             probe_target: Vec::new(),
             trace: None,
             latency: None,
+            where_io: WhereIo::default(),
         }
     }
 
@@ -282,7 +290,10 @@ impl LiveSource {
                         Some(LatencyFeed::Unavailable("BPF read failed".into()))
                     }
                 };
-                if feed.send(Feed::Snapshot(Box::new(s))).is_err() {
+                let who = |m| feed.send(Feed::WhereIo(m)).is_ok();
+                if !self.where_io.tick(self.sampler.root(), &s, who)
+                    || feed.send(Feed::Snapshot(Box::new(s))).is_err()
+                {
                     return false;
                 }
                 if let Some(p) = probe
@@ -450,6 +461,7 @@ impl LiveSource {
                     }
                 }
                 Ok(Control::Probe(device)) => self.retarget_probe(device),
+                Ok(Control::Processes(on)) => self.where_io.show_processes(on),
                 Ok(Control::CancelShootOut) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();
