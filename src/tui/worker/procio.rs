@@ -13,7 +13,7 @@ use blktune_core::device::BlockDevice;
 use blktune_core::os::SysRoot;
 use blktune_core::procio::{ProcessSample, ProcessWatch};
 use blktune_core::sampler::Snapshot;
-use blktune_core::topology::Topology;
+use blktune_core::topology::{DeviceNode, Topology, partition_numbers};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,6 +76,9 @@ pub struct WhereIo {
     /// The mount table the placement was read with, and when it was checked.
     mounts: Option<String>,
     mounts_checked: Option<Instant>,
+    /// major:minor of every device and partition, for telling the device of
+    /// a process's open files; read with the placement.
+    by_number: BTreeMap<(u32, u32), String>,
     /// Process samples taken (for tests: none while hidden).
     samples: u64,
 }
@@ -117,14 +120,12 @@ impl WhereIo {
         let Some(watch) = self.watch.as_mut() else {
             return true;
         };
-        let by_number: BTreeMap<(u32, u32), String> = s
-            .devices
-            .iter()
-            .filter(|d| (d.major, d.minor) != (0, 0))
-            .map(|d| ((d.major, d.minor), d.name.clone()))
-            .collect();
         self.samples += 1;
-        send(WhereIoFeed::Processes(watch.sample(root, &by_number, TOP)))
+        send(WhereIoFeed::Processes(watch.sample(
+            root,
+            &self.by_number,
+            TOP,
+        )))
     }
 
     /// A new placement when the devices or the mounts changed since the last one.
@@ -150,7 +151,22 @@ impl WhereIo {
             changed |= mounts != self.mounts;
             self.mounts = mounts;
         }
-        changed.then(|| Topology::read(root, devices))
+        if !changed {
+            return None;
+        }
+        // Partitions too, so that a file on sda1 names sda1.
+        let nodes: Vec<DeviceNode> = devices.iter().map(DeviceNode::from).collect();
+        self.by_number = partition_numbers(root, &nodes)
+            .into_iter()
+            .map(|(n, (part, _))| (n, part))
+            .chain(
+                devices
+                    .iter()
+                    .filter(|d| (d.major, d.minor) != (0, 0))
+                    .map(|d| ((d.major, d.minor), d.name.clone())),
+            )
+            .collect();
+        Some(Topology::read(root, devices))
     }
 }
 
@@ -215,6 +231,27 @@ mod tests {
             assert_eq!(processes(&feeds(&mut hook, &root, &s)), 0);
         }
         assert_eq!(hook.samples(), 2);
+    }
+
+    #[test]
+    fn open_files_are_told_by_whole_disk_and_partition_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(dir.path()).unwrap();
+        tree.add(&FakeDisk::new("sda").dev(8, 0).partitions(&["sda1", "sda2"]))
+            .unwrap();
+        let root = tree.root();
+        let devices = Arc::new(blktune_core::device::discover(&root).unwrap());
+        let mut hook = WhereIo::default();
+        feeds(&mut hook, &root, &snapshot(devices));
+        let names: Vec<(&(u32, u32), &str)> = hook
+            .by_number
+            .iter()
+            .map(|(k, v)| (k, v.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [(&(8, 0), "sda"), (&(8, 1), "sda1"), (&(8, 2), "sda2")]
+        );
     }
 
     #[test]
