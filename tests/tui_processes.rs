@@ -181,6 +181,15 @@ fn i_and_esc_close_the_panel_and_tell_the_worker() {
 }
 
 #[test]
+fn a_replay_has_no_processes_key() {
+    use blktune::tui::command::{Mode, action_for};
+    let i =
+        crossterm::event::KeyEvent::new(KeyCode::Char('i'), crossterm::event::KeyModifiers::NONE);
+    assert_eq!(action_for(Mode::Replay, &i), None);
+    assert!(action_for(Mode::Main, &i).is_some());
+}
+
+#[test]
 fn the_help_lists_i_and_a_wide_footer_hints_it() {
     let (_m, mut app) = shown(false);
     press(&mut app, &chars("i?"));

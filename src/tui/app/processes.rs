@@ -6,7 +6,7 @@
 //! worker to sample processes each tick, closing it tells the worker to stop
 //! ([`Control::Processes`]), so a hidden panel costs nothing.
 
-use super::{App, StatusKind};
+use super::App;
 use crate::tui::source::Control;
 use crate::tui::worker::procio::WhereIoFeed;
 use blktune_core::procio::ProcessSample;
@@ -20,22 +20,14 @@ pub struct WhereIoState {
     pub shown: bool,
     /// The newest process sample since the panel opened (`None`: none yet).
     pub sample: Option<ProcessSample>,
-    /// Samples received since the panel opened (the first has no rates).
-    pub samples: u64,
     /// Where each device's I/O goes, as the worker last read it.
     pub topology: Arc<Topology>,
 }
 
 impl App {
-    /// `i`: show or hide the processes panel, and tell the worker.
+    /// `i` (main view only: a replay has no such key, a recording has no
+    /// processes): show or hide the processes panel, and tell the worker.
     pub(super) fn toggle_processes(&mut self) -> Vec<Control> {
-        if self.replay.is_some() {
-            self.say(
-                StatusKind::Info,
-                "replay: a recording has no processes (live only)",
-            );
-            return Vec::new();
-        }
         self.set_processes(!self.where_io.shown)
     }
 
@@ -45,7 +37,6 @@ impl App {
         w.shown = on;
         // A reopened panel never shows the rows of long ago.
         w.sample = None;
-        w.samples = 0;
         vec![Control::Processes(on)]
     }
 
@@ -54,10 +45,7 @@ impl App {
         match f {
             WhereIoFeed::Placement(t) => self.where_io.topology = t,
             // A sample that crossed a close on the channel is dropped.
-            WhereIoFeed::Processes(s) if self.where_io.shown => {
-                self.where_io.samples += 1;
-                self.where_io.sample = Some(s);
-            }
+            WhereIoFeed::Processes(s) if self.where_io.shown => self.where_io.sample = Some(s),
             WhereIoFeed::Processes(_) => {}
         }
     }
