@@ -203,7 +203,7 @@ fn read_only_footer_offers_no_change_keys() {
     let mut app = m.app(Some("not root"));
     m.run(&mut app, 3, &busy(4));
     let f = footer(&app, 80, 24);
-    assert_eq!(f, "o sort  / filter  p pause  ? help  q quit");
+    assert_eq!(f, "o sort  / filter  p pause  i procs  ? help  q quit");
     let mut app = m.app(None);
     m.run(&mut app, 3, &busy(4));
     let f = footer(&app, 160, 24);

@@ -303,8 +303,9 @@ impl Topology {
     }
 }
 
-/// major:minor of every partition of `devices`, read from each partition's `dev`.
-fn partition_numbers(
+/// major:minor of every partition of `devices`, read from each partition's
+/// `dev`: the partition's name and its whole disk's.
+pub fn partition_numbers(
     root: &SysRoot,
     devices: &[DeviceNode],
 ) -> BTreeMap<(u32, u32), (String, String)> {

@@ -25,6 +25,7 @@ impl App {
             Feed::Record(ev) => self.on_record(ev),
             Feed::Probe(p) => self.on_probe(&p),
             Feed::Latency(l) => self.on_latency(l),
+            Feed::WhereIo(w) => self.on_where_io(w),
         }
     }
 

@@ -165,6 +165,9 @@ impl App {
             Action::ShootOut => self.open_shootout(),
             Action::Record => return self.record_action(),
             Action::ToggleProbe => return self.toggle_probe(),
+            Action::Processes => return self.toggle_processes(),
+            // Esc closes the panel first, then clears the filter.
+            Action::Cancel if self.where_io.shown => return self.set_processes(false),
             Action::Faster | Action::Slower => {
                 let ms = self.interval.as_millis() as u64;
                 let next = if a == Action::Faster {

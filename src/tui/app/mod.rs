@@ -9,12 +9,14 @@
 //! - `keys`: actions of the main view and the filter
 //! - `dialogs`: opening the dialogs ([`crate::tui::dialogs`]) and doing what they answer
 //! - `probe`, `replay`: the latency probe's history; replay and `R`
+//! - `processes`: the processes panel (`i`) and where each device's I/O goes
 
 mod dialogs;
 mod feed;
 mod keys;
 mod latency;
 mod probe;
+mod processes;
 mod replay;
 
 pub use latency::{
@@ -22,6 +24,7 @@ pub use latency::{
     latency_delta,
 };
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
+pub use processes::WhereIoState;
 
 pub use super::dialogs::Overlay;
 pub use super::status::{Status, StatusKind};
@@ -157,6 +160,8 @@ pub struct App {
     pub probe_rate: f64,
     /// The kernel's latency histograms (`Tracing::Unknown` in a replay).
     pub latency: LatencyState,
+    /// The processes panel (`i`) and each device's placement.
+    pub where_io: WhereIoState,
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
@@ -206,6 +211,7 @@ impl App {
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
             latency: LatencyState::default(),
+            where_io: WhereIoState::default(),
             quit: false,
             udev_db: None,
             next_id: 1,

@@ -28,6 +28,8 @@ pub enum Action {
     Record,
     /// Live only: the latency probe of the selected device on or off.
     ToggleProbe,
+    /// Live only: the processes panel (`i`) on or off.
+    Processes,
     Faster,
     Slower,
     Pause,

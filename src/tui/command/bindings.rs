@@ -218,6 +218,14 @@ pub const MAIN: &[Binding] = &[
         false,
     ),
     b(
+        &[C('i')],
+        "i",
+        Some("procs"),
+        "processes doing the most I/O now (i or Esc closes)",
+        Action::Processes,
+        false,
+    ),
+    b(
         &[C('?')],
         "?",
         Some("help"),

@@ -298,6 +298,25 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         }
         lines.push((String::new(), Style::new()));
     }
+    // Where the I/O goes (mounts, a loop device's file, stacking), wrapped
+    // so that a long path is never cut.
+    if let Some(p) = app
+        .placement(&d.name)
+        .map(|p| p.lines())
+        .filter(|l| !l.is_empty())
+    {
+        lines.push(("where the I/O goes".into(), t.heading()));
+        for l in p {
+            let wrapped = super::width::wrap(&l, area.width.saturating_sub(2) as usize);
+            lines.extend(
+                wrapped
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, w)| (if i == 0 { w } else { format!("  {w}") }, Style::new())),
+            );
+        }
+        lines.push((String::new(), Style::new()));
+    }
     match &d.queue.scheduler {
         None => lines.push(("no I/O scheduler: bio-based device".into(), t.dim())),
         Some(s) if d.queue.tunables.is_empty() => {

@@ -15,7 +15,8 @@
 //!  status: what changed, how long the kernel took, or the exact error   status
 //!  s sched  n nr  r ra  t tun  u undo  o sort  / filter  ? help  q quit footer hints
 //! ```
-//! Overlays (picker, editors, help, confirm) draw `Clear` first, then a box.
+//! The processes panel (`i`) covers the detail pane below its title; it and
+//! the overlays (picker, editors, help, confirm) draw `Clear` first, then a box.
 
 mod chart;
 mod detail;
@@ -25,6 +26,7 @@ mod header;
 mod latency;
 mod overlay;
 mod probe;
+mod processes;
 mod shootout;
 mod table;
 mod width;
@@ -174,6 +176,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     header::render(f, a.header, a.banner, app, theme);
     table::render(f.buffer_mut(), a.table, app, theme);
     detail::render(f.buffer_mut(), a.detail, app, theme);
+    processes::render(f.buffer_mut(), a.detail, app, theme);
     footer::render(f.buffer_mut(), a.status, a.footer, app, theme);
     // Dialogs leave the status and footer rows visible: a two-row status
     // takes one row more from them.

@@ -5,6 +5,7 @@
 //! ([`super::protocol`]).
 
 use super::latency::{LatencyFeed, LiveLatency, reason};
+use super::procio::WhereIo;
 use super::protocol::{
     ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, LiveControl, ProbeSample, Shared,
     ToWorker, WriteError,
@@ -46,6 +47,8 @@ pub struct LiveSource {
     trace: Option<bool>,
     /// The kernel tracer, while it runs.
     latency: Option<LiveLatency>,
+    /// Who does the I/O (while shown) and where it goes.
+    where_io: WhereIo,
 }
 
 impl LiveSource {
@@ -64,6 +67,7 @@ impl LiveSource {
             probe_target: Vec::new(),
             trace: None,
             latency: None,
+            where_io: WhereIo::default(),
         }
     }
 
@@ -170,7 +174,10 @@ impl LiveSource {
                         Some(LatencyFeed::Unavailable("BPF read failed".into()))
                     }
                 };
-                if feed.send(Feed::Snapshot(Box::new(s))).is_err() {
+                let who = |m| feed.send(Feed::WhereIo(m)).is_ok();
+                if !self.where_io.tick(self.sampler.root(), &s, who)
+                    || feed.send(Feed::Snapshot(Box::new(s))).is_err()
+                {
                     return false;
                 }
                 if let Some(p) = probe
@@ -341,6 +348,7 @@ impl LiveSource {
                     }
                 }
                 Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
+                Ok(ToWorker::Own(LiveControl::Processes(on))) => self.where_io.show_processes(on),
                 Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();

@@ -8,9 +8,12 @@
 //! - [`shootout`]: the shoot-out runner (its own request and feed types)
 //! - [`recorder`]: `R`, recording the live session to a file
 //! - [`latency`]: the kernel tracer's hook and the histograms it sends
+//! - [`procio`]: who does the I/O (the `i` panel, sampled only while shown)
+//!   and where it goes (placement, on hot-plug)
 
 pub mod latency;
 pub mod live;
+pub mod procio;
 pub mod protocol;
 pub mod recorder;
 pub mod replay;

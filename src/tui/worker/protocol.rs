@@ -63,6 +63,8 @@ pub enum Feed {
     /// Live: whether the kernel's latency is traced (and why not), then
     /// each interval's histograms after its snapshot.
     Latency(LatencyFeed),
+    /// Live: the busiest processes (while the app asks), and placement.
+    WhereIo(super::procio::WhereIoFeed),
 }
 
 /// What the latency probe saw in one sample interval.
@@ -165,6 +167,8 @@ pub enum LiveControl {
     /// Probe this device from now on (the probe starts if it is not
     /// running); `None` stops the probe and closes its device.
     Probe(Option<String>),
+    /// Sample the busiest processes each tick (the `i` panel), or stop.
+    Processes(bool),
 }
 
 /// What only the replay worker takes. It has no change, write or recording
