@@ -35,6 +35,7 @@ use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
+use blktune_core::natural::natural_cmp;
 use blktune_core::tuner::Wanted;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -490,31 +491,6 @@ pub fn fmt_interval(d: Duration) -> String {
     }
 }
 
-/// Names with their numbers in order: `loop2` before `loop10`.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
-    loop {
-        match (x.first(), y.first()) {
-            (None, None) => return a.cmp(b),
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
-                let (nx, ny) = (digits(x), digits(y));
-                let strip = |s: &'_ [u8]| -> usize { s.iter().take_while(|&&c| c == b'0').count() };
-                let (tx, ty) = (&x[strip(&x[..nx])..nx], &y[strip(&y[..ny])..ny]);
-                // Numbers compare by length first (no leading zeros), then digit by digit.
-                match tx.len().cmp(&ty.len()).then_with(|| tx.cmp(ty)) {
-                    Ordering::Equal => (x, y) = (&x[nx..], &y[ny..]),
-                    o => return o,
-                }
-            }
-            (Some(c), Some(d)) if c != d => return c.cmp(d),
-            _ => (x, y) = (&x[1..], &y[1..]),
-        }
-    }
-}
-
 /// Names whose device in `new` is another one than in `old`: both have a
 /// `diskseq` (kernel 5.15+, new on every attach and also on a loop
 /// device's detach) and they differ, and the new one has a size (a
@@ -536,17 +512,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_sort_naturally() {
-        let mut v = [
-            "loop10", "sda", "loop2", "nvme0n1", "loop", "nvme10n1", "nvme2n1",
-        ];
-        v.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(
-            v,
-            [
-                "loop", "loop2", "loop10", "nvme0n1", "nvme2n1", "nvme10n1", "sda"
-            ]
-        );
+    fn intervals_read_as_typed() {
         assert_eq!(fmt_interval(Duration::from_millis(250)), "250ms");
         assert_eq!(fmt_interval(Duration::from_secs(2)), "2s");
         assert_eq!(fmt_interval(Duration::from_millis(1500)), "1500ms");
