@@ -93,6 +93,12 @@ impl App {
                     .or_default()
                     .push(p, keep);
             }
+            self.inflight.clear();
+            for d in devs.iter().filter(|d| d.size_bytes > 0) {
+                if let Some(st) = s.stats.get(&d.name) {
+                    self.inflight.insert(d.name.clone(), st.counters.in_flight);
+                }
+            }
         }
         self.reconcile_selection();
         if let Some((why, what)) = self.close_overlay_of_other_device() {

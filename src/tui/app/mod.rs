@@ -9,6 +9,7 @@
 //! - `keys`: actions of the main view and the filter
 //! - `dialogs`: opening the dialogs ([`crate::tui::dialogs`]) and doing what they answer
 //! - `probe`, `replay`: the latency probe's history; replay and `R`
+//! - `sort`: the table's order and the rows that stand out
 
 mod dialogs;
 mod feed;
@@ -16,12 +17,14 @@ mod keys;
 mod latency;
 mod probe;
 mod replay;
+mod sort;
 
 pub use latency::{
     LatencyPoint, LatencyState, MAX_LATENCY_POINTS, Quantile, Tracing, Window, compare_windows,
     latency_delta,
 };
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
+pub use sort::{Hot, RowKey, SortKey, await_baseline, cmp_rows, hot};
 
 pub use super::dialogs::Overlay;
 pub use super::status::{Status, StatusKind};
@@ -37,7 +40,6 @@ use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
 use blktune_core::natural::natural_cmp;
 use blktune_core::tuner::Wanted;
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,37 +54,6 @@ pub const SHORT_POINTS: f64 = 24.0;
 pub const BEFORE_WINDOW: f64 = 60.0;
 /// The sample intervals `+` and `-` step through.
 pub const INTERVALS_MS: [u64; 7] = [100, 250, 500, 1000, 2000, 5000, 10000];
-
-/// The table's sort column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    Name,
-    Util,
-    Await,
-    Iops,
-}
-
-impl SortKey {
-    /// The next column `o` moves to.
-    pub fn next(self) -> Self {
-        match self {
-            SortKey::Name => SortKey::Util,
-            SortKey::Util => SortKey::Await,
-            SortKey::Await => SortKey::Iops,
-            SortKey::Iops => SortKey::Name,
-        }
-    }
-
-    /// How the status line names it.
-    pub fn label(self) -> &'static str {
-        match self {
-            SortKey::Name => "name",
-            SortKey::Util => "%util",
-            SortKey::Await => "await",
-            SortKey::Iops => "IOPS",
-        }
-    }
-}
 
 /// The answers of one `U` (revert every change) so far.
 #[derive(Debug, Default)]
@@ -127,6 +98,9 @@ pub struct App {
     pub paused: bool,
     pub devices: Arc<Vec<BlockDevice>>,
     pub histories: HashMap<String, DeviceHistory>,
+    /// I/Os in flight now per device (diskstats' field 9, the same count
+    /// as `/sys/block/X/inflight`'s two added: no extra read per tick).
+    pub inflight: HashMap<String, u64>,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
@@ -188,6 +162,7 @@ impl App {
             paused: false,
             devices: Arc::new(Vec::new()),
             histories: HashMap::new(),
+            inflight: HashMap::new(),
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,
@@ -261,28 +236,24 @@ impl App {
         self.devices.iter().filter(|d| self.is_shown(d)).count()
     }
 
-    /// Devices in the table, filtered and sorted.
+    /// Devices in the table, filtered and sorted ([`cmp_rows`]).
     pub fn visible(&self) -> Vec<&BlockDevice> {
-        // The sort key is computed once per device, not per comparison.
-        let mut v: Vec<(f64, &BlockDevice)> = self
+        // The statistics are looked up once per device, not per comparison.
+        let mut v: Vec<(RowKey, &BlockDevice)> = self
             .devices
             .iter()
             .filter(|d| self.is_shown(d))
             .map(|d| {
-                let m = self.latest(&d.name).map_or(-1.0, |s| match self.sort {
-                    SortKey::Name => 0.0,
-                    SortKey::Util => s.util,
-                    SortKey::Await => s.max_await(),
-                    SortKey::Iops => s.iops(),
-                });
-                (m, d)
+                let key = RowKey {
+                    name: &d.name,
+                    size_bytes: d.size_bytes,
+                    stats: self.latest(&d.name),
+                    inflight: self.inflight.get(&d.name).copied(),
+                };
+                (key, d)
             })
             .collect();
-        v.sort_by(|(ma, a), (mb, b)| {
-            mb.partial_cmp(ma)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| natural_cmp(&a.name, &b.name))
-        });
+        v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         v.into_iter().map(|(_, d)| d).collect()
     }
 
