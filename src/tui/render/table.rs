@@ -195,7 +195,7 @@ const MAX_PRIO: u8 = 8;
 
 /// Narrowest sparkline worth drawing.
 const SPARK_MIN: u16 = 8;
-const SPARK_MAX: u16 = 30;
+const SPARK_MAX: u16 = 64;
 
 /// The columns that fit `width` (after the one-character selection marker),
 /// and the sparkline width; the p99 columns only with `latency`.
