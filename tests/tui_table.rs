@@ -6,7 +6,10 @@
 mod tui_fixture;
 use blktune::tui::app::{App, Hot, SortKey};
 use blktune_core::fake::FakeDisk;
+use blktune_core::topology::{DeviceNode, Mount, Topology};
 use ratatui::style::{Color, Modifier};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use tui_fixture::*;
 
 fn machine() -> Machine {
@@ -146,14 +149,35 @@ fn table_120x40() {
     insta::assert_snapshot!(term.backend());
 }
 
+/// sda holds / (ext4); loop10 is backed by a file on it; the others hold nothing.
+fn topology(m: &Machine) -> Topology {
+    let nodes: Vec<DeviceNode> = m.devices.iter().map(DeviceNode::from).collect();
+    let mounts = [Mount {
+        major: 8,
+        minor: 0,
+        mount_point: "/".into(),
+        fs_type: "ext4".into(),
+        source: "/dev/sda".into(),
+    }];
+    let backing = BTreeMap::from([("loop10".to_string(), "/var/tmp/blktune/big.img".to_string())]);
+    Topology::build(&nodes, &mounts, &backing, &BTreeMap::new())
+}
+
 #[test]
 fn table_200x50() {
-    let (_m, mut app) = incident_app();
+    let (m, mut app) = incident_app();
+    app.topology = Some(Arc::new(topology(&m)));
     press(&mut app, &chars("o"));
     let term = screen(&app, 200, 50);
     let head = text(&term).lines().nth(1).unwrap().to_string();
-    for h in ["rMB/s", "wMB/s", "rareq-sz", "wareq-sz", "inflight"] {
+    for h in [
+        "rMB/s", "wMB/s", "rareq-sz", "wareq-sz", "inflight", "MOUNT",
+    ] {
         assert!(head.contains(h), "{h}: {head}");
     }
+    let s = text(&term);
+    assert!(s.contains(" / ext4 "), "{s}");
+    // The end of a long backing path, after a …, never a cut number.
+    assert!(s.contains(" →sda:…/blktune/big.img "), "{s}");
     insta::assert_snapshot!(term.backend());
 }

@@ -101,6 +101,11 @@ pub struct App {
     /// I/Os in flight now per device (diskstats' field 9, the same count
     /// as `/sys/block/X/inflight`'s two added: no extra read per tick).
     pub inflight: HashMap<String, u64>,
+    /// Where each device's I/O goes (mounts, a loop device's backing file,
+    /// stacking), read by the source on start and on hot-plug, never per
+    /// tick; `None` until one is given, and then the wide table has no
+    /// MOUNT column.
+    pub topology: Option<Arc<blktune_core::topology::Topology>>,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
@@ -163,6 +168,7 @@ impl App {
             devices: Arc::new(Vec::new()),
             histories: HashMap::new(),
             inflight: HashMap::new(),
+            topology: None,
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,

@@ -52,9 +52,11 @@ enum ColId {
     /// The kernel's read p99 of the newest interval (only while the source traces or says why not).
     RP99,
     WP99,
+    /// Where the I/O goes: mount point, backing file, stacking.
+    Mount,
 }
 
-const COLS: [Col; 19] = [
+const COLS: [Col; 20] = [
     Col {
         head: "DEVICE",
         width: 9,
@@ -188,24 +190,33 @@ const COLS: [Col; 19] = [
         right: true,
         id: ColId::Util,
     },
+    Col {
+        head: "MOUNT",
+        width: 22,
+        prio: 9,
+        right: false,
+        id: ColId::Mount,
+    },
 ];
 
 /// The largest priority of [`COLS`].
-const MAX_PRIO: u8 = 8;
+const MAX_PRIO: u8 = 9;
 
 /// Narrowest sparkline worth drawing.
 const SPARK_MIN: u16 = 8;
 const SPARK_MAX: u16 = 64;
 
 /// The columns that fit `width` (after the one-character selection marker),
-/// and the sparkline width; the p99 columns only with `latency`.
-fn fit(width: u16, latency: bool) -> (Vec<Col>, u16) {
+/// and the sparkline width; the p99 columns only with `latency`, MOUNT only
+/// with `mounts` (a topology was read).
+fn fit(width: u16, latency: bool, mounts: bool) -> (Vec<Col>, u16) {
     for max_prio in (0..=MAX_PRIO).rev() {
         let cols: Vec<Col> = COLS
             .iter()
             .copied()
             .filter(|c| c.prio <= max_prio)
             .filter(|c| latency || !matches!(c.id, ColId::RP99 | ColId::WP99))
+            .filter(|c| mounts || c.id != ColId::Mount)
             .collect();
         let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>();
         if used + SPARK_MIN < width {
@@ -240,8 +251,8 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
         ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
-        // Drawn by the caller, which has the app's latency history.
-        ColId::RP99 | ColId::WP99 => String::new(),
+        // Drawn by the caller, which has the app's latency history and topology.
+        ColId::RP99 | ColId::WP99 | ColId::Mount => String::new(),
     }
 }
 
@@ -288,7 +299,13 @@ fn sort_key(id: ColId) -> Option<SortKey> {
         ColId::Inflight => SortKey::Inflight,
         ColId::Aqu => SortKey::Aqu,
         ColId::Util => SortKey::Util,
-        ColId::Kind | ColId::Sched | ColId::Nr | ColId::Ra | ColId::RP99 | ColId::WP99 => {
+        ColId::Kind
+        | ColId::Sched
+        | ColId::Nr
+        | ColId::Ra
+        | ColId::RP99
+        | ColId::WP99
+        | ColId::Mount => {
             return None;
         }
     })
@@ -315,6 +332,33 @@ fn heading(c: &Col, x: u16, sorted: bool) -> (u16, String, u16) {
     }
 }
 
+/// `s` in `width` characters: whole, or with the middle of its path left
+/// out as `…` at a `/`: the device a backing file is on (`→sda:`) and the
+/// file's name tell more than its first directories.
+fn keep_tail(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    // `→sda:/path`: keep `→sda:`.
+    let head: String = match s.find(':') {
+        Some(i) if s.starts_with('→') => s[..=i].to_string(),
+        _ => String::new(),
+    };
+    let room = width.saturating_sub(head.chars().count() + 1);
+    let rest = &s[head.len()..];
+    let tail: String = rest
+        .chars()
+        .skip(rest.chars().count().saturating_sub(room))
+        .collect();
+    // Start at a directory boundary when there is one.
+    let tail = match tail.find('/') {
+        Some(i) if i > 0 => tail[i..].to_string(),
+        _ => tail,
+    };
+    format!("{head}…{tail}")
+}
+
 /// `7.0ms`, `12ms`, `0.25ms`: the sparklines' shared top.
 fn scale_label(max: f64) -> String {
     format!("0-{}ms", num(max))
@@ -323,7 +367,7 @@ fn scale_label(max: f64) -> String {
 /// Draw the table into `area` (first row: headings).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     let latency = app.latency.tracing != Tracing::Unknown;
-    let (cols, spark_w) = fit(area.width, latency);
+    let (cols, spark_w) = fit(area.width, latency, app.topology.is_some());
     let devs = app.visible();
     let rows = area.height.saturating_sub(1) as usize;
     // None also when the filter hides the selected device: no row is marked.
@@ -403,6 +447,17 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
             let (v, dim) = match c.id {
                 ColId::RP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Read)),
                 ColId::WP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Write)),
+                ColId::Mount => (
+                    keep_tail(
+                        &app.topology
+                            .as_ref()
+                            .and_then(|t| t.of(&d.name))
+                            .map(|p| p.short())
+                            .unwrap_or_default(),
+                        c.width as usize,
+                    ),
+                    false,
+                ),
                 ColId::Inflight => (
                     app.inflight
                         .get(&d.name)
@@ -439,18 +494,20 @@ mod tests {
     fn columns_fit_the_width() {
         for latency in [false, true] {
             for w in [60u16, 80, 100, 160, 250] {
-                let (cols, spark) = fit(w, latency);
+                let (cols, spark) = fit(w, latency, true);
                 let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>() + spark;
                 assert!(used <= w, "{w}: {used}");
                 assert!(cols.iter().any(|c| c.id == ColId::RAwait));
             }
         }
         // At 200 columns everything, with room for a long sparkline.
-        assert_eq!(fit(200, true).0.len(), COLS.len());
-        assert!(fit(200, true).1 >= 20);
-        assert_eq!(fit(200, false).0.len(), COLS.len() - 2);
+        assert_eq!(fit(200, true, true).0.len(), COLS.len());
+        assert!(fit(200, true, true).1 >= 8);
+        assert_eq!(fit(200, false, true).0.len(), COLS.len() - 2);
+        assert_eq!(fit(200, true, false).0.len(), COLS.len() - 1);
+        assert!(fit(200, true, false).1 >= 30);
         // The read p99 stays at 80 columns; the write p99 needs room.
-        let has = |w, latency, id| fit(w, latency).0.iter().any(|c: &Col| c.id == id);
+        let has = |w, latency, id| fit(w, latency, true).0.iter().any(|c: &Col| c.id == id);
         assert!(has(80, true, ColId::RP99) && !has(80, true, ColId::WP99));
         // At 120 throughput joins (with the write p99 when traced).
         for latency in [false, true] {
@@ -458,8 +515,26 @@ mod tests {
             assert!(has(120, latency, ColId::RMbs) && has(120, latency, ColId::WMbs));
         }
         assert!(has(120, true, ColId::WP99));
-        for id in [ColId::RAreqSz, ColId::WAreqSz, ColId::Inflight] {
+        for id in [
+            ColId::RAreqSz,
+            ColId::WAreqSz,
+            ColId::Inflight,
+            ColId::Mount,
+        ] {
             assert!(!has(120, false, id) && has(200, true, id), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_placement_keeps_its_end() {
+        assert_eq!(keep_tail("/ ext4", 22), "/ ext4");
+        assert_eq!(
+            keep_tail("→vda:/tmp/blktune/disk.img", 16),
+            "→vda:…/disk.img"
+        );
+        assert_eq!(keep_tail("/srv/a/very/long/mount ext4", 16), "…/mount ext4");
+        for w in 8..30 {
+            assert!(keep_tail("→vda:/tmp/blktune/disk.img", w).chars().count() <= w);
         }
     }
 
