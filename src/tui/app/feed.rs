@@ -74,6 +74,8 @@ impl App {
             self.histories.retain(|name, _| {
                 !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
             });
+            self.inflight
+                .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             if let Some(p) = &mut self.probe {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
@@ -93,10 +95,16 @@ impl App {
                     .or_default()
                     .push(p, keep);
             }
-            self.inflight.clear();
+            // Every tick: updated in place (no allocation once a name is known).
             for d in devs.iter().filter(|d| d.size_bytes > 0) {
-                if let Some(st) = s.stats.get(&d.name) {
-                    self.inflight.insert(d.name.clone(), st.counters.in_flight);
+                let Some(n) = s.stats.get(&d.name).map(|st| st.counters.in_flight) else {
+                    continue;
+                };
+                match self.inflight.get_mut(&d.name) {
+                    Some(v) => *v = n,
+                    None => {
+                        self.inflight.insert(d.name.clone(), n);
+                    }
                 }
             }
         }
