@@ -300,7 +300,8 @@ fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
     ]);
     let mut app = m.app(None);
     m.run(&mut app, 3, &busy(4));
-    press(&mut app, &chars("oo"));
+    // o: %util, aqu-sz, then await (the sparkline's column).
+    press(&mut app, &chars("ooo"));
     for w in [60, 80, 100] {
         let s = text(&screen(&app, w, 24));
         let head = s.lines().nth(1).unwrap();
@@ -311,9 +312,10 @@ fn await_sort_has_its_arrow_and_virtio_fits_the_type_column() {
     let vda = s.lines().find(|l| l.contains("vda ")).unwrap();
     assert!(vda.contains(" virt "), "{s}");
     assert!(!s.contains("virti"), "{s}");
+    // Next r_await: its arrow goes into the gap on its left.
     press(&mut app, &chars("o"));
     let s = text(&screen(&app, 80, 24));
-    assert!(s.lines().nth(1).unwrap().contains("r/s↓"), "{s}");
+    assert!(s.lines().nth(1).unwrap().contains("↓r_await "), "{s}");
 }
 
 /// Names, paths and notes from the machine are drawn escaped: ratatui drops

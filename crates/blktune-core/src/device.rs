@@ -373,7 +373,7 @@ pub enum Identity {
     Full,
 }
 
-/// Read every device under `<sysfs>/block`, sorted by name.
+/// Read every device under `<sysfs>/block`, in natural order (loop2 before loop10).
 pub fn discover(root: &SysRoot) -> std::io::Result<Vec<BlockDevice>> {
     Ok(root
         .block_names()?
@@ -385,7 +385,7 @@ pub fn discover(root: &SysRoot) -> std::io::Result<Vec<BlockDevice>> {
 /// Read only what a listing of the default devices (a scheduler and a size)
 /// needs: every device's `size`, the scheduler of those with one, and then
 /// `what` and the queue settings of the devices that pass. The others stay
-/// as [`BlockDevice::unread`] with their size. Sorted by name.
+/// as [`BlockDevice::unread`] with their size. In natural order.
 pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<BlockDevice>> {
     Ok(root
         .block_names()?

@@ -9,6 +9,7 @@
 //! device names are [`DeviceName`]s, which can only be made from an entry that
 //! exists under `<sysfs>/block`, so no user input can reach another path.
 
+use crate::natural::natural_cmp;
 use std::fmt;
 use std::fs;
 use std::io::{self, Read, Write};
@@ -133,7 +134,8 @@ impl SysRoot {
         self.sysfs.join("block")
     }
 
-    /// Names of every entry under `<sysfs>/block`, sorted.
+    /// Names of every entry under `<sysfs>/block`, in natural order
+    /// ([`natural_cmp`]: loop2 before loop10).
     pub fn block_names(&self) -> io::Result<Vec<DeviceName>> {
         let mut names: Vec<DeviceName> = fs::read_dir(self.block_dir())?
             .filter_map(|e| e.ok())
@@ -141,7 +143,7 @@ impl SysRoot {
             .filter(|n| is_plausible_device_name(n))
             .map(DeviceName)
             .collect();
-        names.sort();
+        names.sort_by(|a, b| natural_cmp(&a.0, &b.0));
         Ok(names)
     }
 

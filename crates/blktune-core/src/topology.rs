@@ -297,6 +297,11 @@ impl Topology {
         Self { by_device }
     }
 
+    /// Nothing known of any device (not read yet, or nothing mounted or stacked).
+    pub fn is_empty(&self) -> bool {
+        self.by_device.is_empty()
+    }
+
     /// Where `device`'s I/O goes (empty when nothing is known).
     pub fn of(&self, device: &str) -> Option<&Placement> {
         self.by_device.get(device)

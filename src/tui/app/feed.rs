@@ -75,6 +75,8 @@ impl App {
             self.histories.retain(|name, _| {
                 !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
             });
+            self.inflight
+                .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             if let Some(p) = &mut self.probe {
                 p.history
                     .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
@@ -93,6 +95,18 @@ impl App {
                     .entry(d.name.clone())
                     .or_default()
                     .push(p, keep);
+            }
+            // Every tick: updated in place (no allocation once a name is known).
+            for d in devs.iter().filter(|d| d.size_bytes > 0) {
+                let Some(n) = s.stats.get(&d.name).map(|st| st.counters.in_flight) else {
+                    continue;
+                };
+                match self.inflight.get_mut(&d.name) {
+                    Some(v) => *v = n,
+                    None => {
+                        self.inflight.insert(d.name.clone(), n);
+                    }
+                }
             }
         }
         self.reconcile_selection();

@@ -1,7 +1,7 @@
 //! Applying key actions to the [`App`]: navigation, overlays and the change
 //! requests sent to the source.
 
-use super::{App, INTERVALS_MS, Overlay, StatusKind, fmt_interval};
+use super::{App, INTERVALS_MS, Overlay, SortKey, StatusKind, fmt_interval};
 use crate::tui::command::{
     Action, Mode, action_for, key_name, main_binding, safe_after_escape, split_escape,
 };
@@ -198,9 +198,20 @@ impl App {
                 return vec![Shared::Pause(self.paused).into()];
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
-            Action::Sort => {
-                self.sort = self.sort.next();
-                self.say(StatusKind::Info, format!("sorted by {}", self.sort.label()));
+            Action::Sort | Action::SortLeft | Action::SortRight => {
+                self.sort = match a {
+                    Action::Sort => self.sort.next(),
+                    a => self.sort.beside(a == Action::SortLeft),
+                };
+                let order = if self.sort == SortKey::Name {
+                    "A to Z"
+                } else {
+                    "largest first"
+                };
+                self.say(
+                    StatusKind::Info,
+                    format!("sorted by {} ({order})", self.sort.label()),
+                );
             }
             Action::Filter => self.filter_typing = true,
             Action::Cancel if !self.filter.is_empty() => {

@@ -10,6 +10,7 @@
 //! - `dialogs`: opening the dialogs ([`crate::tui::dialogs`]) and doing what they answer
 //! - `probe`, `replay`: the latency probe's history; replay and `R`
 //! - `processes`: the processes panel (`i`) and where each device's I/O goes
+//! - `sort`: the table's order and the rows that stand out
 
 mod dialogs;
 mod feed;
@@ -18,6 +19,7 @@ mod latency;
 mod probe;
 mod processes;
 mod replay;
+mod sort;
 
 pub use latency::{
     LatencyPoint, LatencyState, MAX_LATENCY_POINTS, Quantile, Tracing, Window, compare_windows,
@@ -25,6 +27,7 @@ pub use latency::{
 };
 pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
 pub use processes::WhereIoState;
+pub use sort::{Hot, RowKey, SortKey, await_baseline, cmp_rows, hot};
 
 pub use super::dialogs::Overlay;
 pub use super::status::{Status, StatusKind};
@@ -38,8 +41,8 @@ use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
+use blktune_core::natural::natural_cmp;
 use blktune_core::tuner::Wanted;
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,37 +56,6 @@ pub const SHORT_POINTS: f64 = 24.0;
 pub const BEFORE_WINDOW: f64 = 60.0;
 /// The sample intervals `+` and `-` step through.
 pub const INTERVALS_MS: [u64; 7] = [100, 250, 500, 1000, 2000, 5000, 10000];
-
-/// The table's sort column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    Name,
-    Util,
-    Await,
-    Iops,
-}
-
-impl SortKey {
-    /// The next column `o` moves to.
-    pub fn next(self) -> Self {
-        match self {
-            SortKey::Name => SortKey::Util,
-            SortKey::Util => SortKey::Await,
-            SortKey::Await => SortKey::Iops,
-            SortKey::Iops => SortKey::Name,
-        }
-    }
-
-    /// How the status line names it.
-    pub fn label(self) -> &'static str {
-        match self {
-            SortKey::Name => "name",
-            SortKey::Util => "%util",
-            SortKey::Await => "await",
-            SortKey::Iops => "IOPS",
-        }
-    }
-}
 
 /// The answers of one `U` (revert every change) so far.
 #[derive(Debug, Default)]
@@ -128,6 +100,9 @@ pub struct App {
     pub paused: bool,
     pub devices: Arc<Vec<BlockDevice>>,
     pub histories: HashMap<String, DeviceHistory>,
+    /// I/Os in flight now per device (diskstats' field 9, the same count
+    /// as `/sys/block/X/inflight`'s two added: no extra read per tick).
+    pub inflight: HashMap<String, u64>,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
@@ -191,6 +166,7 @@ impl App {
             paused: false,
             devices: Arc::new(Vec::new()),
             histories: HashMap::new(),
+            inflight: HashMap::new(),
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,
@@ -265,28 +241,24 @@ impl App {
         self.devices.iter().filter(|d| self.is_shown(d)).count()
     }
 
-    /// Devices in the table, filtered and sorted.
+    /// Devices in the table, filtered and sorted ([`cmp_rows`]).
     pub fn visible(&self) -> Vec<&BlockDevice> {
-        // The sort key is computed once per device, not per comparison.
-        let mut v: Vec<(f64, &BlockDevice)> = self
+        // The statistics are looked up once per device, not per comparison.
+        let mut v: Vec<(RowKey, &BlockDevice)> = self
             .devices
             .iter()
             .filter(|d| self.is_shown(d))
             .map(|d| {
-                let m = self.latest(&d.name).map_or(-1.0, |s| match self.sort {
-                    SortKey::Name => 0.0,
-                    SortKey::Util => s.util,
-                    SortKey::Await => s.max_await(),
-                    SortKey::Iops => s.iops(),
-                });
-                (m, d)
+                let key = RowKey {
+                    name: &d.name,
+                    size_bytes: d.size_bytes,
+                    stats: self.latest(&d.name),
+                    inflight: self.inflight.get(&d.name).copied(),
+                };
+                (key, d)
             })
             .collect();
-        v.sort_by(|(ma, a), (mb, b)| {
-            mb.partial_cmp(ma)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| natural_cmp(&a.name, &b.name))
-        });
+        v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         v.into_iter().map(|(_, d)| d).collect()
     }
 
@@ -495,31 +467,6 @@ pub fn fmt_interval(d: Duration) -> String {
     }
 }
 
-/// Names with their numbers in order: `loop2` before `loop10`.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
-    loop {
-        match (x.first(), y.first()) {
-            (None, None) => return a.cmp(b),
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
-                let (nx, ny) = (digits(x), digits(y));
-                let strip = |s: &'_ [u8]| -> usize { s.iter().take_while(|&&c| c == b'0').count() };
-                let (tx, ty) = (&x[strip(&x[..nx])..nx], &y[strip(&y[..ny])..ny]);
-                // Numbers compare by length first (no leading zeros), then digit by digit.
-                match tx.len().cmp(&ty.len()).then_with(|| tx.cmp(ty)) {
-                    Ordering::Equal => (x, y) = (&x[nx..], &y[ny..]),
-                    o => return o,
-                }
-            }
-            (Some(c), Some(d)) if c != d => return c.cmp(d),
-            _ => (x, y) = (&x[1..], &y[1..]),
-        }
-    }
-}
-
 /// Names whose device in `new` is another one than in `old`: both have a
 /// `diskseq` (kernel 5.15+, new on every attach and also on a loop
 /// device's detach) and they differ, and the new one has a size (a
@@ -541,17 +488,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_sort_naturally() {
-        let mut v = [
-            "loop10", "sda", "loop2", "nvme0n1", "loop", "nvme10n1", "nvme2n1",
-        ];
-        v.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(
-            v,
-            [
-                "loop", "loop2", "loop10", "nvme0n1", "nvme2n1", "nvme10n1", "sda"
-            ]
-        );
+    fn intervals_read_as_typed() {
         assert_eq!(fmt_interval(Duration::from_millis(250)), "250ms");
         assert_eq!(fmt_interval(Duration::from_secs(2)), "2s");
         assert_eq!(fmt_interval(Duration::from_millis(1500)), "1500ms");

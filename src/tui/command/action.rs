@@ -34,7 +34,11 @@ pub enum Action {
     Slower,
     Pause,
     Help,
+    /// The next sort column in the most telling order (`o`, F6).
     Sort,
+    /// Sort by the column left (`<`) or right (`>`) of the sorted one.
+    SortLeft,
+    SortRight,
     Filter,
     Quit,
     /// Enter in an overlay.
@@ -136,6 +140,8 @@ pub fn safe_after_escape(a: Action) -> bool {
             | Action::Cancel
             | Action::Help
             | Action::Sort
+            | Action::SortLeft
+            | Action::SortRight
             | Action::Filter
             | Action::Pause
             | Action::Faster

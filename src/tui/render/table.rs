@@ -1,8 +1,18 @@
 //! The device table: one row per device, columns dropped by priority when the
 //! terminal is narrow, an inline sparkline of await at the end.
+//!
+//! ```text
+//!  DEVICE↓   TYPE  SIZE SCHED  r/s  w/s  rMB/s wMB/s r_await ... %util await 0-7.0ms
+//! ▶sda       ssd   20G  [mq-d  ...                                   ▁▂▅█▃
+//! !sdb       ...  (over a threshold: busy or slow for this device; red in colour)
+//! ```
+//!
+//! At 80 columns it is the iostat core; at 120 throughput joins; at 200
+//! in-flight and request sizes too. The sort column's heading has the
+//! arrow; every sparkline shares one scale, given in its heading.
 
 use super::{Theme, num, put};
-use crate::tui::app::{App, SortKey, Tracing};
+use crate::tui::app::{App, Hot, SortKey, Tracing};
 use blktune_core::device::{BlockDevice, DeviceKind, human_size};
 use blktune_core::iostat::ExtStats;
 use blktune_core::latency::Dir;
@@ -30,16 +40,23 @@ enum ColId {
     Ra,
     Rs,
     Ws,
+    RMbs,
+    WMbs,
     RAwait,
     WAwait,
+    RAreqSz,
+    WAreqSz,
+    Inflight,
     Aqu,
     Util,
     /// The kernel's read p99 of the newest interval (only while the source traces or says why not).
     RP99,
     WP99,
+    /// Where the I/O goes: mount point, backing file, stacking.
+    Mount,
 }
 
-const COLS: [Col; 14] = [
+const COLS: [Col; 20] = [
     Col {
         head: "DEVICE",
         width: 9,
@@ -57,7 +74,7 @@ const COLS: [Col; 14] = [
     Col {
         head: "SIZE",
         width: 5,
-        prio: 4,
+        prio: 5,
         right: true,
         id: ColId::Size,
     },
@@ -71,14 +88,14 @@ const COLS: [Col; 14] = [
     Col {
         head: "NR",
         width: 4,
-        prio: 5,
+        prio: 6,
         right: true,
         id: ColId::Nr,
     },
     Col {
         head: "RA",
         width: 5,
-        prio: 5,
+        prio: 6,
         right: true,
         id: ColId::Ra,
     },
@@ -95,6 +112,20 @@ const COLS: [Col; 14] = [
         prio: 1,
         right: true,
         id: ColId::Ws,
+    },
+    Col {
+        head: "rMB/s",
+        width: 7,
+        prio: 4,
+        right: true,
+        id: ColId::RMbs,
+    },
+    Col {
+        head: "wMB/s",
+        width: 7,
+        prio: 4,
+        right: true,
+        id: ColId::WMbs,
     },
     Col {
         head: "r_await",
@@ -125,6 +156,27 @@ const COLS: [Col; 14] = [
         id: ColId::WP99,
     },
     Col {
+        head: "rareq-sz",
+        width: 8,
+        prio: 8,
+        right: true,
+        id: ColId::RAreqSz,
+    },
+    Col {
+        head: "wareq-sz",
+        width: 8,
+        prio: 8,
+        right: true,
+        id: ColId::WAreqSz,
+    },
+    Col {
+        head: "inflight",
+        width: 8,
+        prio: 7,
+        right: true,
+        id: ColId::Inflight,
+    },
+    Col {
         head: "aqu-sz",
         width: 6,
         prio: 2,
@@ -138,21 +190,33 @@ const COLS: [Col; 14] = [
         right: true,
         id: ColId::Util,
     },
+    Col {
+        head: "MOUNT",
+        width: 22,
+        prio: 9,
+        right: false,
+        id: ColId::Mount,
+    },
 ];
+
+/// The largest priority of [`COLS`].
+const MAX_PRIO: u8 = 9;
 
 /// Narrowest sparkline worth drawing.
 const SPARK_MIN: u16 = 8;
-const SPARK_MAX: u16 = 30;
+const SPARK_MAX: u16 = 64;
 
 /// The columns that fit `width` (after the one-character selection marker),
-/// and the sparkline width; the p99 columns only with `latency`.
-fn fit(width: u16, latency: bool) -> (Vec<Col>, u16) {
-    for max_prio in (0..=5u8).rev() {
+/// and the sparkline width; the p99 columns only with `latency`, MOUNT only
+/// with `mounts` (a topology was read).
+fn fit(width: u16, latency: bool, mounts: bool) -> (Vec<Col>, u16) {
+    for max_prio in (0..=MAX_PRIO).rev() {
         let cols: Vec<Col> = COLS
             .iter()
             .copied()
             .filter(|c| c.prio <= max_prio)
             .filter(|c| latency || !matches!(c.id, ColId::RP99 | ColId::WP99))
+            .filter(|c| mounts || c.id != ColId::Mount)
             .collect();
         let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>();
         if used + SPARK_MIN < width {
@@ -177,12 +241,18 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::Ra => opt(d.queue.read_ahead_kb),
         ColId::Rs => stat(|s| s.r_s),
         ColId::Ws => stat(|s| s.w_s),
+        ColId::RMbs => stat(|s| s.rkb_s / 1024.0),
+        ColId::WMbs => stat(|s| s.wkb_s / 1024.0),
+        ColId::RAreqSz => stat(|s| s.rareq_sz),
+        ColId::WAreqSz => stat(|s| s.wareq_sz),
+        // Drawn by the caller, which has the app's in-flight counts.
+        ColId::Inflight => String::new(),
         ColId::RAwait => stat(|s| s.r_await),
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
         ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
-        // Drawn by the caller, which has the app's latency history.
-        ColId::RP99 | ColId::WP99 => String::new(),
+        // Drawn by the caller, which has the app's latency history and topology.
+        ColId::RP99 | ColId::WP99 | ColId::Mount => String::new(),
     }
 }
 
@@ -195,59 +265,149 @@ pub fn kind_label(k: DeviceKind) -> &'static str {
     }
 }
 
-/// Eighth-block sparkline of `values`, scaled to their maximum.
-pub fn sparkline(values: &[f64]) -> String {
+/// Eighth-block sparkline of `values` on a scale of 0 to `max` (shared by
+/// every row, so bars of two rows compare). Only a value of 0 (no I/O) is
+/// the lowest bar: any I/O is at least the second, so an idle row never
+/// looks like a row with a small latency.
+pub fn sparkline(values: &[f64], max: f64) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().fold(0.0, f64::max);
     values
         .iter()
         .map(|&v| {
-            if max <= 0.0 {
+            if v <= 0.0 || max <= 0.0 || v.is_nan() {
                 BARS[0]
             } else {
-                BARS[((v / max * 7.0).round() as usize).min(7)]
+                BARS[((v / max * 7.0).round() as usize).clamp(1, 7)]
             }
         })
         .collect()
 }
 
+/// The sort key a column heading stands for.
+fn sort_key(id: ColId) -> Option<SortKey> {
+    Some(match id {
+        ColId::Name => SortKey::Name,
+        ColId::Size => SortKey::Size,
+        ColId::Rs => SortKey::Rs,
+        ColId::Ws => SortKey::Ws,
+        ColId::RMbs => SortKey::RMbs,
+        ColId::WMbs => SortKey::WMbs,
+        ColId::RAwait => SortKey::RAwait,
+        ColId::WAwait => SortKey::WAwait,
+        ColId::RAreqSz => SortKey::RAreqSz,
+        ColId::WAreqSz => SortKey::WAreqSz,
+        ColId::Inflight => SortKey::Inflight,
+        ColId::Aqu => SortKey::Aqu,
+        ColId::Util => SortKey::Util,
+        ColId::Kind
+        | ColId::Sched
+        | ColId::Nr
+        | ColId::Ra
+        | ColId::RP99
+        | ColId::WP99
+        | ColId::Mount => {
+            return None;
+        }
+    })
+}
+
+/// A column's heading, with the sort arrow when it is the sort column: after
+/// a left-aligned heading, before a right-aligned one (in the gap on its
+/// left when the heading fills the column, so `↓r_await` needs no wider
+/// column). Returns (x, text, width).
+fn heading(c: &Col, x: u16, sorted: bool) -> (u16, String, u16) {
+    let w = c.width as usize;
+    match (sorted, c.right) {
+        (false, true) => (x, format!("{:>w$}", c.head), c.width),
+        (false, false) => (x, format!("{:<w$}", c.head), c.width),
+        (true, false) => (x, format!("{:<w$}", format!("{}↓", c.head)), c.width),
+        (true, true) if c.head.chars().count() < w => {
+            (x, format!("{:>w$}", format!("↓{}", c.head)), c.width)
+        }
+        (true, true) => (
+            x - 1,
+            format!("{:>w$}", format!("↓{}", c.head), w = w + 1),
+            c.width + 1,
+        ),
+    }
+}
+
+/// `s` in `width` characters: whole, or with the middle of its path left
+/// out as `…` at a `/`: the device a backing file is on (`→sda:`) and the
+/// file's name tell more than its first directories.
+fn keep_tail(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    // `→sda:/path`: keep `→sda:`.
+    let head: String = match s.find(':') {
+        Some(i) if s.starts_with('→') => s[..=i].to_string(),
+        _ => String::new(),
+    };
+    let room = width.saturating_sub(head.chars().count() + 1);
+    let rest = &s[head.len()..];
+    let tail: String = rest
+        .chars()
+        .skip(rest.chars().count().saturating_sub(room))
+        .collect();
+    // Start at a directory boundary when there is one.
+    let tail = match tail.find('/') {
+        Some(i) if i > 0 => tail[i..].to_string(),
+        _ => tail,
+    };
+    format!("{head}…{tail}")
+}
+
+/// `7.0ms`, `12ms`, `0.25ms`: the sparklines' shared top.
+fn scale_label(max: f64) -> String {
+    format!("0-{}ms", num(max))
+}
+
 /// Draw the table into `area` (first row: headings).
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     let latency = app.latency.tracing != Tracing::Unknown;
-    let (cols, spark_w) = fit(area.width, latency);
-    // await sorts by the larger of r_await and w_await, which is what the
-    // `await` sparkline draws: its heading carries the arrow.
-    let sort_col = match app.sort {
-        SortKey::Name => Some(ColId::Name),
-        SortKey::Util => Some(ColId::Util),
-        SortKey::Await => None,
-        SortKey::Iops => Some(ColId::Rs),
-    };
+    let (cols, spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
+    let devs = app.visible();
+    let rows = area.height.saturating_sub(1) as usize;
+    // None also when the filter hides the selected device: no row is marked.
+    let sel = app
+        .selected
+        .as_ref()
+        .and_then(|s| devs.iter().position(|d| &d.name == s));
+    let offset = (sel.unwrap_or(0) + 1).saturating_sub(rows);
+    let on_screen = || devs.iter().skip(offset).take(rows);
+    // One scale for every sparkline on screen.
+    let sparks: Vec<Vec<f64>> = on_screen()
+        .map(|d| {
+            app.histories
+                .get(&d.name)
+                .map(|h| h.tail(spark_w as usize, ExtStats::max_await))
+                .unwrap_or_default()
+        })
+        .collect();
+    let spark_max = sparks.iter().flatten().copied().fold(0.0, f64::max);
+
     let mut x = area.x + 1;
     for c in &cols {
-        let head = if Some(c.id) == sort_col {
-            format!("{}↓", c.head)
-        } else {
-            c.head.to_string()
-        };
-        let s = if c.right {
-            format!("{head:>w$}", w = c.width as usize)
-        } else {
-            format!("{head:<w$}", w = c.width as usize)
-        };
-        put(buf, x, area.y, &s, c.width, t.heading());
+        let sorted = sort_key(c.id) == Some(app.sort);
+        let (hx, text, w) = heading(c, x, sorted);
+        put(buf, hx, area.y, &text, w, t.heading());
         x += c.width + 1;
     }
     if spark_w >= 4 {
-        let head = if sort_col.is_none() {
-            "await↓"
+        let arrow = if app.sort == SortKey::Await {
+            "↓"
         } else {
-            "await"
+            ""
         };
-        put(buf, x, area.y, head, spark_w, t.heading());
+        let mut head = format!("await{arrow}");
+        let scale = scale_label(spark_max);
+        if spark_max > 0.0 && head.chars().count() + 1 + scale.len() <= spark_w as usize {
+            head = format!("{head} {scale}");
+        }
+        put(buf, x, area.y, &head, spark_w, t.heading());
     }
-    let devs = app.visible();
-    let rows = area.height.saturating_sub(1) as usize;
     if devs.is_empty() {
         let msg = if app.filter.is_empty() {
             "no block devices with a size (waiting for the first sample?)".to_string()
@@ -257,17 +417,14 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         put(buf, area.x + 1, area.y + 1, &msg, area.width - 1, t.dim());
         return;
     }
-    // None also when the filter hides the selected device: no row is marked.
-    let sel = app
-        .selected
-        .as_ref()
-        .and_then(|s| devs.iter().position(|d| &d.name == s));
-    let offset = (sel.unwrap_or(0) + 1).saturating_sub(rows);
-    for (i, d) in devs.iter().enumerate().skip(offset).take(rows) {
+    for ((i, d), spark) in devs.iter().enumerate().skip(offset).take(rows).zip(&sparks) {
         let y = area.y + 1 + (i - offset) as u16;
         let selected = sel == Some(i);
+        let hot = app.row_hot(&d.name);
         let style = if selected {
             t.selected()
+        } else if hot.is_some() {
+            t.error()
         } else if !d.queue.has_scheduler() {
             t.dim()
         } else {
@@ -276,13 +433,37 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         if selected {
             buf.set_style(Rect::new(area.x, y, area.width, 1), style);
         }
-        put(buf, area.x, y, if selected { "▶" } else { " " }, 1, style);
+        // The marker column: `!` over a threshold (also without colour),
+        // else `▶` on the selected row (reversed anyway).
+        let mark = match (hot, selected) {
+            (Some(Hot::Busy | Hot::Slow), _) => "!",
+            (None, true) => "▶",
+            (None, false) => " ",
+        };
+        put(buf, area.x, y, mark, 1, style);
         let s = app.latest(&d.name);
         let mut x = area.x + 1;
         for c in &cols {
             let (v, dim) = match c.id {
                 ColId::RP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Read)),
                 ColId::WP99 => super::latency::p99_cell(app.latency_now(&d.name, Dir::Write)),
+                ColId::Mount => (
+                    keep_tail(
+                        &app.where_io
+                            .topology
+                            .of(&d.name)
+                            .map(|p| p.short())
+                            .unwrap_or_default(),
+                        c.width as usize,
+                    ),
+                    false,
+                ),
+                ColId::Inflight => (
+                    app.inflight
+                        .get(&d.name)
+                        .map_or_else(|| "-".into(), |n| n.to_string()),
+                    false,
+                ),
                 id => (cell(d, s, id), false),
             };
             // A count instead of a p99 is dimmed: too few I/Os for a tail.
@@ -299,9 +480,8 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
             put(buf, x, y, &text, c.width, style);
             x += c.width + 1;
         }
-        if let Some(h) = app.histories.get(&d.name) {
-            let vals = h.tail(spark_w as usize, ExtStats::max_await);
-            put(buf, x, y, &sparkline(&vals), spark_w, style);
+        if !spark.is_empty() {
+            put(buf, x, y, &sparkline(spark, spark_max), spark_w, style);
         }
     }
 }
@@ -314,20 +494,74 @@ mod tests {
     fn columns_fit_the_width() {
         for latency in [false, true] {
             for w in [60u16, 80, 100, 160, 250] {
-                let (cols, spark) = fit(w, latency);
+                let (cols, spark) = fit(w, latency, true);
                 let used: u16 = 1 + cols.iter().map(|c| c.width + 1).sum::<u16>() + spark;
                 assert!(used <= w, "{w}: {used}");
                 assert!(cols.iter().any(|c| c.id == ColId::RAwait));
             }
         }
-        assert!(fit(160, true).0.len() == COLS.len());
-        assert_eq!(fit(160, false).0.len(), COLS.len() - 2);
+        // At 200 columns everything, with room for a long sparkline.
+        assert_eq!(fit(200, true, true).0.len(), COLS.len());
+        assert!(fit(200, true, true).1 >= 8);
+        assert_eq!(fit(200, false, true).0.len(), COLS.len() - 2);
+        assert_eq!(fit(200, true, false).0.len(), COLS.len() - 1);
+        assert!(fit(200, true, false).1 >= 30);
         // The read p99 stays at 80 columns; the write p99 needs room.
-        let has = |w, id| fit(w, true).0.iter().any(|c: &Col| c.id == id);
-        assert!(has(80, ColId::RP99) && !has(80, ColId::WP99));
-        assert!(has(120, ColId::WP99));
-        assert_eq!(sparkline(&[0.0, 1.0, 2.0]), "▁▅█");
-        assert_eq!(sparkline(&[0.0, 0.0]), "▁▁");
+        let has = |w, latency, id| fit(w, latency, true).0.iter().any(|c: &Col| c.id == id);
+        assert!(has(80, true, ColId::RP99) && !has(80, true, ColId::WP99));
+        // At 120 throughput joins (with the write p99 when traced).
+        for latency in [false, true] {
+            assert!(!has(80, latency, ColId::RMbs));
+            assert!(has(120, latency, ColId::RMbs) && has(120, latency, ColId::WMbs));
+        }
+        assert!(has(120, true, ColId::WP99));
+        for id in [
+            ColId::RAreqSz,
+            ColId::WAreqSz,
+            ColId::Inflight,
+            ColId::Mount,
+        ] {
+            assert!(!has(120, false, id) && has(200, true, id), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_placement_keeps_its_end() {
+        assert_eq!(keep_tail("/ ext4", 22), "/ ext4");
+        assert_eq!(
+            keep_tail("→vda:/tmp/blktune/disk.img", 16),
+            "→vda:…/disk.img"
+        );
+        assert_eq!(keep_tail("/srv/a/very/long/mount ext4", 16), "…/mount ext4");
+        for w in 8..30 {
+            assert!(keep_tail("→vda:/tmp/blktune/disk.img", w).chars().count() <= w);
+        }
+    }
+
+    #[test]
+    fn sparklines_share_one_scale_and_idle_is_lowest() {
+        assert_eq!(sparkline(&[0.0, 1.0, 2.0], 2.0), "▁▅█");
+        assert_eq!(sparkline(&[0.0, 0.0], 0.0), "▁▁");
+        // 7 ms beside a 700 ms row: small, but never the idle bar.
+        assert_eq!(sparkline(&[0.0, 7.0, 700.0], 700.0), "▁▂█");
+        // The same 7 ms on a row alone at that scale is full height.
+        assert_eq!(sparkline(&[7.0], 7.0), "█");
+        assert_eq!(sparkline(&[f64::NAN], 1.0), "▁");
+    }
+
+    #[test]
+    fn the_sort_arrow_fits_every_heading() {
+        for c in COLS {
+            let (x, text, w) = heading(&c, 10, true);
+            assert_eq!(text.chars().count(), w as usize, "{}", c.head);
+            assert!(text.contains('↓') && text.contains(c.head), "{text}");
+            // A full right-aligned heading's arrow goes into the gap on its left.
+            let full = c.head.chars().count() == c.width as usize;
+            assert_eq!(x, if c.right && full { 9 } else { 10 }, "{}", c.head);
+            if sort_key(c.id).is_some() && !c.right {
+                assert!(c.head.chars().count() < c.width as usize, "{}", c.head);
+            }
+        }
     }
 
     #[test]

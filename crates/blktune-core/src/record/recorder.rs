@@ -65,6 +65,10 @@ pub struct Recorder {
     queues: BTreeMap<String, QueueSettings>,
     /// Stat names recorded: the devices and their partitions.
     names: BTreeSet<String>,
+    /// Devices with size 0 (unattached loop nodes), left out of the
+    /// recording: a machine can have hundreds of them, and their counters
+    /// say nothing.
+    empty: BTreeSet<String>,
     /// Recording time of the last snapshot whose settings were read.
     last_settings_t: f64,
     last_t: f64,
@@ -121,6 +125,7 @@ impl Recorder {
             facts: Vec::new(),
             queues: BTreeMap::new(),
             names: BTreeSet::new(),
+            empty: BTreeSet::new(),
             last_settings_t: 0.0,
             last_t: 0.0,
             expected: BTreeMap::new(),
@@ -129,6 +134,7 @@ impl Recorder {
                 changes: 0,
             },
         };
+        rec.set_empty(devices);
         let wanted = rec.wanted(devices);
         rec.set_facts(&wanted);
         rec.writer.write(&Record::Header(Header {
@@ -165,11 +171,25 @@ impl Recorder {
         self.stats
     }
 
+    /// The devices recorded: those of `only` (even empty ones, as asked),
+    /// or every device with a size.
     fn wanted<'a>(&self, devices: &'a [BlockDevice]) -> Vec<&'a BlockDevice> {
         devices
             .iter()
-            .filter(|d| self.only.as_ref().is_none_or(|o| o.contains(&d.name)))
+            .filter(|d| match &self.only {
+                Some(o) => o.contains(&d.name),
+                None => d.size_bytes > 0,
+            })
             .collect()
+    }
+
+    /// Remember which devices are empty, so their counters stay out.
+    fn set_empty(&mut self, devices: &[BlockDevice]) {
+        self.empty = devices
+            .iter()
+            .filter(|d| d.size_bytes == 0)
+            .map(|d| d.name.clone())
+            .collect();
     }
 
     fn set_facts(&mut self, wanted: &[&BlockDevice]) {
@@ -210,7 +230,10 @@ impl Recorder {
         let disks = s
             .stats
             .iter()
-            .filter(|(name, _)| self.only.is_none() || self.names.contains(*name))
+            .filter(|(name, _)| match self.only {
+                Some(_) => self.names.contains(*name),
+                None => !self.empty.contains(*name),
+            })
             .map(|(name, st)| (name.clone(), counters_to_fields(&st.counters)))
             .collect();
         let lat = match traced {
@@ -241,6 +264,7 @@ impl Recorder {
     }
 
     fn settings_from(&mut self, t: f64, devices: &[BlockDevice]) -> Result<(), RecordError> {
+        self.set_empty(devices);
         let wanted = self.wanted(devices);
         let facts: Vec<DeviceFacts> = wanted.iter().map(|d| DeviceFacts::of(d)).collect();
         if facts != self.facts {

@@ -21,6 +21,7 @@ use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change};
 use crate::latency::{IoLatency, KernelFigures};
+use crate::natural::natural_cmp;
 use crate::tuner::Wanted;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -383,9 +384,12 @@ impl Acc {
                 }
             })
             .collect();
-        let devices = rec
+        // An unattached loop node (size 0) with no change says nothing;
+        // recordings made before the recorder left them out list hundreds.
+        let mut devices: Vec<DeviceSummary> = rec
             .devices()
             .iter()
+            .filter(|d| d.size_bytes > 0 || changes.iter().any(|c| c.device == d.name))
             .map(|d| DeviceSummary {
                 name: d.name.clone(),
                 kind: d.kind,
@@ -397,6 +401,7 @@ impl Acc {
                 latency: self.device_lat.get(&d.name).and_then(LatAcc::figures),
             })
             .collect();
+        devices.sort_by(|a, b| natural_cmp(&a.name, &b.name));
         let header = &rec.header;
         Summary {
             file: rec.name.clone(),

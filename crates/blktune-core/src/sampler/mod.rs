@@ -20,9 +20,9 @@ use crate::device::{BlockDevice, Identity, QueueSettings};
 use crate::diskstats::{self, Counters, DiskStatsLine};
 use crate::host::CpuTimes;
 use crate::iostat::{self, ExtStats, NoData};
+use crate::natural::natural_cmp;
 use crate::os::{DeviceName, SysRoot};
 use crate::uevent::{Action, Uevent, UeventSocket};
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io;
 use std::sync::Arc;
@@ -135,9 +135,12 @@ impl Snapshot {
 
     /// The cached info of a whole device.
     pub fn device(&self, name: &str) -> Option<&BlockDevice> {
-        // The sampler publishes devices sorted by name: a binary search,
+        // The sampler publishes devices in natural order: a binary search,
         // and a plain search for lists built otherwise (replay, tests).
-        match self.devices.binary_search_by(|d| d.name.as_str().cmp(name)) {
+        match self
+            .devices
+            .binary_search_by(|d| natural_cmp(&d.name, name))
+        {
             Ok(i) => self.devices.get(i),
             Err(_) => self.devices.iter().find(|d| d.name == name),
         }
@@ -520,7 +523,10 @@ impl Sampler {
 
     /// Publish the entries as the snapshot's device list (sorted by name).
     fn publish(&mut self) {
-        self.devices = Arc::new(self.entries.values().map(|e| e.info.clone()).collect());
+        let mut v: Vec<BlockDevice> = self.entries.values().map(|e| e.info.clone()).collect();
+        // The order every view shows (loop2 before loop10).
+        v.sort_by(|a, b| natural_cmp(&a.name, &b.name));
+        self.devices = Arc::new(v);
     }
 
     /// Read diskstats (and, when due, device settings) and compute the interval.
@@ -683,32 +689,6 @@ fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool) {
         }
     }
     e.checks = 0;
-}
-
-/// Names in the order people read them: `loop2` before `loop10`.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
-    loop {
-        match (x.first(), y.first()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
-                let dx = x.iter().take_while(|c| c.is_ascii_digit()).count();
-                let dy = y.iter().take_while(|c| c.is_ascii_digit()).count();
-                let (nx, ny) = (&x[..dx], &y[..dy]);
-                let strip = |s: &[u8]| -> usize { s.iter().take_while(|c| **c == b'0').count() };
-                let (tx, ty) = (&nx[strip(nx)..], &ny[strip(ny)..]);
-                let o = tx.len().cmp(&ty.len()).then_with(|| tx.cmp(ty));
-                if o != Ordering::Equal {
-                    return o;
-                }
-                (x, y) = (&x[dx..], &y[dy..]);
-            }
-            (Some(c), Some(d)) if c != d => return c.cmp(d),
-            _ => (x, y) = (&x[1..], &y[1..]),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,183 @@
+//! The device table during an incident: three disks at 100 %util (the
+//! worst by aqu-sz first), a loop device whose await jumped far above its
+//! own baseline, names in natural order; snapshots at 60x20, 80x24,
+//! 120x40 and 200x50, and the rules behind them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::tui::app::{App, Hot, SortKey};
+use blktune_core::fake::FakeDisk;
+use blktune_core::topology::{DeviceNode, Mount, Topology};
+use ratatui::style::{Color, Modifier};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tui_fixture::*;
+
+fn machine() -> Machine {
+    Machine::new(&[
+        FakeDisk::new("sda").dev(8, 0),
+        FakeDisk::new("sdb")
+            .dev(8, 16)
+            .rotational(true)
+            .active("bfq"),
+        FakeDisk::new("sdc").dev(8, 32),
+        FakeDisk::new("loop10").dev(7, 10).active("none"),
+        FakeDisk::new("loop2").dev(7, 2).active("none"),
+    ])
+}
+
+/// Loads of the incident; `loop10_ms` is loop10's read await.
+fn incident(loop10_ms: u32) -> Vec<(&'static str, Load)> {
+    vec![
+        // All three at 100 %util; aqu-sz 2.0, 6.6 and 3.0.
+        ("sda", load(800, 2, 40, 10, 100)),
+        ("sdb", load(300, 20, 20, 30, 100)),
+        ("sdc", load(500, 6, 0, 0, 100)),
+        ("loop2", load(50, 1, 50, 1, 20)),
+        ("loop10", load(200, loop10_ms, 0, 0, 30)),
+    ]
+}
+
+/// A minute of the usual, then loop10 slows down to 9 ms.
+fn incident_app() -> (Machine, App) {
+    let mut m = machine();
+    let mut app = m.app(None);
+    m.run(&mut app, 60, &incident(1));
+    m.run(&mut app, 4, &incident(9));
+    (m, app)
+}
+
+fn rows(app: &App) -> Vec<String> {
+    app.visible().iter().map(|d| d.name.clone()).collect()
+}
+
+#[test]
+fn names_sort_naturally_and_util_ties_break_by_aqu_sz() {
+    let (_m, mut app) = incident_app();
+    assert_eq!(app.sort, SortKey::Name);
+    assert_eq!(rows(&app), ["loop2", "loop10", "sda", "sdb", "sdc"]);
+    press(&mut app, &chars("o"));
+    assert_eq!(app.sort, SortKey::Util);
+    assert_eq!(rows(&app), ["sdb", "sdc", "sda", "loop10", "loop2"]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("sorted by %util (largest first)"), "{s}");
+    assert!(s.lines().nth(1).unwrap().contains("↓%util"), "{s}");
+    // > walks right from %util to the sparkline's await, < back.
+    press(&mut app, &chars(">"));
+    assert_eq!(app.sort, SortKey::Await);
+    assert_eq!(rows(&app)[0], "sdb", "20 ms reads, 30 ms writes");
+    press(&mut app, &chars("<<"));
+    assert_eq!(app.sort, SortKey::Aqu);
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.lines().nth(1).unwrap().contains("↓aqu-sz"), "{s}");
+}
+
+#[test]
+fn busy_and_slow_rows_are_marked_without_colour_and_red_with_it() {
+    let (_m, mut app) = incident_app();
+    for d in ["sda", "sdb", "sdc"] {
+        assert_eq!(app.row_hot(d), Some(Hot::Busy), "{d}");
+    }
+    assert_eq!(app.row_hot("loop10"), Some(Hot::Slow));
+    assert_eq!(app.row_hot("loop2"), None);
+    // NO_COLOR: the marker column says it.
+    let s = text(&screen(&app, 80, 24));
+    let marked: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with("\"!"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(marked, ["\"!loop10", "\"!sda", "\"!sdb", "\"!sdc"], "{s}");
+    // In colour the row is red (the selected row stays reversed).
+    app.color = true;
+    let term = screen(&app, 80, 24);
+    let buf = term.backend().buffer();
+    let y = (0..buf.area.height)
+        .find(|&y| buf[(1, y)].symbol() == "s" && buf[(3, y)].symbol() == "b")
+        .unwrap();
+    assert_eq!(buf[(1, y)].fg, Color::Red);
+    assert!(buf[(1, y)].modifier.contains(Modifier::BOLD));
+}
+
+#[test]
+fn sparklines_share_one_scale() {
+    let (_m, app) = incident_app();
+    let s = text(&screen(&app, 120, 40));
+    // A row: the marker column, then the name.
+    let line = |name: &str| {
+        s.lines()
+            .find(|l| {
+                l.chars()
+                    .skip(2)
+                    .collect::<String>()
+                    .starts_with(&format!("{name} "))
+            })
+            .unwrap()
+            .to_string()
+    };
+    // loop2's 1 ms is low beside sdb's 30 ms, but not the idle bar.
+    assert!(line("loop2").contains('▂') && !line("loop2").contains('█'));
+    assert!(line("sdb").contains('█'), "{s}");
+    // Where there is room the heading gives the scale.
+    let wide = text(&screen(&app, 200, 50));
+    assert!(
+        wide.lines().nth(1).unwrap().contains("await 0-30.0ms"),
+        "{wide}"
+    );
+}
+
+#[test]
+fn table_60x20() {
+    let (_m, mut app) = incident_app();
+    press(&mut app, &chars("o"));
+    insta::assert_snapshot!(screen(&app, 60, 20).backend());
+}
+
+#[test]
+fn table_80x24() {
+    let (_m, mut app) = incident_app();
+    press(&mut app, &chars("o"));
+    insta::assert_snapshot!(screen(&app, 80, 24).backend());
+}
+
+#[test]
+fn table_120x40() {
+    let (_m, mut app) = incident_app();
+    press(&mut app, &chars("o"));
+    let term = screen(&app, 120, 40);
+    let head = text(&term).lines().nth(1).unwrap().to_string();
+    assert!(head.contains("rMB/s") && head.contains("wMB/s"), "{head}");
+    insta::assert_snapshot!(term.backend());
+}
+
+/// sda holds / (ext4); loop10 is backed by a file on it; the others hold nothing.
+fn topology(m: &Machine) -> Topology {
+    let nodes: Vec<DeviceNode> = m.devices.iter().map(DeviceNode::from).collect();
+    let mounts = [Mount {
+        major: 8,
+        minor: 0,
+        mount_point: "/".into(),
+        fs_type: "ext4".into(),
+        source: "/dev/sda".into(),
+    }];
+    let backing = BTreeMap::from([("loop10".to_string(), "/var/tmp/blktune/big.img".to_string())]);
+    Topology::build(&nodes, &mounts, &backing, &BTreeMap::new())
+}
+
+#[test]
+fn table_200x50() {
+    let (m, mut app) = incident_app();
+    app.where_io.topology = Arc::new(topology(&m));
+    press(&mut app, &chars("o"));
+    let term = screen(&app, 200, 50);
+    let head = text(&term).lines().nth(1).unwrap().to_string();
+    for h in [
+        "rMB/s", "wMB/s", "rareq-sz", "wareq-sz", "inflight", "MOUNT",
+    ] {
+        assert!(head.contains(h), "{h}: {head}");
+    }
+    let s = text(&term);
+    assert!(s.contains(" / ext4 "), "{s}");
+    // The end of a long backing path, after a …, never a cut number.
+    assert!(s.contains(" →sda:…/blktune/big.img "), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
