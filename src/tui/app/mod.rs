@@ -112,6 +112,8 @@ pub struct SessionChange {
     pub device: String,
     /// The settings before the session's first change.
     pub original: Wanted,
+    /// The settings after the session's last change still in force.
+    pub now: Wanted,
     pub labels: Vec<String>,
 }
 
@@ -384,6 +386,7 @@ impl App {
                 Some(SessionChange {
                     device: dev.clone(),
                     original: stack.first()?.before.clone(),
+                    now: stack.last()?.after.clone(),
                     labels: stack.iter().map(|m| m.label.clone()).collect(),
                 })
             })
