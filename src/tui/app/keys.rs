@@ -257,13 +257,9 @@ impl App {
                     (Field::ReadAheadKb, d.queue.read_ahead_kb)
                 };
                 let current = cur.map_or_else(|| "-".into(), |n| n.to_string());
-                self.overlay = Some(Overlay::Edit(Editor {
-                    device: d.name.clone(),
-                    diskseq: d.diskseq,
-                    field,
-                    input: current.clone(),
-                    current,
-                }));
+                self.overlay = Some(Overlay::Edit(Editor::new(
+                    &d.name, d.diskseq, field, current,
+                )));
             }
             Action::EditTunables => {
                 if d.queue.tunables.is_empty() {
@@ -308,6 +304,7 @@ impl App {
             Action::Backspace => {
                 self.filter.pop();
             }
+            Action::ClearInput => self.filter.clear(),
             Action::Confirm => self.filter_typing = false,
             Action::Cancel => {
                 self.filter.clear();

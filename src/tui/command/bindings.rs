@@ -300,9 +300,17 @@ pub const TEXT: &[Binding] = &[
     b(
         &[K(KeyCode::Backspace)],
         "Bksp",
-        None,
+        Some("delete"),
         "delete a character",
         Action::Backspace,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('u')],
+        "Ctrl-U",
+        Some("clear"),
+        "clear the value",
+        Action::ClearInput,
         false,
     ),
     b(
@@ -537,10 +545,10 @@ pub const EXPORT: &[Binding] = &[
         Action::Toggle,
     ),
     d(
-        &[C('p')],
-        "p",
-        Some("path"),
-        "edit the path (Enter keeps it, Esc restores it)",
+        &[C('f')],
+        "f",
+        Some("file"),
+        "edit the file's path (Enter keeps it, Esc restores it)",
         Action::EditPath,
     ),
     d(

@@ -316,6 +316,7 @@ impl ExportDialog {
             (Focus::Path { .. }, Action::Backspace) => {
                 d.path.pop();
             }
+            (Focus::Path { .. }, Action::ClearInput) => d.path.clear(),
             (Focus::Path { .. }, Action::Confirm) => {
                 d.focus = Focus::Options;
                 d.refresh();

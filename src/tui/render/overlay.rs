@@ -199,13 +199,18 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         Line::from(vec![
             Span::raw("new  "),
             Span::styled(format!("{}▏", printable(&e.input)), t.heading()),
+            Span::styled(
+                if e.prefilled {
+                    "  (typing replaces it)"
+                } else {
+                    ""
+                },
+                t.dim(),
+            ),
         ]),
         verdict,
         Line::from(Span::styled(range, t.dim())),
-        Line::from(Span::styled(
-            "Enter apply   Esc cancel   Bksp delete",
-            t.dim(),
-        )),
+        Line::from(Span::styled(text_hints(), t.dim())),
     ];
     boxed(
         f,
@@ -214,6 +219,14 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         lines,
         t,
     );
+}
+
+/// The editor's key line, from the same list as the footer: `Enter apply   Esc cancel   …`.
+pub fn text_hints() -> String {
+    TEXT.iter()
+        .filter_map(|b| Some(format!("{} {}", b.shown, b.hint?)))
+        .collect::<Vec<_>>()
+        .join("   ")
 }
 
 /// Every line of the help: keys (from the command lists), schedulers, tunables.
