@@ -103,7 +103,7 @@ fn watchdog(
 pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
     if !blktune_core::os::is_root() {
         eprintln!(
-            "blktune: demo needs root: it creates a loop device; try 'sudo blktune demo', or 'blktune replay assets/demo-kyber-switch.ndjson.gz' without root"
+            "blktune: demo needs root: it creates a loop device; try 'sudo blktune demo', or 'blktune replay --demo' (a recording of it, built in) without root"
         );
         return Ok(1);
     }

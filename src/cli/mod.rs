@@ -189,7 +189,7 @@ pub enum Command {
 
     /// Play a recording back (no root needed), or summarise it.
     #[command(
-        after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
+        after_help = "Examples:\n  blktune replay --demo\n  blktune replay --demo --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
     )]
     Replay(replay::ReplayArgs),
 
