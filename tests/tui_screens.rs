@@ -226,7 +226,7 @@ fn help_lists_each_key_once_per_section() {
         .iter()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(keys, ["↑/k", "Enter", "Esc"]);
+    assert_eq!(keys, ["↑/k", "Enter", "Esc", "Bksp", "Ctrl-U"]);
 }
 
 /// A long error keeps its start (device, value) and its end (the cause) at

@@ -5,6 +5,7 @@
 //! scheduler's tunables.
 
 use super::chart::{bucket, column, render_axis, render_bars};
+use super::width::fit;
 use super::{Theme, age, num, put};
 use crate::tui::app::{App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
@@ -70,10 +71,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         }
         return;
     };
+    let w = area.width as usize;
     let line = format!(
         "{:─<w$}",
-        format!("─ {} ", title(d)),
-        w = area.width as usize
+        format!("─ {} ", fit(&title(d), w.saturating_sub(3)))
     );
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
@@ -119,16 +120,27 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         .as_ref()
         .filter(|_| rows >= 6 * 4)
         .and(lat(Dir::Write));
-    let mut charts: Vec<Chart> = vec![Chart::Bars("r_await", "ms", &s.r_await)];
+    let last = |f: fn(&Means) -> f64| s.last.as_ref().map(f);
+    let mut charts: Vec<Chart> = vec![Chart::Bars(
+        "r_await",
+        "ms",
+        &s.r_await,
+        last(|m| m.r_await),
+    )];
     if let Some(l) = &r_lat {
         charts.push(Chart::Latency("r_p99", l));
     }
-    charts.push(Chart::Bars("w_await", "ms", &s.w_await));
+    charts.push(Chart::Bars(
+        "w_await",
+        "ms",
+        &s.w_await,
+        last(|m| m.w_await),
+    ));
     if let Some(l) = &w_lat {
         charts.push(Chart::Latency("w_p99", l));
     }
-    charts.push(Chart::Bars("%util", "%", &s.util));
-    charts.push(Chart::Bars("IOPS", "", &s.iops));
+    charts.push(Chart::Bars("%util", "%", &s.util, last(|m| m.util)));
+    charts.push(Chart::Bars("IOPS", "", &s.iops, last(|m| m.r_s + m.w_s)));
     let n = charts.len() as u16;
     let (each, extra) = (rows / n, rows % n);
     let mut y = area.y;
@@ -136,13 +148,14 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         let hgt = each + u16::from((i as u16) < extra);
         let r = Rect::new(area.x, y, area.width, hgt);
         match chart {
-            Chart::Bars(label, unit, vals) => render_bars(
+            Chart::Bars(label, unit, vals, last) => render_bars(
                 buf,
                 r,
                 GUTTER,
                 label,
                 unit,
                 vals,
+                *last,
                 &mark_cols,
                 t.series(i),
                 t,
@@ -165,8 +178,8 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
 
 /// One chart of the pane.
 enum Chart<'a> {
-    /// Name, unit, one value per column.
-    Bars(&'a str, &'a str, &'a [Option<f64>]),
+    /// Name, unit, one value per column, the newest interval's value.
+    Bars(&'a str, &'a str, &'a [Option<f64>], Option<f64>),
     /// The kernel's p50 and p99 of one direction.
     Latency(&'a str, &'a super::latency::LatencySeries),
 }
@@ -315,7 +328,14 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         lines.push(("no change yet (s: scheduler)".into(), t.dim()));
     }
     for (i, (l, st)) in lines.iter().take(area.height as usize).enumerate() {
-        put(buf, area.x, area.y + i as u16, l, area.width, *st);
+        put(
+            buf,
+            area.x,
+            area.y + i as u16,
+            &fit(l, area.width as usize),
+            area.width,
+            *st,
+        );
     }
     for y in area.y..area.bottom() {
         put(buf, area.x - 1, y, "│", 1, t.dim());
