@@ -9,7 +9,7 @@ use super::width::fit;
 use super::{Theme, age, num, put};
 use crate::tui::app::{App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
-use blktune_core::history::{ChangeMark, Comparison, Means, pct_change};
+use blktune_core::history::{ChangeMark, Comparison, Figure, Means, Side, delta, delta_of};
 use blktune_core::latency::Dir;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -196,10 +196,6 @@ pub fn split_label(label: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn pct(before: f64, after: f64) -> String {
-    pct_change(before, after).map_or_else(|| "n/a".into(), |p| format!("{p:+.0}%"))
-}
-
 /// Lines of the before/after table of one change; `probe` is the mean probe
 /// p99 before and after (`--probe` only), shown under r_await; `latency` the
 /// kernel's pooled windows, whose rows follow r_await and w_await.
@@ -209,6 +205,7 @@ pub fn before_after(
     now: f64,
     probe: Option<(Option<f64>, Option<f64>)>,
     latency: Option<&(Option<Window>, Option<Window>)>,
+    width: usize,
 ) -> Vec<(String, bool)> {
     // Tunables by their own name: the panel is narrow (33 columns at least).
     let label = mark.label.replace("iosched/", "");
@@ -224,8 +221,11 @@ pub fn before_after(
     if let Some(rest) = rest {
         out.push((format!("  and {rest}"), false));
     }
+    // Means with their spread side by side need 11 columns each.
+    let wide = width >= 8 + 11 + 11 + 7;
+    let cw = if wide { 11 } else { 8 };
     out.push((
-        format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"),
+        format!("{:<8}{:>cw$}{:>cw$}{:>7}", "", "before", "after", "diff"),
         true,
     ));
     let (b, a) = (c.before, c.after);
@@ -242,32 +242,61 @@ pub fn before_after(
         )
     };
     out.push((
-        format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)),
+        format!("{:<8}{:>cw$}{:>cw$}", "covers", secs(b), secs(a)),
         false,
     ));
-    type Figure = fn(&Means) -> f64;
-    let rows: [(&str, Figure); 5] = [
-        ("r_await", |m| m.r_await),
-        ("w_await", |m| m.w_await),
-        ("%util", |m| m.util),
-        ("r/s", |m| m.r_s),
-        ("w/s", |m| m.w_s),
+    let rows = [
+        ("r_await", Figure::RAwait),
+        ("w_await", Figure::WAwait),
+        ("%util", Figure::Util),
+        ("r/s", Figure::RS),
+        ("w/s", Figure::WS),
     ];
-    for (label, f) in rows {
-        let v = |m: Option<Means>| m.map_or_else(|| "-".into(), |m| num(f(&m)));
+    for (label, fig) in rows {
+        // The mean and, next to it, how much the intervals varied (±1 sd);
+        // in a narrow panel the spread of the awaits gets its own row.
+        let cell = |m: Option<Means>| {
+            m.map_or_else(
+                || "-".into(),
+                |m| {
+                    let (v, sd) = fig.of(&m);
+                    if wide {
+                        format!("{}±{}", num(v), num(sd))
+                    } else {
+                        num(v)
+                    }
+                },
+            )
+        };
         let d = match (b, a) {
-            (Some(b), Some(a)) => pct(f(&b), f(&a)),
+            (Some(b), Some(a)) => delta(&b, &a, fig).label(),
             _ => String::new(),
         };
-        out.push((format!("{label:<8}{:>8}{:>8}{d:>7}", v(b), v(a)), false));
+        out.push((
+            format!("{label:<8}{:>cw$}{:>cw$}{d:>7}", cell(b), cell(a)),
+            false,
+        ));
+        if !wide && matches!(fig, Figure::RAwait | Figure::WAwait) {
+            let sd = |m: Option<Means>| {
+                m.map_or_else(|| "-".into(), |m| format!("±{}", num(fig.of(&m).1)))
+            };
+            out.push((format!("{:<8}{:>cw$}{:>cw$}", "", sd(b), sd(a)), false));
+        }
         if let (Some((pb, pa)), "r_await") = (probe, label) {
             let v = |m: Option<f64>| m.map_or_else(|| "-".into(), num);
+            // The probe's means carry no spread: the noise floor and the
+            // window length still hold.
+            let side = |v: f64, m: Option<Means>| Side {
+                value: v,
+                spread: 0.0,
+                intervals: m.map_or(0, |m| m.intervals),
+            };
             let d = match (pb, pa) {
-                (Some(b), Some(a)) => pct(b, a),
+                (Some(pb), Some(pa)) => delta_of(side(pb, b), side(pa, a)).label(),
                 _ => String::new(),
             };
             out.push((
-                format!("{:<8}{:>8}{:>8}{d:>7}", "pr_p99", v(pb), v(pa)),
+                format!("{:<8}{:>cw$}{:>cw$}{d:>7}", "pr_p99", v(pb), v(pa)),
                 false,
             ));
         }
@@ -294,14 +323,21 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     if let Some((mark, cmp)) = changes.last() {
         let probe = app.probe_compare(&d.name, changes.len() - 1);
         let latency = app.latency_compare(&d.name, changes.len() - 1);
-        for (l, head) in before_after(mark, cmp, app.now, probe, latency.as_ref()) {
+        for (l, head) in before_after(
+            mark,
+            cmp,
+            app.now,
+            probe,
+            latency.as_ref(),
+            area.width as usize,
+        ) {
             lines.push((l, if head { t.heading() } else { Style::new() }));
         }
         if changes.len() > 1 {
             lines.push(("earlier changes (r_await)".into(), t.heading()));
             for (m, c) in changes.iter().rev().skip(1) {
                 let eff = match (c.before, c.after) {
-                    (Some(b), Some(a)) => pct(b.r_await, a.r_await),
+                    (Some(b), Some(a)) => delta(&b, &a, Figure::RAwait).label(),
                     _ => String::new(),
                 };
                 let label = split_label(&m.label).0;
@@ -368,6 +404,7 @@ mod tests {
             13.0,
             None,
             None,
+            MIN_SIDE_W,
         );
         assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
         assert_eq!(l[1].0, "  3s ago");
@@ -379,6 +416,7 @@ mod tests {
             13.0,
             None,
             None,
+            MIN_SIDE_W,
         );
         assert_eq!(l[0].0, "Δ none→kyber  3s ago");
         assert_eq!(l[1].0, "  and nr_requests 128→256");
