@@ -366,7 +366,6 @@ fn navigation_filter_sort_and_hooks() {
         [
             Control::Interval(Duration::from_millis(500)),
             Control::Interval(Duration::from_secs(1)),
-            Control::Pause(true)
         ]
     );
     press(&mut app, &chars("q"));

@@ -188,11 +188,15 @@ impl App {
                 );
                 return vec![Control::Interval(self.interval)];
             }
+            // The display only: the worker samples on (no control is sent).
             Action::Pause => {
-                self.paused = !self.paused;
-                let word = if self.paused { "paused" } else { "resumed" };
-                self.say(StatusKind::Info, format!("sampling {word}"));
-                return vec![Control::Pause(self.paused)];
+                let n = self.toggle_pause();
+                let text = if self.paused {
+                    "display paused; sampling goes on (p resumes)".to_string()
+                } else {
+                    format!("resumed: {n} samples taken while paused are shown")
+                };
+                self.say(StatusKind::Info, text);
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::Sort => {

@@ -126,6 +126,10 @@ pub struct App {
     pub page_kb: u64,
     pub color: bool,
     pub paused: bool,
+    /// Live `p`: the display is frozen while sampling goes on; what the
+    /// worker sent meanwhile waits here and is taken in on resume, so the
+    /// charts have no gap ([`App::resume`]).
+    pub held: Option<std::collections::VecDeque<super::source::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
     pub histories: HashMap<String, DeviceHistory>,
     /// Every change seen, per device, oldest first.
@@ -203,6 +207,7 @@ impl App {
             iowait: None,
             samples: 0,
             replay: None,
+            held: None,
             page_rows: 10,
             recording: None,
             demo: None,

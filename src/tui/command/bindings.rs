@@ -213,7 +213,7 @@ pub const MAIN: &[Binding] = &[
         &[C('p'), C(' ')],
         "p/space",
         Some("pause"),
-        "pause or resume sampling",
+        "freeze or resume the display (sampling goes on)",
         Action::Pause,
         false,
     ),
