@@ -123,3 +123,38 @@ fn the_chart_shows_the_last_intervals_value_as_the_table_does() {
         .unwrap_or_else(|| panic!("no 9.00ms under r_await:\n{screen}"));
     assert!(!chart_row.is_empty());
 }
+
+/// Overlays too: the revert question lists each change; a line wider than
+/// the box ends in `…`, not in a cut number.
+#[test]
+fn overlay_lines_keep_their_numbers_whole() {
+    let (m, mut app) = session();
+    let mark = m.mark(
+        "sda",
+        // At 60 columns the box's edge falls inside the last 1000000.
+        "x 1→1000000, read_ahead_kb 128→1000000, ra 1→1000000",
+        "mq-deadline",
+        "mq-deadline",
+    );
+    app.undo.insert("sda".into(), vec![mark]);
+    press(&mut app, &chars("U"));
+    assert!(app.overlay.is_some(), "no revert question");
+    for (w, h) in [(60, 20), (80, 24), (120, 40)] {
+        let screen = text(&screen(&app, w, h));
+        assert!(screen.contains("revert every change?"), "{screen}");
+        for line in screen.lines() {
+            assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
+            for (_, rest) in line.match_indices('→').map(|(i, _)| line.split_at(i)) {
+                let v: String = rest
+                    .chars()
+                    .skip(1)
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                assert!(
+                    ["", "1000000"].contains(&v.as_str()),
+                    "{w}x{h}: {line}\n{screen}"
+                );
+            }
+        }
+    }
+}
