@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-create the demo recording: a loop device this script creates itself,
-# fio's mixed load on it (random 4k reads + sequential 1M writes, direct I/O),
+# fio's mixed load on it (16 random 4k readers + 4 sequential 1M writers, direct I/O),
 # recorded at 500 ms for 90 s while 'blktune set' switches the scheduler
 # mq-deadline -> kyber at ~30 s and kyber -> bfq at ~60 s from another process.
 # Needs root (losetup, scheduler writes). Removes the loop device and its file.
@@ -30,9 +30,12 @@ fio --name=fill --filename="$dev" --rw=write --bs=1M --direct=1 --size=256M >/de
 # 'none' so that mq-deadline starts with the kernel's defaults.
 "$BIN" set "$name" --scheduler none --read-ahead-kb 128
 "$BIN" set "$name" --scheduler mq-deadline
-fio --filename="$dev" --direct=1 --ioengine=libaio --time_based --runtime=105 \
-    --name=randread --rw=randread --bs=4k --iodepth=16 \
-    --name=seqwrite --rw=write --bs=1M --iodepth=4 --rate=40m >/dev/null &
+# The demo's load (src/cli/demo.rs demo_load): 16 random 4k readers and 4
+# unthrottled sequential 1M writers, one synchronous I/O each. A throttled
+# writer leaves the queue empty and no switch shows anything.
+fio --filename="$dev" --direct=1 --ioengine=psync --time_based --runtime=105 \
+    --name=randread --rw=randread --bs=4k --numjobs=16 \
+    --name=seqwrite --rw=write --bs=1M --numjobs=4 --offset_increment=32M >/dev/null &
 fio_pid=$!
 sleep 2  # let fio ramp up: the recording is under load from its first interval
 "$BIN" record "$OUT" --force --interval 500ms --duration 90s "$name" &

@@ -53,7 +53,7 @@ fn started() -> (Machine, App) {
 
 /// Replace the dialog's path with `p` through the keys.
 fn type_path(app: &mut App, p: &str) {
-    press(app, &chars("p"));
+    press(app, &chars("f"));
     assert_eq!(mode(app), Mode::Text);
     let n = dialog(app).path.len();
     press(app, &vec![KeyCode::Backspace; n]);
@@ -119,7 +119,7 @@ fn enter_writes_and_an_existing_file_is_asked_about() {
     press(&mut app, &chars("e"));
     type_path(&mut app, "/tmp/x/61-test.rules");
     // Esc while editing restores the old path.
-    press(&mut app, &chars("p"));
+    press(&mut app, &chars("f"));
     press(&mut app, &chars("zzz"));
     press(&mut app, &[KeyCode::Esc]);
     assert_eq!(dialog(&app).path, "/tmp/x/61-test.rules");

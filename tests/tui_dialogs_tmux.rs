@@ -107,7 +107,7 @@ fn export_dialog_writes_a_kernel_rule_and_asks_before_overwriting() {
     t.wait("the kernel rule in the preview", |s| {
         s.contains(&format!("KERNEL==\"{dev}\""))
     });
-    t.keys(&["p"]);
+    t.keys(&["f"]);
     t.keys(&["-N", "80", "BSpace"]);
     t.literal(&rules.to_string_lossy());
     t.keys(&["Enter"]);
@@ -127,7 +127,7 @@ fn export_dialog_writes_a_kernel_rule_and_asks_before_overwriting() {
     std::fs::write(&rules, "old\n").unwrap();
     t.keys(&["e"]);
     t.wait("the export dialog", |s| s.contains("export a udev rule"));
-    t.keys(&["p"]);
+    t.keys(&["f"]);
     t.keys(&["-N", "80", "BSpace"]);
     t.literal(&rules.to_string_lossy());
     t.keys(&["Enter", "Enter"]);

@@ -144,7 +144,9 @@ fn probe_figures_at_120x40() {
     let term = screen(&app, 120, 40);
     let s = text(&term);
     assert!(s.contains("probe 5.0 r/s, counted in r/s"), "{s}");
-    assert!(s.contains("pr_p99      4.00    1.00   -75%"), "{s}");
+    // A wide panel: each mean with its spread beside it.
+    assert!(s.contains("r_await      6.00±0     2.00±0   -67%"), "{s}");
+    assert!(s.contains("pr_p99         4.00       1.00   -75%"), "{s}");
     insta::assert_snapshot!(term.backend());
 }
 
@@ -226,7 +228,7 @@ fn help_lists_each_key_once_per_section() {
         .iter()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(keys, ["↑/k", "Enter", "Esc"]);
+    assert_eq!(keys, ["↑/k", "Enter", "Esc", "Bksp", "Ctrl-U"]);
 }
 
 /// A long error keeps its start (device, value) and its end (the cause) at

@@ -367,7 +367,6 @@ fn navigation_filter_sort_and_hooks() {
         [
             Control::Live(LiveControl::Interval(Duration::from_millis(500))),
             Control::Live(LiveControl::Interval(Duration::from_secs(1))),
-            Control::Shared(Shared::Pause(true))
         ]
     );
     press(&mut app, &chars("q"));

@@ -189,7 +189,7 @@ pub enum Command {
 
     /// Play a recording back (no root needed), or summarise it.
     #[command(
-        after_help = "Examples:\n  blktune replay assets/demo-kyber-switch.ndjson.gz --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
+        after_help = "Examples:\n  blktune replay --demo\n  blktune replay --demo --summary\n  blktune replay incident.ndjson.gz --summary --json\n  blktune replay incident.ndjson.gz --speed 4 --start 30s"
     )]
     Replay(replay::ReplayArgs),
 
@@ -209,7 +209,7 @@ pub enum Command {
 
     /// Demo for trainers: a scratch loop device under load, in the TUI, removed on exit (root).
     #[command(
-        after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it and\nopens the tuner on it: press s, pick kyber, watch r_await. q removes everything."
+        after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it (16 random readers, 4\nunthrottled writers) and opens the tuner on it: press s, pick kyber, and read await (r_await, r_p99) falls 3-5x. q removes\neverything."
     )]
     Demo(demo::DemoArgs),
 

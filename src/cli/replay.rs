@@ -17,7 +17,13 @@ use std::time::Duration;
 pub struct ReplayArgs {
     /// A recording made by `blktune record` (plain or .gz); `-` reads standard
     /// input (with --summary: the full-screen replay reads a file twice).
-    pub file: PathBuf,
+    #[arg(required_unless_present = "demo", conflicts_with = "demo")]
+    pub file: Option<PathBuf>,
+
+    /// Play the demo recording built into blktune (a scheduler switch under
+    /// load); works anywhere, without root.
+    #[arg(long)]
+    pub demo: bool,
 
     /// Print a summary (devices, changes, before/after figures) instead of playing.
     #[arg(long)]
@@ -49,14 +55,71 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// The demo recording (`assets/make-demo.sh` makes it), built into the
+/// binary so `blktune replay --demo` works from any directory.
+pub const DEMO_RECORDING: &[u8] = include_bytes!("../../assets/demo-kyber-switch.ndjson.gz");
+
+/// The embedded demo written to a private file of its own (the replay
+/// seeks in its file), removed when dropped.
+struct DemoFile(PathBuf);
+
+impl DemoFile {
+    /// Write [`DEMO_RECORDING`] to a new file in the temporary directory;
+    /// `create_new` never follows or reuses a file someone else put there.
+    fn write() -> anyhow::Result<Self> {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!(
+            "blktune-demo-{}-{}.ndjson.gz",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| anyhow::anyhow!("cannot write the demo to '{}': {e}", path.display()))?;
+        let me = Self(path);
+        f.write_all(DEMO_RECORDING)?;
+        Ok(me)
+    }
+}
+
+impl Drop for DemoFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Run `blktune replay`.
 pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let demo = if a.demo {
+        Some(DemoFile::write()?)
+    } else {
+        None
+    };
+    let file = match (&demo, &a.file) {
+        (Some(d), _) => d.0.clone(),
+        (None, Some(f)) => f.clone(),
+        (None, None) => return Err(UsageError("name a recording, or use --demo".into()).into()),
+    };
+    run_file(g, a, &file, out)
+}
+
+/// Replay `file` (the demo's private copy or the user's recording).
+fn run_file(
+    g: &Global,
+    a: &ReplayArgs,
+    file: &std::path::Path,
+    out: &mut Out,
+) -> anyhow::Result<i32> {
     if a.summary {
         // One pass over the file (a pipe works), in bounded memory.
         let local = HostInfo::read(&g.root()).hostname;
-        let (rec, s) = summarize_file(&a.file, (!local.is_empty()).then_some(local.as_str()))?;
+        let (rec, s) = summarize_file(file, (!local.is_empty()).then_some(local.as_str()))?;
         print_notes(&rec);
-        check_start(a, &rec)?;
+        check_start(a, file, &rec)?;
         if a.json {
             out.line(&serde_json::to_string_pretty(&s)?)?;
         } else {
@@ -66,34 +129,38 @@ pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     // The full-screen replay reads the file again as it plays and seeks:
     // a pipe would be used up by the first read.
-    if is_stdio(&a.file) {
+    if is_stdio(file) {
         return Err(UsageError(
             "'-' (standard input) can be read only once, but the full-screen replay reads its file more than once: save it to a file first, or use --summary".into(),
         )
         .into());
     }
-    if std::fs::metadata(&a.file).is_ok_and(|m| !m.is_file()) {
+    if std::fs::metadata(file).is_ok_and(|m| !m.is_file()) {
         return Err(UsageError(format!(
             "'{}' is not a regular file: the full-screen replay reads it more than once; save it to a file first (--summary reads it once)",
-            a.file.display()
+            file.display()
         ))
         .into());
     }
-    let rec = Arc::new(Recording::open(&a.file)?);
+    let rec = Arc::new(Recording::open(file)?);
     print_notes(&rec);
-    check_start(a, &rec)?;
+    check_start(a, file, &rec)?;
     if rec.samples() == 0 {
         return Err(anyhow::anyhow!(
             "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
-            a.file.display(),
-            a.file.display()
+            file.display(),
+            file.display()
         ));
     }
     if !std::io::stdout().is_terminal() {
+        let again = if a.demo {
+            "--demo".to_string()
+        } else {
+            file.display().to_string()
+        };
         return Err(anyhow::anyhow!(
-            "the full-screen replay of '{}' needs a terminal; for text use 'blktune replay {} --summary'",
-            a.file.display(),
-            a.file.display()
+            "the full-screen replay of '{}' needs a terminal; for text use 'blktune replay {again} --summary'",
+            file.display(),
         ));
     }
     let start = a.start.map_or(0.0, |s| s.as_secs_f64());
@@ -108,14 +175,14 @@ fn print_notes(rec: &Recording) {
 }
 
 /// `--start` must be within the recording.
-fn check_start(a: &ReplayArgs, rec: &Recording) -> Result<(), UsageError> {
+fn check_start(a: &ReplayArgs, file: &std::path::Path, rec: &Recording) -> Result<(), UsageError> {
     if let Some(start) = a.start
         && start.as_secs_f64() > rec.duration()
     {
         return Err(UsageError(format!(
             "--start '{}' is past the end of '{}' ({} long)",
             format_duration(start),
-            a.file.display(),
+            file.display(),
             format_duration(Duration::try_from_secs_f64(rec.duration()).unwrap_or_default())
         )));
     }

@@ -4,7 +4,8 @@
 
 use super::app::SessionChange;
 use blktune_core::journal::Journal;
-use blktune_core::tuner::Tuner;
+use blktune_core::sched;
+use blktune_core::tuner::{Tuner, Wanted};
 use std::io::Write;
 
 /// Print what this session changed and the command that reverts it. The
@@ -23,7 +24,7 @@ pub fn write_summary(
     }
     writeln!(out, "blktune: changed in this session (still in force):")?;
     for s in session {
-        writeln!(out, "  {}: {}", s.device, s.labels.join(", "))?;
+        writeln!(out, "  {}: {}", s.device, net_change(&s.original, &s.now))?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
     let env = if journal_dir == Journal::default_for(root).dir() {
@@ -41,6 +42,52 @@ pub fn write_summary(
         roots_args(root),
         devs.join(" ")
     )
+}
+
+/// Original → now, one entry per value that differs (`none→mq-deadline,
+/// nr_requests 128→256`), not the steps taken in between. After a switch the
+/// old scheduler's tunables are gone: the new one's are listed only where
+/// they differ from the kernel's default (`read_expire=100`).
+pub fn net_change(original: &Wanted, now: &Wanted) -> String {
+    let dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let mut out = Vec::new();
+    let switched = original.scheduler != now.scheduler;
+    if switched {
+        out.push(format!(
+            "{}→{}",
+            dash(original.scheduler.clone()),
+            dash(now.scheduler.clone())
+        ));
+    }
+    for (k, v) in &now.tunables {
+        let before = original.tunables.iter().find(|(o, _)| o == k);
+        match before {
+            Some((_, b)) if !switched && b.trim() != v.trim() => out.push(format!("{k} {b}→{v}")),
+            _ if switched => {
+                let default = sched::tunable(k).and_then(|t| t.default);
+                if default.is_some_and(|d| d != v.trim()) {
+                    out.push(format!("{k}={v}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, b, a) in [
+        ("nr_requests", original.nr_requests, now.nr_requests),
+        ("read_ahead_kb", original.read_ahead_kb, now.read_ahead_kb),
+    ] {
+        if a.is_some() && b != a {
+            out.push(format!(
+                "{name} {}→{}",
+                dash(b.map(|n| n.to_string())),
+                dash(a.map(|n| n.to_string()))
+            ));
+        }
+    }
+    if out.is_empty() {
+        return "back to its original settings".into();
+    }
+    out.join(", ")
 }
 
 /// `--sysfs-root S --proc-root P ` for a fake tree, nothing for the real one.
@@ -96,13 +143,13 @@ pub(super) fn revert_on_exit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blktune_core::tuner::Wanted;
     use std::path::Path;
 
     fn summary(dir: &str) -> String {
         let session = [SessionChange {
             device: "loop0".into(),
             original: Wanted::default(),
+            now: Wanted::default(),
             labels: vec!["none→kyber".into()],
         }];
         let mut out = Vec::new();
@@ -135,6 +182,7 @@ mod tests {
         let session = [SessionChange {
             device: "sda".into(),
             original: Wanted::default(),
+            now: Wanted::default(),
             labels: vec!["none→kyber".into()],
         }];
         let root = blktune_core::os::SysRoot::new("/tmp/t/sys", "/tmp/t/proc");
@@ -147,6 +195,62 @@ mod tests {
                 "\nto revert: sudo blktune --sysfs-root /tmp/t/sys --proc-root /tmp/t/proc revert sda\n"
             ),
             "{s}"
+        );
+    }
+
+    fn w(sched: &str, nr: u64, tun: &[(&str, &str)]) -> Wanted {
+        Wanted {
+            scheduler: Some(sched.into()),
+            tunables: tun
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            nr_requests: Some(nr),
+            read_ahead_kb: Some(128),
+        }
+    }
+
+    #[test]
+    fn the_summary_says_original_to_now_per_value_not_the_steps() {
+        // none→kyber, nr_requests 128→256, kyber→mq-deadline (which reset
+        // nr_requests to the scheduler's 256 and read_expire to its default,
+        // then read_expire was set to 100).
+        let session = [SessionChange {
+            device: "loop0".into(),
+            original: w("none", 128, &[]),
+            now: w(
+                "mq-deadline",
+                256,
+                &[("read_expire", "100"), ("write_expire", "5000")],
+            ),
+            labels: vec![
+                "none→kyber".into(),
+                "nr_requests 128→256".into(),
+                "kyber→mq-deadline".into(),
+                "iosched/read_expire 500→100".into(),
+            ],
+        }];
+        let mut out = Vec::new();
+        write_summary(
+            &mut out,
+            &session,
+            Path::new("/run/blktune"),
+            &Default::default(),
+        )
+        .unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains("\n  loop0: none→mq-deadline, read_expire=100, nr_requests 128→256\n"),
+            "{s}"
+        );
+        assert!(!s.contains("kyber"), "{s}");
+        // Same scheduler: the tunable's own before and after.
+        let dd = |re| w("mq-deadline", 256, &[("read_expire", re)]);
+        assert_eq!(net_change(&dd("500"), &dd("250")), "read_expire 500→250");
+        // Changed and changed back.
+        assert_eq!(
+            net_change(&dd("500"), &dd("500")),
+            "back to its original settings"
         );
     }
 
@@ -182,6 +286,7 @@ mod tests {
             session.push(SessionChange {
                 device: dev.into(),
                 original: Wanted::snapshot_of(&o.before),
+                now: Wanted::snapshot_of(&o.after),
                 labels: vec![o.label()],
             });
         }

@@ -13,6 +13,17 @@ use std::sync::Arc;
 impl App {
     /// Take one message of the source.
     pub fn on_feed(&mut self, feed: Feed) {
+        if let Some(held) = &mut self.held
+            && matches!(feed, Feed::Snapshot(_) | Feed::Probe(_) | Feed::Latency(_))
+        {
+            held.push_back(feed);
+            // At most what the charts keep (about three feeds per interval).
+            let cap = (KEEP_SECS / self.interval.as_secs_f64().max(0.05)) as usize * 3 + 16;
+            while held.len() > cap {
+                held.pop_front();
+            }
+            return;
+        }
         match feed {
             Feed::Snapshot(s) => self.on_snapshot(&s),
             Feed::Change(mark) => self.add_mark(mark),
@@ -27,6 +38,25 @@ impl App {
             Feed::Latency(l) => self.on_latency(l),
             Feed::WhereIo(w) => self.on_where_io(w),
         }
+    }
+
+    /// Live pause on or off: freeze the display (sampling goes on), or take
+    /// in everything sampled meanwhile and show it.
+    pub(super) fn toggle_pause(&mut self) -> usize {
+        self.paused = !self.paused;
+        if self.paused {
+            self.held = Some(Default::default());
+            return 0;
+        }
+        let held = self.held.take().unwrap_or_default();
+        let n = held
+            .iter()
+            .filter(|f| matches!(f, Feed::Snapshot(_)))
+            .count();
+        for f in held {
+            self.on_feed(f);
+        }
+        n
     }
 
     pub(super) fn add_mark(&mut self, mark: ChangeMark) {

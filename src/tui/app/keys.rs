@@ -7,7 +7,7 @@ use crate::tui::command::{
 };
 use crate::tui::dialogs::editor::{Editor, Field};
 use crate::tui::dialogs::picker::{Picker, Tunables};
-use crate::tui::worker::protocol::{ApplyKind, ApplyRequest, Control, LiveControl, Shared};
+use crate::tui::worker::protocol::{ApplyKind, ApplyRequest, Control, LiveControl};
 use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;
@@ -191,11 +191,15 @@ impl App {
                 );
                 return vec![LiveControl::Interval(self.interval).into()];
             }
+            // The display only: the worker samples on (no control is sent).
             Action::Pause => {
-                self.paused = !self.paused;
-                let word = if self.paused { "paused" } else { "resumed" };
-                self.say(StatusKind::Info, format!("sampling {word}"));
-                return vec![Shared::Pause(self.paused).into()];
+                let n = self.toggle_pause();
+                let text = if self.paused {
+                    "display paused; sampling goes on (p resumes)".to_string()
+                } else {
+                    format!("resumed: {n} samples taken while paused are shown")
+                };
+                self.say(StatusKind::Info, text);
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::Sort | Action::SortLeft | Action::SortRight => {
@@ -271,13 +275,9 @@ impl App {
                     (Field::ReadAheadKb, d.queue.read_ahead_kb)
                 };
                 let current = cur.map_or_else(|| "-".into(), |n| n.to_string());
-                self.overlay = Some(Overlay::Edit(Editor {
-                    device: d.name.clone(),
-                    diskseq: d.diskseq,
-                    field,
-                    input: current.clone(),
-                    current,
-                }));
+                self.overlay = Some(Overlay::Edit(Editor::new(
+                    &d.name, d.diskseq, field, current,
+                )));
             }
             Action::EditTunables => {
                 if d.queue.tunables.is_empty() {
@@ -322,6 +322,7 @@ impl App {
             Action::Backspace => {
                 self.filter.pop();
             }
+            Action::ClearInput => self.filter.clear(),
             Action::Confirm => self.filter_typing = false,
             Action::Cancel => {
                 self.filter.clear();

@@ -86,6 +86,8 @@ pub struct SessionChange {
     pub device: String,
     /// The settings before the session's first change.
     pub original: Wanted,
+    /// The settings after the session's last change still in force.
+    pub now: Wanted,
     pub labels: Vec<String>,
 }
 
@@ -98,6 +100,10 @@ pub struct App {
     pub page_kb: u64,
     pub color: bool,
     pub paused: bool,
+    /// Live `p`: the display is frozen while sampling goes on; what the
+    /// worker sent meanwhile waits here and is taken in on resume, so the
+    /// charts have no gap ([`App::resume`]).
+    pub held: Option<std::collections::VecDeque<super::worker::protocol::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
     pub histories: HashMap<String, DeviceHistory>,
     /// I/Os in flight now per device (diskstats' field 9, the same count
@@ -181,6 +187,7 @@ impl App {
             iowait: None,
             samples: 0,
             replay: None,
+            held: None,
             page_rows: 10,
             recording: None,
             demo: None,
@@ -361,6 +368,7 @@ impl App {
                 Some(SessionChange {
                     device: dev.clone(),
                     original: stack.first()?.before.clone(),
+                    now: stack.last()?.after.clone(),
                     labels: stack.iter().map(|m| m.label.clone()).collect(),
                 })
             })

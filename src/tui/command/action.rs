@@ -48,6 +48,8 @@ pub enum Action {
     /// A typed character in a text field.
     Input(char),
     Backspace,
+    /// Ctrl-U in a text field: clear what is typed.
+    ClearInput,
     /// Dialogs: the next option (match strategy, load).
     Cycle,
     /// Export dialog: this device / every changed device.

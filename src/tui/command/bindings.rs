@@ -229,7 +229,7 @@ pub const MAIN: &[Binding] = &[
         &[C('p'), C(' ')],
         "p/space",
         Some("pause"),
-        "pause or resume sampling",
+        "freeze or resume the display (sampling goes on)",
         Action::Pause,
         false,
     ),
@@ -324,9 +324,17 @@ pub const TEXT: &[Binding] = &[
     b(
         &[K(KeyCode::Backspace)],
         "Bksp",
-        None,
+        Some("delete"),
         "delete a character",
         Action::Backspace,
+        false,
+    ),
+    b(
+        &[Key::Ctrl('u')],
+        "Ctrl-U",
+        Some("clear"),
+        "clear the value",
+        Action::ClearInput,
         false,
     ),
     b(
@@ -577,10 +585,10 @@ pub const EXPORT: &[Binding] = &[
         Action::Toggle,
     ),
     d(
-        &[C('p')],
-        "p",
-        Some("path"),
-        "edit the path (Enter keeps it, Esc restores it)",
+        &[C('f')],
+        "f",
+        Some("file"),
+        "edit the file's path (Enter keeps it, Esc restores it)",
         Action::EditPath,
     ),
     d(

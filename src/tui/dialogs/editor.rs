@@ -89,12 +89,28 @@ pub struct Editor {
     pub current: String,
     /// What has been typed.
     pub input: String,
+    /// The input is still the prefilled value: the first typed character
+    /// replaces it instead of being appended (`2000000` then `1000000` must
+    /// not become `20000001000000`).
+    pub prefilled: bool,
 }
 
 /// Longest input accepted (a 64-bit number and a sign).
 pub const MAX_INPUT: usize = 20;
 
 impl Editor {
+    /// An editor of `field` on `device`, prefilled with the value now in sysfs.
+    pub fn new(device: &str, diskseq: Option<u64>, field: Field, current: String) -> Self {
+        Self {
+            device: device.to_string(),
+            diskseq,
+            field,
+            input: current.clone(),
+            current,
+            prefilled: true,
+        }
+    }
+
     /// Check the typed value against `nr` (for nr_requests) and the page
     /// size (for read_ahead_kb); `Ok` holds the settings to apply.
     pub fn check(&self, page_kb: u64, nr: &NrLimit) -> Result<Wanted, String> {
@@ -106,9 +122,22 @@ impl Editor {
     /// Take an action (Esc was handled by the caller); `None` closes.
     pub fn on_action(mut self, a: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
         match a {
-            Action::Input(c) if self.input.len() < MAX_INPUT => self.input.push(c),
+            Action::Input(c) => {
+                if std::mem::take(&mut self.prefilled) {
+                    self.input.clear();
+                }
+                if self.input.len() < MAX_INPUT {
+                    self.input.push(c);
+                }
+            }
             Action::Backspace => {
+                // Backspace edits the prefilled value (1024 → 102 → 1025).
+                self.prefilled = false;
                 self.input.pop();
+            }
+            Action::ClearInput => {
+                self.prefilled = false;
+                self.input.clear();
             }
             Action::Confirm => match self.check(ctx.page_kb, &ctx.nr) {
                 Err(why) => reply.say(

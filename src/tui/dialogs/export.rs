@@ -23,7 +23,7 @@ use blktune_core::device::BlockDevice;
 use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
 };
-use blktune_core::history::{Comparison, pct_change};
+use blktune_core::history::Comparison;
 use blktune_core::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -316,6 +316,7 @@ impl ExportDialog {
             (Focus::Path { .. }, Action::Backspace) => {
                 d.path.pop();
             }
+            (Focus::Path { .. }, Action::ClearInput) => d.path.clear(),
             (Focus::Path { .. }, Action::Confirm) => {
                 d.focus = Focus::Options;
                 d.refresh();
@@ -398,21 +399,10 @@ pub fn on_written(
     false
 }
 
-/// The before/after of a change as header text:
-/// `after mq-deadline→kyber: r_await 4.20→1.10 ms (-74%), ...`.
+/// The before/after of a change as the rule file's header text, in the
+/// engine's words ([`blktune_core::export::measured::before_after`]): no
+/// percent from a window under three intervals, a move inside the noise
+/// marked as such, so no unsound figure is ever written into a rule file.
 pub fn measured_text(label: &str, c: &Comparison) -> Option<String> {
-    let (b, a) = (c.before?, c.after?);
-    let f = |name: &str, x: f64, y: f64, unit: &str| {
-        let pct = pct_change(x, y).map_or(String::new(), |p| format!(" ({p:+.0}%)"));
-        format!("{name} {x:.2}→{y:.2}{unit}{pct}")
-    };
-    Some(format!(
-        "after {label}: {}, {}, {}, {} (means over {:.0}s before, {:.0}s after)",
-        f("r_await", b.r_await, a.r_await, " ms"),
-        f("w_await", b.w_await, a.w_await, " ms"),
-        f("r/s", b.r_s, a.r_s, ""),
-        f("%util", b.util, a.util, ""),
-        b.secs,
-        a.secs
-    ))
+    blktune_core::export::measured::before_after(label, c, None)
 }

@@ -83,13 +83,12 @@ impl Tunables {
             }
             Action::Confirm => {
                 return self.items.get(self.cursor).map(|(k, v)| {
-                    Overlay::Edit(Editor {
-                        device: self.device.clone(),
-                        diskseq: self.diskseq,
-                        field: Field::Tunable(k.clone()),
-                        current: v.clone(),
-                        input: v.clone(),
-                    })
+                    Overlay::Edit(Editor::new(
+                        &self.device,
+                        self.diskseq,
+                        Field::Tunable(k.clone()),
+                        v.clone(),
+                    ))
                 });
             }
             _ => {}

@@ -2,8 +2,9 @@
 //! per `span / width` seconds; a column's value is the mean over its points,
 //! weighted like one long iostat interval ([`blktune_core::history::means`]).
 
+use super::width::fit;
 use super::{Theme, num, put};
-use blktune_core::history::{DeviceHistory, means};
+use blktune_core::history::{DeviceHistory, Means, means};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -14,6 +15,9 @@ pub struct Series {
     pub w_await: Vec<Option<f64>>,
     pub util: Vec<Option<f64>>,
     pub iops: Vec<Option<f64>>,
+    /// The newest interval in the window on its own (what the table shows),
+    /// not the mean of the newest column, which spans several intervals.
+    pub last: Option<Means>,
 }
 
 /// Column of time `t` in a chart of `cols` columns ending at `now`.
@@ -33,6 +37,7 @@ pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
         w_await: vec![None; cols],
         util: vec![None; cols],
         iops: vec![None; cols],
+        last: None,
     };
     let pts = h.points();
     let mut i = 0;
@@ -53,10 +58,17 @@ pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
         }
         i = j;
     }
+    s.last = pts
+        .iter()
+        .rev()
+        .take_while(|p| column(p.t, now, span, cols).is_some())
+        .find(|p| p.stats.is_some())
+        .and_then(|p| means(std::iter::once(p)));
     s
 }
 
-/// One chart: a gutter (name, latest value, scale) and bars; marker columns
+/// One chart: a gutter (name; `last`, the newest interval's value, as in the
+/// table; `↑` the highest column mean, the bars' scale) and bars; marker columns
 /// get a vertical line where the bar leaves room.
 #[expect(
     clippy::too_many_arguments,
@@ -69,6 +81,7 @@ pub fn render_bars(
     name: &str,
     unit: &str,
     values: &[Option<f64>],
+    last: Option<f64>,
     marks: &[usize],
     style: ratatui::style::Style,
     t: Theme,
@@ -76,16 +89,16 @@ pub fn render_bars(
     if area.height == 0 || area.width <= gutter {
         return;
     }
-    let latest = values.iter().rev().flatten().next().copied();
     let max = values.iter().flatten().copied().fold(0.0, f64::max);
-    put(buf, area.x, area.y, name, gutter - 1, t.heading());
+    let g = (gutter - 1) as usize;
+    put(buf, area.x, area.y, &fit(name, g), gutter - 1, t.heading());
     if area.height > 1 {
-        let now = latest.map_or_else(|| "-".into(), |v| format!("{}{unit}", num(v)));
+        let now = last.map_or_else(|| "-".into(), |v| format!("{}{unit}", num(v)));
         put(
             buf,
             area.x,
             area.y + 1,
-            &now,
+            &fit(&now, g),
             gutter - 1,
             ratatui::style::Style::new(),
         );
@@ -95,7 +108,7 @@ pub fn render_bars(
             buf,
             area.x,
             area.y + 2,
-            &format!("↑{}", num(max)),
+            &fit(&format!("↑{}", num(max)), g),
             gutter - 1,
             t.dim(),
         );
@@ -146,7 +159,7 @@ pub fn render_axis(
         buf,
         area.x,
         area.y,
-        &format!("-{}", super::age(span)),
+        &fit(&format!("-{}", super::age(span)), (gutter - 1) as usize),
         gutter - 1,
         t.dim(),
     );
@@ -226,24 +239,23 @@ pub fn axis_line(w: usize, marks: &[(usize, String)]) -> (Vec<char>, Vec<bool>) 
 }
 
 /// `label` in `room` columns: a switch `a→b` keeps its new side `→b` and
-/// loses the end of the old one; anything else loses its end.
-fn cut_label(mut label: Vec<char>, room: usize) -> Vec<char> {
+/// loses the end of the old one; anything else loses its end. Never inside
+/// a number ([`fit`]).
+fn cut_label(label: Vec<char>, room: usize) -> Vec<char> {
     if label.len() <= room {
         return label;
     }
     if let Some(arrow) = label.iter().position(|&c| c == '→') {
         let tail = label.len() - arrow;
         if tail + 2 <= room {
-            let head = room - tail - 1;
-            let mut out: Vec<char> = label[..head].to_vec();
-            out.push('…');
+            let head: String = label[..arrow].iter().collect();
+            let mut out: Vec<char> = fit(&head, room - tail).chars().collect();
             out.extend_from_slice(&label[arrow..]);
             return out;
         }
     }
-    label.truncate(room.saturating_sub(1));
-    label.push('…');
-    label
+    let s: String = label.into_iter().collect();
+    fit(&s, room).chars().collect()
 }
 
 #[cfg(test)]

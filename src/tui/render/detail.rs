@@ -5,10 +5,11 @@
 //! scheduler's tunables.
 
 use super::chart::{bucket, column, render_axis, render_bars};
+use super::width::fit;
 use super::{Theme, age, num, put};
 use crate::tui::app::{App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
-use blktune_core::history::{ChangeMark, Comparison, Means, pct_change};
+use blktune_core::history::{ChangeMark, Comparison, Figure, Means, Side, delta, delta_of};
 use blktune_core::latency::Dir;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -70,10 +71,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         }
         return;
     };
+    let w = area.width as usize;
     let line = format!(
         "{:─<w$}",
-        format!("─ {} ", title(d)),
-        w = area.width as usize
+        format!("─ {} ", fit(&title(d), w.saturating_sub(3)))
     );
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
@@ -119,16 +120,27 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         .as_ref()
         .filter(|_| rows >= 6 * 4)
         .and(lat(Dir::Write));
-    let mut charts: Vec<Chart> = vec![Chart::Bars("r_await", "ms", &s.r_await)];
+    let last = |f: fn(&Means) -> f64| s.last.as_ref().map(f);
+    let mut charts: Vec<Chart> = vec![Chart::Bars(
+        "r_await",
+        "ms",
+        &s.r_await,
+        last(|m| m.r_await),
+    )];
     if let Some(l) = &r_lat {
         charts.push(Chart::Latency("r_p99", l));
     }
-    charts.push(Chart::Bars("w_await", "ms", &s.w_await));
+    charts.push(Chart::Bars(
+        "w_await",
+        "ms",
+        &s.w_await,
+        last(|m| m.w_await),
+    ));
     if let Some(l) = &w_lat {
         charts.push(Chart::Latency("w_p99", l));
     }
-    charts.push(Chart::Bars("%util", "%", &s.util));
-    charts.push(Chart::Bars("IOPS", "", &s.iops));
+    charts.push(Chart::Bars("%util", "%", &s.util, last(|m| m.util)));
+    charts.push(Chart::Bars("IOPS", "", &s.iops, last(|m| m.r_s + m.w_s)));
     let n = charts.len() as u16;
     let (each, extra) = (rows / n, rows % n);
     let mut y = area.y;
@@ -136,13 +148,14 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         let hgt = each + u16::from((i as u16) < extra);
         let r = Rect::new(area.x, y, area.width, hgt);
         match chart {
-            Chart::Bars(label, unit, vals) => render_bars(
+            Chart::Bars(label, unit, vals, last) => render_bars(
                 buf,
                 r,
                 GUTTER,
                 label,
                 unit,
                 vals,
+                *last,
                 &mark_cols,
                 t.series(i),
                 t,
@@ -165,8 +178,8 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
 
 /// One chart of the pane.
 enum Chart<'a> {
-    /// Name, unit, one value per column.
-    Bars(&'a str, &'a str, &'a [Option<f64>]),
+    /// Name, unit, one value per column, the newest interval's value.
+    Bars(&'a str, &'a str, &'a [Option<f64>], Option<f64>),
     /// The kernel's p50 and p99 of one direction.
     Latency(&'a str, &'a super::latency::LatencySeries),
 }
@@ -183,10 +196,6 @@ pub fn split_label(label: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn pct(before: f64, after: f64) -> String {
-    pct_change(before, after).map_or_else(|| "n/a".into(), |p| format!("{p:+.0}%"))
-}
-
 /// Lines of the before/after table of one change; `probe` is the mean probe
 /// p99 before and after (`--probe` only), shown under r_await; `latency` the
 /// kernel's pooled windows, whose rows follow r_await and w_await.
@@ -196,6 +205,7 @@ pub fn before_after(
     now: f64,
     probe: Option<(Option<f64>, Option<f64>)>,
     latency: Option<&(Option<Window>, Option<Window>)>,
+    width: usize,
 ) -> Vec<(String, bool)> {
     // Tunables by their own name: the panel is narrow (33 columns at least).
     let label = mark.label.replace("iosched/", "");
@@ -211,8 +221,11 @@ pub fn before_after(
     if let Some(rest) = rest {
         out.push((format!("  and {rest}"), false));
     }
+    // Means with their spread side by side need 11 columns each.
+    let wide = width >= 8 + 11 + 11 + 7;
+    let cw = if wide { 11 } else { 8 };
     out.push((
-        format!("{:<8}{:>8}{:>8}{:>7}", "", "before", "after", "diff"),
+        format!("{:<8}{:>cw$}{:>cw$}{:>7}", "", "before", "after", "diff"),
         true,
     ));
     let (b, a) = (c.before, c.after);
@@ -229,32 +242,61 @@ pub fn before_after(
         )
     };
     out.push((
-        format!("{:<8}{:>8}{:>8}", "covers", secs(b), secs(a)),
+        format!("{:<8}{:>cw$}{:>cw$}", "covers", secs(b), secs(a)),
         false,
     ));
-    type Figure = fn(&Means) -> f64;
-    let rows: [(&str, Figure); 5] = [
-        ("r_await", |m| m.r_await),
-        ("w_await", |m| m.w_await),
-        ("%util", |m| m.util),
-        ("r/s", |m| m.r_s),
-        ("w/s", |m| m.w_s),
+    let rows = [
+        ("r_await", Figure::RAwait),
+        ("w_await", Figure::WAwait),
+        ("%util", Figure::Util),
+        ("r/s", Figure::RS),
+        ("w/s", Figure::WS),
     ];
-    for (label, f) in rows {
-        let v = |m: Option<Means>| m.map_or_else(|| "-".into(), |m| num(f(&m)));
+    for (label, fig) in rows {
+        // The mean and, next to it, how much the intervals varied (±1 sd);
+        // in a narrow panel the spread of the awaits gets its own row.
+        let cell = |m: Option<Means>| {
+            m.map_or_else(
+                || "-".into(),
+                |m| {
+                    let (v, sd) = fig.of(&m);
+                    if wide {
+                        format!("{}±{}", num(v), num(sd))
+                    } else {
+                        num(v)
+                    }
+                },
+            )
+        };
         let d = match (b, a) {
-            (Some(b), Some(a)) => pct(f(&b), f(&a)),
+            (Some(b), Some(a)) => delta(&b, &a, fig).label(),
             _ => String::new(),
         };
-        out.push((format!("{label:<8}{:>8}{:>8}{d:>7}", v(b), v(a)), false));
+        out.push((
+            format!("{label:<8}{:>cw$}{:>cw$}{d:>7}", cell(b), cell(a)),
+            false,
+        ));
+        if !wide && matches!(fig, Figure::RAwait | Figure::WAwait) {
+            let sd = |m: Option<Means>| {
+                m.map_or_else(|| "-".into(), |m| format!("±{}", num(fig.of(&m).1)))
+            };
+            out.push((format!("{:<8}{:>cw$}{:>cw$}", "", sd(b), sd(a)), false));
+        }
         if let (Some((pb, pa)), "r_await") = (probe, label) {
             let v = |m: Option<f64>| m.map_or_else(|| "-".into(), num);
+            // The probe's means carry no spread: the noise floor and the
+            // window length still hold.
+            let side = |v: f64, m: Option<Means>| Side {
+                value: v,
+                spread: 0.0,
+                intervals: m.map_or(0, |m| m.intervals),
+            };
             let d = match (pb, pa) {
-                (Some(b), Some(a)) => pct(b, a),
+                (Some(pb), Some(pa)) => delta_of(side(pb, b), side(pa, a)).label(),
                 _ => String::new(),
             };
             out.push((
-                format!("{:<8}{:>8}{:>8}{d:>7}", "pr_p99", v(pb), v(pa)),
+                format!("{:<8}{:>cw$}{:>cw$}{d:>7}", "pr_p99", v(pb), v(pa)),
                 false,
             ));
         }
@@ -281,14 +323,21 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     if let Some((mark, cmp)) = changes.last() {
         let probe = app.probe_compare(&d.name, changes.len() - 1);
         let latency = app.latency_compare(&d.name, changes.len() - 1);
-        for (l, head) in before_after(mark, cmp, app.now, probe, latency.as_ref()) {
+        for (l, head) in before_after(
+            mark,
+            cmp,
+            app.now,
+            probe,
+            latency.as_ref(),
+            area.width as usize,
+        ) {
             lines.push((l, if head { t.heading() } else { Style::new() }));
         }
         if changes.len() > 1 {
             lines.push(("earlier changes (r_await)".into(), t.heading()));
             for (m, c) in changes.iter().rev().skip(1) {
                 let eff = match (c.before, c.after) {
-                    (Some(b), Some(a)) => pct(b.r_await, a.r_await),
+                    (Some(b), Some(a)) => delta(&b, &a, Figure::RAwait).label(),
                     _ => String::new(),
                 };
                 let label = split_label(&m.label).0;
@@ -334,7 +383,14 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         lines.push(("no change yet (s: scheduler)".into(), t.dim()));
     }
     for (i, (l, st)) in lines.iter().take(area.height as usize).enumerate() {
-        put(buf, area.x, area.y + i as u16, l, area.width, *st);
+        put(
+            buf,
+            area.x,
+            area.y + i as u16,
+            &fit(l, area.width as usize),
+            area.width,
+            *st,
+        );
     }
     for y in area.y..area.bottom() {
         put(buf, area.x - 1, y, "│", 1, t.dim());
@@ -367,6 +423,7 @@ mod tests {
             13.0,
             None,
             None,
+            MIN_SIDE_W,
         );
         assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
         assert_eq!(l[1].0, "  3s ago");
@@ -378,6 +435,7 @@ mod tests {
             13.0,
             None,
             None,
+            MIN_SIDE_W,
         );
         assert_eq!(l[0].0, "Δ none→kyber  3s ago");
         assert_eq!(l[1].0, "  and nr_requests 128→256");

@@ -4,11 +4,11 @@
 //! ┌ export a udev rule ──────────────────────────────────────────────────────┐
 //! │devices  loop3 (this device)                         a: all changed (0)   │
 //! │match    kernel        m: id model class kernel                           │
-//! │path     /etc/udev/rules.d/61-blktune.rules                    p: edit    │
+//! │path     /etc/udev/rules.d/61-blktune.rules                    f: edit    │
 //! │! warning: KERNEL names are not stable ...                                │
 //! │── preview ───────────────────────────────────────────────── 1-12 of 30 ──│
 //! │# udev rules written by blktune ...                                       │
-//! │Enter write  m match  a all  p path  ↑↓ scroll  Esc close                 │
+//! │Enter write  m match  a all  f file  ↑ scroll  Esc close                  │
 //! └──────────────────────────────────────────────────────────────────────────┘
 //! ```
 //! At most three warning lines fit above the preview (the third says how many
@@ -18,6 +18,7 @@
 use super::Theme;
 use super::overlay::{big, boxed};
 use super::width::{clip, wrap};
+use crate::tui::command::EXPORT;
 use crate::tui::dialogs::export::{ExportDialog, Focus, STRATEGIES};
 use blktune_core::text::printable;
 use ratatui::Frame;
@@ -54,7 +55,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         _ => Line::from(vec![
             Span::styled("path     ", t.dim()),
             Span::raw(format!("{:<52}", printable(&d.path))),
-            Span::styled("p: edit", t.dim()),
+            Span::styled("f: edit", t.dim()),
         ]),
     };
     lines.push(path);
@@ -139,11 +140,18 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         )),
         Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
         Focus::Path { .. } => Line::from(Span::styled(
-            "type the path   Enter keep   Esc undo   Bksp delete",
+            format!("type the path   {}", super::overlay::text_hints()),
             t.dim(),
         )),
+        // The footer's list of keys, Enter first.
         Focus::Options => Line::from(Span::styled(
-            "Enter write  m match  a all  p path  ↑↓ scroll  Esc close",
+            EXPORT
+                .iter()
+                .filter_map(|b| Some((b.action, b.shown.split('/').next()?, b.hint?)))
+                .filter(|(a, _, _)| *a != crate::tui::command::Action::Confirm)
+                .fold(String::from("Enter write"), |acc, (_, k, h)| {
+                    format!("{acc}  {k} {h}")
+                }),
             t.heading(),
         )),
     };

@@ -17,6 +17,7 @@
 //! ```
 
 use super::chart::column;
+use super::width::fit;
 use super::{Theme, num, put};
 use crate::tui::app::{LatencyPoint, Quantile, Window, latency_delta};
 use crate::tui::worker::latency::Pool;
@@ -98,7 +99,8 @@ pub fn render_chart(
         .flatten()
         .copied()
         .fold(0.0, f64::max);
-    put(buf, area.x, area.y, name, gutter - 1, t.heading());
+    let g = (gutter - 1) as usize;
+    put(buf, area.x, area.y, &fit(name, g), gutter - 1, t.heading());
     // The newest column with I/O says what "now" is.
     let newest = s.n.iter().rposition(|&n| n > 0);
     if area.height > 1 {
@@ -109,14 +111,14 @@ pub fn render_chart(
             },
             None => ("-".into(), Style::new()),
         };
-        put(buf, area.x, area.y + 1, &now, gutter - 1, st);
+        put(buf, area.x, area.y + 1, &fit(&now, g), gutter - 1, st);
     }
     if area.height > 2 {
         put(
             buf,
             area.x,
             area.y + 2,
-            &format!("↑{}", num(max)),
+            &fit(&format!("↑{}", num(max)), g),
             gutter - 1,
             t.dim(),
         );
@@ -128,7 +130,7 @@ pub fn render_chart(
             buf,
             area.x,
             area.y + 3,
-            &format!("p50 {}", num(v)),
+            &fit(&format!("p50 {}", num(v)), g),
             gutter - 1,
             t.dim(),
         );

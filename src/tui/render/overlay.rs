@@ -3,6 +3,7 @@
 //! their own files. Each clears its area first.
 
 use super::Theme;
+use super::width::fit;
 use crate::tui::app::{App, Overlay};
 use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
 use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
@@ -39,6 +40,22 @@ pub(super) fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: T
     // they show a name, a value or a path read from the machine).
     let title = printable(title);
     let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
+    // Unwrapped lines that do not fit end in `…`, never inside a number
+    // (the box's edge would cut `nr_requests 128→1000000` to `→10000`).
+    let inner = r.width.saturating_sub(2) as usize;
+    let lines: Vec<Line> = if wrap {
+        lines
+    } else {
+        lines
+            .into_iter()
+            .map(|l| match l.spans.as_slice() {
+                [one] if one.width() > inner => {
+                    Line::from(Span::styled(fit(&one.content, inner), one.style))
+                }
+                _ => l,
+            })
+            .collect()
+    };
     let p = Paragraph::new(lines).block(block);
     let p = if wrap {
         p.wrap(Wrap { trim: false })
@@ -199,13 +216,18 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         Line::from(vec![
             Span::raw("new  "),
             Span::styled(format!("{}▏", printable(&e.input)), t.heading()),
+            Span::styled(
+                if e.prefilled {
+                    "  (typing replaces it)"
+                } else {
+                    ""
+                },
+                t.dim(),
+            ),
         ]),
         verdict,
         Line::from(Span::styled(range, t.dim())),
-        Line::from(Span::styled(
-            "Enter apply   Esc cancel   Bksp delete",
-            t.dim(),
-        )),
+        Line::from(Span::styled(text_hints(), t.dim())),
     ];
     boxed(
         f,
@@ -214,6 +236,14 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         lines,
         t,
     );
+}
+
+/// The editor's key line, from the same list as the footer: `Enter apply   Esc cancel   …`.
+pub fn text_hints() -> String {
+    TEXT.iter()
+        .filter_map(|b| Some(format!("{} {}", b.shown, b.hint?)))
+        .collect::<Vec<_>>()
+        .join("   ")
 }
 
 /// Every line of the help: keys (from the command lists), schedulers, tunables.

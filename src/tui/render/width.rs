@@ -29,6 +29,41 @@ pub fn clip(s: &str, w: usize) -> String {
     format!("{}…", prefix(s, w.saturating_sub(1)))
 }
 
+/// `s` cut to `w` columns where a cut cannot change a number: never inside
+/// or right after a number, nor between a name and its digits (`nr 256` at 6
+/// columns reads `nr …`, never `nr 2` nor `nr 256…`; `→1000000` never
+/// `→10000`; `20G` is whole or gone). Words may lose their end (`no…`).
+/// What is left out is one `…`.
+pub fn fit(s: &str, w: usize) -> String {
+    if width(s) <= w {
+        return s.to_string();
+    }
+    let numeric = |c: char| c.is_ascii_digit() || c == '.';
+    let chars: Vec<(usize, char)> = s.char_indices().collect();
+    let mut best = 0;
+    let mut used = 0;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        // A cut before `c` keeps s[..i].
+        let prev = k.checked_sub(1).map(|p| chars[p].1);
+        let ok = !prev.is_some_and(|p| numeric(p) || (numeric(c) && p.is_alphanumeric()));
+        if used < w && ok {
+            best = i;
+        }
+        used += c.width().unwrap_or(0);
+        if used + 1 > w {
+            break;
+        }
+    }
+    if used < w {
+        best = s.len();
+    }
+    let kept = &s[..best];
+    if w == 0 {
+        return String::new();
+    }
+    format!("{kept}…")
+}
+
 /// `s` broken into lines of at most `w` columns, at spaces where possible.
 pub fn wrap(s: &str, w: usize) -> Vec<String> {
     let w = w.max(8);
@@ -68,6 +103,36 @@ pub fn wrap(s: &str, w: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fit_never_cuts_a_number() {
+        assert_eq!(fit("nr 256  ra 128", 14), "nr 256  ra 128");
+        assert_eq!(fit("nr 256  ra 128", 12), "nr 256  ra …");
+        assert_eq!(fit("nr 256  ra 128", 5), "nr …");
+        assert_eq!(
+            fit("-4s  +12% nr_requests 128→1000000", 30),
+            "-4s  +12% nr_requests 128→…"
+        );
+        assert_eq!(fit("12345", 4), "…");
+        assert_eq!(fit("1.25ms", 5), "…");
+        assert_eq!(fit("a-b", 0), "");
+        for s in ["nr 256  ra 128", "mq-deadline→kyber", "12.5 34.25"] {
+            for w in 0..20 {
+                let f = fit(s, w);
+                assert!(width(&f) <= w, "{s} at {w}: {f}");
+                // Every number shown is one of the original's numbers, whole.
+                for n in f.split(|c: char| !(c.is_ascii_digit() || c == '.')) {
+                    if !n.is_empty() {
+                        assert!(
+                            s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                                .any(|o| o == n),
+                            "{s} at {w}: {f}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn wide_characters_count_as_two_columns() {

@@ -1,0 +1,160 @@
+//! Numbers are never cut into other numbers (issue 16, item 6): at 60x20,
+//! 80x24 and 120x40 every figure of the detail pane (title, charts,
+//! before/after, earlier changes, tunables) is shown whole or replaced by
+//! `…`. The check: every run of digits on the screen is a whole number the
+//! app could show, i.e. it is never directly followed by a cut.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod tui_fixture;
+use blktune::tui::worker::protocol::Feed;
+use blktune_core::fake::FakeDisk;
+use tui_fixture::*;
+
+/// sda with nr_requests 256 and three changes, the newest two with long
+/// values (`→1000000`).
+fn session() -> (Machine, blktune::tui::app::App) {
+    session_of("sda")
+}
+
+fn session_of(name: &str) -> (Machine, blktune::tui::app::App) {
+    let mut d = FakeDisk::new(name).dev(8, 0).active("mq-deadline");
+    d.nr_requests = 256;
+    let mut m = Machine::new(&[d]);
+    let mut app = m.app(None);
+    let load = busy(4)
+        .into_iter()
+        .map(|(_, l)| (name, l))
+        .take(1)
+        .collect::<Vec<_>>();
+    m.run(&mut app, 20, &load);
+    for label in [
+        "mq-deadline→kyber",
+        "read_ahead_kb 128→1000000",
+        "nr_requests 128→1000000",
+    ] {
+        app.on_feed(Feed::Change(m.mark(
+            "sda",
+            label,
+            "mq-deadline",
+            "mq-deadline",
+        )));
+        m.run(&mut app, 12, &busy(7));
+    }
+    (m, app)
+}
+
+/// Numbers on `line` that end in a cut: digits followed by `…`.
+fn cut_numbers(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    for (i, c) in chars.iter().enumerate() {
+        if *c == '…' && i > 0 && chars[i - 1].is_ascii_digit() {
+            let from = chars[..i]
+                .iter()
+                .rposition(|c| !(c.is_ascii_digit() || *c == '.'))
+                .map_or(0, |p| p + 1);
+            out.push(chars[from..=i].iter().collect());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_number_is_whole_or_an_ellipsis_at_every_size() {
+    let (_m, app) = session();
+    for (w, h) in [(60, 20), (80, 24), (120, 40)] {
+        let screen = text(&screen(&app, w, h));
+        for line in screen.lines() {
+            assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
+            // The title's nr_requests: whole or gone.
+            if let Some((_, rest)) = line
+                .strip_prefix("─ sda")
+                .and_then(|l| l.split_once(" nr "))
+            {
+                let v = rest.split_whitespace().next().unwrap_or("");
+                assert!(v == "256" || v.starts_with('…'), "{w}x{h}: {line}");
+            }
+            // The long values after an arrow: whole or gone.
+            for (_, rest) in line.match_indices('→').map(|(i, _)| line.split_at(i)) {
+                let v: String = rest
+                    .chars()
+                    .skip(1)
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                assert!(v.is_empty() || v == "1000000", "{w}x{h}: {line}\n{screen}");
+            }
+        }
+    }
+}
+
+/// Around 60 columns the title ends in the middle of `nr 256`: at every
+/// width it reads `nr 256` or `nr …`, never `nr 2` or `nr 25`.
+#[test]
+fn the_title_never_reads_nr_2_at_any_width() {
+    // A longer name than sda: the title reaches nr_requests near 60 columns.
+    let (_m, app) = session_of("nvme0n1");
+    for w in 50..70 {
+        let screen = text(&screen(&app, w, 20));
+        // Narrow screens may show no detail pane.
+        let Some(title) = screen.lines().find(|l| l.contains("─ nvme0n1")) else {
+            continue;
+        };
+        if let Some((_, rest)) = title.split_once(" nr ") {
+            let v: String = rest
+                .chars()
+                .take_while(|c| *c != ' ' && *c != '─')
+                .collect();
+            assert!(v == "256" || v == "…", "{w} columns: {title}");
+        }
+    }
+}
+
+/// The chart's value under its name is the newest interval's, as in the
+/// table (issue 16, item 5/7): not the mean of a column of several intervals.
+#[test]
+fn the_chart_shows_the_last_intervals_value_as_the_table_does() {
+    let mut m = Machine::new(&[FakeDisk::new("sda").dev(8, 0)]);
+    let mut app = m.app(None);
+    m.run(&mut app, 30, &busy(4));
+    m.run(&mut app, 1, &busy(9));
+    let screen = text(&screen(&app, 80, 24));
+    let chart_row = screen
+        .lines()
+        .find(|l| l.starts_with("\"9.00ms") || l.starts_with("9.00ms"))
+        .unwrap_or_else(|| panic!("no 9.00ms under r_await:\n{screen}"));
+    assert!(!chart_row.is_empty());
+}
+
+/// Overlays too: the revert question lists each change; a line wider than
+/// the box ends in `…`, not in a cut number.
+#[test]
+fn overlay_lines_keep_their_numbers_whole() {
+    let (m, mut app) = session();
+    let mark = m.mark(
+        "sda",
+        // At 60 columns the box's edge falls inside the last 1000000.
+        "x 1→1000000, read_ahead_kb 128→1000000, ra 1→1000000",
+        "mq-deadline",
+        "mq-deadline",
+    );
+    app.undo.insert("sda".into(), vec![mark]);
+    press(&mut app, &chars("U"));
+    assert!(app.overlay.is_some(), "no revert question");
+    for (w, h) in [(60, 20), (80, 24), (120, 40)] {
+        let screen = text(&screen(&app, w, h));
+        assert!(screen.contains("revert every change?"), "{screen}");
+        for line in screen.lines() {
+            assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
+            for (_, rest) in line.match_indices('→').map(|(i, _)| line.split_at(i)) {
+                let v: String = rest
+                    .chars()
+                    .skip(1)
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                assert!(
+                    ["", "1000000"].contains(&v.as_str()),
+                    "{w}x{h}: {line}\n{screen}"
+                );
+            }
+        }
+    }
+}
