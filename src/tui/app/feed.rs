@@ -11,10 +11,19 @@ use blktune_core::sampler::Snapshot;
 use std::sync::Arc;
 
 impl App {
-    /// Take one message of the source.
+    /// Take one message of the source. While the display is paused, what was
+    /// sampled (snapshots, marks, probe, latency, processes and placement) is
+    /// held and taken in on resume; answers to the user's own actions are not.
     pub fn on_feed(&mut self, feed: Feed) {
         if let Some(held) = &mut self.held
-            && matches!(feed, Feed::Snapshot(_) | Feed::Probe(_) | Feed::Latency(_))
+            && matches!(
+                feed,
+                Feed::Snapshot(_)
+                    | Feed::Change(_)
+                    | Feed::Probe(_)
+                    | Feed::Latency(_)
+                    | Feed::WhereIo(_)
+            )
         {
             held.push_back(feed);
             // At most what the charts keep (about three feeds per interval).
