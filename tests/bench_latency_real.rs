@@ -8,43 +8,7 @@
 
 mod common;
 
-use common::{TestLoop, blktune, require_root, require_tool, stderr, stdout};
-use std::process::{Child, Command, Stdio};
-
-/// fio reading the device in the background; killed and reaped on drop.
-struct Fio(Child);
-
-impl Fio {
-    fn randread(dev: &str) -> Self {
-        let child = Command::new("fio")
-            .args([
-                "--name=randread",
-                &format!("--filename=/dev/{dev}"),
-                "--rw=randread",
-                "--bs=4k",
-                "--direct=1",
-                "--ioengine=libaio",
-                "--iodepth=4",
-                "--time_based",
-                "--runtime=60",
-                "--output=/dev/null",
-                // Jobs as threads: a kill ends them all, nothing keeps the device.
-                "--thread",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("fio");
-        Self(child)
-    }
-}
-
-impl Drop for Fio {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{ReadLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
 
 /// The rows of the kernel table (after its `kernel` header), split in cells.
 fn kernel_rows(table: &str) -> Vec<Vec<String>> {
@@ -64,7 +28,7 @@ fn a_passive_bench_under_fio_shows_the_kernels_p99_with_counts_per_scheduler() {
     }
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
-    let _fio = Fio::randread(lo.name());
+    let _fio = ReadLoad::randread(lo.name());
     let args = |extra: &[&'static str]| {
         let mut a = vec![
             "bench",

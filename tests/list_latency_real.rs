@@ -4,18 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
-
-/// fio reading the device in the background; killed and reaped on drop.
-struct Fio(Child);
-
-impl Drop for Fio {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The value of the first sample line starting with `prefix`.
 fn sample(text: &str, prefix: &str) -> Option<f64> {
@@ -32,24 +20,7 @@ fn openmetrics_latency_histograms_count_the_windows_reads() {
         return;
     }
     let lo = TestLoop::new(64);
-    let _fio = Fio(Command::new("fio")
-        .args([
-            "--name=r",
-            &format!("--filename=/dev/{}", lo.name()),
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=libaio",
-            "--iodepth=4",
-            "--time_based",
-            "--runtime=60",
-            "--output=/dev/null",
-            "--thread",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fio"));
+    let _fio = ReadLoad::randread(lo.name());
     let j = tempfile::tempdir().unwrap();
     let o = blktune(
         &["list", "--format", "openmetrics", "--latency", "1s"],
@@ -77,21 +48,7 @@ fn openmetrics_latency_histograms_count_the_windows_reads() {
         last = v;
     }
     if require_tool(test, "promtool") {
-        let mut p = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        let r = p.wait_with_output().unwrap();
-        assert!(
-            r.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&r.stdout),
-            String::from_utf8_lossy(&r.stderr)
-        );
+        assert_promtool_accepts(&text);
     }
     // Without the kernel (--no-bpf) the gauges are still there, and no histogram.
     let o = blktune(

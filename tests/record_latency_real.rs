@@ -8,18 +8,7 @@
 mod common;
 
 use blktune_core::latency::{Hist, Percentiles, SparseHist};
-use common::{TestLoop, blktune, require_root, require_tool, stderr, stdout};
-use std::process::{Child, Command, Stdio};
-
-/// fio reading the device in the background; killed and reaped on drop.
-struct Fio(Child);
-
-impl Drop for Fio {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{ReadLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
 
 #[test]
 fn a_recording_under_load_replays_the_p99_it_recorded() {
@@ -31,24 +20,7 @@ fn a_recording_under_load_replays_the_p99_it_recorded() {
     let j = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lat.ndjson");
-    let _fio = Fio(Command::new("fio")
-        .args([
-            "--name=randread",
-            &format!("--filename=/dev/{}", lo.name()),
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=libaio",
-            "--iodepth=4",
-            "--time_based",
-            "--runtime=60",
-            "--output=/dev/null",
-            "--thread",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fio"));
+    let _fio = ReadLoad::randread(lo.name());
     let o = blktune(
         &[
             "record",

@@ -190,3 +190,63 @@ pub fn as_nobody(program: &std::path::Path) -> Command {
         .arg(program);
     c
 }
+
+/// fio reading a device of the test at random (4 KiB, direct I/O, queue
+/// depth 4) in the background, as threads so one kill ends it; killed and
+/// reaped on drop. The load of the kernel-latency tests.
+pub struct ReadLoad(std::process::Child);
+
+impl ReadLoad {
+    pub fn randread(dev: &str) -> Self {
+        let child = Command::new("fio")
+            .args([
+                "--name=randread",
+                &format!("--filename=/dev/{dev}"),
+                "--rw=randread",
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=libaio",
+                "--iodepth=4",
+                "--time_based",
+                "--runtime=60",
+                "--output=/dev/null",
+                "--thread",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("fio");
+        Self(child)
+    }
+}
+
+impl Drop for ReadLoad {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `text` passes `promtool check metrics` (the OpenMetrics tests).
+pub fn assert_promtool_accepts(text: &str) {
+    use std::io::Write;
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    p.stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let r = p.wait_with_output().expect("promtool");
+    assert!(
+        r.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
