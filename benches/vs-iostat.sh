@@ -6,7 +6,9 @@
 # For each N: attaches N loop devices of its own (sparse files in /dev/shm),
 # runs `blktune watch --json -i 1 -c 6` and `iostat -x -d 1 6` side by side
 # over the same devices (every device on the machine, as both do by default),
-# and prints the CPU time of each and the ratio; then the TUI's first-frame
+# and prints the CPU time of each and the ratio; then watch's CPU without
+# its kernel latency tracer (--no-bpf, alone: how much of watch is the BPF
+# program's load), the TUI's first-frame
 # time (in a tmux session of its own, --read-only), its CPU at a 1 s interval
 # with the devices idle, and the peak RSS of each. Every device it attached is
 # detached at the end, also on Ctrl-C. It only reads other devices.
@@ -69,10 +71,12 @@ print("%.3f" % (r.ru_utime + r.ru_stime))' /usr/bin/time -f %M -o "$rss" "$@"
 pid_cpu() { awk '{ print ($14 + $15) }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "blktune vs iostat on $(uname -r), $(nproc) cores; binary $BLKTUNE"
-printf '%7s %8s %12s %12s %7s %11s %11s %12s %11s %9s\n' \
-    devices all "watch CPU s" "iostat CPU s" ratio "watch RSS" "iostat RSS" \
-    "TUI 1st ms" "TUI core%" "TUI RSS"
+echo "load average at start: $(load)"
+printf '%7s %8s %12s %12s %7s %10s %11s %11s %12s %11s %9s %15s\n' \
+    devices all "watch CPU s" "iostat CPU s" ratio "no-BPF s" "watch RSS" "iostat RSS" \
+    "TUI 1st ms" "TUI core%" "TUI RSS" "load"
 for n in "${SIZES[@]}"; do
     attach_to "$n"
     total=$(ls /sys/block | wc -l)
@@ -85,6 +89,8 @@ for n in "${SIZES[@]}"; do
     { read -r wcpu; read -r wrss; } <"$DIR/watch.res"
     { read -r icpu; read -r irss; } <"$DIR/iostat.res"
     ratio=$(awk -v a="$wcpu" -v b="$icpu" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+    # The same watch without the BPF tracer, alone (not side by side).
+    { read -r ncpu; read -r _; } < <(cpu_of nobpf "$BLKTUNE" --no-bpf watch --json -i 1 -c 6)
 
     # TUI: time from start to a frame with device rows (the status line says
     # "waiting for the first sample" until the first snapshot arrives).
@@ -115,11 +121,13 @@ for n in "${SIZES[@]}"; do
     sleep 0.5
     tmux kill-session -t "$TMUX_NAME" 2>/dev/null || true
 
-    printf '%7s %8s %12s %12s %7s %9sKi %9sKi %12s %11s %7sKi\n' \
-        "$n" "$total" "$wcpu" "$icpu" "$ratio" "$wrss" "$irss" "$first" "$core" "$trss"
+    printf '%7s %8s %12s %12s %7s %10s %9sKi %9sKi %12s %11s %7sKi %15s\n' \
+        "$n" "$total" "$wcpu" "$icpu" "$ratio" "$ncpu" "$wrss" "$irss" "$first" "$core" "$trss" "$(load)"
 done
 echo
 echo "devices: loop devices attached by this script; all: entries in /sys/block (both tools"
 echo "read every one); CPU: user+sys of the whole run (6 samples at 1 s), from getrusage;"
 echo "TUI 1st ms: start to the first frame with device rows (tmux polling, ~5 ms resolution);"
-echo "TUI core%: CPU over ${TUI_SECONDS} s at a 1 s interval, idle devices; RSS: peak."
+echo "no-BPF s: the same watch with --no-bpf, run alone after the pair (the rest of watch's"
+echo "CPU is loading the kernel latency tracer); TUI core%: CPU over ${TUI_SECONDS} s at a 1 s"
+echo "interval, idle devices; RSS: peak; load: 1, 5, 15 min load average after the row."

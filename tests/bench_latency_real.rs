@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ReadLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
+use common::{FioLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
 
 /// The rows of the kernel table (after its `kernel` header), split in cells.
 fn kernel_rows(table: &str) -> Vec<Vec<String>> {
@@ -28,7 +28,7 @@ fn a_passive_bench_under_fio_shows_the_kernels_p99_with_counts_per_scheduler() {
     }
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
-    let _fio = ReadLoad::randread(lo.name());
+    let _fio = FioLoad::randread(lo.name());
     let args = |extra: &[&'static str]| {
         let mut a = vec![
             "bench",

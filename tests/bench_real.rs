@@ -549,6 +549,15 @@ fn a_device_re_created_mid_bench_stops_it_and_gets_nothing_written() {
     {
         return;
     }
+    retry_node_races(
+        "a_device_re_created_mid_bench_stops_it_and_gets_nothing_written",
+        re_created_mid_bench,
+    );
+}
+
+/// One run; `false` when another process took the loop node between the
+/// detach and the re-attach.
+fn re_created_mid_bench() -> bool {
     let lo = TestLoop::new(64);
     let j = tempfile::tempdir().unwrap();
     lo.set_queue("scheduler", "bfq");
@@ -577,6 +586,11 @@ fn a_device_re_created_mid_bench_stops_it_and_gets_nothing_written() {
             .contains("[bfq]")),
         "bench never got going"
     );
+    // Hold the bench still while its device is swapped, so that it sees
+    // the new device only once that has its own settings.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let signal = |s| nix::sys::signal::kill(pid, s).unwrap();
+    signal(nix::sys::signal::Signal::SIGSTOP);
     let detach = Command::new("losetup")
         .arg("-d")
         .arg(&dev)
@@ -587,29 +601,27 @@ fn a_device_re_created_mid_bench_stops_it_and_gets_nothing_written() {
         "{}",
         String::from_utf8_lossy(&detach.stderr)
     );
-    // The new device's own settings (the queue outlives the detach).
-    lo.set_queue("scheduler", "none");
-    lo.set_queue("nr_requests", "100");
     let other_dir = temp_in_target();
     let other = other_dir.path().join("other.img");
     std::fs::File::create(&other)
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let attach = Command::new("losetup")
-        .arg(&dev)
-        .arg(&other)
-        .output()
-        .unwrap();
+    // Only a device of our own gets settings: the freed number may have
+    // gone to another process, and then nothing is written to it.
+    let again = common::reattach(&name, &other);
+    if again.is_some() {
+        // The new device's own settings.
+        lo.set_queue("scheduler", "none");
+        lo.set_queue("nr_requests", "100");
+    }
+    signal(nix::sys::signal::Signal::SIGCONT);
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
-    if !attach.status.success() {
-        // Another process took the free loop number first: nothing to check.
-        eprintln!(
-            "SKIPPED: {dev} was taken before the re-attach: {}",
-            String::from_utf8_lossy(&attach.stderr)
-        );
-        return;
+    if again.is_none() {
+        // Another process took the free loop number first: try again.
+        eprintln!("{dev} was taken before the re-attach");
+        return false;
     }
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("re-created"), "{err}");
@@ -620,4 +632,5 @@ fn a_device_re_created_mid_bench_stops_it_and_gets_nothing_written() {
     let now = queue_state(&name);
     assert!(now["scheduler"].contains("[none]"), "{now:?}\n{err}");
     assert_eq!(now["nr_requests"], "100", "{err}");
+    true
 }

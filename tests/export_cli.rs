@@ -3,22 +3,20 @@
 //! files and a distribution-style rules file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::fake::FakeDisk;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-struct Host {
-    dir: tempfile::TempDir,
-}
+mod common;
+
+use common::fake_host::FakeHost;
 
 /// The same machine as the golden tests: nvme0n1, sda (ID_SERIAL in the udev
 /// db), sdb (ID_WWN), vda, loop0, zram0; sda has a partition sda1.
-fn host() -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FakeTree::new(dir.path()).unwrap();
-    for d in [
+fn host() -> FakeHost {
+    let h = FakeHost::new(&[
         FakeDisk::new("nvme0n1")
             .dev(259, 0)
             .model("Samsung SSD 980 PRO 1TB", None)
@@ -42,54 +40,13 @@ fn host() -> Host {
             .rotational(true),
         FakeDisk::new("loop0").dev(7, 0).active("none"),
         FakeDisk::new("zram0").dev(253, 0).no_queue(),
-    ] {
-        t.add(&d).unwrap();
-    }
-    let db = dir.path().join("udev-data");
-    fs::create_dir_all(&db).unwrap();
-    fs::write(
-        db.join("b8:0"),
-        "E:ID_SERIAL=Samsung_SSD_860_S3Z1NB0K123456\n",
-    )
-    .unwrap();
-    fs::write(db.join("b8:16"), "E:ID_WWN=0x50014ee2b5e12345\n").unwrap();
-    fs::write(db.join("b259:0"), "E:ID_WWN=eui.002538b911b12345\n").unwrap();
-    fs::write(db.join("b254:0"), "E:ID_SERIAL=vd-serial-01\n").unwrap();
-    fs::write(db.join("b7:0"), "E:DISKSEQ=3\n").unwrap();
-    fs::create_dir_all(dir.path().join("journal")).unwrap();
-    fs::create_dir_all(dir.path().join("out")).unwrap();
-    Host { dir }
-}
-
-impl Host {
-    fn run(&self, args: &[&str]) -> Output {
-        let p = self.dir.path();
-        Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .arg("--sysfs-root")
-            .arg(p.join("sys"))
-            .arg("--proc-root")
-            .arg(p.join("proc"))
-            .args(args)
-            .arg("--udev-db")
-            .arg(p.join("udev-data"))
-            .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
-            .env("SOURCE_DATE_EPOCH", "1767323045")
-            .output()
-            .unwrap()
-    }
-
-    fn out(&self, name: &str) -> PathBuf {
-        self.dir.path().join("out").join(name)
-    }
-
-    fn out_entries(&self) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(self.dir.path().join("out"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        v.sort();
-        v
-    }
+    ]);
+    h.udev("b8:0", "E:ID_SERIAL=Samsung_SSD_860_S3Z1NB0K123456\n");
+    h.udev("b8:16", "E:ID_WWN=0x50014ee2b5e12345\n");
+    h.udev("b259:0", "E:ID_WWN=eui.002538b911b12345\n");
+    h.udev("b254:0", "E:ID_SERIAL=vd-serial-01\n");
+    h.udev("b7:0", "E:DISKSEQ=3\n");
+    h
 }
 
 fn stdout(o: &Output) -> String {
@@ -330,7 +287,7 @@ fn matched(report: &Value) -> Vec<String> {
 fn class_rule_warnings_name_exactly_what_the_check_matches() {
     let h = host();
     // A second rotational loop device; vda and sdb rotate too, but are not loops.
-    let t = FakeTree::new(h.dir.path()).unwrap();
+    let t = &h.tree;
     t.add(&FakeDisk::new("loop1").dev(7, 1).rotational(true))
         .unwrap();
     t.add(
@@ -376,12 +333,12 @@ fn class_rule_warnings_name_exactly_what_the_check_matches() {
 }
 
 /// `--check --json` of a file without problems (exit 0).
-fn check_json(h: &Host, file: &Path) -> Value {
+fn check_json(h: &FakeHost, file: &Path) -> Value {
     check_json_exit(h, file, 0)
 }
 
 /// `--check --json`, expecting exit code `code` (3: problems found).
-fn check_json_exit(h: &Host, file: &Path, code: i32) -> Value {
+fn check_json_exit(h: &FakeHost, file: &Path, code: i32) -> Value {
     let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
     assert_eq!(o.status.code(), Some(code), "{}{}", stdout(&o), stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
@@ -627,7 +584,7 @@ fn check_of_a_missing_file_fails_in_one_line() {
 }
 
 /// Run an exported script against the fake tree (`BLKTUNE_SYSFS`, `BLKTUNE_UDEV_DB`).
-fn run_script(h: &Host, script: &Path) -> Output {
+fn run_script(h: &FakeHost, script: &Path) -> Output {
     let p = h.dir.path();
     Command::new("sh")
         .arg(script)
@@ -637,7 +594,7 @@ fn run_script(h: &Host, script: &Path) -> Output {
         .unwrap()
 }
 
-fn queue(h: &Host, dev: &str, attr: &str) -> String {
+fn queue(h: &FakeHost, dev: &str, attr: &str) -> String {
     fs::read_to_string(h.dir.path().join(format!("sys/block/{dev}/queue/{attr}")))
         .unwrap()
         .trim()

@@ -3,24 +3,20 @@
 //! devices, and `--check` over the whole udev search path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune_core::device::{self, BlockDevice};
-use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
-use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::export::{Format, MatchStrategy, RenderOptions, render};
+use blktune_core::fake::FakeDisk;
 use blktune_core::tuner::Wanted;
 use std::fs;
-use std::process::{Command, Output};
+use std::process::Command;
 
-struct Host {
-    dir: tempfile::TempDir,
-    t: FakeTree,
-}
+mod common;
+
+use common::fake_host::{FakeHost, kyber};
 
 /// sda (udev: ID_WWN and ID_WWN_WITH_EXTENSION), sdb (ID_SERIAL), nvme0n1
 /// (sysfs wwid only), sdz (zoned), sdm (a path of the multipath dm-0).
-fn host() -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FakeTree::new(dir.path()).unwrap();
-    for d in [
+fn host() -> FakeHost {
+    let h = FakeHost::new(&[
         FakeDisk::new("sda").dev(8, 0).model("LUN", Some("NETAPP")),
         FakeDisk::new("sdb")
             .dev(8, 16)
@@ -33,9 +29,8 @@ fn host() -> Host {
         FakeDisk::new("sdz").dev(8, 240).rotational(true),
         FakeDisk::new("sdm").dev(8, 48).stacked(&["dm-0"], &[]),
         FakeDisk::new("dm-0").dev(252, 0).stacked(&[], &["sdm"]),
-    ] {
-        t.add(&d).unwrap();
-    }
+    ]);
+    let t = &h.tree;
     fs::write(t.dev_dir("sdz").join("queue/zoned"), "host-managed\n").unwrap();
     fs::write(t.dev_dir("sda").join("queue/zoned"), "none\n").unwrap();
     // holders/dm-0 is a link to the dm device, which has dm/uuid.
@@ -45,76 +40,24 @@ fn host() -> Host {
         "mpath-3600a098038303053\n",
     )
     .unwrap();
-    let h = t.dev_dir("sdm").join("holders/dm-0");
-    fs::remove_file(&h).ok();
-    fs::remove_dir_all(&h).ok();
-    std::os::unix::fs::symlink(t.dev_dir("dm-0"), &h).unwrap();
-    let db = dir.path().join("udev-data");
-    fs::create_dir_all(&db).unwrap();
-    fs::write(
-        db.join("b8:0"),
+    let l = t.dev_dir("sdm").join("holders/dm-0");
+    fs::remove_file(&l).ok();
+    fs::remove_dir_all(&l).ok();
+    std::os::unix::fs::symlink(t.dev_dir("dm-0"), &l).unwrap();
+    h.udev(
+        "b8:0",
         "E:ID_WWN=0x600a098038303053\nE:ID_WWN_WITH_EXTENSION=0x600a0980383030536f2b\nE:ID_SERIAL=3600a0980\n",
-    )
-    .unwrap();
-    fs::write(
-        db.join("b8:16"),
-        "E:ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567\n",
-    )
-    .unwrap();
-    fs::create_dir_all(dir.path().join("tuned")).unwrap();
-    fs::create_dir_all(dir.path().join("journal")).unwrap();
-    Host { dir, t }
+    );
+    h.udev("b8:16", "E:ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567\n");
+    fs::create_dir_all(h.path("tuned")).unwrap();
+    h
 }
 
-impl Host {
-    fn run(&self, args: &[&str]) -> Output {
-        let p = self.dir.path();
-        Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .arg("--sysfs-root")
-            .arg(p.join("sys"))
-            .arg("--proc-root")
-            .arg(p.join("proc"))
-            .args(args)
-            .arg("--udev-db")
-            .arg(p.join("udev-data"))
-            .env("BLKTUNE_JOURNAL_DIR", p.join("journal"))
-            .env("SOURCE_DATE_EPOCH", "1767323045")
-            .output()
-            .unwrap()
-    }
-
-    fn devices(&self) -> Vec<BlockDevice> {
-        device::discover(&self.t.root()).unwrap()
-    }
-
-    fn item(&self, name: &str, s: Wanted) -> ExportItem {
-        let d = self.devices().into_iter().find(|d| d.name == name).unwrap();
-        let env = UdevDb::new(self.dir.path().join("udev-data")).properties(d.major, d.minor);
-        ExportItem::new(d, s, env)
-    }
-}
-
-fn opts(h: &Host, strategy: Option<MatchStrategy>, include: Option<&str>) -> RenderOptions {
-    let devices = h.devices();
+fn opts(h: &FakeHost, strategy: Option<MatchStrategy>, include: Option<&str>) -> RenderOptions {
     RenderOptions {
         strategy,
-        format: Format::Tuned,
-        host: "goldenhost".into(),
-        version: "0.0.0-golden".into(),
-        generated: Some("2026-01-02T03:04:05.000Z".into()),
-        output: None,
-        host_udev_env: UdevDb::new(h.dir.path().join("udev-data")).properties_of(&devices),
-        host_devices: devices,
         tuned_include: include.map(str::to_owned),
-    }
-}
-
-fn kyber() -> Wanted {
-    Wanted {
-        scheduler: Some("kyber".into()),
-        tunables: vec![("read_lat_nsec".into(), "1000000".into())],
-        nr_requests: Some(64),
-        read_ahead_kb: Some(256),
+        ..h.golden_opts(Format::Tuned)
     }
 }
 
@@ -163,7 +106,7 @@ fn tuned_profile_of_several_devices_and_matches() {
 #[test]
 fn cli_tuned_includes_the_active_profile() {
     let h = host();
-    let tuned = h.dir.path().join("etc/tuned");
+    let tuned = h.path("etc/tuned");
     fs::create_dir_all(&tuned).unwrap();
     fs::write(tuned.join("active_profile"), "balanced\n").unwrap();
     let o = h.run(&[
@@ -252,8 +195,8 @@ fn apply_hint_triggers_only_the_devices_concerned() {
 /// A fake configuration tree: blktune's rule in /etc, a distribution rule
 /// before it, a vendor rule after it that switches the scheduler, a masked
 /// file, /lib a link to /usr/lib, and tuned active with a disk plugin.
-fn config_tree(h: &Host) -> std::path::PathBuf {
-    let root = h.dir.path().join("conf");
+fn config_tree(h: &FakeHost) -> std::path::PathBuf {
+    let root = h.path("conf");
     let etc = root.join("etc/udev/rules.d");
     let usr = root.join("usr/lib/udev/rules.d");
     fs::create_dir_all(&etc).unwrap();

@@ -3,25 +3,19 @@
 //! injected, so the snapshots are the same on every machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use blktune_core::device::{self, BlockDevice};
-use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, UdevDb, render};
-use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::export::{ExportItem, Format, MatchStrategy, RenderOptions, render};
+use blktune_core::fake::FakeDisk;
 use blktune_core::tuner::Wanted;
-use std::fs;
 
-struct Host {
-    _dir: tempfile::TempDir,
-    devices: Vec<BlockDevice>,
-    db: UdevDb,
-}
+mod common;
+
+use common::fake_host::{FakeHost, kyber};
 
 /// nvme0n1 (wwid in sysfs), sda SATA SSD (ID_SERIAL in the udev db), sdb HDD
 /// (ID_WWN in the udev db), vda virtio (serial in sysfs), loop0 (nothing),
 /// zram0 (no scheduler).
-fn host() -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FakeTree::new(dir.path()).unwrap();
-    let disks = [
+fn host() -> FakeHost {
+    let h = FakeHost::new(&[
         FakeDisk::new("nvme0n1")
             .dev(259, 0)
             .model("Samsung SSD 980 PRO 1TB", None)
@@ -43,63 +37,22 @@ fn host() -> Host {
             .rotational(true),
         FakeDisk::new("loop0").dev(7, 0).active("none"),
         FakeDisk::new("zram0").dev(253, 0).no_queue(),
-    ];
-    for d in &disks {
-        t.add(d).unwrap();
-    }
-    let db = dir.path().join("udev-data");
-    fs::create_dir_all(&db).unwrap();
-    fs::write(
-        db.join("b8:0"),
+    ]);
+    h.udev(
+        "b8:0",
         "S:disk/by-id/ata-Samsung_SSD_860_S3Z1NB0K123456\nE:ID_SERIAL=Samsung_SSD_860_S3Z1NB0K123456\nE:ID_BUS=ata\n",
-    )
-    .unwrap();
-    fs::write(
-        db.join("b8:16"),
+    );
+    h.udev(
+        "b8:16",
         "E:ID_WWN=0x50014ee2b5e12345\nE:ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567\n",
-    )
-    .unwrap();
-    let devices = device::discover(&t.root()).unwrap();
-    Host {
-        _dir: dir,
-        devices,
-        db: UdevDb::new(db),
-    }
+    );
+    h
 }
 
-impl Host {
-    fn item(&self, name: &str, s: Wanted) -> ExportItem {
-        let d = self
-            .devices
-            .iter()
-            .find(|d| d.name == name)
-            .unwrap()
-            .clone();
-        let env = self.db.properties(d.major, d.minor);
-        ExportItem::new(d, s, env)
-    }
-
-    fn opts(&self, strategy: Option<MatchStrategy>, format: Format) -> RenderOptions {
-        RenderOptions {
-            strategy,
-            format,
-            host: "goldenhost".into(),
-            version: "0.0.0-golden".into(),
-            generated: Some("2026-01-02T03:04:05.000Z".into()),
-            output: None,
-            host_devices: self.devices.clone(),
-            host_udev_env: self.db.properties_of(&self.devices),
-            tuned_include: None,
-        }
-    }
-}
-
-fn kyber() -> Wanted {
-    Wanted {
-        scheduler: Some("kyber".into()),
-        tunables: vec![("read_lat_nsec".into(), "1000000".into())],
-        nr_requests: Some(64),
-        read_ahead_kb: Some(256),
+fn opts(h: &FakeHost, strategy: Option<MatchStrategy>, format: Format) -> RenderOptions {
+    RenderOptions {
+        strategy,
+        ..h.golden_opts(format)
     }
 }
 
@@ -112,8 +65,8 @@ fn deadline() -> Wanted {
     }
 }
 
-fn golden(name: &str, h: &Host, items: Vec<ExportItem>, strategy: Option<MatchStrategy>) {
-    let r = render(&items, &h.opts(strategy, Format::Udev)).unwrap();
+fn golden(name: &str, h: &FakeHost, items: Vec<ExportItem>, strategy: Option<MatchStrategy>) {
+    let r = render(&items, &opts(h, strategy, Format::Udev)).unwrap();
     let shown = format!(
         "{}\n--- warnings ---\n{}\n--- suggested: {}",
         r.text,
@@ -202,7 +155,7 @@ fn several_devices_make_one_file_with_one_block_each() {
         h.item("sdb", deadline()),
         h.item("loop0", kyber()),
     ];
-    let r = render(&items, &h.opts(None, Format::Udev)).unwrap();
+    let r = render(&items, &opts(&h, None, Format::Udev)).unwrap();
     assert_eq!(r.text.matches("ACTION==").count(), 4);
     insta::assert_snapshot!("all_default", r.text);
 }
@@ -213,7 +166,7 @@ fn script_format() {
     let mut sdb = h.item("sdb", deadline());
     sdb.measured = Some("r_await 12.0 ms -> 4.1 ms over 60 s of fio randread".into());
     let items = vec![h.item("sda", kyber()), sdb, h.item("loop0", kyber())];
-    let r = render(&items, &h.opts(None, Format::Script)).unwrap();
+    let r = render(&items, &opts(&h, None, Format::Script)).unwrap();
     assert_eq!(r.suggested_path.to_str(), Some("blktune-apply.sh"));
     insta::assert_snapshot!("script_default", r.text);
 }
@@ -223,7 +176,7 @@ fn measured_text_goes_into_the_header() {
     let h = host();
     let mut item = h.item("sda", kyber());
     item.measured = Some("before: r_await 3.2 ms\nafter:  r_await 1.1 ms\n".into());
-    let r = render(&[item], &h.opts(None, Format::Udev)).unwrap();
+    let r = render(&[item], &opts(&h, None, Format::Udev)).unwrap();
     assert!(r.text.contains("#   measured: before: r_await 3.2 ms\n"));
     assert!(r.text.contains("#   measured: after:  r_await 1.1 ms\n"));
 }

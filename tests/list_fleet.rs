@@ -5,22 +5,18 @@
 
 mod common;
 
-use blktune_core::fake::{FakeDisk, FakeTree};
+use blktune_core::fake::FakeDisk;
 use serde_json::Value;
 use std::fs;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-struct Host {
-    dir: tempfile::TempDir,
-}
+use common::fake_host::FakeHost;
 
 /// sda (udev db: WWN with extension, serial, by-id links), sdb (only sysfs
 /// wwid), nvme0n1 (model with a quote), loop0 attached, loop1 unattached.
-fn host() -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FakeTree::new(dir.path()).unwrap();
-    for d in [
+fn host() -> FakeHost {
+    let h = FakeHost::new(&[
         FakeDisk::new("sda")
             .dev(8, 0)
             .model("Samsung SSD 860", Some("ATA")),
@@ -35,46 +31,15 @@ fn host() -> Host {
             .hw_queue_depth(1023),
         FakeDisk::new("loop0").dev(7, 0).active("none"),
         FakeDisk::new("loop1").dev(7, 1).size_bytes(0),
-    ] {
-        t.add(&d).unwrap();
-    }
-    let db = dir.path().join("udev-data");
-    fs::create_dir_all(&db).unwrap();
-    fs::write(
-        db.join("b8:0"),
+    ]);
+    h.udev(
+        "b8:0",
         "S:disk/by-path/pci-0000:00:1f.2-ata-1\nS:disk/by-id/ata-Samsung_SSD_860_S3Z1\n\
          S:disk/by-id/wwn-0x5002538e40a1b2c3-ext7\nE:ID_WWN=0x5002538e40a1b2c3\n\
          E:ID_WWN_WITH_EXTENSION=0x5002538e40a1b2c3-ext7\nE:ID_SERIAL=Samsung_SSD_860_S3Z1\n\
          E:ID_SERIAL_SHORT=S3Z1\nE:ID_MODEL=Samsung_SSD_860\n",
-    )
-    .unwrap();
-    Host { dir }
-}
-
-impl Host {
-    fn run(&self, args: &[&str]) -> Output {
-        let p = self.dir.path();
-        Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .arg("--sysfs-root")
-            .arg(p.join("sys"))
-            .arg("--proc-root")
-            .arg(p.join("proc"))
-            .args(args)
-            .arg("--udev-db")
-            .arg(p.join("udev-data"))
-            .output()
-            .unwrap()
-    }
-
-    fn stdout(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
+    );
+    h
 }
 
 #[test]

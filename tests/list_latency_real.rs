@@ -20,7 +20,7 @@ fn openmetrics_latency_histograms_count_the_windows_reads() {
         return;
     }
     let lo = TestLoop::new(64);
-    let _fio = ReadLoad::randread(lo.name());
+    let _fio = FioLoad::randread(lo.name());
     let j = tempfile::tempdir().unwrap();
     let o = blktune(
         &["list", "--format", "openmetrics", "--latency", "1s"],

@@ -64,11 +64,15 @@ fn probe_reads_at_its_rate_read_only_with_o_direct() {
         (25.0..=55.0).contains(&s.reads_per_sec),
         "about 40 reads/s: {s:?}"
     );
-    let l = s.latency.unwrap();
+    // Every read's latency, so windows can pool them; about 40 reads: a
+    // count, a median and a max, no p99.
+    let l = s.reads_ns.figures();
+    assert_eq!(l.n, s.reads, "{l:?}");
     assert!(
-        l.count == s.reads && l.p50 > 0.0 && l.p99 >= l.p50 && l.max >= l.p99,
+        l.p50.unwrap() > 0.0 && l.max.unwrap() >= l.p50.unwrap(),
         "{l:?}"
     );
+    assert_eq!(l.p99, None, "a p99 of {} reads: {l:?}", l.n);
     let bad = &stats["nosuchdev"];
     assert_eq!(bad.reads, 0);
     assert!(
@@ -106,10 +110,20 @@ fn watch_probe_shows_percentiles_next_to_diskstats() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.starts_with("probe: 20.0 read-only"), "{out}");
+    assert!(
+        out.starts_with("probe: 20.0 read-only direct 4 KiB reads/s"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .contains("above the block layer"),
+        "{out}"
+    );
     let header = out.lines().find(|l| l.starts_with("Device")).unwrap();
     assert!(
-        header.ends_with("pr_p50  pr_p99  pr_max pr_r/s"),
+        header.ends_with("pr_n  pr_p50  pr_p99  pr_max pr_r/s"),
         "{header}"
     );
     let last = out
@@ -119,10 +133,13 @@ fn watch_probe_shows_percentiles_next_to_diskstats() {
         .unwrap();
     let cells: Vec<&str> = last.split_whitespace().collect();
     let rate: f64 = cells[cells.len() - 1].parse().unwrap();
-    let p99: f64 = cells[cells.len() - 3].parse().unwrap();
+    let max: f64 = cells[cells.len() - 2].parse().unwrap();
+    let n: u64 = cells[cells.len() - 5].parse().unwrap();
     let r_s: f64 = cells[2].parse().unwrap();
     assert!((10.0..=30.0).contains(&rate), "{last}");
-    assert!(p99 > 0.0, "{last}");
+    assert!(max > 0.0 && (5..=15).contains(&n), "{last}");
+    // About 10 reads: no p99 (it would be the slowest read).
+    assert_eq!(cells[cells.len() - 3], "-", "{last}");
     assert!(r_s >= 10.0, "the probe's reads show in r/s: {last}");
 
     let o = blktune(
@@ -140,6 +157,58 @@ fn watch_probe_shows_percentiles_next_to_diskstats() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let last: serde_json::Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
-    assert!(last["probe"]["reads"].as_u64().unwrap() > 0, "{last}");
-    assert!(last["probe"]["p99"].as_f64().unwrap() > 0.0, "{last}");
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<String> = v["probe"].as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&last),
+        ["errors", "max", "n", "p50", "p99", "reads_per_sec"],
+        "{last}"
+    );
+    // About 2.5 reads in the interval: their count, median and max; no p99.
+    let p = &last["probe"];
+    assert!(p["n"].as_u64().unwrap() > 0, "{last}");
+    assert!(
+        p["max"].as_f64().unwrap() >= p["p50"].as_f64().unwrap(),
+        "{last}"
+    );
+    assert!(p["p99"].is_null(), "{last}");
+
+    // 100 reads/s over 2 s intervals: enough reads for a p99.
+    let o = blktune(
+        &[
+            "watch",
+            "--probe",
+            "--probe-rate",
+            "100",
+            "--json",
+            "-c",
+            "3",
+            "-i",
+            "1500ms",
+            lo.name(),
+        ],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recs: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // (The probe starts with the first interval: that one may have no reads.)
+    for r in recs.iter().filter(|r| !r["probe"].is_null()) {
+        let p = &r["probe"];
+        let n = p["n"].as_u64().unwrap();
+        assert_eq!(p["p99"].is_null(), n < 100, "{r}");
+    }
+    let full = &recs.last().unwrap()["probe"];
+    assert!(full["n"].as_u64().unwrap() >= 100, "{full}");
+    let (p50, p99, max) = (
+        full["p50"].as_f64().unwrap(),
+        full["p99"].as_f64().unwrap(),
+        full["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{full}");
 }

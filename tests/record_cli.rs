@@ -154,7 +154,16 @@ fn record_stops_cleanly_on_sigterm_and_records_outside_changes() {
     let f = Fixture::new();
     let file = f.path("live.ndjson");
     let child = f.spawn(&["record", file.to_str().unwrap(), "-i", "100ms", "sda"]);
-    wait_for_samples(&file, 3);
+    wait_for_samples(&file, 10);
+    // The recording time of the newest sample before the switch.
+    let before: f64 = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["type"] == "sample")
+        .find_map(|r| r["t"].as_f64())
+        .unwrap();
     // Another process switches the scheduler while we record.
     // Atomically, as the kernel does: the recorder must never read half a file.
     let q = f.tree.dev_dir("sda").join("queue");
@@ -183,6 +192,14 @@ fn record_stops_cleanly_on_sigterm_and_records_outside_changes() {
     assert_eq!(changes[0].label, "mq-deadline→kyber");
     assert_eq!(changes[0].source, ChangeSource::Observed);
     assert!(changes[0].t > 0.0 && changes[0].t < rec.duration());
+    // Placed where it happened: after the last sample before it, less the
+    // span the sampler checks settings in (half an interval, 50 ms here),
+    // not halfway back to the recording's start.
+    assert!(
+        changes[0].t >= before - 0.05,
+        "the change at {} s, the switch after {before} s",
+        changes[0].t
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 mod common;
 
 use blktune_core::latency::{Hist, Percentiles, SparseHist};
-use common::{ReadLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
+use common::{FioLoad, TestLoop, blktune, require_root, require_tool, stderr, stdout};
 
 #[test]
 fn a_recording_under_load_replays_the_p99_it_recorded() {
@@ -20,7 +20,7 @@ fn a_recording_under_load_replays_the_p99_it_recorded() {
     let j = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lat.ndjson");
-    let _fio = ReadLoad::randread(lo.name());
+    let _fio = FioLoad::randread(lo.name());
     let o = blktune(
         &[
             "record",

@@ -321,3 +321,121 @@ fn a_jump_returns_a_bounded_batch_and_keeps_the_marks_of_frames_left_out() {
         assert!(p.at_end());
     }
 }
+
+// ---- the summary's percents follow the noise rules ----
+
+/// A recording of sda alone, one sample a second: reads at `r_before` ms
+/// for `before` intervals, a switch to kyber seen in sysfs, then `after`
+/// intervals at `r_after` ms. Each figure alternates a little around its
+/// level (a spread, as a real device has); writes do not move.
+fn switch_recording(
+    name: &str,
+    before: usize,
+    r_before: f64,
+    after: usize,
+    r_after: f64,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = FakeTree::new(&dir.path().join("tree")).unwrap();
+    tree.add(&FakeDisk::new("sda")).unwrap();
+    let root = tree.root();
+    let file = dir.path().join(name);
+    let mut devices = Arc::new(device::discover(&root).unwrap());
+    let opts = RecordOptions {
+        force: false,
+        only: Vec::new(),
+        interval: std::time::Duration::from_secs(1),
+        checked_within: std::time::Duration::from_secs(1),
+    };
+    let mut rec = Recorder::create(&file, &root, &devices, ORIGIN, &opts).unwrap();
+    let mut rates = RateTracker::default();
+    let mut c = blktune_core::diskstats::Counters::default();
+    for i in 0..=before + after {
+        if i > 0 {
+            let ms = if i <= before { r_before } else { r_after };
+            let wobble = if i % 2 == 0 { 1.02 } else { 0.98 };
+            let reads = 1000;
+            c.rd_ios += reads;
+            c.rd_sectors += reads * 8;
+            c.rd_ticks += (reads as f64 * ms * wobble) as u32;
+            c.wr_ios += 100;
+            c.wr_sectors += 100 * 8;
+            c.wr_ticks += 700;
+            c.io_ticks += 900;
+            c.time_in_queue += (reads as f64 * ms) as u32 + 700;
+        }
+        tree.set_diskstats(&[("sda", 8, 0, c)]).unwrap();
+        // The switch happens during the first interval after `before`.
+        if i == before + 1 {
+            switch(&tree, "sda", "kyber", 256);
+            devices = Arc::new(device::discover(&root).unwrap());
+        }
+        let t = ORIGIN + i as f64;
+        let (lines, _) = diskstats::parse(&root.read_diskstats().unwrap());
+        let interval = rates.last_interval(t);
+        let stats = rates.update(t, &lines);
+        rec.snapshot(&Snapshot {
+            wall: SystemTime::now(),
+            t,
+            interval,
+            devices: Arc::clone(&devices),
+            refreshed: true,
+            stats,
+            iowait_pct: None,
+            warnings: Vec::new(),
+        })
+        .unwrap();
+    }
+    rec.finish("stopped").unwrap();
+    (dir, file)
+}
+
+/// The summary text's row of `label` under the first change.
+fn summary_row(text: &str, label: &str) -> String {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} row:\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn the_summary_gives_no_percent_from_a_one_second_before() {
+    // One interval (1 s) before the switch, then 20 s of 1 ms reads: a
+    // 5 ms -> 1 ms drop, but "before" is one interval long.
+    let (_dir, file) = switch_recording("short.ndjson", 1, 5.0, 20, 1.0);
+    let sum = summarize(&open(&file), None).unwrap();
+    assert_eq!(sum.changes.len(), 1, "{:?}", sum.changes);
+    let c = &sum.changes[0];
+    assert_eq!(c.before.unwrap().intervals, 1);
+    assert_eq!(c.pct["r_await"], None, "{:?}", c.pct);
+    assert!(c.pct.values().all(Option::is_none), "{:?}", c.pct);
+    assert_eq!(c.change["r_await"], "short");
+    let text = sum.to_text();
+    let r = summary_row(&text, "r_await");
+    assert!(r.ends_with("short") && !r.contains('%'), "{r}\n{text}");
+    // The JSON says the same: no percent, the word.
+    let v = serde_json::to_value(&sum).unwrap();
+    assert!(v["changes"][0]["pct"]["r_await"].is_null(), "{v}");
+    assert_eq!(v["changes"][0]["change"]["r_await"], "short");
+}
+
+#[test]
+fn the_summary_gives_a_percent_for_a_clear_change_and_marks_noise() {
+    let (_dir, file) = switch_recording("clear.ndjson", 20, 5.0, 20, 1.0);
+    let sum = summarize(&open(&file), None).unwrap();
+    let c = &sum.changes[0];
+    let p = c.pct["r_await"].unwrap();
+    assert!((p + 80.0).abs() < 1.0, "{p}");
+    let text = sum.to_text();
+    // The means with their spread, the percent as the TUI shows it.
+    let r = summary_row(&text, "r_await");
+    assert!(
+        r.contains("5.00±0.10 ms") && r.ends_with("-80%"),
+        "{r}\n{text}"
+    );
+    // Writes did not move: inside the noise, marked, and no percent in the JSON.
+    let w = summary_row(&text, "w_await");
+    assert!(w.ends_with("~+0%"), "{w}\n{text}");
+    assert_eq!(c.pct["w_await"], None);
+    assert!(text.contains("~ a move inside the noise"), "{text}");
+}

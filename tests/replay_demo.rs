@@ -13,7 +13,7 @@ fn run_elsewhere(args: &[&str], nobody: bool) -> (Output, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let bin = dir.path().join("blktune");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
+    common::copy_binary(&bin);
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();

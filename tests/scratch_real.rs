@@ -6,7 +6,7 @@ mod common;
 
 use blktune_core::scratch::{Creator, ScratchLoop};
 use blktune_core::tuner::{Tuner, Wanted};
-use common::require_root;
+use common::{Reattached, require_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -43,15 +43,6 @@ fn active(line: &str) -> &str {
         .unwrap_or(line)
 }
 
-/// A loop device this test attached to a chosen number; detached on drop.
-struct Reattached(String);
-
-impl Drop for Reattached {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-    }
-}
-
 /// Attach a new file to exactly `/dev/<name>`; `None` if a parallel test took
 /// the number first.
 fn reattach(name: &str, dir: &Path) -> Option<Reattached> {
@@ -60,14 +51,7 @@ fn reattach(name: &str, dir: &Path) -> Option<Reattached> {
         .unwrap()
         .set_len(16 << 20)
         .unwrap();
-    let dev = format!("/dev/{name}");
-    let ok = Command::new("losetup")
-        .arg(&dev)
-        .arg(&file)
-        .status()
-        .unwrap()
-        .success();
-    ok.then_some(Reattached(dev))
+    common::reattach(name, &file)
 }
 
 /// Create a scratch device, switch its scheduler and nr_requests through the
@@ -164,7 +148,13 @@ fn attach(file: &Path) -> Reattached {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", common::stderr(&o));
-    Reattached(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    Reattached {
+        name: String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .trim_start_matches("/dev/")
+            .to_owned(),
+        file: file.canonicalize().unwrap(),
+    }
 }
 
 fn bound_to(file: &Path) -> bool {
@@ -236,7 +226,7 @@ fn a_scratch_run_sweeps_a_dead_runs_device_and_nothing_else() {
     std::fs::write(&orphan, "").unwrap();
 
     let err = quick_scratch_run(dir.path(), j.path());
-    let gone_name = gone_dev.0.trim_start_matches("/dev/");
+    let gone_name = gone_dev.name.as_str();
     assert!(
         err.lines().any(|l| l
             == format!(
@@ -357,4 +347,59 @@ fn a_scratch_run_sweeps_what_a_sigkilled_bench_left() {
         assert_eq!(active(&q[0].1), was, "{err}");
         assert_eq!(Some(q[1].1.parse().unwrap()), original.nr_requests);
     }
+}
+
+/// Another process detaches our scratch device and attaches its own file
+/// under the same loop number (loop numbers are shared by the whole
+/// machine): the guard must neither put "our" settings onto that device nor
+/// detach it. It used to do both, which in the test suite detached a
+/// parallel test's device and failed it.
+#[test]
+fn a_scratch_guard_leaves_a_device_attached_by_someone_else_alone() {
+    let t = "a_scratch_guard_leaves_a_device_attached_by_someone_else_alone";
+    if !require_root(t) {
+        return;
+    }
+    common::retry_node_races(t, || {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let lo = ScratchLoop::create(dir.path(), 32 << 20).expect("losetup");
+        let name = lo.name().to_owned();
+        // Our scratch device has its own scheduler, which its guard would
+        // put back at teardown.
+        Tuner::new(Default::default(), None)
+            .apply(
+                &name,
+                &Wanted {
+                    scheduler: Some("kyber".into()),
+                    ..Wanted::default()
+                },
+            )
+            .unwrap();
+        let st = Command::new("losetup")
+            .arg("-d")
+            .arg(format!("/dev/{name}"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let Some(_theirs) = reattach(&name, dir.path()) else {
+            eprintln!("{name} was taken by another process after the detach");
+            drop(lo);
+            return false;
+        };
+        // "Their" device, with settings of its own.
+        let q = PathBuf::from("/sys/block").join(&name).join("queue");
+        std::fs::write(q.join("scheduler"), "bfq").unwrap();
+        std::fs::write(q.join("nr_requests"), "100").unwrap();
+        let theirs = queue_of(&name);
+        let err = lo
+            .remove()
+            .expect_err("the guard says it left the device alone");
+        assert!(err.to_string().contains("left alone"), "{err}");
+        let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+            .expect("their device is still attached");
+        assert!(backing.contains("second.img"), "{backing}");
+        assert_eq!(queue_of(&name), theirs, "their settings are untouched");
+        true
+    });
 }

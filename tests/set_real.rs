@@ -282,20 +282,20 @@ fn not_root_gets_one_line_and_nothing_changes() {
     assert!(stdout(&o).contains(lo.name()));
 }
 
-/// Detaches a loop device on drop (for a device a test attached by hand).
-struct Detach(String);
-
-impl Drop for Detach {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
-}
-
 #[test]
 fn reverting_a_re_created_device_writes_nothing_and_says_how_to_restore() {
     if !require_root("reverting_a_re_created_device_writes_nothing_and_says_how_to_restore") {
         return;
     }
+    retry_node_races(
+        "reverting_a_re_created_device_writes_nothing_and_says_how_to_restore",
+        revert_re_created,
+    );
+}
+
+/// One run; `false` when another process took the loop node between the
+/// detach and the re-attach.
+fn revert_re_created() -> bool {
     // Change a loop device, detach it, attach another file under the same
     // name: the kernel gives it a new diskseq, so it is another device and
     // the old original must not be applied to it. But a loop device keeps
@@ -310,18 +310,11 @@ fn reverting_a_re_created_device_writes_nothing_and_says_how_to_restore() {
     let file = tempfile::NamedTempFile::new_in(base.path()).unwrap();
     file.as_file().set_len(32 << 20).unwrap();
     lo.dev.remove().unwrap_or_else(|e| panic!("detach: {e}"));
-    let dev = format!("/dev/{name}");
-    let st = Command::new("losetup")
-        .arg(&dev)
-        .arg(file.path())
-        .status()
-        .unwrap();
-    if !st.success() {
-        // Someone else took the name in between: nothing to test here.
-        eprintln!("SKIPPED: {name} was taken by another process");
-        return;
-    }
-    let _guard = Detach(dev);
+    let Some(_guard) = common::reattach(&name, file.path()) else {
+        // Someone else took the name in between: try again.
+        eprintln!("{name} was taken by another process");
+        return false;
+    };
     let nr = format!("/sys/block/{name}/queue/nr_requests");
     // A loop device detached with plain `losetup -d` keeps blktune's value
     // into its next attachment; the test helper's detach put the original
@@ -361,6 +354,7 @@ fn reverting_a_re_created_device_writes_nothing_and_says_how_to_restore() {
     let o = blktune(&args, j.path());
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&nr).unwrap().trim(), "128");
+    true
 }
 
 #[test]

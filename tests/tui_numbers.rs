@@ -1,5 +1,5 @@
 //! Numbers are never cut into other numbers (issue 16, item 6): at 60x20,
-//! 80x24 and 120x40 every figure of the detail pane (title, charts,
+//! 80x24, 120x40 and 200x50 every figure of the detail pane (title, charts,
 //! before/after, earlier changes, tunables) is shown whole or replaced by
 //! `…`. The check: every run of digits on the screen is a whole number the
 //! app could show, i.e. it is never directly followed by a cut.
@@ -61,7 +61,7 @@ fn cut_numbers(line: &str) -> Vec<String> {
 #[test]
 fn every_number_is_whole_or_an_ellipsis_at_every_size() {
     let (_m, app) = session();
-    for (w, h) in [(60, 20), (80, 24), (120, 40)] {
+    for (w, h) in [(60, 20), (80, 24), (120, 40), (200, 50)] {
         let screen = text(&screen(&app, w, h));
         for line in screen.lines() {
             assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
@@ -157,4 +157,70 @@ fn overlay_lines_keep_their_numbers_whole() {
             }
         }
     }
+}
+
+/// A diff as wide as its column (`~+8284%` in the demo's kyber→bfq) keeps
+/// a space before it: never `37.5~+8284%`, read as one number.
+#[test]
+fn a_wide_diff_never_touches_the_value_before_it() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 30, &busy(1));
+    let mark = m.switch("sda", "mq-deadline→bfq", "mq-deadline", "bfq");
+    app.on_feed(Feed::Change(mark));
+    m.run(&mut app, 30, &busy(101));
+    for (w, h) in [(60, 20), (80, 24), (120, 40), (200, 50)] {
+        let s = text(&screen(&app, w, h));
+        let row = s
+            .lines()
+            .find(|l| l.contains("│r_await "))
+            .unwrap_or_else(|| panic!("{w}x{h}: no before/after:\n{s}"));
+        assert!(row.contains(" +10000%"), "{w}x{h}: {row}");
+        for line in s.lines() {
+            let c: Vec<char> = line.chars().collect();
+            assert!(
+                !c.windows(2)
+                    .any(|p| p[0].is_ascii_digit() && matches!(p[1], '+' | '~')),
+                "{w}x{h}: a figure touches the next: {line}"
+            );
+        }
+    }
+}
+
+/// The p99 chart's value under its name is the newest interval's, as in
+/// the table's r_p99 column, not the p99 of a column of pooled intervals
+/// (seen live: table 4.87, chart 4.00).
+#[test]
+fn the_p99_chart_shows_the_last_intervals_p99_as_the_table_does() {
+    let lat = |tail_ms: f64| {
+        vec![(
+            "sda",
+            Lat {
+                reads: 800,
+                r_ms: 4.0,
+                r_tail: 0.03,
+                r_tail_ms: tail_ms,
+                r_dev_ms: 0.9,
+                writes: 40,
+                w_ms: 10.0,
+            },
+        )]
+    };
+    let mut m = Machine::new(&[FakeDisk::new("sda").dev(8, 0)]);
+    let mut app = m.app(None);
+    m.run_traced(&mut app, 120, &busy(4), &lat(12.0));
+    m.run_traced(&mut app, 1, &busy(4), &lat(30.0));
+    let s = text(&screen(&app, 80, 24));
+    let lines: Vec<&str> = s.lines().map(|l| l.trim_matches('"')).collect();
+    let head: Vec<&str> = lines[1].split_whitespace().collect();
+    let col = head.iter().position(|h| *h == "r_p99").unwrap();
+    let row: Vec<&str> = lines[2]
+        .trim_start_matches('▶')
+        .split_whitespace()
+        .collect();
+    let table = row[col];
+    let at = lines.iter().position(|l| l.starts_with("r_p99 ")).unwrap();
+    let chart = lines[at + 1].split_whitespace().next().unwrap();
+    assert_eq!(chart, format!("{table}ms"), "{s}");
+    assert!(table.starts_with("30"), "{s}");
 }

@@ -112,8 +112,16 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     assert!(full.iter().all(|s| s.stats[&an].errors == 0), "{full:?}");
     let p = app.probe.as_ref().unwrap();
     let h = &p.history[&an];
-    assert!(h.iter().any(|q| q.p99.is_some_and(|v| v > 0.0)), "{h:?}");
-    assert!(h.iter().all(|q| q.p99.is_none_or(|v| v <= q.max.unwrap())));
+    // Each interval keeps its reads' latencies; a few reads: no p99 of its own.
+    assert!(
+        h.iter().any(|q| q.figures().max.is_some_and(|v| v > 0.0)),
+        "{h:?}"
+    );
+    assert!(h.iter().all(|q| q.figures().n == q.reads), "{h:?}");
+    assert!(h.iter().all(|q| q.figures().p99.is_none()), "{h:?}");
+    // Pooled over the window: every read counted once.
+    let w = blktune::tui::app::probe_window(h);
+    assert_eq!(w.n, h.iter().map(|q| q.reads).sum::<u64>());
     assert!(p.history.keys().all(|k| k == &an), "{:?}", p.history.keys());
 
     // Select b: the probe moves there and leaves a alone.
@@ -130,7 +138,7 @@ fn live_source_probes_only_the_selected_device_and_follows_the_selection() {
     }
     let last = app.probe.as_ref().unwrap().latest(&bn).unwrap();
     assert!(
-        last.reads > 0 && last.p99.is_some_and(|v| v > 0.0),
+        last.reads > 0 && last.figures().p50.is_some_and(|v| v > 0.0),
         "{last:?}"
     );
 

@@ -1,7 +1,9 @@
 //! End to end: `blktune --probe` in tmux at 80x24 on a loop device this test
-//! creates. The probe's figures show next to r_await, a switch gets a
-//! `pr_p99` before/after row, `P` turns it off and on, and quitting ends the
-//! process (and with it the probe). Root only; skips otherwise.
+//! creates. The probe says what it is and shows its figures with the count
+//! of reads they rest on (no p99 of an interval's dozen reads; one of the
+//! minute's pooled reads once there are 100), a switch gets `pr_n` and
+//! `pr_p99` before/after rows, `P` turns it off and on, and quitting ends
+//! the process (and with it the probe). Root only; skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::tmux::Tmux;
@@ -32,43 +34,71 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     let tmp = tempfile::tempdir().unwrap();
     let t = Tmux::start(
         &format!(
-            "BLKTUNE_JOURNAL_DIR={} {} --probe --probe-rate 20 --device {dev} --interval 250ms --revert-on-exit",
+            "BLKTUNE_JOURNAL_DIR={} {} --probe --probe-rate 50 --device {dev} --interval 250ms --revert-on-exit",
             tmp.path().join("journal").display(),
             env!("CARGO_BIN_EXE_blktune"),
         ),
         80,
         24,
     );
-    // The probe's own load, then its p50/p99/max next to r_await.
+    // Only this device's row (other tests' loop devices would take the
+    // detail pane's rows), typed as a fast typist sends it.
+    t.wait("the device's row", |s| s.contains(&format!("▶{dev} ")));
+    let mut keys = vec!["/"];
+    let typed: Vec<String> = dev.chars().map(String::from).collect();
+    keys.extend(typed.iter().map(String::as_str));
+    keys.push("Enter");
+    t.keys(&keys);
+    t.wait("the filter kept", |s| s.contains(&format!("filter: {dev}")));
+
+    // What it is and its own load, then its count, p50, p99 and max: the
+    // newest interval (about 12 reads) has no p99, the last minute's pooled
+    // reads have one from 100 reads on.
     let s = t.wait("the probe's figures", |s| {
         s.contains(&format!("▶{dev} "))
-            && s.contains("counted in r/s")
-            && s.contains("ms       p50   p99   max r_await")
+            && s.contains("above the block layer (in r/s)")
+            && s.contains("ms       n   p50   p99   max")
             && figures(s, "250ms").is_some_and(|f| f.len() == 4 && f[1].is_some_and(|v| v > 0.0))
-            && figures(s, "60s").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
+            && figures(s, "60s").is_some_and(|f| f[0].is_some_and(|n| n >= 100.0) && f[2].is_some())
     });
     println!("80x24 with the probe:\n{s}");
     let load = s
         .lines()
         .map(panel)
-        .find(|p| p.starts_with("probe ") && p.ends_with("counted in r/s"))
+        .find(|p| p.starts_with("probe: ") && p.ends_with("direct 4 KiB reads"))
         .unwrap();
-    let rate: f64 = load.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert!((10.0..=30.0).contains(&rate), "about 20 reads/s: {load}");
+    let rate: f64 = load
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches("/s")
+        .parse()
+        .unwrap();
+    assert!((25.0..=75.0).contains(&rate), "about 50 reads/s: {load}");
     let now = figures(&s, "250ms").unwrap();
     assert!(
-        now[0].unwrap() <= now[1].unwrap() && now[1].unwrap() <= now[2].unwrap(),
-        "{now:?}"
+        (1.0..100.0).contains(&now[0].unwrap()),
+        "a dozen reads: {now:?}"
+    );
+    assert_eq!(now[2], None, "no p99 of an interval's reads: {now:?}");
+    assert!(now[1].unwrap() <= now[3].unwrap(), "{now:?}");
+    let minute = figures(&s, "60s").unwrap();
+    assert!(
+        minute[1].unwrap() <= minute[2].unwrap() && minute[2].unwrap() <= minute[3].unwrap(),
+        "{minute:?}"
     );
 
-    // Switch to another scheduler: the before/after table gets the probe's p99.
-    // Some "before": samples (the probe's figures move every one), not seconds.
-    t.wait_redraws("some \"before\"", 8);
+    // Switch to another scheduler: the before/after table gets the probe's
+    // read counts and, once each side has 100 reads, their p99 (the "before"
+    // already has them: the minute's row showed a p99).
     t.keys(&["s"]);
     t.wait("the picker", |s| s.contains(&format!("scheduler of {dev}")));
     t.keys(&["Down", "Enter"]);
-    let s = t.wait("a pr_p99 row with before and after", |s| {
-        figures(s, "pr_p99").is_some_and(|f| f.len() >= 2 && f[0].is_some() && f[1].is_some())
+    let s = t.wait("pr_n and pr_p99 rows with before and after", |s| {
+        figures(s, "pr_n")
+            .is_some_and(|f| f.len() == 2 && f.iter().all(|n| n.is_some_and(|n| n >= 100.0)))
+            && figures(s, "pr_p99")
+                .is_some_and(|f| f.len() >= 2 && f[0].is_some() && f[1].is_some())
     });
     println!("80x24 after the switch:\n{s}");
     assert!(figures(&s, "r_await").is_some(), "{s}");
@@ -76,7 +106,7 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     // P turns it off: its lines go and the device is closed; P brings it back.
     t.keys(&["P"]);
     let s = t.wait("the probe off", |s| {
-        s.contains("probe off") && !s.contains("counted in r/s") && !s.contains("pr_p99")
+        s.contains("probe off") && !s.contains("above the block layer") && !s.contains("pr_")
     });
     assert!(figures(&s, "r_await").is_some(), "the rest stays: {s}");
     assert!(
@@ -85,8 +115,9 @@ fn tui_probe_shows_its_figures_and_the_p99_before_and_after_a_switch() {
     );
     t.keys(&["P"]);
     t.wait("the probe on again", |s| {
-        s.contains(&format!("probe on: 20.0 read-only 4 KiB reads/s of {dev}"))
-            && figures(s, "250ms").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
+        s.contains(&format!(
+            "probe on: 50.0 read-only direct 4 KiB reads/s of {dev}"
+        )) && figures(s, "250ms").is_some_and(|f| f[1].is_some_and(|v| v > 0.0))
     });
     assert!(held_open(&dev));
 

@@ -170,7 +170,7 @@ fn live_recorder_never_overwrites_and_records_what_it_is_given() {
     let existing = dir.path().join("taken.ndjson.gz");
     std::fs::write(&existing, b"keep me").unwrap();
     let mut rec = LiveRecorder::default();
-    match rec.start(&existing, &sampler, 0.0, Duration::from_secs(1)) {
+    match rec.start(&existing, &sampler, 0.0, Duration::from_secs(1), None) {
         Some(RecordEvent::Failed(e)) => assert!(e.contains("already exists"), "{e}"),
         other => panic!("{other:?}"),
     }
@@ -178,13 +178,13 @@ fn live_recorder_never_overwrites_and_records_what_it_is_given() {
     let path = dir.path().join("new.ndjson.gz");
     let s0 = sampler.tick().unwrap();
     assert_eq!(
-        rec.start(&path, &sampler, s0.t, Duration::from_secs(1)),
+        rec.start(&path, &sampler, s0.t, Duration::from_secs(1), None),
         Some(RecordEvent::Started(path.clone()))
     );
     for _ in 0..3 {
         std::thread::sleep(Duration::from_millis(20));
         let s = sampler.tick().unwrap();
-        assert_eq!(rec.snapshot(&s), None);
+        assert_eq!(rec.snapshot(&s, None), None);
     }
     match rec.stop() {
         Some(RecordEvent::Stopped { samples, .. }) => assert_eq!(samples, 3),

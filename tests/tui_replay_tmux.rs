@@ -176,7 +176,7 @@ fn start_demo(dir: &Path, journal: &Path) -> (Tmux, String, String) {
         24,
     );
     let s = t.wait("the demo hint and the device selected", |s| {
-        s.contains("press s, pick kyber: reads wait 3-5x less")
+        s.contains("press s, pick kyber: reads get faster")
             && demo_device(s).is_some_and(|d| s.contains(&format!("▶{d} ")))
     });
     let dev = demo_device(&s).unwrap();

@@ -105,90 +105,6 @@ fn tiny_and_odd_sizes_do_not_panic() {
     screen(&app, 60, 16);
 }
 
-/// sda with the probe on: p99 about 4 ms under mq-deadline, then a switch to
-/// kyber and p99 about 1 ms.
-fn probe_app() -> (Machine, blktune::tui::app::App) {
-    let mut m = Machine::three();
-    let mut app = m.app(None);
-    app.enable_probe(5.0);
-    let slow = probe_stats(5.0, Some((0.8, 4.0, 6.5)), None);
-    m.run_probed(&mut app, 40, &busy(6), "sda", &slow);
-    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
-    app.on_feed(Feed::Change(mark));
-    let fast = probe_stats(5.0, Some((0.4, 1.0, 1.5)), None);
-    m.run_probed(&mut app, 20, &busy(2), "sda", &fast);
-    (m, app)
-}
-
-#[test]
-fn probe_figures_at_80x24() {
-    let (_m, app) = probe_app();
-    let term = screen(&app, 80, 24);
-    let s = text(&term);
-    assert!(s.contains("probe 5.0 r/s, counted in r/s"), "{s}");
-    assert!(s.contains("ms       p50   p99   max r_await"), "{s}");
-    // The newest interval: probe figures next to diskstats r_await.
-    assert!(s.contains("1s      0.40  1.00  1.50    2.00"), "{s}");
-    // The last minute: 40 s at p99 4 ms and 20 s at 1 ms; the worst read of
-    // it; r_await 40 s at 6 ms and 20 s at 2 ms.
-    assert!(s.contains("60s     0.67  3.00  6.50    4.67"), "{s}");
-    // The payoff: the tail before and after the switch.
-    assert!(s.contains("r_await     6.00    2.00   -67%"), "{s}");
-    assert!(s.contains("pr_p99      4.00    1.00   -75%"), "{s}");
-    insta::assert_snapshot!(term.backend());
-}
-
-#[test]
-fn probe_figures_at_120x40() {
-    let (_m, app) = probe_app();
-    let term = screen(&app, 120, 40);
-    let s = text(&term);
-    assert!(s.contains("probe 5.0 r/s, counted in r/s"), "{s}");
-    // A wide panel: each mean with its spread beside it.
-    assert!(s.contains("r_await      6.00±0     2.00±0   -67%"), "{s}");
-    assert!(s.contains("pr_p99         4.00       1.00   -75%"), "{s}");
-    insta::assert_snapshot!(term.backend());
-}
-
-#[test]
-fn probe_error_is_a_line_in_the_panel() {
-    let mut m = Machine::three();
-    let mut app = m.app(Some("not root"));
-    app.enable_probe(5.0);
-    let denied = probe_stats(
-        0.0,
-        None,
-        Some("cannot open /dev/sda for reading: Permission denied (os error 13)"),
-    );
-    m.run_probed(&mut app, 10, &busy(4), "sda", &denied);
-    let term = screen(&app, 80, 24);
-    let s = text(&term);
-    assert!(s.contains("probe 0.0 r/s, counted in r/s"), "{s}");
-    assert!(s.contains("probe: cannot open /dev/sda for"), "{s}");
-    assert!(s.contains("reading: Permission denied (os"), "{s}");
-    assert!(s.contains("error 13)"), "{s}");
-    assert!(!s.contains("p99"), "no table without a read: {s}");
-    insta::assert_snapshot!(term.backend());
-}
-
-#[test]
-fn probe_off_shows_nothing_of_it() {
-    let (_m, app) = main_app();
-    assert!(app.probe.is_none());
-    for (w, h) in [(80, 24), (160, 48)] {
-        let s = text(&screen(&app, w, h));
-        assert!(!s.contains("probe") && !s.contains("pr_p99"), "{s}");
-    }
-    // Probe on but no figures yet: one line saying it is starting.
-    let mut m = Machine::three();
-    let mut app = m.app(None);
-    app.enable_probe(2.5);
-    m.run(&mut app, 3, &busy(4));
-    let s = text(&screen(&app, 80, 24));
-    assert!(s.contains("probe 2.5 r/s: starting"), "{s}");
-    assert!(!s.contains("p99"), "{s}");
-}
-
 /// The last line of the screen.
 fn footer(app: &blktune::tui::app::App, w: u16, h: u16) -> String {
     let s = text(&screen(app, w, h));
@@ -285,10 +201,150 @@ fn at_60x20_the_title_and_help_and_quit_stay() {
     app.read_only = None;
     let s = text(&screen(&app, 60, 20));
     let footer = s.lines().nth(19).unwrap().trim_matches(['"', ' ']);
+    // The keys of an incident first (switch, who does the I/O, undo,
+    // pause); the editors of single values are one `?` away.
     assert_eq!(
         footer,
-        "s sched  n nr  r ra  t tun  u undo  o sort  ? help  q quit"
+        "s sched  u undo  o sort  p pause  i procs  ? help  q quit"
     );
+}
+
+/// At 80x24 the footer shows every key an incident needs (issue 16): the
+/// processes panel `i` is not only in the help. Only `t` (tunables) waits
+/// for a wider screen, and the help lists every hinted key.
+#[test]
+fn the_80x24_footer_has_the_incident_keys_and_agrees_with_help() {
+    let (_m, app) = main_app();
+    let f = footer(&app, 80, 24);
+    assert_eq!(
+        f,
+        "s sched  n nr  r ra  u undo  o sort  / filter  p pause  i procs  ? help  q quit"
+    );
+    for (w, h) in [(60, 20), (80, 24)] {
+        let f = footer(&app, w, h);
+        for key in [
+            "s sched", "i procs", "u undo", "p pause", "? help", "q quit",
+        ] {
+            assert!(f.contains(key), "{w}x{h}: {key} missing: {f}");
+        }
+    }
+    use blktune::tui::render::Theme;
+    let help: Vec<String> = blktune::tui::render::help_lines(Theme { color: false }, false)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    for key in [
+        "s/Enter", "n", "r", "t", "u", "o/F6", "/", "p/space", "i", "?", "q/Ctrl-C",
+    ] {
+        assert!(
+            help.iter()
+                .any(|l| l.split_whitespace().next() == Some(key)),
+            "{key} not in help: {help:#?}"
+        );
+    }
+}
+
+/// The r_await chart of a screen: the fraction of its columns with a bar,
+/// as a reader sees it (from the axis' first `─` to the pane's `│`).
+fn r_await_filled(screen: &str) -> f64 {
+    let rows: Vec<Vec<char>> = screen
+        .lines()
+        .map(|l| l.trim_matches('"').chars().collect())
+        .collect();
+    let axis = rows
+        .iter()
+        .find(|r| r.first() == Some(&'-') && r.contains(&'─'))
+        .unwrap();
+    let from = axis.iter().position(|&c| c == '─').unwrap();
+    let to = axis.iter().position(|&c| c == '│').unwrap();
+    let top = rows
+        .iter()
+        .position(|r| r.starts_with(&['r', '_', 'a']))
+        .unwrap();
+    let end = rows
+        .iter()
+        .position(|r| r.starts_with(&['w', '_', 'a']))
+        .unwrap();
+    let bars = (from..to)
+        .filter(|&x| {
+            rows[top..end]
+                .iter()
+                .any(|r| r.get(x).is_some_and(|c| "▁▂▃▄▅▆▇█".contains(*c)))
+        })
+        .count();
+    bars as f64 / (to - from) as f64
+}
+
+/// Ten seconds into a session the charts span ten seconds, not two
+/// minutes: the bars cover the chart's width (issue 16, item 13).
+#[test]
+fn ten_seconds_of_history_fill_the_charts() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    for i in 0..10 {
+        m.run(&mut app, 1, &busy(2 + i % 4));
+    }
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    let f = r_await_filled(&s);
+    assert!(f >= 0.9, "bars over {:.0}% of the chart:\n{s}", f * 100.0);
+    assert!(s.contains("\"-10s "), "the axis names the window:\n{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+/// A change in a short window keeps its marker where it happened, the
+/// before/after of it, and the newest interval's value under the name.
+#[test]
+fn a_change_in_a_short_window_keeps_its_marker_and_values() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 6, &busy(8));
+    let mark = m.switch("sda", "none→kyber", "none", "kyber");
+    app.on_feed(Feed::Change(mark));
+    m.run(&mut app, 4, &busy(2));
+    let term = screen(&app, 80, 24);
+    let s = text(&term);
+    let rows: Vec<Vec<char>> = s
+        .lines()
+        .map(|l| l.trim_matches('"').chars().collect())
+        .collect();
+    let axis = rows
+        .iter()
+        .find(|r| r.first() == Some(&'-') && r.contains(&'─'))
+        .unwrap();
+    let from = axis.iter().position(|&c| c == '─').unwrap();
+    let to = axis.iter().position(|&c| c == '│').unwrap();
+    let at = axis.iter().position(|&c| c == '▲').unwrap();
+    // Six of the ten seconds had passed: 60% across the chart.
+    let frac = (at - from) as f64 / (to - from) as f64;
+    assert!((0.5..0.7).contains(&frac), "marker at {frac:.2}:\n{s}");
+    let axis: String = axis.iter().collect();
+    assert!(
+        axis.starts_with("-10s") && axis.contains("▲none→kyber"),
+        "{axis}"
+    );
+    // The newest interval under the name; the scale above it is the old 8 ms.
+    assert!(s.contains("\"2.00ms "), "{s}");
+    assert!(s.contains("\"max 8.00 "), "{s}");
+    assert!(s.contains("r_await     8.00    2.00"), "{s}");
+}
+
+/// Once a column pools several intervals the axis says how long one is;
+/// `max` names the bars' scale.
+#[test]
+fn pooled_columns_say_how_long_one_is() {
+    let (_m, app) = main_app();
+    let s = text(&screen(&app, 80, 24));
+    let axis = s
+        .lines()
+        .map(|l| l.trim_matches('"'))
+        .find(|l| l.starts_with('-') && l.contains("now"))
+        .unwrap();
+    // 90 s over 36 columns.
+    assert!(axis.starts_with("-1m30s"), "{axis}");
+    assert!(axis.contains(" 1 col = 2.5s "), "{axis}");
+    assert!(s.contains("\"max 11.0 "), "{s}");
+    assert!(!s.contains('↑'), "{s}");
 }
 
 /// Sorting by await puts the arrow on the `await` sparkline (the larger of
@@ -341,4 +397,34 @@ fn names_and_paths_with_control_characters_are_drawn_escaped() {
     assert!(s.contains("sd\\u202ea"), "{s}");
     assert!(s.contains("scheduler of sd\\u202ea"), "{s}");
     assert!(s.contains("rec\\u0007\\u001b[2J"), "{s}");
+}
+
+/// The help explains what the screen shows without a word for it: the
+/// `!` of a row, the value under a chart's name, `max`, a column's length.
+#[test]
+fn help_explains_the_marks_of_the_table_and_charts() {
+    use blktune::tui::render::Theme;
+    for replay in [false, true] {
+        let lines: Vec<String> = blktune::tui::render::help_lines(Theme { color: false }, replay)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        let at = lines.iter().position(|l| l == "Table and charts").unwrap();
+        let section = lines[at + 1..at + 8].join("\n");
+        for shown in [
+            "!",
+            "2.41ms",
+            "max 3.72",
+            "1 col = 3s",
+            "-2m00s",
+            "▲ │",
+            "! busy",
+        ] {
+            assert!(
+                section.lines().any(|l| l.trim_start().starts_with(shown)),
+                "{shown}:\n{section}"
+            );
+        }
+        assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:#?}");
+    }
 }

@@ -747,20 +747,15 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     );
     assert_eq!(app.probe_control(), None, "said once");
 
-    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    let st = probe_stats(5.0, &[0.2, 0.3, 0.3, 1.2, 2.0], None);
     m.run_probed(&mut app, 3, &busy(4), "sda", &st);
     let h = &app.probe.as_ref().unwrap().history["sda"];
     assert_eq!(h.len(), 3);
     let last = h.back().unwrap();
+    let f = last.figures();
     assert_eq!(
-        (
-            last.p50,
-            last.p99,
-            last.max,
-            last.reads_per_sec,
-            last.errors
-        ),
-        (Some(0.3), Some(1.2), Some(2.0), 5.0, 0)
+        (f.n, f.p50, f.p99, f.max, last.reads_per_sec, last.errors),
+        (5, Some(0.3), None, Some(2.0), 5.0, 0)
     );
     // On the sample timeline: the same ends and lengths as diskstats' points.
     let probe_t: Vec<(f64, f64)> = h.iter().map(|p| (p.t, p.itv)).collect();
@@ -830,11 +825,11 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     );
 
     // An error shows up as the newest point's error, not as a crash.
-    let denied = probe_stats(0.0, None, Some("cannot open /dev/X for reading"));
+    let denied = probe_stats(0.0, &[], Some("cannot open /dev/X for reading"));
     m.run_probed(&mut app, 1, &busy(4), &now, &denied);
     let p = app.probe.as_ref().unwrap().latest(&now).unwrap();
     assert_eq!(p.error.as_deref(), Some("cannot open /dev/X for reading"));
-    assert_eq!((p.p99, p.errors), (None, 5));
+    assert_eq!((p.figures().n, p.errors), (0, 5));
 }
 
 #[test]
@@ -846,7 +841,7 @@ fn probe_off_has_no_state_and_sends_nothing() {
     assert_eq!(app.probe_control(), None);
     assert!(press(&mut app, &[KeyCode::Down, KeyCode::Down]).is_empty());
     // Figures that arrive anyway are dropped.
-    let st = probe_stats(5.0, Some((0.3, 1.2, 2.0)), None);
+    let st = probe_stats(5.0, &[0.2, 0.3, 0.3, 1.2, 2.0], None);
     m.run_probed(&mut app, 2, &busy(4), "zram0", &st);
     assert!(app.probe.is_none());
     assert!(app.probe_compare("sda", 0).is_none());
@@ -918,9 +913,9 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
         "{}",
         status(&app)
     );
-    let st = probe_stats(2.0, Some((0.3, 1.2, 2.0)), None);
+    let st = probe_stats(2.0, &[0.3, 2.0], None);
     m.run_probed(&mut app, 2, &busy(4), "sda", &st);
-    assert!(text(&screen(&app, 80, 24)).contains("probe 2.0 r/s, counted in r/s"));
+    assert!(text(&screen(&app, 80, 24)).contains("probe: 2.0/s direct 4 KiB reads"));
     // Off: the source is told to stop, and nothing of it is left on screen.
     assert_eq!(
         press(&mut app, &chars("P")),
@@ -929,7 +924,7 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
     assert!(app.probe.is_none());
     assert_eq!(status(&app), "probe off");
     let s = text(&screen(&app, 80, 24));
-    assert!(!s.contains("counted in r/s") && !s.contains("p99"), "{s}");
+    assert!(!s.contains("direct 4 KiB") && !s.contains("p99"), "{s}");
     assert!(press(&mut app, &[KeyCode::Down]).is_empty());
     // Read-only mode allows it: it only reads.
     let mut app = m.app(Some("not root"));

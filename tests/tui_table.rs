@@ -87,12 +87,23 @@ fn busy_and_slow_rows_are_marked_without_colour_and_red_with_it() {
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
     assert_eq!(marked, ["\"!loop10", "\"!sda", "\"!sdb", "\"!sdc"], "{s}");
-    // In colour the row is red (the selected row stays reversed).
+    // The selected row shows `▶`; when it is hot, the detail pane's title
+    // says so, first (without colour, the only sign).
+    assert!(!s.contains("! busy") && !s.contains("! slow"), "{s}");
+    for (dev, label) in [("loop10", "─ ! slow  loop10 "), ("sdb", "─ ! busy  sdb ")] {
+        while app.selected_device().map(|d| d.name.as_str()) != Some(dev) {
+            press(&mut app, &chars("j"));
+        }
+        let s = text(&screen(&app, 80, 24));
+        assert!(s.contains(&format!("\"▶{dev} ")), "{s}");
+        assert!(s.contains(label), "{s}");
+    }
+    // In colour a hot row (sdc; the selected row stays reversed) is red.
     app.color = true;
     let term = screen(&app, 80, 24);
     let buf = term.backend().buffer();
     let y = (0..buf.area.height)
-        .find(|&y| buf[(1, y)].symbol() == "s" && buf[(3, y)].symbol() == "b")
+        .find(|&y| buf[(1, y)].symbol() == "s" && buf[(3, y)].symbol() == "c")
         .unwrap();
     assert_eq!(buf[(1, y)].fg, Color::Red);
     assert!(buf[(1, y)].modifier.contains(Modifier::BOLD));

@@ -56,3 +56,136 @@ fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
+
+/// The cells of the column whose heading is `head` (right-aligned, `width`
+/// wide), row by row under the headings: (device, cell).
+fn column(screen: &str, head: &str, width: usize) -> Vec<(String, String)> {
+    let mut lines = screen.lines();
+    let Some(h) = lines
+        .by_ref()
+        .find(|l| l.contains("DEVICE") && l.contains("%util"))
+    else {
+        return Vec::new();
+    };
+    let h: Vec<char> = h.chars().collect();
+    let Some(end) = (0..h.len()).find(|&i| {
+        h[i..]
+            .iter()
+            .take(head.chars().count())
+            .copied()
+            .eq(head.chars())
+    }) else {
+        return Vec::new();
+    };
+    let end = end + head.chars().count();
+    lines
+        .map(|l| l.chars().collect::<Vec<char>>())
+        .take_while(|l| {
+            l.len() >= end && matches!(l[0], ' ' | '▶' | '!') && l[1].is_ascii_alphanumeric()
+        })
+        .map(|l| {
+            let name: String = l[1..].iter().take_while(|c| !c.is_whitespace()).collect();
+            let cell: String = l[end - width..end].iter().collect();
+            (name, cell.trim().to_string())
+        })
+        .collect()
+}
+
+/// Rows with a p99 (a number) all above rows without one (`-`, `n=42`),
+/// and `dev` (under load) among those with a number, so on screen.
+fn p99_order_holds(screen: &str, head: &str, dev: &str) -> bool {
+    let col = column(screen, head, 7);
+    let has = |c: &str| c.parse::<f64>().is_ok();
+    let first_none = col.iter().position(|(_, c)| !has(c)).unwrap_or(col.len());
+    let ours = col.iter().position(|(n, _)| n == dev);
+    !col.is_empty()
+        && col[first_none..].iter().all(|(_, c)| !has(c))
+        && ours.is_some_and(|i| i < first_none)
+}
+
+#[test]
+fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last() {
+    let name = "the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "fio") {
+        return;
+    }
+    // Our own loop device under random reads: thousands a second, a p99;
+    // idle devices (and zram0, which has no queue) have none.
+    let lo = TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let _load = FioLoad::randread(&dev);
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --interval 250ms",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        120,
+        40,
+    );
+    // Sorted by name, our device may be below the screen (other tests'
+    // loop devices): wait for the column and any p99 in it.
+    t.wait("the r_p99 column with a read p99", |s| {
+        column(s, "r_p99", 7)
+            .iter()
+            .any(|(_, c)| c.parse::<f64>().is_ok())
+    });
+    // o from the name: %util, aqu-sz, await, r_await, w_await, r_p99.
+    t.keys(&["o", "o", "o", "o", "o", "o"]);
+    let s = t.wait("rows sorted by r_p99, those without one last", |s| {
+        headings(s).contains("↓r_p99")
+            && s.contains("sorted by r_p99 (largest first)")
+            && p99_order_holds(s, "↓r_p99", &dev)
+    });
+    assert_eq!(headings(&s).matches('↓').count(), 1, "{s}");
+    assert!(
+        column(&s, "↓r_p99", 7)
+            .iter()
+            .any(|(_, c)| c == "-" || c.starts_with("n=")),
+        "a row without a p99 to sort last:\n{s}"
+    );
+    // > to w_p99 (our device writes nothing: no p99 there, but the
+    // rows that have one still come first), < < back to w_await.
+    t.keys(&[">"]);
+    t.wait("the arrow on w_p99", |s| {
+        headings(s).contains("↓w_p99") && s.contains("sorted by w_p99 (largest first)")
+    });
+    t.keys(&["<", "<"]);
+    t.wait("the arrow on w_await", |s| headings(s).contains("↓w_await"));
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// A device under a constant write load of our own is busy (%util near 100):
+/// selected, its row shows `▶` (the device the keys act on) and the detail
+/// pane's title says `! busy`, which is also the only sign without colour.
+#[test]
+fn a_busy_selected_device_says_so_in_its_title_without_colour() {
+    let name = "a_busy_selected_device_says_so_in_its_title_without_colour";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "fio") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let _load = FioLoad::busy_writes(&dev);
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env NO_COLOR=1 BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --device {dev} --interval 250ms",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        80,
+        24,
+    );
+    let s = t.wait("the selected row busy, said in the title", |s| {
+        s.contains(&format!("─ ! busy  {dev} ")) && s.contains(&format!("▶{dev} "))
+    });
+    assert!(
+        !s.contains(&format!("!{dev} ")),
+        "the selected row keeps ▶:\n{s}"
+    );
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}

@@ -62,7 +62,6 @@ fn watchdog(
     file: PathBuf,
     restore: Option<QueueRestore>,
 ) {
-    let shown = dev.clone();
     let spawned = std::thread::Builder::new()
         .name("blktune-demo-watchdog".into())
         .spawn(move || {
@@ -75,15 +74,12 @@ fn watchdog(
                 }
                 if since.is_some_and(|s| s.elapsed() > GRACE) {
                     // Put the loop device's queue settings back (it keeps
-                    // them across detach), detach (the kernel finishes when
-                    // our descriptors close at exit) and delete the file.
+                    // them across detach) and detach it (the kernel finishes
+                    // when our descriptors close at exit), both only while
+                    // it is still ours; then delete the file.
                     if let Some(r) = &restore {
-                        let _ = r.run();
+                        let _ = r.teardown();
                     }
-                    let _ = std::process::Command::new("losetup")
-                        .arg("-d")
-                        .arg(format!("/dev/{dev}"))
-                        .status();
                     let _ = std::fs::remove_file(&file);
                     let _ = std::fs::remove_file(blktune_core::scratch::settings_file(&file));
                     std::process::exit(1);
@@ -94,7 +90,7 @@ fn watchdog(
     if let Err(e) = spawned {
         eprintln!(
             "blktune: note: no watchdog thread ({e}); quit with q to remove {}",
-            printable(&shown)
+            printable(&dev)
         );
     }
 }

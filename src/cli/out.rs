@@ -24,19 +24,33 @@ impl Out {
     /// Write one line and flush (for streaming output).
     pub fn line(&mut self, s: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(printable_lines(s).as_bytes())?;
+        lock.write_all(escaped(s).as_bytes())?;
         lock.write_all(b"\n")?;
         lock.flush()?;
         Ok(())
     }
 
-    /// Write text (control characters escaped, newlines kept).
+    /// Write text (control characters escaped, newlines kept) and flush:
+    /// many lines in one write (standard output's line buffer passes
+    /// everything up to the last newline to the kernel at once).
     pub fn text(&mut self, s: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(printable_lines(s).as_bytes())?;
+        lock.write_all(escaped(s).as_bytes())?;
         lock.flush()?;
         Ok(())
     }
+}
+
+/// [`printable_lines`], with a fast pass for the usual output: printable
+/// ASCII, newlines and tabs need no escape (a thousand-line interval of
+/// `watch` is checked a byte at a time, not a character).
+fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.bytes()
+        .all(|b| (b' '..=b'~').contains(&b) || b == b'\n' || b == b'\t')
+    {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    printable_lines(s)
 }
 
 /// Was this error a write to a closed pipe?
@@ -45,4 +59,19 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaped;
+    use std::borrow::Cow;
+
+    #[test]
+    fn plain_output_is_borrowed_and_controls_are_still_escaped() {
+        assert!(matches!(escaped("sda  1.00\n\tx\n"), Cow::Borrowed(_)));
+        assert_eq!(escaped("a\x1b[2Jb\n"), "a\\u001b[2Jb\n");
+        assert_eq!(escaped("x\u{9b}y\n"), "x\\u009by\n");
+        // Non-ASCII goes the slow way and stays as it was when printable.
+        assert_eq!(escaped("ü\n"), "ü\n");
+    }
 }

@@ -110,6 +110,7 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         force: a.force,
         only,
         interval: a.interval,
+        checked_within: sampler.refresh_every(),
     };
     let mut rec =
         Recorder::create_traced(&a.file, &root, sampler.devices(), 0.0, &opts, Some(latency))

@@ -6,12 +6,13 @@ use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::latency::{
     DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
 };
-use blktune_core::probe::{Probe, ProbeStats};
+use blktune_core::probe::{MIN_IOS_FOR_P99, Probe, ProbeJson, ProbeStats};
 use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
 use blktune_core::text::printable;
 use blktune_core::units::rfc3339;
 use serde::Serialize;
 use serde::ser::SerializeMap;
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 /// Arguments of `blktune watch`.
@@ -30,8 +31,10 @@ pub struct WatchArgs {
     pub count: Option<u64>,
 
     /// Also time a few 4 KiB O_DIRECT reads per second at random offsets of each
-    /// device (read-only) and show their latency percentiles: what an application
-    /// sees, next to the diskstats averages. The probe's reads count in r/s.
+    /// device (read-only), above the block layer: what an application sees,
+    /// next to the diskstats averages. Per interval: pr_n reads, their p50 and
+    /// max (ms), a p99 only from 100 reads. --json: "probe": {n, p50, p99, max,
+    /// reads_per_sec, errors, error}. The probe's reads count in r/s.
     #[arg(long)]
     pub probe: bool,
 
@@ -54,7 +57,7 @@ pub struct WatchArgs {
 #[derive(Debug, Serialize)]
 pub struct WatchRecord<'a> {
     pub disk_device: &'a str,
-    pub timestamp: String,
+    pub timestamp: &'a str,
     pub interval_s: f64,
     pub scheduler: Option<&'a str>,
     pub nr_requests: Option<u64>,
@@ -64,9 +67,9 @@ pub struct WatchRecord<'a> {
     pub no_data: Option<NoData>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub stats: Option<ExtStats>,
-    /// With `--probe`: the probe's reads in this interval (latencies in ms).
+    /// With `--probe`: the probe's reads in this interval (see [`ProbeJson`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe: Option<&'a ProbeStats>,
+    pub probe: Option<ProbeJson>,
     /// The kernel's latency percentiles of this interval's I/Os.
     #[serde(flatten)]
     pub latency: LatencyJson,
@@ -82,33 +85,34 @@ pub struct WatchRecord<'a> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LatencyJson(Option<Summary>);
 
+/// The keys of [`LatencyJson`] per direction, in [`Dir::ALL`]'s order:
+/// constants, so that a thousand records per interval build no key.
+const LATENCY_KEYS: [[&str; 6]; 4] = [
+    ["r_p50", "r_p90", "r_p99", "r_p999", "r_max", "r_n"],
+    ["w_p50", "w_p90", "w_p99", "w_p999", "w_max", "w_n"],
+    ["d_p50", "d_p90", "d_p99", "d_p999", "d_max", "d_n"],
+    ["f_p50", "f_p90", "f_p99", "f_p999", "f_max", "f_n"],
+];
+
+/// The device-alone keys of [`LatencyJson`], read then write.
+const DEVICE_KEYS: [(Dir, &str); 2] = [(Dir::Read, "r_dev_p99"), (Dir::Write, "w_dev_p99")];
+
 impl Serialize for LatencyJson {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
-        for dir in Dir::ALL {
+        for (dir, [p50, p90, p99, p999, max, n]) in Dir::ALL.into_iter().zip(LATENCY_KEYS) {
             let p = self.0.as_ref().and_then(|s| s.get(Span::Total, dir));
-            let pre = dir.prefix();
-            m.serialize_entry(&format!("{pre}_p50"), &p.map(|p| p.p50))?;
-            m.serialize_entry(&format!("{pre}_p90"), &p.map(|p| p.p90))?;
-            m.serialize_entry(
-                &format!("{pre}_p99"),
-                &p.and_then(Percentiles::p99_if_enough),
-            )?;
-            m.serialize_entry(
-                &format!("{pre}_p999"),
-                &p.and_then(Percentiles::p999_if_enough),
-            )?;
-            m.serialize_entry(&format!("{pre}_max"), &p.map(|p| p.max))?;
+            m.serialize_entry(p50, &p.map(|p| p.p50))?;
+            m.serialize_entry(p90, &p.map(|p| p.p90))?;
+            m.serialize_entry(p99, &p.and_then(Percentiles::p99_if_enough))?;
+            m.serialize_entry(p999, &p.and_then(Percentiles::p999_if_enough))?;
+            m.serialize_entry(max, &p.map(|p| p.max))?;
             // Known to be 0 when traced without I/O; unknown without BPF.
-            let n = self.0.map(|_| p.map_or(0, |p| p.n));
-            m.serialize_entry(&format!("{pre}_n"), &n)?;
+            m.serialize_entry(n, &self.0.map(|_| p.map_or(0, |p| p.n)))?;
         }
-        for dir in [Dir::Read, Dir::Write] {
+        for (dir, key) in DEVICE_KEYS {
             let p = self.0.as_ref().and_then(|s| s.get(Span::Device, dir));
-            m.serialize_entry(
-                &format!("{}_dev_p99", dir.prefix()),
-                &p.and_then(Percentiles::p99_if_enough),
-            )?;
+            m.serialize_entry(key, &p.and_then(Percentiles::p99_if_enough))?;
         }
         m.end()
     }
@@ -152,7 +156,7 @@ impl Latency {
             Ok(r) => self.intervals.next(r),
             Err(e) => {
                 eprintln!("blktune: no kernel latency percentiles: {e}");
-                self.tracer = Err(Unavailable::Load(e));
+                self.tracer = Err(Unavailable::Read(e));
                 None
             }
         }
@@ -236,24 +240,34 @@ fn latency_cells(s: Option<&Summary>) -> String {
 /// Extra header columns of `--probe`.
 fn probe_header() -> String {
     format!(
-        " {:>7} {:>7} {:>7} {:>6}",
-        "pr_p50", "pr_p99", "pr_max", "pr_r/s"
+        " {:>5} {:>7} {:>7} {:>7} {:>6}",
+        "pr_n", "pr_p50", "pr_p99", "pr_max", "pr_r/s"
     )
 }
 
-/// Extra cells of `--probe`: the probe's read latencies (ms) and its own rate.
+/// Extra cells of `--probe`: how many reads the probe timed this interval,
+/// their p50, p99 (`-` under 100 reads: it would be the slowest one) and
+/// max in ms, and its own rate.
 fn probe_cells(p: Option<&ProbeStats>) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
     match p {
         Some(ProbeStats {
-            latency: Some(l),
-            reads_per_sec,
+            error: Some(e),
+            reads: 0,
             ..
-        }) => format!(
-            " {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
-            l.p50, l.p99, l.max, reads_per_sec
-        ),
-        Some(ProbeStats { error: Some(e), .. }) => format!("  probe: {e}"),
-        _ => format!(" {:>7} {:>7} {:>7} {:>6}", "-", "-", "-", "-"),
+        }) => format!("  probe: {e}"),
+        Some(s) => {
+            let f = s.reads_ns.figures();
+            format!(
+                " {:>5} {:>7} {:>7} {:>7} {:>6.1}",
+                f.n,
+                ms(f.p50),
+                ms(f.p99),
+                ms(f.max),
+                s.reads_per_sec
+            )
+        }
+        None => format!(" {:>5} {:>7} {:>7} {:>7} {:>6}", "-", "-", "-", "-", "-"),
     }
 }
 
@@ -365,8 +379,9 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     let p = Probe::start(&root, &sel, a.probe_rate);
                     if !a.json {
                         out.line(&format!(
-                            "probe: {:.1} read-only 4 KiB O_DIRECT reads/s per device at random offsets \
-                             (counted in r/s); pr_* are their latencies in ms",
+                            "probe: {:.1} read-only direct 4 KiB reads/s per device at random offsets, \
+                             timed above the block layer (counted in r/s); pr_n reads per interval, \
+                             pr_* their ms, pr_p99 from {MIN_IOS_FOR_P99} reads",
                             p.rate()
                         ))?;
                     }
@@ -377,16 +392,20 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let itv = snap.interval.unwrap_or(0.0);
         let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
         let traced = latency.as_mut().and_then(Latency::tick);
+        let timestamp = rfc3339(snap.wall);
+        // The whole interval goes out in one write (a thousand devices are
+        // a thousand lines: one syscall each would cost more than the sample).
+        let mut buf: Vec<u8> = Vec::with_capacity(sel.len() * if a.json { 768 } else { 128 });
         if !a.json {
-            out.line(&format!("\n{}  interval {:.3}s", rfc3339(snap.wall), itv))?;
-            let mut h = header();
+            writeln!(buf, "\n{timestamp}  interval {itv:.3}s")?;
+            buf.extend_from_slice(header().as_bytes());
             if a.latency {
-                h.push_str(&latency_header());
+                buf.extend_from_slice(latency_header().as_bytes());
             }
             if probe.is_some() {
-                h.push_str(&probe_header());
+                buf.extend_from_slice(probe_header().as_bytes());
             }
-            out.line(&h)?;
+            buf.push(b'\n');
         }
         for name in &sel {
             let dev = snap.device(name);
@@ -403,17 +422,18 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 };
                 let rec = WatchRecord {
                     disk_device: name,
-                    timestamp: rfc3339(snap.wall),
+                    timestamp: &timestamp,
                     interval_s: itv,
                     scheduler: sched,
                     nr_requests: q.and_then(|q| q.nr_requests),
                     read_ahead_kb: q.and_then(|q| q.read_ahead_kb),
                     no_data,
                     stats,
-                    probe: probed.get(name),
+                    probe: probed.get(name).map(ProbeStats::json),
                     latency: LatencyJson(summary_of(traced.as_ref(), &snap, name)),
                 };
-                out.line(&serde_json::to_string(&rec)?)?;
+                serde_json::to_writer(&mut buf, &rec)?;
+                buf.push(b'\n');
             } else {
                 let mut line = row(name, sched.unwrap_or("-"), snap.ext(name));
                 if (a.latency || probe.is_some()) && snap.ext(name).is_none() {
@@ -428,10 +448,29 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 if probe.is_some() {
                     line.push_str(&probe_cells(probed.get(name)));
                 }
-                out.line(&line)?;
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
             }
         }
+        out.text(std::str::from_utf8(&buf)?)?;
         n += 1;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_keys_follow_the_directions_prefixes() {
+        for (dir, keys) in Dir::ALL.into_iter().zip(LATENCY_KEYS) {
+            let pre = dir.prefix();
+            let want = ["p50", "p90", "p99", "p999", "max", "n"].map(|k| format!("{pre}_{k}"));
+            assert_eq!(keys, want.each_ref().map(String::as_str));
+        }
+        for (dir, key) in DEVICE_KEYS {
+            assert_eq!(key, format!("{}_dev_p99", dir.prefix()));
+        }
+    }
 }

@@ -17,14 +17,15 @@ pub fn hint(app: &App) -> Option<String> {
         .iter()
         .find(|d| d.name == dev)
         .map(|d| d.queue.active_label().to_string());
-    // Measured on a loop device under this load (random 4 KiB reads beside
-    // an unthrottled 1 MiB writer, direct I/O): kyber's read-latency target
-    // keeps the reads ahead of the writes, read await and p99 fall 3 to 5
-    // times against none or mq-deadline; with a throttled writer there is
-    // nothing to see.
+    // Measured on a loop device under this load (16 random 4 KiB readers
+    // beside 4 unthrottled 1 MiB writers, direct I/O; three recordings by
+    // assets/make-demo.sh): mq-deadline -> kyber cut read await by 25% to
+    // 84% (the machine's state decides how much); kyber -> bfq starved the
+    // reads every time (read await 60-80x, p99 over 100 ms). So the hint
+    // promises a direction for kyber and the starvation for bfq.
     Some(if active.as_deref() == Some("kyber") {
-        format!("DEMO {dev}: press s, pick mq-deadline: reads wait 3-5x longer (r_await, r_p99)")
+        format!("DEMO {dev}: press s, pick bfq: reads starve behind the writes (r_await, r_p99)")
     } else {
-        format!("DEMO {dev}: press s, pick kyber: reads wait 3-5x less (r_await, r_p99)")
+        format!("DEMO {dev}: press s, pick kyber: reads get faster (r_await, r_p99); then bfq")
     })
 }

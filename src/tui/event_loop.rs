@@ -22,7 +22,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 /// Longest wait for input, so signals and feed messages are seen quickly.
-const POLL: Duration = Duration::from_millis(40);
+const POLL: Duration = Duration::from_millis(100);
 
 /// Where the loop's events come from: the terminal, or a script in tests.
 pub trait Input {

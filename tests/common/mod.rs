@@ -1,10 +1,11 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fake_host;
 pub mod tmux;
 
 use blktune_core::scratch::ScratchLoop;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,22 @@ pub fn require_tool(test: &str, tool: &str) -> bool {
     }
     eprintln!("SKIPPED {test}: '{tool}' is not installed");
     false
+}
+
+/// Run `attempt` until it gets the loop node it freed for a moment: it
+/// returns `false` when another process took that node first (loop numbers
+/// are shared by the whole machine). After five lost races the test is
+/// skipped, and under CI=true a skipped test is a failure.
+pub fn retry_node_races(test: &str, mut attempt: impl FnMut() -> bool) {
+    for _ in 0..5 {
+        if attempt() {
+            return;
+        }
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: the freed loop node was taken by another process five times");
+    }
+    eprintln!("SKIPPED {test}: the freed loop node was taken by another process five times");
 }
 
 /// A temp dir under the target dir, for loop device backing files: not /tmp,
@@ -178,9 +195,22 @@ pub fn public_binary(dir: &std::path::Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = dir.join("blktune");
-    std::fs::copy(env!("CARGO_BIN_EXE_blktune"), &bin).unwrap();
+    copy_binary(&bin);
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     bin
+}
+
+/// Copy the binary under test to `to`. Through `cp`, not `std::fs::copy`:
+/// while this process holds the copy open for writing, another test thread
+/// that forks would hand that descriptor to its child until the child's
+/// exec, and running the copy then fails with "Text file busy".
+pub fn copy_binary(to: &std::path::Path) {
+    let st = Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_blktune"))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp the binary to {}", to.display());
 }
 
 /// `program` run as user nobody (setpriv), without root's groups.
@@ -191,22 +221,29 @@ pub fn as_nobody(program: &std::path::Path) -> Command {
     c
 }
 
-/// fio reading a device of the test at random (4 KiB, direct I/O, queue
-/// depth 4) in the background, as threads so one kill ends it; killed and
-/// reaped on drop. The load of the kernel-latency tests.
-pub struct ReadLoad(std::process::Child);
+/// fio on a device of the test (direct I/O) in the background, as threads
+/// so one kill ends it; killed and reaped on drop.
+pub struct FioLoad(std::process::Child);
 
-impl ReadLoad {
+impl FioLoad {
+    /// 4 KiB random reads, 4 at a time: the load of the kernel-latency tests.
     pub fn randread(dev: &str) -> Self {
+        Self::run(dev, &["--rw=randread", "--bs=4k", "--iodepth=4"])
+    }
+
+    /// 1 MiB random writes, 4 at a time: keeps a loop device busy (%util
+    /// 100 here, where 4 KiB random reads reach about 70-90).
+    pub fn busy_writes(dev: &str) -> Self {
+        Self::run(dev, &["--rw=randwrite", "--bs=1m", "--iodepth=4"])
+    }
+
+    fn run(dev: &str, pattern: &[&str]) -> Self {
         let child = Command::new("fio")
+            .args(["--name=load", &format!("--filename=/dev/{dev}")])
+            .args(pattern)
             .args([
-                "--name=randread",
-                &format!("--filename=/dev/{dev}"),
-                "--rw=randread",
-                "--bs=4k",
                 "--direct=1",
                 "--ioengine=libaio",
-                "--iodepth=4",
                 "--time_based",
                 "--runtime=60",
                 "--output=/dev/null",
@@ -220,7 +257,7 @@ impl ReadLoad {
     }
 }
 
-impl Drop for ReadLoad {
+impl Drop for FioLoad {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
@@ -249,4 +286,46 @@ pub fn assert_promtool_accepts(text: &str) {
         String::from_utf8_lossy(&r.stdout),
         String::from_utf8_lossy(&r.stderr)
     );
+}
+
+/// A loop device a test attached by hand under a chosen number (to play
+/// "another device under the same name"); detached on drop while it is still
+/// bound to the test's file, never someone else's.
+pub struct Reattached {
+    pub name: String,
+    pub file: PathBuf,
+}
+
+impl Reattached {
+    /// Is the node still bound to our file?
+    pub fn ours(&self) -> bool {
+        std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", self.name))
+            .is_ok_and(|b| Path::new(b.trim_end_matches('\n')) == self.file)
+    }
+}
+
+impl Drop for Reattached {
+    fn drop(&mut self) {
+        if self.ours() {
+            let _ = Command::new("losetup")
+                .arg("-d")
+                .arg(format!("/dev/{}", self.name))
+                .status();
+        }
+    }
+}
+
+/// Attach `file` (which must exist) to exactly `/dev/<name>`; `None` if
+/// another process took that free number first.
+pub fn reattach(name: &str, file: &Path) -> Option<Reattached> {
+    let file = file.canonicalize().ok()?;
+    let ok = Command::new("losetup")
+        .arg(format!("/dev/{name}"))
+        .arg(&file)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| Reattached {
+        name: name.to_owned(),
+        file,
+    })
 }

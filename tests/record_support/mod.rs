@@ -17,6 +17,8 @@ pub const SCHEDS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
 /// The live clock's time when recording starts; a dyadic value so that
 /// subtracting it is exact and the replayed intervals equal the live ones.
 pub const ORIGIN: f64 = 100.0;
+/// The sampler checks every device's settings within this time.
+pub const CHECKED_WITHIN: Duration = Duration::from_millis(250);
 pub const STEPS: usize = 24;
 /// The step at which another process switches sda to kyber.
 pub const OBSERVED_AT: usize = 8;
@@ -92,6 +94,7 @@ pub fn record_session(name: &str, only: &[&str]) -> Session {
         force: false,
         only: only.iter().map(|s| s.to_string()).collect(),
         interval: Duration::from_millis(500),
+        checked_within: CHECKED_WITHIN,
     };
     let mut rec = Recorder::create(&file, &root, &devices, ORIGIN, &opts).unwrap();
     let mut rates = RateTracker::default();
@@ -120,7 +123,11 @@ pub fn record_session(name: &str, only: &[&str]) -> Session {
             // Another process (blktune set in another shell) switches sda.
             switch(&tree, "sda", "kyber", 256);
             refreshed = true;
-            observed_window = (last_refresh_t - ORIGIN, t - ORIGIN);
+            // Seen at this tick: made after the last refreshed snapshot and
+            // after the sampler's last check (a snapshot is refreshed only
+            // when something changed, so the last one can be long ago).
+            let since = last_refresh_t.max(t - CHECKED_WITHIN.as_secs_f64());
+            observed_window = (since - ORIGIN, t - ORIGIN);
         }
         if i == OWN_AT {
             // This process switches sda, between two ticks, and says so.

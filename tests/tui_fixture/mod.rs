@@ -15,8 +15,7 @@ use blktune_core::host::HostInfo;
 use blktune_core::latency::SparseHist;
 use blktune_core::latency::hist::Hist;
 use blktune_core::latency::{Dir, Span};
-use blktune_core::load::LatencySummary;
-use blktune_core::probe::ProbeStats;
+use blktune_core::probe::{ProbeReads, ProbeStats};
 use blktune_core::sampler::{RateTracker, Snapshot};
 use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -237,22 +236,19 @@ pub fn text(term: &Terminal<TestBackend>) -> String {
     term.backend().to_string()
 }
 
-/// What the probe saw on one device in one interval (`None`: no reads).
-pub fn probe_stats(rate: f64, lat: Option<(f64, f64, f64)>, error: Option<&str>) -> ProbeStats {
+/// What the probe saw on one device in one interval: reads that took
+/// `reads_ms` each (their count is the rate), or none and an error.
+pub fn probe_stats(rate: f64, reads_ms: &[f64], error: Option<&str>) -> ProbeStats {
     ProbeStats {
-        reads: lat.map_or(0, |_| rate as u64),
+        reads: reads_ms.len() as u64,
         reads_per_sec: rate,
         errors: u64::from(error.is_some()) * 5,
-        latency: lat.map(|(p50, p99, max)| LatencySummary {
-            count: rate as u64,
-            mean: p50,
-            min: p50 / 2.0,
-            p50,
-            p90: p99 * 0.8,
-            p99,
-            p999: max,
-            max,
-        }),
+        reads_ns: ProbeReads::from_ns(
+            reads_ms
+                .iter()
+                .map(|ms| (ms * 1e6).round() as u64)
+                .collect(),
+        ),
         error: error.map(String::from),
     }
 }

@@ -80,44 +80,55 @@ impl FromStr for DiskStatsLine {
     type Err = ParseError;
 
     fn from_str(line: &str) -> Result<Self, Self::Err> {
-        let cols: Vec<&str> = line.split_ascii_whitespace().collect();
+        // The 20 columns we know in place (no allocation per line: a
+        // thousand devices are a thousand lines per tick), and the count.
+        let mut known = [""; 20];
+        let mut n = 0;
+        for (slot, w) in known.iter_mut().zip(line.split_ascii_whitespace()) {
+            *slot = w;
+            n += 1;
+        }
+        if n == known.len() {
+            n += line.split_ascii_whitespace().skip(known.len()).count();
+        }
         // Fields are only ever appended (4.18, 5.5), so a longer line from a
         // future kernel still starts with the 20 we know; the rest is ignored.
-        if !matches!(cols.len(), 14 | 18 | 20..=64) {
-            return Err(ParseError::Columns(cols.len()));
+        if !matches!(n, 14 | 18 | 20..=64) {
+            return Err(ParseError::Columns(n));
         }
+        let cols = &known[..n.min(known.len())];
         let mut counters = Counters {
-            rd_ios: num(&cols, 3)?,
-            rd_merges: num(&cols, 4)?,
-            rd_sectors: num(&cols, 5)?,
-            rd_ticks: num(&cols, 6)?,
-            wr_ios: num(&cols, 7)?,
-            wr_merges: num(&cols, 8)?,
-            wr_sectors: num(&cols, 9)?,
-            wr_ticks: num(&cols, 10)?,
-            in_flight: num(&cols, 11)?,
-            io_ticks: num(&cols, 12)?,
-            time_in_queue: num(&cols, 13)?,
+            rd_ios: num(cols, 3)?,
+            rd_merges: num(cols, 4)?,
+            rd_sectors: num(cols, 5)?,
+            rd_ticks: num(cols, 6)?,
+            wr_ios: num(cols, 7)?,
+            wr_merges: num(cols, 8)?,
+            wr_sectors: num(cols, 9)?,
+            wr_ticks: num(cols, 10)?,
+            in_flight: num(cols, 11)?,
+            io_ticks: num(cols, 12)?,
+            time_in_queue: num(cols, 13)?,
             discard: None,
             flush: None,
         };
-        if cols.len() >= 18 {
+        if n >= 18 {
             counters.discard = Some(DiscardCounters {
-                ios: num(&cols, 14)?,
-                merges: num(&cols, 15)?,
-                sectors: num(&cols, 16)?,
-                ticks: num(&cols, 17)?,
+                ios: num(cols, 14)?,
+                merges: num(cols, 15)?,
+                sectors: num(cols, 16)?,
+                ticks: num(cols, 17)?,
             });
         }
-        if cols.len() >= 20 {
+        if n >= 20 {
             counters.flush = Some(FlushCounters {
-                ios: num(&cols, 18)?,
-                ticks: num(&cols, 19)?,
+                ios: num(cols, 18)?,
+                ticks: num(cols, 19)?,
             });
         }
         Ok(DiskStatsLine {
-            major: num(&cols, 0)?,
-            minor: num(&cols, 1)?,
+            major: num(cols, 0)?,
+            minor: num(cols, 1)?,
             name: cols[2].to_owned(),
             counters,
         })

@@ -7,16 +7,24 @@
 //! so that nobody mistakes the probe's reads for the workload's; they are
 //! counted in the device's r/s too.
 //!
+//! The probe measures a read above the block layer (the syscall, as an
+//! application sees it), and only a few per second: each interval keeps its
+//! reads' latencies ([`ProbeReads`]), so that a window's percentiles are
+//! pooled from all of its reads, never averaged from per-interval figures,
+//! and every figure comes with the count it rests on. Under
+//! [`MIN_IOS_FOR_P99`] reads there is no p99 (it would be the slowest read).
+//!
 //! ```no_run
 //! let root = blktune_core::os::SysRoot::default();
 //! let probe = blktune_core::probe::Probe::start(&root, &["sda".to_string()], 5.0);
 //! std::thread::sleep(std::time::Duration::from_secs(1));
 //! for (dev, s) in probe.take() {
-//!     println!("{dev}: {:.1} reads/s, p99 {:?} ms", s.reads_per_sec, s.latency.map(|l| l.p99));
+//!     let f = s.reads_ns.figures();
+//!     println!("{dev}: {:.1} reads/s, n={} p50 {:?} ms", s.reads_per_sec, f.n, f.p50);
 //! }
 //! ```
 
-use crate::load::{Histogram, LatencySummary};
+pub use crate::latency::MIN_IOS_FOR_P99;
 use crate::os::SysRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -30,25 +38,122 @@ use std::time::{Duration, Instant};
 /// Default probe reads per second per device.
 pub const DEFAULT_RATE: f64 = 5.0;
 
+/// The latencies (ns) of a set of probe reads, sorted: an interval's, or a
+/// window's pooled from its intervals. The probe reads a few times a second,
+/// so the exact values are kept; no histogram, no rounding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeReads(Vec<u64>);
+
+impl ProbeReads {
+    /// The reads with these latencies (ns), in any order.
+    pub fn from_ns(mut ns: Vec<u64>) -> Self {
+        ns.sort_unstable();
+        Self(ns)
+    }
+
+    /// All the reads of `parts` together: a window's reads from its intervals'.
+    pub fn pool<'a>(parts: impl IntoIterator<Item = &'a ProbeReads>) -> Self {
+        Self::from_ns(
+            parts
+                .into_iter()
+                .flat_map(|p| p.0.iter().copied())
+                .collect(),
+        )
+    }
+
+    /// Number of reads.
+    pub fn n(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    /// The latencies (ns), fastest first.
+    pub fn ns(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The `q`-quantile (0 to 1) in ms by nearest rank: the smallest read
+    /// that at least a fraction `q` of the reads do not exceed, so always
+    /// the latency of a real read. `None` without reads.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        let n = self.0.len();
+        let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
+        let ns = *self.0.get(rank.clamp(1, n.max(1)) - 1)?;
+        Some(ns as f64 / 1e6)
+    }
+
+    /// What the reads say, with their count; no p99 under [`MIN_IOS_FOR_P99`].
+    pub fn figures(&self) -> ProbeFigures {
+        let n = self.n();
+        ProbeFigures {
+            n,
+            p50: self.quantile_ms(0.5),
+            p99: (n >= MIN_IOS_FOR_P99)
+                .then(|| self.quantile_ms(0.99))
+                .flatten(),
+            max: self.0.last().map(|&ns| ns as f64 / 1e6),
+        }
+    }
+}
+
+/// The probe's latency figures (ms) of an interval or a window, with the
+/// number of reads they rest on. Honest by construction: `p99` is `None`
+/// under [`MIN_IOS_FOR_P99`] reads; `p50` and `max` are `None` without any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ProbeFigures {
+    /// Number of reads.
+    pub n: u64,
+    /// Median (nearest rank).
+    pub p50: Option<f64>,
+    /// 99th percentile (nearest rank), from 100 reads on.
+    pub p99: Option<f64>,
+    /// The slowest read.
+    pub max: Option<f64>,
+}
+
 /// What the probe saw on one device since the last [`Probe::take`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeStats {
     /// Reads completed.
     pub reads: u64,
     /// The probe's own load on the device.
     pub reads_per_sec: f64,
     pub errors: u64,
-    /// Latency of the probe's reads (ms); `None` when none completed.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<LatencySummary>,
+    /// Latency of each completed read.
+    pub reads_ns: ProbeReads,
     /// The last error (cannot open, read failed), if any.
+    pub error: Option<String>,
+}
+
+impl ProbeStats {
+    /// The interval as `watch --json` shows it.
+    pub fn json(&self) -> ProbeJson {
+        ProbeJson {
+            figures: self.reads_ns.figures(),
+            reads_per_sec: self.reads_per_sec,
+            errors: self.errors,
+            error: self.error.clone(),
+        }
+    }
+}
+
+/// The `probe` object of a `watch --probe --json` record: `n` (reads
+/// completed in the interval), `p50`, `p99`, `max` (ms of those reads,
+/// timed above the block layer; `null` without reads, `p99` `null` under
+/// 100 reads), `reads_per_sec` (the probe's own load), `errors`, and
+/// `error` (the last one) when there was one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeJson {
+    #[serde(flatten)]
+    pub figures: ProbeFigures,
+    pub reads_per_sec: f64,
+    pub errors: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 #[derive(Debug)]
 struct DevState {
-    hist: Histogram,
+    ns: Vec<u64>,
     reads: u64,
     errors: u64,
     error: Option<String>,
@@ -58,7 +163,7 @@ struct DevState {
 impl DevState {
     fn new() -> Self {
         Self {
-            hist: Histogram::new(),
+            ns: Vec::new(),
             reads: 0,
             errors: 0,
             error: None,
@@ -150,11 +255,10 @@ impl Probe {
                         0.0
                     },
                     errors: d.errors,
-                    latency: d.hist.summary_ms(),
+                    reads_ns: ProbeReads::from_ns(std::mem::take(&mut d.ns)),
                     error: d.error.take(),
                 },
             );
-            d.hist.clear();
             d.reads = 0;
             d.errors = 0;
             d.since = now;
@@ -282,7 +386,7 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
             match result {
                 Ok(ns) => {
                     d.reads += 1;
-                    d.hist.record(ns);
+                    d.ns.push(ns);
                 }
                 Err(e) => {
                     d.errors += 1;
@@ -305,6 +409,68 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ms(v: &[u64]) -> ProbeReads {
+        ProbeReads::from_ns(v.iter().map(|ms| ms * 1_000_000).collect())
+    }
+
+    #[test]
+    fn a_window_pools_its_intervals_reads_into_exact_percentiles() {
+        // 120 reads of 1..=120 ms over three intervals of different sizes,
+        // the slow ones all in the last: its own p99 is 120 ms, a mean of
+        // the three intervals' "p99" (their slowest read) would be 80 ms.
+        let a = ms(&(1..=50).rev().collect::<Vec<_>>());
+        let b = ms(&(51..=70).collect::<Vec<_>>());
+        let c = ms(&(71..=120).collect::<Vec<_>>());
+        let w = ProbeReads::pool([&a, &b, &c]).figures();
+        assert_eq!(w.n, 120);
+        // Nearest rank: the 60th and the 119th of 120 reads.
+        assert_eq!(w.p50, Some(60.0));
+        assert_eq!(w.p99, Some(119.0));
+        assert_eq!(w.max, Some(120.0));
+        // Pooling in any order gives the same reads.
+        assert_eq!(
+            ProbeReads::pool([&c, &a, &b]),
+            ProbeReads::pool([&a, &b, &c])
+        );
+    }
+
+    #[test]
+    fn under_100_reads_there_is_a_count_a_median_and_a_max_but_no_p99() {
+        let few: Vec<ProbeReads> = (0..19)
+            .map(|i| ms(&[1 + i, 2 + i, 3 + i, 4 + i, 100 + i]))
+            .collect();
+        let w = ProbeReads::pool(&few).figures();
+        assert_eq!(w.n, 95);
+        assert_eq!(w.p99, None);
+        assert_eq!(w.max, Some(118.0));
+        assert!(w.p50.is_some());
+        let one = ms(&[7]).figures();
+        assert_eq!(
+            (one.n, one.p50, one.p99, one.max),
+            (1, Some(7.0), None, Some(7.0))
+        );
+        assert_eq!(ProbeReads::default().figures(), ProbeFigures::default());
+        // 100 reads: the 99th fastest is the p99.
+        let hundred = ms(&(1..=100).collect::<Vec<_>>()).figures();
+        assert_eq!((hundred.p50, hundred.p99), (Some(50.0), Some(99.0)));
+    }
+
+    #[test]
+    fn the_json_of_an_interval_has_its_count_and_no_p99_under_100_reads() {
+        let s = ProbeStats {
+            reads: 3,
+            reads_per_sec: 3.0,
+            errors: 0,
+            reads_ns: ms(&[2, 1, 3]),
+            error: None,
+        };
+        let v = serde_json::to_value(s.json()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"n": 3, "p50": 2.0, "p99": null, "max": 3.0, "reads_per_sec": 3.0, "errors": 0})
+        );
+    }
 
     #[test]
     fn stopping_does_not_wait_for_a_stuck_read() {

@@ -12,7 +12,7 @@
 use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::os::SysRoot;
-use crate::tuner::{Tuner, Wanted};
+use crate::tuner::{Tuner, Wanted, read_diskseq};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -71,26 +71,103 @@ pub struct ScratchLoop {
 }
 
 /// A scratch device's queue settings as found at attach, and the way to put
-/// them back; cloneable, so a watchdog thread can restore without the guard.
+/// them back and detach; cloneable, so a watchdog thread can tear the device
+/// down without the guard.
+///
+/// Both act only while the loop node is still the one we attached: another
+/// process may detach it and attach its own file under the same name (loop
+/// numbers are shared by the whole machine), and that device is not ours to
+/// write to or detach.
 #[derive(Debug, Clone)]
 pub struct QueueRestore {
     root: SysRoot,
     name: String,
+    /// Our backing file: the node is ours only while bound to it.
+    file: PathBuf,
+    /// `diskseq` at attach (kernel 5.15+; a new number on every attach and
+    /// detach of a loop device).
+    diskseq: Option<u64>,
     /// `None` when the settings could not be read (nothing to put back).
     original: Option<Wanted>,
 }
 
 impl QueueRestore {
-    /// Record the current settings of `name` under `root`.
-    pub fn record(root: &SysRoot, name: &str) -> Self {
-        let original = root
-            .device(name)
-            .map(|d| Wanted::snapshot_of(&QueueSettings::read(root, &d)));
+    /// Record the current settings and identity of `name` (just attached
+    /// over `file`) under `root`.
+    pub fn record(root: &SysRoot, name: &str, file: &Path) -> Self {
+        let dev = root.device(name);
+        let original = dev
+            .as_ref()
+            .map(|d| Wanted::snapshot_of(&QueueSettings::read(root, d)));
         Self {
             root: root.clone(),
             name: name.to_owned(),
+            file: file.to_owned(),
+            diskseq: dev.as_ref().and_then(|d| read_diskseq(root, d)),
             original,
         }
+    }
+
+    /// Is `name` still the device we attached: bound to our file, under the
+    /// diskseq it had at attach (when the kernel has diskseq)?
+    pub fn still_ours(&self) -> bool {
+        let Some(dev) = self.root.device(&self.name) else {
+            return false;
+        };
+        // Documentation/ABI/testing/sysfs-block-loop: present while bound.
+        let bound_to_ours = self
+            .root
+            .read_dev_attr(&dev, "loop/backing_file")
+            .is_ok_and(|b| sweep::backing_path(b.trim_end_matches('\n')) == self.file);
+        bound_to_ours && self.diskseq == read_diskseq(&self.root, &dev)
+    }
+
+    /// Put the settings back and detach, if the node is still ours; an error
+    /// says what was left alone or failed. Does not wait for the kernel to
+    /// finish a detach of a device that is still open.
+    pub fn teardown(&self) -> io::Result<()> {
+        if !self.still_ours() {
+            return Err(io::Error::other(format!(
+                "{} is no longer our scratch device (detached, or another file attached \
+                 under that name): left alone",
+                self.name
+            )));
+        }
+        // Settings first: after the detach the loop number is free for
+        // someone else, whose settings must not be touched.
+        let mut result = self.run().map_err(|e| {
+            io::Error::other(format!(
+                "cannot put back the queue settings of {}: {e}",
+                self.name
+            ))
+        });
+        // A busy device (a reader still closing) can refuse briefly: retry,
+        // while it is still ours.
+        for attempt in 0..20 {
+            if attempt > 0 && !self.still_ours() {
+                break;
+            }
+            match Command::new("losetup")
+                .arg("-d")
+                .arg(Path::new("/dev").join(&self.name))
+                .output()
+            {
+                Ok(o) if o.status.success() => break,
+                Ok(o) if attempt == 19 => {
+                    result = result.and(Err(io::Error::other(format!(
+                        "losetup -d {} failed: {}",
+                        self.name,
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    ))));
+                }
+                Err(e) => {
+                    result = result.and(Err(e));
+                    break;
+                }
+                _ => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+        result
     }
 
     /// The settings recorded at attach.
@@ -104,6 +181,7 @@ impl QueueRestore {
     pub fn run(&self) -> Result<(), TuneError> {
         match &self.original {
             Some(o) => Tuner::new(self.root.clone(), None)
+                .expecting(&self.name, self.diskseq)
                 .restore(&self.name, o)
                 .map(drop),
             None => Ok(()),
@@ -153,7 +231,7 @@ impl ScratchLoop {
         };
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let name = dev.trim_start_matches("/dev/").to_owned();
-        let restore = QueueRestore::record(&root, &name);
+        let restore = QueueRestore::record(&root, &name, &file);
         if let Some(o) = restore.original() {
             // Best effort: without it a killed run's settings stay behind.
             let _ = write_settings_file(&file, o);
@@ -199,47 +277,13 @@ impl ScratchLoop {
             return Ok(());
         }
         self.detached = true;
-        // Settings first: after the detach the loop number is free for
-        // someone else, whose settings must not be touched.
-        let mut result = self.restore.run().map_err(|e| {
-            io::Error::other(format!(
-                "cannot put back the queue settings of {}: {e}",
-                self.name
-            ))
-        });
-        // A busy device (a reader still closing) can refuse briefly: retry.
-        for attempt in 0..20 {
-            match Command::new("losetup")
-                .arg("-d")
-                .arg(self.dev_path())
-                .output()
-            {
-                Ok(o) if o.status.success() => break,
-                Ok(o) if attempt == 19 => {
-                    result = result.and(Err(io::Error::other(format!(
-                        "losetup -d {} failed: {}",
-                        self.name,
-                        String::from_utf8_lossy(&o.stderr).trim()
-                    ))));
-                }
-                Err(e) => {
-                    result = result.and(Err(e));
-                    break;
-                }
-                _ => std::thread::sleep(std::time::Duration::from_millis(100)),
-            }
-        }
+        let result = self.restore.teardown();
         // On a device that is still open (an fio just killed, whose direct
         // I/O is completing), LOOP_CLR_FD only marks it autoclear and returns
         // at once; wait a little for the real detach so that callers (and
         // `losetup -a` checks) see it gone.
-        let root = &self.restore.root;
         for _ in 0..50 {
-            // Documentation/ABI/testing/sysfs-block-loop: present while bound.
-            let bound = root
-                .device(&self.name)
-                .is_some_and(|d| root.dev_attr_exists(&d, "loop/backing_file"));
-            if !bound {
+            if !self.restore.still_ours() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));

@@ -24,8 +24,13 @@ impl App {
             Some((w, text)) => (rules::with_switch_defaults(&live, w), Some(text.clone())),
             None => (
                 live,
-                self.last_change(name)
-                    .and_then(|(m, c)| measured_text(&m.label, &c)),
+                self.last_change(name).and_then(|(m, c)| {
+                    let i = self
+                        .marks
+                        .get(name)
+                        .map_or(0, |v| v.len().saturating_sub(1));
+                    measured_text(&m.label, &c, self.latency_compare(name, i).as_ref())
+                }),
             ),
         };
         let udev_env = self

@@ -123,21 +123,25 @@ impl App {
         }
         if let Some(itv) = s.interval {
             let devs = Arc::clone(&self.devices);
+            // Every tick, every device: one lookup of its numbers, and
+            // updated in place (no allocation once a name is known).
             for d in devs.iter().filter(|d| d.size_bytes > 0) {
                 let keep = self.keep_secs(&d.name);
+                let stat = s.stats.get(&d.name);
                 let p = Point {
                     t: s.t,
                     itv,
-                    stats: s.ext(&d.name).copied(),
+                    stats: stat.and_then(|st| st.stats.as_ref().ok()).copied(),
                 };
-                self.histories
-                    .entry(d.name.clone())
-                    .or_default()
-                    .push(p, keep);
-            }
-            // Every tick: updated in place (no allocation once a name is known).
-            for d in devs.iter().filter(|d| d.size_bytes > 0) {
-                let Some(n) = s.stats.get(&d.name).map(|st| st.counters.in_flight) else {
+                match self.histories.get_mut(&d.name) {
+                    Some(h) => h.push(p, keep),
+                    None => self
+                        .histories
+                        .entry(d.name.clone())
+                        .or_default()
+                        .push(p, keep),
+                }
+                let Some(n) = stat.map(|st| st.counters.in_flight) else {
                     continue;
                 };
                 match self.inflight.get_mut(&d.name) {

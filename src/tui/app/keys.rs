@@ -203,9 +203,10 @@ impl App {
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::Sort | Action::SortLeft | Action::SortRight => {
+                let p99 = self.p99_shown();
                 self.sort = match a {
-                    Action::Sort => self.sort.next(),
-                    a => self.sort.beside(a == Action::SortLeft),
+                    Action::Sort => self.sort.next(p99),
+                    a => self.sort.beside(a == Action::SortLeft, p99),
                 };
                 let order = if self.sort == SortKey::Name {
                     "A to Z"

@@ -10,8 +10,9 @@
 
 use super::{App, BEFORE_WINDOW};
 use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
+use blktune_core::device::BlockDevice;
 use blktune_core::history::{Delta, Side, delta_of};
-use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span};
+use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary};
 use std::collections::{HashMap, VecDeque};
 
 /// Most intervals kept per device, whatever the interval: 10 minutes at
@@ -21,7 +22,7 @@ pub const MAX_LATENCY_POINTS: usize = 3000;
 /// Whether the kernel's percentiles are there.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Tracing {
-    /// The source said nothing (a replay, a test): no column, no words.
+    /// The source said nothing (yet, or a test feed): no column, no words.
     #[default]
     Unknown,
     /// The BPF program runs.
@@ -99,7 +100,8 @@ pub struct Window {
     pub intervals: usize,
     /// Seconds covered.
     pub secs: f64,
-    pooled: [Option<Percentiles>; 4],
+    /// The percentiles of the pooled histograms, per span and direction.
+    pooled: Summary,
     /// Per [`KEPT`] entry, the values of each interval with enough I/Os
     /// for p50, p99, p99.9.
     per_interval: [[Vec<f64>; 3]; 4],
@@ -146,17 +148,25 @@ impl Window {
                 }
             }
         }
-        (intervals > 0).then(|| Self {
+        let hists = pools.map(|p| p.hist());
+        let pooled = Summary::of(KEPT.iter().zip(&hists).map(|(&(s, d), h)| (s, d, h)));
+        (intervals > 0).then_some(Self {
             intervals,
             secs,
-            pooled: pools.map(|p| Percentiles::of(&p.hist())),
+            pooled,
             per_interval,
         })
     }
 
     /// The pooled percentiles; `None` without I/O.
     pub fn percentiles(&self, span: Span, dir: Dir) -> Option<&Percentiles> {
-        self.pooled[kept_index(span, dir)?].as_ref()
+        self.pooled.get(span, dir)
+    }
+
+    /// The pooled percentiles of every span and direction, as the engine's
+    /// texts take them (the rule file's measured comment).
+    pub fn summary(&self) -> &Summary {
+        &self.pooled
     }
 
     /// Number of I/Os of a span and direction.
@@ -242,12 +252,14 @@ impl App {
 
     fn push_latency(&mut self, s: LatencySample) {
         let devs = std::sync::Arc::clone(&self.devices);
-        // Devices gone, or replaced under their name (another diskseq), lose their history.
+        // Devices gone, or replaced under their name (another diskseq), lose
+        // their history. By name in one map: a search of the list per
+        // history is a million comparisons per tick at 1000 devices.
+        let by_name: HashMap<&str, &BlockDevice> =
+            devs.iter().map(|d| (d.name.as_str(), d)).collect();
         self.latency.history.retain(|name, h| {
-            devs.iter().any(|d| {
-                &d.name == name
-                    && d.size_bytes > 0
-                    && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
+            by_name.get(name.as_str()).is_some_and(|d| {
+                d.size_bytes > 0 && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
             })
         });
         // Only devices with a request queue are traced: the others get no
@@ -264,7 +276,15 @@ impl App {
                 continue;
             }
             let keep = self.keep_secs(&d.name);
-            let h = self.latency.history.entry(d.name.clone()).or_default();
+            // No name copy once a device has a history.
+            if !self.latency.history.contains_key(&d.name) {
+                self.latency
+                    .history
+                    .insert(d.name.clone(), Default::default());
+            }
+            let Some(h) = self.latency.history.get_mut(&d.name) else {
+                continue;
+            };
             h.push_back(LatencyPoint {
                 t: s.t,
                 itv: s.itv,

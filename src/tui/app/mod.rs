@@ -25,7 +25,7 @@ pub use latency::{
     LatencyPoint, LatencyState, MAX_LATENCY_POINTS, Quantile, Tracing, Window, compare_windows,
     latency_delta,
 };
-pub use probe::{ProbeMeans, ProbePoint, ProbeState, compare_p99, probe_means};
+pub use probe::{ProbePoint, ProbeState, compare_probe, probe_window};
 pub use processes::WhereIoState;
 pub use sort::{Hot, RowKey, SortKey, await_baseline, cmp_rows, hot};
 
@@ -139,7 +139,7 @@ pub struct App {
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.
     pub probe_rate: f64,
-    /// The kernel's latency histograms (`Tracing::Unknown` in a replay).
+    /// The kernel's latency histograms (a replay feeds the recorded ones).
     pub latency: LatencyState,
     /// The processes panel (`i`) and each device's placement.
     pub where_io: WhereIoState,
@@ -255,15 +255,7 @@ impl App {
             .devices
             .iter()
             .filter(|d| self.is_shown(d))
-            .map(|d| {
-                let key = RowKey {
-                    name: &d.name,
-                    size_bytes: d.size_bytes,
-                    stats: self.latest(&d.name),
-                    inflight: self.inflight.get(&d.name).copied(),
-                };
-                (key, d)
-            })
+            .map(|d| (self.row_key(d), d))
             .collect();
         v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         v.into_iter().map(|(_, d)| d).collect()

@@ -1,14 +1,16 @@
 //! The latency probe's side of the app state (`--probe`): which device the
-//! source probes, and a short history of the probe's figures per device on
+//! source probes, and a short history of the probe's reads per device on
 //! the same clock as the diskstats samples, so that the detail pane can set
 //! the tail an application sees next to the averages, and a change's
 //! before/after table can show what happened to the tail.
 //!
-//! Pure: the figures come in as [`ProbeSample`]s; the means below are
-//! plain functions of a slice of points.
+//! Pure: the reads come in as [`ProbeSample`]s; a window's figures are
+//! pooled from all of its reads ([`probe_window`]), never averaged from
+//! per-interval percentiles, and carry the count they rest on.
 
 use super::{App, KEEP_SECS, StatusKind};
 use crate::tui::worker::protocol::{Control, LiveControl, ProbeSample};
+use blktune_core::probe::{ProbeFigures, ProbeReads};
 use std::collections::{HashMap, VecDeque};
 
 /// One sample interval of the probe on one device.
@@ -23,10 +25,8 @@ pub struct ProbePoint {
     /// The probe's own load on the device.
     pub reads_per_sec: f64,
     pub errors: u64,
-    /// Latency percentiles (ms) of the interval's reads; `None` without reads.
-    pub p50: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
+    /// The latency of each of the interval's reads.
+    pub lat: ProbeReads,
     /// The last error of the interval (cannot open, read failed).
     pub error: Option<String>,
 }
@@ -36,70 +36,43 @@ impl ProbePoint {
     pub fn start(&self) -> f64 {
         self.t - self.itv
     }
-}
 
-/// Means of the probe's figures over a window of intervals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ProbeMeans {
-    /// Intervals with at least one read.
-    pub intervals: usize,
-    /// Mean of the intervals' medians (ms).
-    pub p50: f64,
-    /// Mean of the intervals' 99th percentiles (ms).
-    pub p99: f64,
-    /// The slowest read of the window (ms).
-    pub max: f64,
-}
-
-/// Means over the points that have latencies; `None` when none has.
-///
-/// A plain mean of each interval's percentile, not a percentile of all the
-/// reads: the probe only reports per-interval summaries. At a few reads per
-/// interval the p99 is close to the interval's slowest read, which is the
-/// point of a probe: the tail, not the average.
-pub fn probe_means<'a>(points: impl IntoIterator<Item = &'a ProbePoint>) -> Option<ProbeMeans> {
-    let (mut n, mut p50, mut p99, mut max) = (0usize, 0.0, 0.0, 0.0f64);
-    for p in points {
-        let (Some(a), Some(b), Some(m)) = (p.p50, p.p99, p.max) else {
-            continue;
-        };
-        n += 1;
-        p50 += a;
-        p99 += b;
-        max = max.max(m);
+    /// The interval's own figures (a few reads: no p99).
+    pub fn figures(&self) -> ProbeFigures {
+        self.lat.figures()
     }
-    (n > 0).then(|| ProbeMeans {
-        intervals: n,
-        p50: p50 / n as f64,
-        p99: p99 / n as f64,
-        max,
-    })
 }
 
-/// Mean probe p99 before and after a change at `t`, with the same windows as
-/// [`blktune_core::history::compare`]: before = intervals that ended at or before
-/// `t`, back to `window` seconds or the previous change; after = intervals
-/// that started at or after `t`, up to the next change. The interval that
-/// straddles the change belongs to neither.
-pub fn compare_p99(
+/// The figures of all the reads of a window of intervals, pooled; `n` is 0
+/// when the window has no read.
+pub fn probe_window<'a>(points: impl IntoIterator<Item = &'a ProbePoint>) -> ProbeFigures {
+    ProbeReads::pool(points.into_iter().map(|p| &p.lat)).figures()
+}
+
+/// The probe's pooled figures before and after a change at `t`, with the
+/// same windows as [`blktune_core::history::compare`]: before = intervals
+/// that ended at or before `t`, back to `window` seconds or the previous
+/// change; after = intervals that started at or after `t`, up to the next
+/// change. The interval that straddles the change belongs to neither.
+pub fn compare_probe(
     points: &VecDeque<ProbePoint>,
     t: f64,
     window: f64,
     prev_t: Option<f64>,
     next_t: Option<f64>,
-) -> (Option<f64>, Option<f64>) {
+) -> (ProbeFigures, ProbeFigures) {
     let from = prev_t.map_or(t - window, |p| p.max(t - window));
-    let before = probe_means(
+    let before = probe_window(
         points
             .iter()
             .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
     );
-    let after = probe_means(
+    let after = probe_window(
         points
             .iter()
             .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
     );
-    (before.map(|m| m.p99), after.map(|m| m.p99))
+    (before, after)
 }
 
 /// The probe as the app sees it; `None` in [`App::probe`] when it is off.
@@ -130,7 +103,6 @@ impl ProbeState {
     /// Store one sample's figures.
     pub fn push(&mut self, s: &ProbeSample) {
         for (name, st) in &s.stats {
-            let l = st.latency;
             let h = self.history.entry(name.clone()).or_default();
             h.push_back(ProbePoint {
                 t: s.t,
@@ -138,9 +110,7 @@ impl ProbeState {
                 reads: st.reads,
                 reads_per_sec: st.reads_per_sec,
                 errors: st.errors,
-                p50: l.map(|l| l.p50),
-                p99: l.map(|l| l.p99),
-                max: l.map(|l| l.max),
+                lat: st.reads_ns.clone(),
                 error: st.error.clone(),
             });
             while h.front().is_some_and(|f| f.t < s.t - KEEP_SECS) {
@@ -168,7 +138,7 @@ impl App {
         self.enable_probe(self.probe_rate);
         let dev = self.selected.as_deref().unwrap_or("the selected device");
         let msg = format!(
-            "probe on: {:.1} read-only 4 KiB reads/s of {dev}, counted in its r/s",
+            "probe on: {:.1} read-only direct 4 KiB reads/s of {dev} above the block layer (in its r/s)",
             self.probe_rate
         );
         self.say(StatusKind::Info, msg);
@@ -195,93 +165,106 @@ impl App {
         p.push(s);
     }
 
-    /// Mean probe p99 before and after the `i`-th change of `name`, as the
-    /// before/after table shows it; `None` when the probe is off.
-    pub fn probe_compare(&self, name: &str, i: usize) -> Option<(Option<f64>, Option<f64>)> {
+    /// The probe's pooled figures before and after the `i`-th change of
+    /// `name`, as the before/after table shows them; `None` when the probe
+    /// is off.
+    pub fn probe_compare(&self, name: &str, i: usize) -> Option<(ProbeFigures, ProbeFigures)> {
         let p = self.probe.as_ref()?;
         let marks = self.marks.get(name)?;
         let m = marks.get(i)?;
         let Some(points) = p.history.get(name) else {
-            return Some((None, None));
+            return Some(Default::default());
         };
         let prev = i.checked_sub(1).map(|j| marks[j].t);
         let next = marks.get(i + 1).map(|n| n.t);
-        Some(compare_p99(points, m.t, super::BEFORE_WINDOW, prev, next))
+        Some(compare_probe(points, m.t, super::BEFORE_WINDOW, prev, next))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blktune_core::load::LatencySummary;
     use blktune_core::probe::ProbeStats;
     use std::collections::BTreeMap;
 
-    fn pt(t: f64, p99: Option<f64>) -> ProbePoint {
+    /// An interval ending at `t` whose reads took these ms.
+    fn pt(t: f64, ms: &[u64]) -> ProbePoint {
         ProbePoint {
             t,
             itv: 1.0,
-            reads: u64::from(p99.is_some()) * 5,
-            reads_per_sec: 5.0,
+            reads: ms.len() as u64,
+            reads_per_sec: ms.len() as f64,
             errors: 0,
-            p50: p99.map(|v| v / 4.0),
-            p99,
-            max: p99.map(|v| v * 2.0),
+            lat: ProbeReads::from_ns(ms.iter().map(|v| v * 1_000_000).collect()),
             error: None,
         }
     }
 
     #[test]
-    fn means_skip_intervals_without_reads_and_keep_the_worst_read() {
-        let pts = [pt(1.0, Some(2.0)), pt(2.0, None), pt(3.0, Some(4.0))];
-        let m = probe_means(&pts).unwrap();
-        assert_eq!(m.intervals, 2);
-        assert_eq!(m.p99, 3.0);
-        assert_eq!(m.p50, 0.75);
-        assert_eq!(m.max, 8.0);
-        assert!(probe_means(&[pt(1.0, None)]).is_none());
-        assert!(probe_means(&[]).is_none());
+    fn a_window_is_the_percentiles_of_all_its_reads_not_a_mean_of_intervals() {
+        // 30 intervals of 5 reads: 1..=4 ms and one slow read, 10 ms in
+        // most of them and 50 ms in three. The mean of the intervals' p99
+        // (their slowest read) would be 14 ms; the pooled p99 of the 150
+        // reads is 50 ms (the three slowest are 2 % of them).
+        let pts: Vec<ProbePoint> = (1..=30)
+            .map(|i| pt(i as f64, &[1, 2, 3, 4, if i % 10 == 0 { 50 } else { 10 }]))
+            .collect();
+        let w = probe_window(&pts);
+        assert_eq!(w.n, 150);
+        assert_eq!(w.p99, Some(50.0));
+        assert_eq!(w.p50, Some(3.0));
+        assert_eq!(w.max, Some(50.0));
+        // Intervals without reads add nothing.
+        let mut gaps = pts.clone();
+        gaps.push(pt(31.0, &[]));
+        assert_eq!(probe_window(&gaps), w);
+        assert_eq!(probe_window(&[]), ProbeFigures::default());
     }
 
     #[test]
-    fn p99_before_and_after_a_change_use_the_history_windows() {
-        // p99 10 ms up to t=5, then 1 ms; a change at 4.5 (interval (4,5] straddles it).
+    fn a_window_of_fewer_than_100_reads_has_no_p99() {
+        let pts: Vec<ProbePoint> = (1..=19).map(|i| pt(i as f64, &[1, 2, 3, 4, 9])).collect();
+        let w = probe_window(&pts);
+        assert_eq!((w.n, w.p99, w.max), (95, None, Some(9.0)));
+        assert_eq!(w.p50, Some(3.0));
+    }
+
+    #[test]
+    fn before_and_after_a_change_use_the_history_windows() {
+        // 40 reads/s; 10 ms at the tail up to t=5, then 1 ms; a change at
+        // 4.5 (the interval (4,5] straddles it and belongs to neither).
+        let reads = |tail: u64| {
+            let mut v = vec![1; 39];
+            v.push(tail);
+            v
+        };
         let pts: VecDeque<ProbePoint> = (1..=10)
-            .map(|i| pt(i as f64, Some(if i > 5 { 1.0 } else { 10.0 })))
+            .map(|i| pt(i as f64, &reads(if i > 5 { 1 } else { 10 })))
             .collect();
-        assert_eq!(
-            compare_p99(&pts, 4.5, 60.0, None, None),
-            (Some(10.0), Some(1.0))
-        );
+        let (b, a) = compare_probe(&pts, 4.5, 60.0, None, None);
+        assert_eq!((b.n, b.p99, b.max), (160, Some(10.0), Some(10.0)));
+        assert_eq!((a.n, a.p99, a.max), (200, Some(1.0), Some(1.0)));
         // A later change ends "after"; a previous one starts "before".
-        let mixed: VecDeque<ProbePoint> = (1..=10).map(|i| pt(i as f64, Some(i as f64))).collect();
-        assert_eq!(
-            compare_p99(&mixed, 4.5, 60.0, Some(2.0), Some(7.0)),
-            (Some(3.5), Some(6.5))
-        );
+        let (b, a) = compare_probe(&pts, 4.5, 60.0, Some(2.0), Some(7.0));
+        assert_eq!((b.n, a.n), (80, 80));
+        assert_eq!((b.p99, a.p99), (None, None), "under 100 reads each");
         // The window limits "before" too.
-        assert_eq!(compare_p99(&mixed, 4.5, 2.0, None, None).0, Some(4.0));
+        assert_eq!(compare_probe(&pts, 4.5, 2.0, None, None).0.n, 40);
         // No probe data after the change yet.
-        assert_eq!(compare_p99(&pts, 10.0, 60.0, None, None).1, None);
+        assert_eq!(compare_probe(&pts, 10.0, 60.0, None, None).1.n, 0);
     }
 
     #[test]
     fn state_keeps_a_bounded_history_with_errors() {
         let mut st = ProbeState::new(5.0);
-        let stats = |lat: Option<f64>, err: Option<&str>| {
+        let stats = |lat: Option<u64>, err: Option<&str>| {
             BTreeMap::from([(
                 "sda".to_string(),
                 ProbeStats {
                     reads: u64::from(lat.is_some()),
                     reads_per_sec: 5.0,
                     errors: u64::from(err.is_some()),
-                    latency: lat.map(|v| LatencySummary {
-                        count: 1,
-                        p50: v,
-                        p99: v,
-                        max: v,
-                        ..LatencySummary::default()
-                    }),
+                    reads_ns: ProbeReads::from_ns(lat.into_iter().collect()),
                     error: err.map(String::from),
                 },
             )])
@@ -290,7 +273,7 @@ mod tests {
             st.push(&ProbeSample {
                 t: i as f64,
                 itv: 1.0,
-                stats: stats(Some(0.5), None),
+                stats: stats(Some(500_000), None),
             });
         }
         assert_eq!(st.history["sda"].len(), KEEP_SECS as usize + 1);
@@ -301,7 +284,7 @@ mod tests {
         });
         let last = st.latest("sda").unwrap();
         assert_eq!(last.error.as_deref(), Some("cannot open /dev/sda"));
-        assert_eq!((last.p99, last.errors), (None, 1));
+        assert_eq!((last.figures().n, last.errors), (0, 1));
         assert!(st.latest("sdb").is_none());
     }
 }

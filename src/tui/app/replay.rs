@@ -26,6 +26,8 @@ impl App {
     /// Forget every sample and mark (a replay seeks back and refeeds).
     pub fn reset(&mut self) {
         self.histories.clear();
+        // The kernel's histograms too: the refed window is earlier than them.
+        self.latency.history.clear();
         self.marks.clear();
         self.undo.clear();
         self.samples = 0;

@@ -5,7 +5,10 @@
 //! threshold: busy (util near 100 %) or slow (await far above the device's
 //! own recent baseline).
 
+use super::Tracing;
+use blktune_core::device::BlockDevice;
 use blktune_core::iostat::ExtStats;
+use blktune_core::latency::{Dir, MIN_IOS_FOR_P99};
 use blktune_core::natural::natural_cmp;
 use std::cmp::Ordering;
 
@@ -14,12 +17,21 @@ use std::cmp::Ordering;
 pub enum SortKey {
     Name,
     Size,
+    /// nr_requests.
+    Nr,
+    /// read_ahead_kb.
+    Ra,
     Rs,
     Ws,
     RMbs,
     WMbs,
     RAwait,
     WAwait,
+    /// The kernel's read p99 of the newest interval (none under
+    /// [`MIN_IOS_FOR_P99`] I/Os or without tracing: sorted last).
+    RP99,
+    /// The same for writes.
+    WP99,
     RAreqSz,
     WAreqSz,
     /// I/Os in flight now.
@@ -31,15 +43,19 @@ pub enum SortKey {
 }
 
 /// The columns in table order, left to right: what `<` and `>` walk.
-pub const COLUMN_ORDER: [SortKey; 14] = [
+pub const COLUMN_ORDER: [SortKey; 18] = [
     SortKey::Name,
     SortKey::Size,
+    SortKey::Nr,
+    SortKey::Ra,
     SortKey::Rs,
     SortKey::Ws,
     SortKey::RMbs,
     SortKey::WMbs,
     SortKey::RAwait,
     SortKey::WAwait,
+    SortKey::RP99,
+    SortKey::WP99,
     SortKey::RAreqSz,
     SortKey::WAreqSz,
     SortKey::Inflight,
@@ -50,13 +66,15 @@ pub const COLUMN_ORDER: [SortKey; 14] = [
 
 /// The order `o` (and F6) cycles in: the figures that find a hurting disk
 /// first, then the rest, then back to the name.
-pub const TELLING_ORDER: [SortKey; 14] = [
+pub const TELLING_ORDER: [SortKey; 18] = [
     SortKey::Name,
     SortKey::Util,
     SortKey::Aqu,
     SortKey::Await,
     SortKey::RAwait,
     SortKey::WAwait,
+    SortKey::RP99,
+    SortKey::WP99,
     SortKey::Rs,
     SortKey::Ws,
     SortKey::RMbs,
@@ -65,24 +83,39 @@ pub const TELLING_ORDER: [SortKey; 14] = [
     SortKey::WAreqSz,
     SortKey::Inflight,
     SortKey::Size,
+    SortKey::Nr,
+    SortKey::Ra,
 ];
 
 /// The key after `k` in `order`, wrapping; `back` walks the other way.
-fn step(order: &[SortKey], k: SortKey, back: bool) -> SortKey {
+/// Without `latency` (no p99 columns on screen) the p99 keys are passed over.
+fn step(order: &[SortKey], k: SortKey, back: bool, latency: bool) -> SortKey {
     let n = order.len();
-    let i = order.iter().position(|&o| o == k).unwrap_or(0);
-    order[if back { (i + n - 1) % n } else { (i + 1) % n }]
+    let mut i = order.iter().position(|&o| o == k).unwrap_or(0);
+    for _ in 0..n {
+        i = if back { (i + n - 1) % n } else { (i + 1) % n };
+        if latency || !order[i].is_p99() {
+            return order[i];
+        }
+    }
+    k
 }
 
 impl SortKey {
-    /// The next column `o` moves to.
-    pub fn next(self) -> Self {
-        step(&TELLING_ORDER, self, false)
+    /// The next column `o` moves to; the p99 columns only with `latency`
+    /// (they are shown: [`super::App::p99_shown`]).
+    pub fn next(self, latency: bool) -> Self {
+        step(&TELLING_ORDER, self, false, latency)
     }
 
     /// The column to the right (`>`) or to the left (`<`) in the table.
-    pub fn beside(self, left: bool) -> Self {
-        step(&COLUMN_ORDER, self, left)
+    pub fn beside(self, left: bool, latency: bool) -> Self {
+        step(&COLUMN_ORDER, self, left, latency)
+    }
+
+    /// One of the kernel's p99 columns?
+    pub fn is_p99(self) -> bool {
+        matches!(self, SortKey::RP99 | SortKey::WP99)
     }
 
     /// How the status line names it (the column's heading).
@@ -90,12 +123,16 @@ impl SortKey {
         match self {
             SortKey::Name => "name",
             SortKey::Size => "size",
+            SortKey::Nr => "nr_requests",
+            SortKey::Ra => "read_ahead_kb",
             SortKey::Rs => "r/s",
             SortKey::Ws => "w/s",
             SortKey::RMbs => "rMB/s",
             SortKey::WMbs => "wMB/s",
             SortKey::RAwait => "r_await",
             SortKey::WAwait => "w_await",
+            SortKey::RP99 => "r_p99",
+            SortKey::WP99 => "w_p99",
             SortKey::RAreqSz => "rareq-sz",
             SortKey::WAreqSz => "wareq-sz",
             SortKey::Inflight => "inflight",
@@ -106,16 +143,27 @@ impl SortKey {
     }
 
     /// The figure this key sorts by, larger first; `None` for the name
-    /// (sorted A to Z) and for a row without statistics.
+    /// (sorted A to Z), for a row without statistics and for a row
+    /// without a p99 (too few I/Os, not traced).
     pub fn value(self, r: &RowKey) -> Option<f64> {
         match self {
             SortKey::Size => return Some(r.size_bytes as f64),
+            SortKey::Nr => return r.nr.map(|n| n as f64),
+            SortKey::Ra => return r.ra.map(|n| n as f64),
             SortKey::Inflight => return r.inflight.map(|n| n as f64),
+            SortKey::RP99 => return r.r_p99,
+            SortKey::WP99 => return r.w_p99,
             _ => {}
         }
         let s = r.stats?;
         Some(match self {
-            SortKey::Name | SortKey::Size | SortKey::Inflight => return None,
+            SortKey::Name
+            | SortKey::Size
+            | SortKey::Nr
+            | SortKey::Ra
+            | SortKey::Inflight
+            | SortKey::RP99
+            | SortKey::WP99 => return None,
             SortKey::Rs => s.r_s,
             SortKey::Ws => s.w_s,
             SortKey::RMbs => s.rkb_s / 1024.0,
@@ -132,12 +180,18 @@ impl SortKey {
 }
 
 /// One row as the comparator sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct RowKey<'a> {
     pub name: &'a str,
     pub size_bytes: u64,
     pub stats: Option<&'a ExtStats>,
     pub inflight: Option<u64>,
+    pub nr: Option<u64>,
+    pub ra: Option<u64>,
+    /// The newest interval's p99 in ms, when it rests on at least
+    /// [`MIN_IOS_FOR_P99`] I/Os (what the table shows as a figure, not a count).
+    pub r_p99: Option<f64>,
+    pub w_p99: Option<f64>,
 }
 
 /// Larger first; a row without the figure after every row with it.
@@ -185,6 +239,17 @@ pub enum Hot {
     Slow,
 }
 
+impl Hot {
+    /// What the detail pane's title says about the selected row, whose `▶`
+    /// takes the place of the `!` (and, without colour, the only sign).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Busy => "! busy",
+            Self::Slow => "! slow",
+        }
+    }
+}
+
 /// The device's usual await: the median of `history`'s intervals that did
 /// I/O (an idle interval's 0 is not a latency), or `None` with fewer than
 /// [`BASELINE_MIN_POINTS`] of them.
@@ -209,6 +274,32 @@ pub fn hot(s: &ExtStats, baseline: Option<f64>) -> Option<Hot> {
 }
 
 impl super::App {
+    /// Are the p99 columns on screen (the source traces, or says why not)?
+    /// Only then do `o` and `<`/`>` visit them.
+    pub fn p99_shown(&self) -> bool {
+        self.latency.tracing != Tracing::Unknown
+    }
+
+    /// The figures [`cmp_rows`] orders `d` by, looked up once per device.
+    pub fn row_key<'a>(&'a self, d: &'a BlockDevice) -> RowKey<'a> {
+        let p99 = |dir: Dir| {
+            self.latency_now(&d.name, dir)
+                .flatten()
+                .filter(|p| p.n >= MIN_IOS_FOR_P99)
+                .map(|p| p.p99)
+        };
+        RowKey {
+            name: &d.name,
+            size_bytes: d.size_bytes,
+            stats: self.latest(&d.name),
+            inflight: self.inflight.get(&d.name).copied(),
+            nr: d.queue.nr_requests,
+            ra: d.queue.read_ahead_kb,
+            r_p99: p99(Dir::Read),
+            w_p99: p99(Dir::Write),
+        }
+    }
+
     /// Is `name`'s newest interval over a threshold ([`hot`]), against the
     /// baseline of its [`BASELINE_POINTS`] intervals before?
     pub fn row_hot(&self, name: &str) -> Option<Hot> {
@@ -247,7 +338,7 @@ mod tests {
                 name: n,
                 size_bytes: 1 << 30,
                 stats: s.as_ref(),
-                inflight: None,
+                ..RowKey::default()
             })
             .collect();
         v.sort_by(|a, b| cmp_rows(key, a, b));
@@ -302,12 +393,20 @@ mod tests {
                 size_bytes: 1,
                 stats: Some(&small),
                 inflight: Some(0),
+                nr: Some(64),
+                ra: Some(128),
+                r_p99: Some(0.5),
+                w_p99: Some(0.5),
             };
             let b = RowKey {
                 name: "b",
                 size_bytes: 2,
                 stats: Some(&big),
                 inflight: Some(3),
+                nr: Some(256),
+                ra: Some(4096),
+                r_p99: Some(9.0),
+                w_p99: Some(9.0),
             };
             assert_eq!(cmp_rows(k, &a, &b), Ordering::Greater, "{k:?}");
             assert_eq!(cmp_rows(k, &b, &a), Ordering::Less, "{k:?}");
@@ -320,18 +419,73 @@ mod tests {
     #[test]
     fn o_and_the_arrows_visit_every_column_and_wrap() {
         let mut seen = vec![SortKey::Name];
-        let mut k = SortKey::Name.next();
+        let mut k = SortKey::Name.next(true);
         assert_eq!(k, SortKey::Util, "the first o sorts by %util");
         while k != SortKey::Name {
             seen.push(k);
-            k = k.next();
+            k = k.next(true);
         }
         assert_eq!(seen.len(), COLUMN_ORDER.len());
         assert!(COLUMN_ORDER.iter().all(|c| seen.contains(c)));
-        assert_eq!(SortKey::Name.beside(false), SortKey::Size);
-        assert_eq!(SortKey::Name.beside(true), SortKey::Await);
-        assert_eq!(SortKey::Await.beside(false), SortKey::Name);
-        assert_eq!(SortKey::Util.beside(true), SortKey::Aqu);
+        assert_eq!(SortKey::Name.beside(false, true), SortKey::Size);
+        assert_eq!(SortKey::Size.beside(false, true), SortKey::Nr);
+        assert_eq!(SortKey::Nr.beside(false, true), SortKey::Ra);
+        assert_eq!(SortKey::WAwait.beside(false, true), SortKey::RP99);
+        assert_eq!(SortKey::RP99.beside(false, true), SortKey::WP99);
+        assert_eq!(SortKey::WP99.beside(false, true), SortKey::RAreqSz);
+        assert_eq!(SortKey::Name.beside(true, true), SortKey::Await);
+        assert_eq!(SortKey::Await.beside(false, true), SortKey::Name);
+        assert_eq!(SortKey::Util.beside(true, true), SortKey::Aqu);
+    }
+
+    #[test]
+    fn without_p99_columns_the_keys_pass_over_them() {
+        assert_eq!(SortKey::WAwait.beside(false, false), SortKey::RAreqSz);
+        assert_eq!(SortKey::RAreqSz.beside(true, false), SortKey::WAwait);
+        assert_eq!(SortKey::WAwait.next(false), SortKey::Rs);
+        let mut k = SortKey::Name.next(false);
+        let mut n = 1;
+        while k != SortKey::Name {
+            assert!(!k.is_p99(), "{k:?}");
+            k = k.next(false);
+            n += 1;
+        }
+        assert_eq!(n, COLUMN_ORDER.len() - 2);
+    }
+
+    #[test]
+    fn a_row_without_a_p99_sorts_last_and_ties_break_as_elsewhere() {
+        let s = |aqu: f64| stats(10.0, aqu, 1.0);
+        let (s1, s2, s3, s4) = (s(1.0), s(5.0), s(1.0), s(9.0));
+        let rows = [
+            ("few", Some(&s4), None),
+            ("slow", Some(&s1), Some(12.0)),
+            ("tie_a", Some(&s1), Some(3.0)),
+            ("tie_b", Some(&s2), Some(3.0)),
+            ("fast", Some(&s3), Some(0.4)),
+            ("untraced", None, None),
+        ];
+        let mut v: Vec<RowKey> = rows
+            .iter()
+            .map(|&(name, stats, p99)| RowKey {
+                name,
+                stats,
+                r_p99: p99,
+                w_p99: p99,
+                ..RowKey::default()
+            })
+            .collect();
+        for k in [SortKey::RP99, SortKey::WP99] {
+            v.sort_by(|a, b| cmp_rows(k, a, b));
+            let names: Vec<&str> = v.iter().map(|r| r.name).collect();
+            // Equal p99s: the larger aqu-sz first; no p99: after every
+            // row with one, in the usual tie order (aqu-sz first).
+            assert_eq!(
+                names,
+                ["slow", "tie_b", "tie_a", "fast", "few", "untraced"],
+                "{k:?}"
+            );
+        }
     }
 
     #[test]

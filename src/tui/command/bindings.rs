@@ -39,56 +39,104 @@ const fn d(
 
 use Key::{Char as C, Code as K};
 
+// Keys the main view and the replay viewer share.
+const UP: Binding = b(
+    &[K(KeyCode::Up), C('k')],
+    "↑/k",
+    None,
+    "select the previous device",
+    Action::Up,
+    false,
+);
+const DOWN: Binding = b(
+    &[K(KeyCode::Down), C('j')],
+    "↓/j",
+    None,
+    "select the next device",
+    Action::Down,
+    false,
+);
+const PAGE_UP: Binding = b(
+    &[K(KeyCode::PageUp)],
+    "PgUp",
+    None,
+    "a page up",
+    Action::PageUp,
+    false,
+);
+const PAGE_DOWN: Binding = b(
+    &[K(KeyCode::PageDown)],
+    "PgDn",
+    None,
+    "a page down",
+    Action::PageDown,
+    false,
+);
+const HOME: Binding = b(
+    &[K(KeyCode::Home)],
+    "Home",
+    None,
+    "first device",
+    Action::Home,
+    false,
+);
+const END: Binding = b(
+    &[K(KeyCode::End)],
+    "End",
+    None,
+    "last device",
+    Action::End,
+    false,
+);
+const SORT: Binding = b(
+    &[C('o'), K(KeyCode::F(6))],
+    "o/F6",
+    Some("sort"),
+    "sort by the next column (%util, aqu-sz, await, ...)",
+    Action::Sort,
+    false,
+);
+const SORT_LEFT: Binding = b(
+    &[C('<')],
+    "<",
+    None,
+    "sort by the column to the left of the sorted one",
+    Action::SortLeft,
+    false,
+);
+const SORT_RIGHT: Binding = b(
+    &[C('>')],
+    ">",
+    None,
+    "sort by the column to the right of the sorted one",
+    Action::SortRight,
+    false,
+);
+const CLEAR_FILTER: Binding = b(
+    &[K(KeyCode::Esc)],
+    "Esc",
+    None,
+    "clear the filter",
+    Action::Cancel,
+    false,
+);
+const HELP_KEY: Binding = b(
+    &[C('?')],
+    "?",
+    Some("help"),
+    "this help",
+    Action::Help,
+    false,
+);
+
 /// The main view's commands, in help order.
 pub const MAIN: &[Binding] = &[
-    b(
-        &[K(KeyCode::Up), C('k')],
-        "↑/k",
-        None,
-        "select the previous device",
-        Action::Up,
-        false,
-    ),
-    b(
-        &[K(KeyCode::Down), C('j')],
-        "↓/j",
-        None,
-        "select the next device",
-        Action::Down,
-        false,
-    ),
-    b(
-        &[K(KeyCode::PageUp)],
-        "PgUp",
-        None,
-        "a page up",
-        Action::PageUp,
-        false,
-    ),
-    b(
-        &[K(KeyCode::PageDown)],
-        "PgDn",
-        None,
-        "a page down",
-        Action::PageDown,
-        false,
-    ),
-    b(
-        &[K(KeyCode::Home)],
-        "Home",
-        None,
-        "first device",
-        Action::Home,
-        false,
-    ),
-    b(
-        &[K(KeyCode::End)],
-        "End",
-        None,
-        "last device",
-        Action::End,
-        false,
-    ),
+    UP,
+    DOWN,
+    PAGE_UP,
+    PAGE_DOWN,
+    HOME,
+    END,
     b(
         &[C('s'), K(KeyCode::Enter)],
         "s/Enter",
@@ -169,30 +217,9 @@ pub const MAIN: &[Binding] = &[
         Action::ToggleProbe,
         false,
     ),
-    b(
-        &[C('o'), K(KeyCode::F(6))],
-        "o/F6",
-        Some("sort"),
-        "sort by the next column (%util, aqu-sz, await, ...)",
-        Action::Sort,
-        false,
-    ),
-    b(
-        &[C('<')],
-        "<",
-        None,
-        "sort by the column to the left of the sorted one",
-        Action::SortLeft,
-        false,
-    ),
-    b(
-        &[C('>')],
-        ">",
-        None,
-        "sort by the column to the right of the sorted one",
-        Action::SortRight,
-        false,
-    ),
+    SORT,
+    SORT_LEFT,
+    SORT_RIGHT,
     b(
         &[C('/')],
         "/",
@@ -201,14 +228,7 @@ pub const MAIN: &[Binding] = &[
         Action::Filter,
         false,
     ),
-    b(
-        &[K(KeyCode::Esc)],
-        "Esc",
-        None,
-        "clear the filter",
-        Action::Cancel,
-        false,
-    ),
+    CLEAR_FILTER,
     b(
         &[C('+'), C('=')],
         "+",
@@ -241,14 +261,7 @@ pub const MAIN: &[Binding] = &[
         Action::Processes,
         false,
     ),
-    b(
-        &[C('?')],
-        "?",
-        Some("help"),
-        "this help",
-        Action::Help,
-        false,
-    ),
+    HELP_KEY,
     b(
         &[C('q'), Key::Ctrl('c')],
         "q/Ctrl-C",
@@ -422,54 +435,12 @@ pub const CONFIRM: &[Binding] = &[
 
 /// The replay viewer's commands, in help order (read-only: no change keys).
 pub const REPLAY: &[Binding] = &[
-    b(
-        &[K(KeyCode::Up), C('k')],
-        "↑/k",
-        None,
-        "select the previous device",
-        Action::Up,
-        false,
-    ),
-    b(
-        &[K(KeyCode::Down), C('j')],
-        "↓/j",
-        None,
-        "select the next device",
-        Action::Down,
-        false,
-    ),
-    b(
-        &[K(KeyCode::PageUp)],
-        "PgUp",
-        None,
-        "a page up",
-        Action::PageUp,
-        false,
-    ),
-    b(
-        &[K(KeyCode::PageDown)],
-        "PgDn",
-        None,
-        "a page down",
-        Action::PageDown,
-        false,
-    ),
-    b(
-        &[K(KeyCode::Home)],
-        "Home",
-        None,
-        "first device",
-        Action::Home,
-        false,
-    ),
-    b(
-        &[K(KeyCode::End)],
-        "End",
-        None,
-        "last device",
-        Action::End,
-        false,
-    ),
+    UP,
+    DOWN,
+    PAGE_UP,
+    PAGE_DOWN,
+    HOME,
+    END,
     b(
         &[C('p'), C(' ')],
         "p/space",
@@ -510,30 +481,9 @@ pub const REPLAY: &[Binding] = &[
         Action::SpeedDown,
         false,
     ),
-    b(
-        &[C('o'), K(KeyCode::F(6))],
-        "o/F6",
-        Some("sort"),
-        "sort by the next column (%util, aqu-sz, await, ...)",
-        Action::Sort,
-        false,
-    ),
-    b(
-        &[C('<')],
-        "<",
-        None,
-        "sort by the column to the left of the sorted one",
-        Action::SortLeft,
-        false,
-    ),
-    b(
-        &[C('>')],
-        ">",
-        None,
-        "sort by the column to the right of the sorted one",
-        Action::SortRight,
-        false,
-    ),
+    SORT,
+    SORT_LEFT,
+    SORT_RIGHT,
     b(
         &[C('/')],
         "/",
@@ -542,22 +492,8 @@ pub const REPLAY: &[Binding] = &[
         Action::Filter,
         false,
     ),
-    b(
-        &[K(KeyCode::Esc)],
-        "Esc",
-        None,
-        "clear the filter",
-        Action::Cancel,
-        false,
-    ),
-    b(
-        &[C('?')],
-        "?",
-        Some("help"),
-        "this help",
-        Action::Help,
-        false,
-    ),
+    CLEAR_FILTER,
+    HELP_KEY,
     b(
         &[C('q'), Key::Ctrl('c')],
         "q/Ctrl-C",

@@ -15,6 +15,7 @@
 //! [`Feed::ExportWritten`]: crate::tui::worker::protocol::Feed::ExportWritten
 
 use super::{Overlay, Reply};
+use crate::tui::app::Window;
 use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
 use crate::tui::worker::protocol::LiveControl;
@@ -403,6 +404,18 @@ pub fn on_written(
 /// engine's words ([`blktune_core::export::measured::before_after`]): no
 /// percent from a window under three intervals, a move inside the noise
 /// marked as such, so no unsound figure is ever written into a rule file.
-pub fn measured_text(label: &str, c: &Comparison) -> Option<String> {
-    blktune_core::export::measured::before_after(label, c, None)
+/// `latency` is the kernel's windows of the change
+/// ([`crate::tui::app::App::latency_compare`]): with both, the text cites
+/// the read and write p99 before and after, each window's histograms
+/// pooled, with their counts (a count alone under 100 I/Os).
+pub fn measured_text(
+    label: &str,
+    c: &Comparison,
+    latency: Option<&(Option<Window>, Option<Window>)>,
+) -> Option<String> {
+    let p99 = match latency {
+        Some((Some(b), Some(a))) => Some((b.summary(), a.summary())),
+        _ => None,
+    };
+    blktune_core::export::measured::before_after(label, c, p99)
 }

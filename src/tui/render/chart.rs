@@ -1,6 +1,8 @@
 //! Bar charts over time with change markers. Time is bucketed into one column
 //! per `span / width` seconds; a column's value is the mean over its points,
 //! weighted like one long iostat interval ([`blktune_core::history::means`]).
+//! A column narrower than a sampling interval (a short window, early in a
+//! session) shows the interval that covers it, so bars stay solid.
 
 use super::width::fit;
 use super::{Theme, num, put};
@@ -28,6 +30,49 @@ pub fn column(t: f64, now: f64, span: f64, cols: usize) -> Option<usize> {
     }
     let c = ((t - from) / span * cols as f64).ceil() as usize;
     Some(c.clamp(1, cols) - 1)
+}
+
+/// For each of `cols` columns that no point ends in, the column of the
+/// point whose interval `(t - itv, t]` covers the column's end: a column
+/// narrower than an interval shows that interval. `points` are `(t, itv)`,
+/// oldest first.
+pub fn covering(
+    points: impl Iterator<Item = (f64, f64)> + Clone,
+    now: f64,
+    span: f64,
+    cols: usize,
+) -> Vec<Option<usize>> {
+    let mut own = vec![false; cols];
+    for (t, _) in points.clone() {
+        if let Some(c) = column(t, now, span, cols) {
+            own[c] = true;
+        }
+    }
+    let mut out = vec![None; cols];
+    let (from, w) = (now - span, span / cols.max(1) as f64);
+    for (t, itv) in points {
+        let Some(c) = column(t, now, span, cols) else {
+            continue;
+        };
+        for k in (0..c).rev() {
+            if from + (k + 1) as f64 * w <= t - itv + 1e-9 {
+                break;
+            }
+            if !own[k] {
+                out[k] = Some(c);
+            }
+        }
+    }
+    out
+}
+
+/// Copy the value of the covering column into each column without its own.
+pub fn fill<T: Clone>(v: &mut [T], cover: &[Option<usize>]) {
+    for (k, c) in cover.iter().enumerate() {
+        if let Some(c) = *c {
+            v[k] = v[c].clone();
+        }
+    }
 }
 
 /// Bucket the history into `cols` columns covering `(now - span, now]`.
@@ -58,6 +103,11 @@ pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
         }
         i = j;
     }
+    let cover = covering(pts.iter().map(|p| (p.t, p.itv)), now, span, cols);
+    fill(&mut s.r_await, &cover);
+    fill(&mut s.w_await, &cover);
+    fill(&mut s.util, &cover);
+    fill(&mut s.iops, &cover);
     s.last = pts
         .iter()
         .rev()
@@ -68,8 +118,9 @@ pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
 }
 
 /// One chart: a gutter (name; `last`, the newest interval's value, as in the
-/// table; `↑` the highest column mean, the bars' scale) and bars; marker columns
-/// get a vertical line where the bar leaves room.
+/// table; `max`, the top of the bars' scale: the highest column mean, or the
+/// newest interval when it is higher) and bars; marker columns get a
+/// vertical line where the bar leaves room.
 #[expect(
     clippy::too_many_arguments,
     reason = "one chart: its area, gutter, labels, values, marks and two styles; a struct would only rename them"
@@ -89,11 +140,18 @@ pub fn render_bars(
     if area.height == 0 || area.width <= gutter {
         return;
     }
-    let max = values.iter().flatten().copied().fold(0.0, f64::max);
+    // With the newest interval in the scale, `max` is never below the value
+    // shown above it, though a column (a mean) may stay under both.
+    let max = values
+        .iter()
+        .flatten()
+        .chain(last.iter())
+        .copied()
+        .fold(0.0, f64::max);
     let g = (gutter - 1) as usize;
     put(buf, area.x, area.y, &fit(name, g), gutter - 1, t.heading());
     if area.height > 1 {
-        let now = last.map_or_else(|| "-".into(), |v| format!("{}{unit}", num(v)));
+        let now = last.map_or_else(|| "-".into(), |v| super::num_unit(v, unit));
         put(
             buf,
             area.x,
@@ -103,12 +161,13 @@ pub fn render_bars(
             ratatui::style::Style::new(),
         );
     }
-    if area.height > 2 {
+    // No data in the window: no scale to state.
+    if area.height > 2 && (last.is_some() || values.iter().any(Option::is_some)) {
         put(
             buf,
             area.x,
             area.y + 2,
-            &fit(&format!("↑{}", num(max)), g),
+            &fit(&format!("max {}", num(max)), g),
             gutter - 1,
             t.dim(),
         );
@@ -142,13 +201,15 @@ pub fn render_bars(
     }
 }
 
-/// The time axis: span on the left, `now` on the right, a `▲` and label per change.
+/// The time axis: span on the left, `now` on the right, a `▲` and label per
+/// change, and `legend` (how long one column is) at its left when free.
 pub fn render_axis(
     buf: &mut Buffer,
     area: Rect,
     gutter: u16,
     span: f64,
     marks: &[(usize, String)],
+    legend: Option<&str>,
     t: Theme,
 ) {
     let w = area.width.saturating_sub(gutter) as usize;
@@ -163,7 +224,7 @@ pub fn render_axis(
         gutter - 1,
         t.dim(),
     );
-    let (line, styled) = axis_line(w, marks);
+    let (line, styled) = axis_line(w, marks, legend);
     let x0 = area.x + gutter;
     for (i, ch) in line.iter().enumerate() {
         let st = if styled[i] { t.marker() } else { t.dim() };
@@ -174,9 +235,14 @@ pub fn render_axis(
 /// The time axis of `w` columns: `─`, `now` at the right end, a `▲` per
 /// change and its label beside it. Labels never cover a marker, `now` or
 /// another label (one column apart); the newest change is labelled first, a
-/// label without room is cut with `…` or left out. Returns the characters and
-/// which of them are marker text.
-pub fn axis_line(w: usize, marks: &[(usize, String)]) -> (Vec<char>, Vec<bool>) {
+/// label without room is cut with `…` or left out. `legend` goes after the
+/// first `─` when it clears every marker and label by a column, else nowhere.
+/// Returns the characters and which of them are marker text.
+pub fn axis_line(
+    w: usize,
+    marks: &[(usize, String)],
+    legend: Option<&str>,
+) -> (Vec<char>, Vec<bool>) {
     let mut line: Vec<char> = vec!['─'; w];
     let mut styled = vec![false; w];
     let mut taken = vec![false; w];
@@ -235,7 +301,29 @@ pub fn axis_line(w: usize, marks: &[(usize, String)]) -> (Vec<char>, Vec<bool>) 
             taken[start + i] = true;
         }
     }
+    if let Some(legend) = legend {
+        let text: Vec<char> = format!(" {legend} ").chars().collect();
+        let end = 1 + text.len();
+        if end < w && !taken[..=end].iter().any(|&x| x) {
+            line[1..end].copy_from_slice(&text);
+        }
+    }
     (line, styled)
+}
+
+/// How long one column is, when it pools several sampling intervals
+/// (`1 col = 3.3s`); `None` when a column is about one interval.
+pub fn column_legend(span: f64, cols: usize, interval: f64) -> Option<String> {
+    let w = span / cols.max(1) as f64;
+    if w < 1.5 * interval {
+        return None;
+    }
+    let secs = if w < 10.0 {
+        format!("{w:.1}s")
+    } else {
+        super::age(w)
+    };
+    Some(format!("1 col = {secs}"))
 }
 
 /// `label` in `room` columns: a switch `a→b` keeps its new side `→b` and
@@ -263,7 +351,7 @@ mod axis_tests {
     /// The axis as a string.
     fn axis(w: usize, marks: &[(usize, &str)]) -> String {
         let m: Vec<(usize, String)> = marks.iter().map(|(c, l)| (*c, l.to_string())).collect();
-        super::axis_line(w, &m).0.into_iter().collect()
+        super::axis_line(w, &m, None).0.into_iter().collect()
     }
 
     #[test]
@@ -288,6 +376,30 @@ mod axis_tests {
         // A change in the newest column takes the place of `now`.
         assert_eq!(axis(10, &[(9, "a→b")]), "──────a→b▲");
     }
+
+    #[test]
+    fn the_legend_sits_left_unless_a_change_is_there() {
+        let with = |w: usize, marks: &[(usize, &str)]| -> String {
+            let m: Vec<(usize, String)> = marks.iter().map(|(c, l)| (*c, l.to_string())).collect();
+            super::axis_line(w, &m, Some("1 col = 3.3s"))
+                .0
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(with(30, &[]), "─ 1 col = 3.3s ────────────now");
+        assert_eq!(with(30, &[(20, "a→b")]), "─ 1 col = 3.3s ─────▲a→b───now");
+        // A change label in its place wins; the legend goes.
+        assert_eq!(with(30, &[(3, "a→b")]), "───▲a→b────────────────────now");
+        assert_eq!(
+            super::column_legend(120.0, 36, 0.5).as_deref(),
+            Some("1 col = 3.3s")
+        );
+        assert_eq!(super::column_legend(120.0, 111, 1.0), None);
+        assert_eq!(
+            super::column_legend(600.0, 40, 1.0).as_deref(),
+            Some("1 col = 15s")
+        );
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +407,70 @@ mod tests {
     use super::*;
     use blktune_core::history::Point;
     use blktune_core::iostat::ExtStats;
+
+    /// The gutter of a 4-row chart as text.
+    fn gutter(values: &[Option<f64>], last: Option<f64>) -> Vec<String> {
+        let area = Rect::new(0, 0, 20, 4);
+        let mut buf = Buffer::empty(area);
+        let t = Theme { color: false };
+        let style = ratatui::style::Style::new();
+        render_bars(
+            &mut buf,
+            area,
+            10,
+            "r_await",
+            "ms",
+            values,
+            last,
+            &[],
+            style,
+            t,
+        );
+        (0..4)
+            .map(|y| (0..9).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .map(|s| s.trim_end().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn max_is_never_below_the_newest_value_and_absent_without_data() {
+        // Columns are means: the newest interval can be above every one.
+        let g = gutter(&[Some(1.0), Some(2.0)], Some(5.0));
+        assert_eq!(g[..3], ["r_await", "5.00ms", "max 5.00"]);
+        let g = gutter(&[Some(1.0), Some(2.0)], Some(1.5));
+        assert_eq!(g[2], "max 2.00");
+        let g = gutter(&[None, None], None);
+        assert_eq!(g[..3], ["r_await", "-", ""]);
+    }
+
+    #[test]
+    fn a_column_narrower_than_an_interval_shows_the_interval() {
+        let mut h = DeviceHistory::default();
+        for i in 1..=2 {
+            let s = ExtStats {
+                r_s: 10.0,
+                r_await: i as f64,
+                ..ExtStats::default()
+            };
+            let p = Point {
+                t: i as f64,
+                itv: 1.0,
+                stats: Some(s),
+            };
+            h.push(p, 600.0);
+        }
+        // 2 s in 8 columns: each interval fills four, no gaps.
+        let s = bucket(&h, 2.0, 2.0, 8);
+        let want: Vec<Option<f64>> = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
+            .into_iter()
+            .map(Some)
+            .collect();
+        assert_eq!(s.r_await, want);
+        // Before the first interval began: nothing.
+        let s = bucket(&h, 2.0, 4.0, 8);
+        assert_eq!(s.r_await[..4], [None, None, None, None]);
+        assert_eq!(s.r_await[4..], [Some(1.0), Some(1.0), Some(2.0), Some(2.0)]);
+    }
 
     #[test]
     fn points_land_in_their_columns_and_are_averaged() {

@@ -4,23 +4,48 @@
 //! before/after table of the newest change, older changes and the active
 //! scheduler's tunables.
 
-use super::chart::{bucket, column, render_axis, render_bars};
-use super::width::fit;
+use super::chart::{bucket, column, column_legend, render_axis, render_bars};
+use super::width::{fit, right};
 use super::{Theme, age, num, put};
 use crate::tui::app::{App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
-use blktune_core::history::{ChangeMark, Comparison, Figure, Means, Side, delta, delta_of};
+use blktune_core::history::{ChangeMark, Comparison, Figure, Means, delta};
 use blktune_core::latency::Dir;
+use blktune_core::probe::ProbeFigures;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-/// Width of the charts' left gutter.
-const GUTTER: u16 = 9;
+/// Width of the charts' left gutter: `max 1235k` and a space.
+const GUTTER: u16 = 10;
 
-/// Seconds the charts span for `cols` columns: at least two minutes.
-pub fn chart_span(app: &App, cols: usize) -> f64 {
-    (cols as f64 * app.interval.as_secs_f64()).clamp(120.0, KEEP_SECS)
+/// Windows the charts step through while history accumulates (seconds):
+/// each is at most 1.5 times the one before, so the bars always cover at
+/// least two thirds of the width.
+const GROWING_SPANS: [f64; 17] = [
+    2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 240.0, 360.0,
+    480.0,
+];
+
+/// Seconds the charts span for `cols` columns of the device `name`: two
+/// minutes (more when the columns outnumber them in intervals), and less
+/// while its history is shorter, from 2 s (4 intervals at least) up in
+/// steps, so that the first
+/// minute of a session (or of the demo) fills the charts rather than a
+/// thin strip at their right.
+pub fn chart_span(app: &App, cols: usize, name: &str) -> f64 {
+    let full = (cols as f64 * app.interval.as_secs_f64()).clamp(120.0, KEEP_SECS);
+    let Some(first) = app.histories.get(name).and_then(|h| h.points().front()) else {
+        return full;
+    };
+    let age = app.now - (first.t - first.itv);
+    GROWING_SPANS
+        .iter()
+        .copied()
+        .filter(|&s| s >= 4.0 * app.interval.as_secs_f64())
+        .find(|&s| s >= age - 1e-6)
+        .unwrap_or(full)
+        .min(full)
 }
 
 /// `sda  ssd 20G  sched none [mq-deadline] kyber bfq  nr 256  ra 128`
@@ -72,10 +97,21 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         return;
     };
     let w = area.width as usize;
-    let line = format!(
-        "{:─<w$}",
-        format!("─ {} ", fit(&title(d), w.saturating_sub(3)))
-    );
+    // The model, when the whole of it fits after the settings: it tells
+    // which disk this is, but is never worth a cut number.
+    // A hot selected row shows `▶`, not `!`: the title says why it stands
+    // out, first, where it is never cut.
+    let mut head = match app.row_hot(&d.name) {
+        Some(h) => format!("{}  {}", h.label(), title(d)),
+        None => title(d),
+    };
+    if let Some(m) = d.model.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        let with = format!("{head}  {m}");
+        if super::width::width(&with) <= w.saturating_sub(3) {
+            head = with;
+        }
+    }
+    let line = format!("{:─<w$}", format!("─ {} ", fit(&head, w.saturating_sub(3))));
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
     let side_w = (body.width * 2 / 5).clamp(MIN_SIDE_W as u16, 64);
@@ -93,7 +129,7 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         return;
     }
     let cols = (area.width - GUTTER) as usize;
-    let span = chart_span(app, cols);
+    let span = chart_span(app, cols, name);
     let s = bucket(h, app.now, span, cols);
     let marks: Vec<(usize, String)> = app
         .marks
@@ -113,7 +149,9 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
     // device; of writes below w_await when every chart keeps four rows.
     let lat = |dir| {
         let points = app.latency.history.get(name)?;
-        Some(super::latency::bucket(points, app.now, span, cols, dir))
+        let mut l = super::latency::bucket(points, app.now, span, cols, dir);
+        l.last = app.latency_now(name, dir).flatten();
+        Some(l)
     };
     let r_lat = lat(Dir::Read);
     let w_lat = r_lat
@@ -172,6 +210,7 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
         GUTTER,
         span,
         &marks,
+        column_legend(span, cols, app.interval.as_secs_f64()).as_deref(),
         t,
     );
 }
@@ -196,14 +235,14 @@ pub fn split_label(label: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Lines of the before/after table of one change; `probe` is the mean probe
-/// p99 before and after (`--probe` only), shown under r_await; `latency` the
+/// Lines of the before/after table of one change; `probe` is the probe's
+/// pooled figures before and after (`--probe` only), shown under r_await; `latency` the
 /// kernel's pooled windows, whose rows follow r_await and w_await.
 pub fn before_after(
     mark: &ChangeMark,
     c: &Comparison,
     now: f64,
-    probe: Option<(Option<f64>, Option<f64>)>,
+    probe: Option<(ProbeFigures, ProbeFigures)>,
     latency: Option<&(Option<Window>, Option<Window>)>,
     width: usize,
 ) -> Vec<(String, bool)> {
@@ -273,7 +312,12 @@ pub fn before_after(
             _ => String::new(),
         };
         out.push((
-            format!("{label:<8}{:>cw$}{:>cw$}{d:>7}", cell(b), cell(a)),
+            format!(
+                "{label:<8}{}{}{}",
+                right(&cell(b), cw),
+                right(&cell(a), cw),
+                right(&d, 7)
+            ),
             false,
         ));
         if !wide && matches!(fig, Figure::RAwait | Figure::WAwait) {
@@ -283,22 +327,8 @@ pub fn before_after(
             out.push((format!("{:<8}{:>cw$}{:>cw$}", "", sd(b), sd(a)), false));
         }
         if let (Some((pb, pa)), "r_await") = (probe, label) {
-            let v = |m: Option<f64>| m.map_or_else(|| "-".into(), num);
-            // The probe's means carry no spread: the noise floor and the
-            // window length still hold.
-            let side = |v: f64, m: Option<Means>| Side {
-                value: v,
-                spread: 0.0,
-                intervals: m.map_or(0, |m| m.intervals),
-            };
-            let d = match (pb, pa) {
-                (Some(pb), Some(pa)) => delta_of(side(pb, b), side(pa, a)).label(),
-                _ => String::new(),
-            };
-            out.push((
-                format!("{:<8}{:>cw$}{:>cw$}{d:>7}", "pr_p99", v(pb), v(pa)),
-                false,
-            ));
+            let rows = super::probe::before_after_rows(pb, pa, b, a, cw);
+            out.extend(rows.into_iter().map(|l| (l, false)));
         }
         let dir = match label {
             "r_await" => Dir::Read,

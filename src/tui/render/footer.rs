@@ -105,16 +105,29 @@ fn hint_width((key, hint): &(&str, &str)) -> usize {
     key.chars().count() + 1 + hint.chars().count() + 2
 }
 
+/// Keys in the order they leave a narrow footer, last the ones an incident
+/// needs first: `s` (the switch), `i` (who does the I/O), `u` (undo),
+/// `p` (pause). Keys not listed go before these, from the end of the list.
+const DROP_ORDER: [&str; 9] = ["t", "r", "n", "/", "o", "p", "u", "i", "s"];
+
 /// The hints that fit `width` columns. `? help` and `q quit` (the way to
-/// every other key and the way out) always stay; the others go from the end
-/// of the list, so the change keys at its start go last.
+/// every other key and the way out) always stay; the others go in
+/// [`DROP_ORDER`], keeping their places on the line.
 fn fit_hints(
     mut v: Vec<(&'static str, &'static str)>,
     width: usize,
 ) -> Vec<(&'static str, &'static str)> {
     let keep = |h: &(&str, &str)| matches!(h.0, "?" | "q");
+    let rank = |h: &(&str, &str)| DROP_ORDER.iter().position(|k| *k == h.0);
     while v.iter().map(hint_width).sum::<usize>() > width + 2 {
-        match v.iter().rposition(|h| !keep(h)) {
+        // Unlisted keys first (None < Some), the last of equals first.
+        let drop = v
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| !keep(h))
+            .min_by_key(|(i, h)| (rank(h), std::cmp::Reverse(*i)))
+            .map(|(i, _)| i);
+        match drop {
             Some(i) => {
                 v.remove(i);
             }
@@ -187,10 +200,15 @@ mod tests {
         ];
         // 9 + 6 + 8 + 10 + 8 + 8 = 49 with the gaps; 47 without the last gap.
         assert_eq!(fit_hints(all.clone(), 47), all);
-        let f = fit_hints(all.clone(), 30);
+        // The editing keys go first; the scheduler stays longest.
+        let f = fit_hints(all.clone(), 31);
         assert_eq!(
             f,
-            [("s", "sched"), ("n", "nr"), ("?", "help"), ("q", "quit")]
+            [("s", "sched"), ("o", "sort"), ("?", "help"), ("q", "quit")]
+        );
+        assert_eq!(
+            fit_hints(all.clone(), 30),
+            [("s", "sched"), ("?", "help"), ("q", "quit")]
         );
         assert_eq!(fit_hints(all, 5), [("?", "help"), ("q", "quit")]);
     }

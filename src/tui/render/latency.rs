@@ -2,10 +2,10 @@
 //! time, and the before/after rows of a change.
 //!
 //! ```text
-//! r_p99    ▂▂▂          one bar per column of pooled histograms: solid up
-//! 1.20ms   ▒▒▒          to the p50, shaded (▒) from there to the p99;
-//! ↑12.0    ▒▒▒  ▁▁▁     `n=42` for the newest interval when under 100 reads
-//! p50 1.00 ███  ███
+//! r_p99     ▂▂▂         one bar per column of pooled histograms: solid up
+//! 1.20ms    ▒▒▒         to the p50, shaded (▒) from there to the p99;
+//! max 12.0  ▒▒▒  ▁▁▁    `n=42` for the newest interval when under 100 reads
+//! p50 1.00  ███  ███
 //!
 //!           before   after   diff
 //! reads      32000   16000           the I/Os each window rests on
@@ -35,6 +35,9 @@ pub struct LatencySeries {
     /// `None` also for a column of fewer than 100 I/Os.
     pub p99: Vec<Option<f64>>,
     pub n: Vec<u64>,
+    /// The newest interval on its own (what the table's p99 column shows),
+    /// set by the caller; the newest column pools several intervals.
+    pub last: Option<Percentiles>,
 }
 
 /// Pool the points of each of `cols` columns covering `(now - span, now]`
@@ -60,6 +63,7 @@ pub fn bucket(
         p50: vec![None; cols],
         p99: vec![None; cols],
         n: vec![0; cols],
+        last: None,
     };
     for (c, pool) in pools.iter().enumerate() {
         let Some(pc) = pool.as_ref().and_then(|p| Percentiles::of(&p.hist())) else {
@@ -69,6 +73,10 @@ pub fn bucket(
         s.p50[c] = Some(pc.p50);
         s.p99[c] = pc.p99_if_enough();
     }
+    let cover = super::chart::covering(points.iter().map(|p| (p.t, p.itv)), now, span, cols);
+    super::chart::fill(&mut s.p50, &cover);
+    super::chart::fill(&mut s.p99, &cover);
+    super::chart::fill(&mut s.n, &cover);
     s
 }
 
@@ -92,39 +100,44 @@ pub fn render_chart(
     if area.height == 0 || area.width <= gutter {
         return;
     }
+    // The newest interval's p99, as in the table, when it rests on enough
+    // I/Os; else the newest column with I/O says what "now" is.
+    let last_p99 = s.last.filter(|p| p.n >= MIN_IOS_FOR_P99).map(|p| p.p99);
     let max = s
         .p99
         .iter()
         .chain(&s.p50)
         .flatten()
+        .chain(last_p99.iter())
         .copied()
         .fold(0.0, f64::max);
     let g = (gutter - 1) as usize;
     put(buf, area.x, area.y, &fit(name, g), gutter - 1, t.heading());
-    // The newest column with I/O says what "now" is.
     let newest = s.n.iter().rposition(|&n| n > 0);
     if area.height > 1 {
-        let (now, st) = match newest {
-            Some(c) => match s.p99[c] {
-                Some(v) => (format!("{}ms", num(v)), Style::new()),
+        let (now, st) = match (s.last, newest) {
+            (Some(p), _) if p.n >= MIN_IOS_FOR_P99 => (super::num_unit(p.p99, "ms"), Style::new()),
+            (Some(p), _) => (format!("n={}", p.n), t.dim()),
+            (None, Some(c)) => match s.p99[c] {
+                Some(v) => (super::num_unit(v, "ms"), Style::new()),
                 None => (format!("n={}", s.n[c]), t.dim()),
             },
-            None => ("-".into(), Style::new()),
+            (None, None) => ("-".into(), Style::new()),
         };
         put(buf, area.x, area.y + 1, &fit(&now, g), gutter - 1, st);
     }
-    if area.height > 2 {
+    if area.height > 2 && newest.is_some() {
         put(
             buf,
             area.x,
             area.y + 2,
-            &fit(&format!("↑{}", num(max)), g),
+            &fit(&format!("max {}", num(max)), g),
             gutter - 1,
             t.dim(),
         );
     }
     if area.height > 3
-        && let Some(v) = newest.and_then(|c| s.p50[c])
+        && let Some(v) = s.last.map(|p| p.p50).or(newest.and_then(|c| s.p50[c]))
     {
         put(
             buf,
@@ -193,7 +206,8 @@ fn diff(b: Option<&Window>, a: Option<&Window>, span: Span, dir: Dir, q: Quantil
 }
 
 fn row(label: &str, b: String, a: String, d: String) -> String {
-    format!("{label:<8}{b:>8}{a:>8}{d:>7}")
+    use super::width::right;
+    format!("{label:<8}{}{}{}", right(&b, 8), right(&a, 8), right(&d, 7))
         .trim_end()
         .to_string()
 }

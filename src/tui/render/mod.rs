@@ -192,12 +192,24 @@ pub fn num(v: f64) -> String {
     let a = v.abs();
     if a >= 99_999.5 {
         format!("{:.0}k", v / 1000.0)
-    } else if a >= 100.0 || v == 0.0 {
+    } else if a >= 99.95 || v == 0.0 {
+        // 99.96 rounds to 100: written as 100, not 100.0 beside another 100.
         format!("{v:.0}")
-    } else if a >= 10.0 {
+    } else if a >= 9.995 {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+/// [`num`] with its unit: `2.41ms`, `100%`, and `1235k ms` (a space after
+/// the thousands' `k`, which would otherwise read as part of the unit).
+pub fn num_unit(v: f64, unit: &str) -> String {
+    let n = num(v);
+    if n.ends_with('k') && !unit.is_empty() {
+        format!("{n} {unit}")
+    } else {
+        format!("{n}{unit}")
     }
 }
 
@@ -220,5 +232,22 @@ pub fn age(secs: f64) -> String {
 pub(crate) fn put(buf: &mut ratatui::buffer::Buffer, x: u16, y: u16, s: &str, max: u16, st: Style) {
     if max > 0 {
         buf.set_stringn(x, y, printable(s), max as usize, st);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_value_rounded_up_takes_the_form_of_its_rounded_value() {
+        assert_eq!(super::num(99.96), "100");
+        assert_eq!(super::num(100.0), "100");
+        assert_eq!(super::num(99.94), "99.9");
+        assert_eq!(super::num(9.996), "10.0");
+        assert_eq!(super::num(9.994), "9.99");
+        assert_eq!(super::num(0.0), "0");
+        assert_eq!(super::num(1_234_567.0), "1235k");
+        assert_eq!(super::num_unit(1_234_567.0, "ms"), "1235k ms");
+        assert_eq!(super::num_unit(2.41, "ms"), "2.41ms");
+        assert_eq!(super::num_unit(100.0, "%"), "100%");
     }
 }

@@ -252,6 +252,33 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     for b in if replay { REPLAY } else { MAIN } {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
+    out.push(Line::from(Span::styled("Table and charts", t.heading())));
+    for (shown, what) in [
+        (
+            "!",
+            "a row to look at: %util near 100, or await far above its usual",
+        ),
+        (
+            "2.41ms",
+            "under a chart's name: the newest interval, as in the table",
+        ),
+        (
+            "max 3.72",
+            "the top of the bars' scale (highest bar or newest value)",
+        ),
+        (
+            "1 col = 3s",
+            "on the axis: each bar is the mean over that long",
+        ),
+        ("-2m00s", "the window (shorter while the history is short)"),
+        ("▲ │", "a change; its before/after is on the right"),
+        (
+            "! busy",
+            "in the pane's title: the selected row (▶) is a `!` row",
+        ),
+    ] {
+        out.push(Line::raw(format!("  {shown:<11}{what}")));
+    }
     out.push(Line::from(Span::styled(
         "In lists and editors",
         t.heading(),

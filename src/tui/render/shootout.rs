@@ -4,7 +4,8 @@
 use super::overlay::{big, framed};
 use super::{Theme, num};
 use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
-use blktune_core::shootout::{Metric, ShootoutResult, verdict_text};
+use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Span as IoSpan};
+use blktune_core::shootout::{IoLatency, Metric, SchedulerSummary, ShootoutResult, verdict_text};
 use blktune_core::text::printable;
 use blktune_core::units::format_duration;
 use ratatui::Frame;
@@ -87,7 +88,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             lines.push(Line::from(Span::styled(hint, t.heading())));
         }
         Stage::Done(res) => {
-            lines.extend(results_lines(res, t));
+            lines.extend(results_lines(res, t, w));
             lines.push(Line::raw(""));
             keys = Some("a apply the winner   e export it as a udev rule   Esc close");
         }
@@ -142,19 +143,125 @@ fn wrapped_rows(lines: &[Line], w: usize) -> usize {
         .sum()
 }
 
-/// The results table (means per scheduler), the verdict and what the device was left with.
-pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
-    const COLS: [Metric; 6] = [
-        Metric::RS,
-        Metric::WS,
-        Metric::MbS,
-        Metric::RAwait,
-        Metric::WAwait,
-        Metric::Util,
+/// A column of the results table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    /// A diskstats mean.
+    Disk(Metric),
+    /// The kernel's I/O count of a direction (pooled over the rounds).
+    N(Dir),
+    /// The kernel's p50 of the reads.
+    P50,
+    /// The kernel's p99 of a direction, or `n=K` under 100 I/Os.
+    P99(Dir),
+}
+
+impl Col {
+    /// Every column, in the order shown.
+    const ALL: [Col; 11] = [
+        Col::Disk(Metric::RS),
+        Col::Disk(Metric::WS),
+        Col::Disk(Metric::MbS),
+        Col::Disk(Metric::RAwait),
+        Col::Disk(Metric::WAwait),
+        Col::Disk(Metric::Util),
+        Col::N(Dir::Read),
+        Col::P50,
+        Col::P99(Dir::Read),
+        Col::N(Dir::Write),
+        Col::P99(Dir::Write),
     ];
-    let mut head = format!("{:<12}", "scheduler");
-    for m in COLS {
-        head.push_str(&format!("{:>9}", m.label()));
+
+    /// Which columns go first when the width is short: the reads' figures
+    /// and the kernel's read percentiles; the writes' p99 only when wide.
+    const PRIORITY: [Col; 11] = [
+        Col::Disk(Metric::RS),
+        Col::Disk(Metric::RAwait),
+        Col::N(Dir::Read),
+        Col::P50,
+        Col::P99(Dir::Read),
+        Col::Disk(Metric::WS),
+        Col::Disk(Metric::WAwait),
+        Col::Disk(Metric::Util),
+        Col::Disk(Metric::MbS),
+        Col::N(Dir::Write),
+        Col::P99(Dir::Write),
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Col::Disk(m) => m.label(),
+            Col::N(Dir::Read) => "r_n",
+            Col::N(_) => "w_n",
+            Col::P50 => "r_p50",
+            Col::P99(Dir::Read) => "r_p99",
+            Col::P99(_) => "w_p99",
+        }
+    }
+
+    fn kernel(self) -> bool {
+        !matches!(self, Col::Disk(_))
+    }
+
+    /// The cell of one scheduler.
+    fn cell(self, s: &SchedulerSummary) -> String {
+        let io = |dir| {
+            s.kernel
+                .as_ref()
+                .and_then(|k| k.get(IoSpan::Total, dir).copied())
+        };
+        match self {
+            Col::Disk(m @ (Metric::RAwait | Metric::WAwait)) => {
+                s.get(m).map_or("-".to_string(), |sp| ms(sp.mean))
+            }
+            Col::Disk(m) => s.get(m).map_or("-".to_string(), |sp| num(sp.mean)),
+            Col::N(dir) => count_cell(s.kernel.is_some(), io(dir)),
+            Col::P50 => io(Dir::Read).map_or("-".into(), |l| ms(l.p50)),
+            Col::P99(dir) => p99_cell(io(dir)),
+        }
+    }
+}
+
+/// Width of the scheduler column.
+const NAME_W: usize = 12;
+
+/// The columns that fit in `w`: all of diskstats' (9 wide) without the
+/// kernel's figures; with them (8 wide), by [`Col::PRIORITY`], the writes'
+/// only when some scheduler saw writes.
+fn columns(w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
+    if !kernel {
+        return (Col::ALL.into_iter().filter(|c| !c.kernel()).collect(), 9);
+    }
+    let cw = 8;
+    let fits = (w.saturating_sub(NAME_W) / cw).max(1);
+    let chosen: Vec<Col> = Col::PRIORITY
+        .into_iter()
+        .filter(|c| writes || !matches!(c, Col::N(Dir::Write) | Col::P99(Dir::Write)))
+        .take(fits)
+        .collect();
+    (
+        Col::ALL
+            .into_iter()
+            .filter(|c| chosen.contains(c))
+            .collect(),
+        cw,
+    )
+}
+
+/// The results table (diskstats means and the kernel's percentiles per
+/// scheduler, as many columns as `w` holds), the verdict and what the
+/// device was left with.
+pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize) -> Vec<Line<'static>> {
+    let kernel = r.schedulers.iter().any(|s| s.kernel.is_some());
+    let writes = r.schedulers.iter().any(|s| {
+        s.kernel
+            .as_ref()
+            .is_some_and(|k| k.count(IoSpan::Total, Dir::Write) > 0)
+    });
+    let (cols, cw) = columns(w, kernel, writes);
+    let mut head = format!("{:<NAME_W$}", "scheduler");
+    for c in &cols {
+        head.push_str(&format!("{:>cw$}", c.label()));
     }
     let winner = r.verdict.as_ref().map(|v| v.winner.clone());
     let mut out = vec![Line::styled(head, t.heading())];
@@ -164,18 +271,35 @@ pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
         } else {
             " "
         };
-        let mut row = format!("{mark}{:<11}", s.scheduler);
-        for m in COLS {
-            let v = s.get(m).map_or("-".to_string(), |sp| num(sp.mean));
-            row.push_str(&format!("{v:>9}"));
+        let mut row = format!("{mark}{:<w$}", s.scheduler, w = NAME_W - 1);
+        for c in &cols {
+            row.push_str(&format!("{:>cw$}", c.cell(s)));
         }
         out.push(Line::raw(row));
     }
     out.push(Line::styled(
         format!(
-            "{} round of {:.0}s each; r_await/w_await in ms",
+            "{} round of {:.0}s each; latencies in ms",
             r.rounds, r.dwell_s
         ),
+        t.dim(),
+    ));
+    out.push(Line::styled(
+        if kernel {
+            let names: Vec<&str> = cols
+                .iter()
+                .filter(|c| c.kernel())
+                .map(|c| c.label())
+                .collect();
+            format!(
+                "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
+                names.join(" "),
+                r.device
+            )
+        } else {
+            let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+            format!("no kernel percentiles: {}", printable(why))
+        },
         t.dim(),
     ));
     match &r.verdict {
@@ -198,9 +322,48 @@ pub fn results_lines(r: &ShootoutResult, t: Theme) -> Vec<Line<'static>> {
     out
 }
 
+/// An I/O count: `-` when the dwell was not traced.
+fn count_cell(traced: bool, l: Option<IoLatency>) -> String {
+    match (traced, l) {
+        (false, _) => "-".into(),
+        (true, None) => "0".into(),
+        (true, Some(l)) if l.n >= 100_000 => format!("{}k", l.n / 1000),
+        (true, Some(l)) => l.n.to_string(),
+    }
+}
+
+/// A p99, or `n=K` when it rests on fewer than 100 I/Os.
+fn p99_cell(l: Option<IoLatency>) -> String {
+    match l {
+        None => "-".into(),
+        Some(l) => l.p99.map_or_else(|| format!("n={}", l.n), ms),
+    }
+}
+
+/// A latency in ms with three significant figures below 1 ms (`0.0123`,
+/// `0.490`: on fast devices the differences are there), as [`num`] above.
+fn ms(v: f64) -> String {
+    if v != 0.0 && v.abs() < 0.1 {
+        format!("{v:.4}")
+    } else if v.abs() < 1.0 {
+        format!("{v:.3}")
+    } else {
+        num(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_keep_three_figures_below_a_millisecond() {
+        assert_eq!(ms(0.01234), "0.0123");
+        assert_eq!(ms(0.49), "0.490");
+        assert_eq!(ms(0.0), "0.000");
+        assert_eq!(ms(4.0), "4.00");
+        assert_eq!(ms(12.34), "12.3");
+    }
 
     #[test]
     fn wrapped_rows_counts_greedy_word_wrapping() {

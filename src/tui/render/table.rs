@@ -299,13 +299,11 @@ fn sort_key(id: ColId) -> Option<SortKey> {
         ColId::Inflight => SortKey::Inflight,
         ColId::Aqu => SortKey::Aqu,
         ColId::Util => SortKey::Util,
-        ColId::Kind
-        | ColId::Sched
-        | ColId::Nr
-        | ColId::Ra
-        | ColId::RP99
-        | ColId::WP99
-        | ColId::Mount => {
+        ColId::Nr => SortKey::Nr,
+        ColId::Ra => SortKey::Ra,
+        ColId::RP99 => SortKey::RP99,
+        ColId::WP99 => SortKey::WP99,
+        ColId::Kind | ColId::Sched | ColId::Mount => {
             return None;
         }
     })
@@ -361,7 +359,7 @@ fn keep_tail(s: &str, width: usize) -> String {
 
 /// `7.0ms`, `12ms`, `0.25ms`: the sparklines' shared top.
 fn scale_label(max: f64) -> String {
-    format!("0-{}ms", num(max))
+    format!("0-{}", super::num_unit(max, "ms"))
 }
 
 /// Draw the table into `area` (first row: headings).
@@ -433,11 +431,12 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         if selected {
             buf.set_style(Rect::new(area.x, y, area.width, 1), style);
         }
-        // The marker column: `!` over a threshold (also without colour),
-        // else `▶` on the selected row (reversed anyway).
+        // The marker column: `▶` on the selected row, always (it says which
+        // device the keys act on), else `!` over a threshold (also without
+        // colour); a selected hot row keeps the hot colour in its reverse.
         let mark = match (hot, selected) {
-            (Some(Hot::Busy | Hot::Slow), _) => "!",
-            (None, true) => "▶",
+            (_, true) => "▶",
+            (Some(Hot::Busy | Hot::Slow), false) => "!",
             (None, false) => " ",
         };
         put(buf, area.x, y, mark, 1, style);
@@ -472,6 +471,9 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
             } else {
                 style
             };
+            // A value wider than its column (read_ahead_kb 1000000 in RA)
+            // becomes `…`, never its first digits.
+            let v = super::width::fit(&v, c.width as usize);
             let text = if c.right {
                 format!("{v:>w$}", w = c.width as usize)
             } else {

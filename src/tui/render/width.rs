@@ -64,6 +64,16 @@ pub fn fit(s: &str, w: usize) -> String {
     format!("{kept}…")
 }
 
+/// `s` right-aligned in `w` columns, or after one space when it fills them:
+/// a figure never touches the one before it (`37.5~+8284%` read as one).
+pub fn right(s: &str, w: usize) -> String {
+    if width(s) >= w {
+        format!(" {s}")
+    } else {
+        format!("{}{s}", " ".repeat(w - width(s)))
+    }
+}
+
 /// `s` broken into lines of at most `w` columns, at spaces where possible.
 pub fn wrap(s: &str, w: usize) -> Vec<String> {
     let w = w.max(8);

@@ -8,9 +8,14 @@
 //! window are never averaged from the intervals' percentiles.
 
 use blktune_core::latency::hist::{Hist, NR_SLOTS, VALUE_LEN};
-use blktune_core::latency::{DevId, Dir, Intervals, Span, SparseHist, Tracer, Unavailable};
+use blktune_core::latency::{
+    DevId, Dir, Interval, Intervals, Span, SparseHist, Tracer, Unavailable,
+};
+use blktune_core::record::latency::{DeviceLat, LatencyFacts, parse_key};
 use blktune_core::sampler::Snapshot;
+use blktune_core::shootout::SharedTracer;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 /// The spans and directions the TUI shows (discards and flushes are left
 /// to `watch --json`).
@@ -102,13 +107,104 @@ pub fn reason(u: &Unavailable) -> String {
         Unavailable::NoBtf => "no BTF".into(),
         Unavailable::Lockdown(_) => "lockdown".into(),
         Unavailable::Load(_) => "BPF load failed".into(),
+        Unavailable::Read(_) => "BPF read failed".into(),
+    }
+}
+
+/// What the app is sent of a tracer's `interval` read right after the
+/// snapshot `s`: the [`KEPT`] histograms of each whole device of `s` (an
+/// earlier device under the same number is never taken for it). `None`
+/// when `s` has no rates.
+pub fn sample_of(interval: &Interval, s: &Snapshot) -> Option<LatencySample> {
+    let itv = s.interval?;
+    let devices = s
+        .devices
+        .iter()
+        .filter(|d| d.size_bytes > 0)
+        .filter_map(|d| {
+            let id = DevId {
+                major: d.major,
+                minor: d.minor,
+            };
+            let di = interval.device(id, d.diskseq)?;
+            let hists = KEPT
+                .iter()
+                .filter_map(|k| Some((*k, SparseHist::from(di.hists.get(k)?))))
+                .filter(|(_, c)| c.count() > 0)
+                .collect();
+            Some((
+                d.name.clone(),
+                DeviceLatency {
+                    diskseq: d.diskseq,
+                    hists,
+                },
+            ))
+        })
+        .collect();
+    Some(LatencySample {
+        t: s.t,
+        itv,
+        devices,
+    })
+}
+
+/// The same message from a recorded frame: the snapshot `s` the player
+/// rebuilt and the histograms recorded with it (`lat`, by device and key);
+/// the diskseq is the recorded device's. `None` when `s` has no rates.
+pub fn sample_of_recorded(
+    s: &Snapshot,
+    lat: &BTreeMap<String, DeviceLat>,
+) -> Option<LatencySample> {
+    let itv = s.interval?;
+    let devices = lat
+        .iter()
+        .filter_map(|(name, keys)| {
+            let d = s.devices.iter().find(|d| &d.name == name)?;
+            let hists = keys
+                .iter()
+                .filter_map(|(k, h)| Some((parse_key(k)?, h)))
+                .filter(|(k, h)| KEPT.contains(k) && h.count() > 0)
+                .map(|(k, h)| (k, h.clone()))
+                .collect();
+            Some((
+                name.clone(),
+                DeviceLatency {
+                    diskseq: d.diskseq,
+                    hists,
+                },
+            ))
+        })
+        .collect();
+    Some(LatencySample {
+        t: s.t,
+        itv,
+        devices,
+    })
+}
+
+/// What a recording's header says about percentiles, as the live source
+/// would say it: tracing, or why there are none (`not recorded`, with the
+/// recorder's reason in its first few words).
+pub fn recorded_feed(facts: Option<&LatencyFacts>) -> LatencyFeed {
+    match facts {
+        Some(f) if f.traced => LatencyFeed::Tracing,
+        Some(f) => LatencyFeed::Unavailable(match f.unavailable.as_deref() {
+            // `BPF load failed: <the loader's words>` → `BPF load failed`.
+            Some(why) => {
+                let short = why.split([':', '(']).next().unwrap_or(why).trim();
+                format!("not recorded ({short})")
+            }
+            None => "not recorded".into(),
+        }),
+        None => LatencyFeed::Unavailable("not recorded".into()),
     }
 }
 
 /// The live source's tracer and its previous reading.
 #[derive(Debug)]
 pub struct LiveLatency {
-    tracer: Tracer,
+    /// Shared with a running shoot-out, which reads it too.
+    tracer: SharedTracer,
     intervals: Intervals,
 }
 
@@ -117,7 +213,7 @@ impl LiveLatency {
     /// or not root); the first reading is the baseline.
     pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
         let mut l = Self {
-            tracer: Tracer::start(no_bpf, live)?,
+            tracer: Arc::new(Mutex::new(Tracer::start(no_bpf, live)?)),
             intervals: Intervals::new(),
         };
         l.baseline();
@@ -125,50 +221,30 @@ impl LiveLatency {
     }
 
     /// Read the histograms after the snapshot `s`: the interval since the
-    /// last read, per device of the snapshot. `Err` when reading failed
-    /// (tracing then stops).
-    pub fn tick(&mut self, s: &Snapshot) -> Result<Option<LatencySample>, String> {
-        let Some(itv) = s.interval else {
+    /// last read (`None` for a snapshot without rates: the baseline). `Err`
+    /// when reading failed (tracing then stops).
+    pub fn tick(&mut self, s: &Snapshot) -> Result<Option<Interval>, String> {
+        if s.interval.is_none() {
             self.baseline();
             return Ok(None);
-        };
-        let readings = self.tracer.read()?;
-        let Some(interval) = self.intervals.next(readings) else {
-            return Ok(None);
-        };
-        let mut devices = BTreeMap::new();
-        for d in s.devices.iter().filter(|d| d.size_bytes > 0) {
-            let id = DevId {
-                major: d.major,
-                minor: d.minor,
-            };
-            // An earlier device's histograms under this number are never the new one's.
-            let Some(di) = interval.device(id, d.diskseq) else {
-                continue;
-            };
-            let hists = KEPT
-                .iter()
-                .filter_map(|k| Some((*k, SparseHist::from(di.hists.get(k)?))))
-                .filter(|(_, c)| c.count() > 0)
-                .collect();
-            devices.insert(
-                d.name.clone(),
-                DeviceLatency {
-                    diskseq: d.diskseq,
-                    hists,
-                },
-            );
         }
-        Ok(Some(LatencySample {
-            t: s.t,
-            itv,
-            devices,
-        }))
+        let readings = self.read()?;
+        Ok(self.intervals.next(readings))
+    }
+
+    /// The tracer, for a shoot-out to read too (the program is loaded once).
+    pub fn shared(&self) -> SharedTracer {
+        Arc::clone(&self.tracer)
+    }
+
+    fn read(&self) -> Result<blktune_core::latency::Readings, String> {
+        let mut t = self.tracer.lock().map_err(|_| "tracer poisoned")?;
+        t.read()
     }
 
     /// A reading taken only as the next baseline.
     fn baseline(&mut self) {
-        if let Ok(r) = self.tracer.read() {
+        if let Ok(r) = self.read() {
             self.intervals.next(r);
         }
     }
@@ -207,6 +283,39 @@ mod tests {
         assert!((pct.p99 - 10.0).abs() < 0.2, "{pct:?}");
         assert!((pct.p50 - 1.0).abs() < 0.02, "{pct:?}");
         assert_eq!(Pool::default().hist(), Hist::empty());
+    }
+
+    #[test]
+    fn a_recording_header_says_tracing_or_why_not_in_a_few_words() {
+        let facts = |traced, why: Option<&str>| LatencyFacts {
+            traced,
+            unavailable: why.map(String::from),
+        };
+        assert_eq!(
+            recorded_feed(Some(&facts(true, None))),
+            LatencyFeed::Tracing
+        );
+        let off = |f: Option<&LatencyFacts>| match recorded_feed(f) {
+            LatencyFeed::Unavailable(w) => w,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(off(None), "not recorded");
+        assert_eq!(off(Some(&facts(false, None))), "not recorded");
+        assert_eq!(
+            off(Some(&facts(false, Some("needs root")))),
+            "not recorded (needs root)"
+        );
+        assert_eq!(
+            off(Some(&facts(false, Some("BPF load failed: EPERM")))),
+            "not recorded (BPF load failed)"
+        );
+        assert_eq!(
+            off(Some(&facts(
+                false,
+                Some("no kernel BTF (/sys/kernel/btf/vmlinux)")
+            ))),
+            "not recorded (no kernel BTF)"
+        );
     }
 
     #[test]

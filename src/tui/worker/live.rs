@@ -4,7 +4,7 @@
 //! and the export writer, and tells the app everything through [`Feed`]
 //! ([`super::protocol`]).
 
-use super::latency::{LatencyFeed, LiveLatency, reason};
+use super::latency::{LatencyFeed, LiveLatency, reason, sample_of};
 use super::procio::WhereIo;
 use super::protocol::{
     ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, LiveControl, ProbeSample, Shared,
@@ -14,8 +14,11 @@ use super::recorder::LiveRecorder;
 use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
+use blktune_core::latency::Unavailable;
 use blktune_core::probe::{Probe, ProbeStats};
+use blktune_core::record::latency::LatencyFacts;
 use blktune_core::sampler::Sampler;
+use blktune_core::shootout::Tracing;
 use blktune_core::tuner::{Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -47,6 +50,9 @@ pub struct LiveSource {
     trace: Option<bool>,
     /// The kernel tracer, while it runs.
     latency: Option<LiveLatency>,
+    /// Why the tracer does not run: told to a shoot-out (which then loads
+    /// none) and written in a recording's header.
+    untraced: Option<Unavailable>,
     /// Who does the I/O (while shown) and where it goes.
     where_io: WhereIo,
 }
@@ -67,6 +73,7 @@ impl LiveSource {
             probe_target: Vec::new(),
             trace: None,
             latency: None,
+            untraced: None,
             where_io: WhereIo::default(),
         }
     }
@@ -89,9 +96,28 @@ impl LiveSource {
                 self.latency = Some(l);
                 LatencyFeed::Tracing
             }
-            Err(why) => LatencyFeed::Unavailable(reason(&why)),
+            Err(why) => {
+                let msg = LatencyFeed::Unavailable(reason(&why));
+                self.untraced = Some(why);
+                msg
+            }
         };
         feed.send(Feed::Latency(msg)).is_ok()
+    }
+
+    /// What a recording started now says of the kernel's histograms; `None`
+    /// when tracing was never asked for.
+    fn latency_facts(&self) -> Option<LatencyFacts> {
+        if self.latency.is_some() {
+            return Some(LatencyFacts {
+                traced: true,
+                unavailable: None,
+            });
+        }
+        self.untraced.as_ref().map(|why| LatencyFacts {
+            traced: false,
+            unavailable: Some(why.to_string()),
+        })
     }
 
     /// Probe at `rate` reads per second (default [`blktune_core::probe::DEFAULT_RATE`])
@@ -151,11 +177,6 @@ impl LiveSource {
         let msg = match self.sampler.tick() {
             Ok(s) => {
                 self.last = Some((Instant::now(), s.t));
-                if let Some(ev) = self.recorder.snapshot(&s)
-                    && feed.send(Feed::Record(ev)).is_err()
-                {
-                    return false;
-                }
                 // Taken right after the sample, so the probe's interval is
                 // the snapshot's (to within the time of one read).
                 let probe = self.take_probe().and_then(|stats| {
@@ -166,14 +187,26 @@ impl LiveSource {
                     })
                 });
                 // The kernel's histograms read right after the sample too.
-                let latency = match self.latency.as_mut().map(|l| l.tick(&s)) {
-                    None | Some(Ok(None)) => None,
-                    Some(Ok(Some(sample))) => Some(LatencyFeed::Sample(sample)),
-                    Some(Err(_)) => {
+                let (interval, latency) = match self.latency.as_mut().map(|l| l.tick(&s)) {
+                    None | Some(Ok(None)) => (None, None),
+                    Some(Ok(Some(i))) => {
+                        let sample = sample_of(&i, &s).map(LatencyFeed::Sample);
+                        (Some(i), sample)
+                    }
+                    Some(Err(e)) => {
                         self.latency = None;
-                        Some(LatencyFeed::Unavailable("BPF read failed".into()))
+                        let why = Unavailable::Read(e);
+                        let msg = LatencyFeed::Unavailable(reason(&why));
+                        self.untraced = Some(why);
+                        (None, Some(msg))
                     }
                 };
+                // The recording gets the interval the app is sent.
+                if let Some(ev) = self.recorder.snapshot(&s, interval.as_ref())
+                    && feed.send(Feed::Record(ev)).is_err()
+                {
+                    return false;
+                }
                 let who = |m| feed.send(Feed::WhereIo(m)).is_ok();
                 if !self.where_io.tick(self.sampler.root(), &s, who)
                     || feed.send(Feed::Snapshot(Box::new(s))).is_err()
@@ -264,10 +297,17 @@ impl LiveSource {
                 Report::Switched(mark) => Feed::Change(mark),
             });
         };
+        // The sampler's tracer, shared: the BPF program is never loaded twice.
+        let tracing = match (&self.latency, &self.untraced) {
+            (Some(l), _) => Tracing::Shared(l.shared()),
+            (None, Some(why)) => Tracing::Off(why.clone()),
+            (None, None) => Tracing::Own,
+        };
         match shootout::spawn(
             tuner.root().clone(),
             tuner.journal().cloned(),
             req,
+            tracing,
             epoch,
             report,
         ) {
@@ -280,15 +320,18 @@ impl LiveSource {
     }
 
     fn run(mut self, feed: &Sender<Feed>, control: &Receiver<ToWorker<LiveControl>>) {
-        if !self.start_latency(feed) {
-            return;
-        }
         // The devices and their settings at once, the rates at the first tick.
         if let Some(first) = self.sampler.take_baseline() {
             self.last = Some((Instant::now(), first.t));
             if feed.send(Feed::Snapshot(Box::new(first))).is_err() {
                 return;
             }
+        }
+        // Loading the BPF program takes 100 ms or more: after the first
+        // frame's snapshot, so the screen never waits for it. The first
+        // interval's percentiles then cover the time since the load.
+        if !self.start_latency(feed) {
+            return;
         }
         let mut next = Instant::now() + self.interval;
         loop {
@@ -306,8 +349,9 @@ impl LiveSource {
                         Some(p) => {
                             // A recording's first facts must be whole.
                             self.sampler.complete();
+                            let facts = self.latency_facts();
                             self.recorder
-                                .start(&p, &self.sampler, origin, self.interval)
+                                .start(&p, &self.sampler, origin, self.interval, facts)
                         }
                         None => self.recorder.stop(),
                     };

@@ -2,8 +2,14 @@
 //! lives in the live source thread (it sees every snapshot and every change
 //! the tuner made, at their exact times); the app only asks to start or stop
 //! and shows what [`RecordEvent`]s tell it.
+//!
+//! While the kernel tracer runs, each snapshot is recorded with the
+//! histograms of the same interval (read right after it), so a replay of
+//! the file shows the percentiles the live view showed.
 
 use blktune_core::history::ChangeMark;
+use blktune_core::latency::Interval;
+use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordOptions, Recorder};
 use blktune_core::sampler::{Sampler, Snapshot};
 use blktune_core::units::rfc3339;
@@ -35,13 +41,16 @@ pub struct LiveRecorder {
 
 impl LiveRecorder {
     /// Start recording to `path` (never overwriting a file); `origin` is the
-    /// newest snapshot's time, which becomes `t` = 0.
+    /// newest snapshot's time, which becomes `t` = 0. `latency` is what the
+    /// header says of the kernel's histograms (`None`: tracing was never
+    /// asked for).
     pub fn start(
         &mut self,
         path: &Path,
         sampler: &Sampler,
         origin: f64,
         interval: Duration,
+        latency: Option<LatencyFacts>,
     ) -> Option<RecordEvent> {
         if let Some(r) = &self.rec {
             return Some(RecordEvent::Failed(format!(
@@ -53,9 +62,17 @@ impl LiveRecorder {
             force: false,
             only: Vec::new(),
             interval,
+            checked_within: sampler.refresh_every(),
         };
         Some(
-            match Recorder::create(path, sampler.root(), sampler.devices(), origin, &opts) {
+            match Recorder::create_traced(
+                path,
+                sampler.root(),
+                sampler.devices(),
+                origin,
+                &opts,
+                latency,
+            ) {
                 Ok(r) => {
                     self.rec = Some(r);
                     RecordEvent::Started(path.to_owned())
@@ -65,12 +82,13 @@ impl LiveRecorder {
         )
     }
 
-    /// Record one snapshot; a failure (now or from [`LiveRecorder::change`])
+    /// Record one snapshot with the tracer's histograms of its interval
+    /// (`None`: not traced); a failure (now or from [`LiveRecorder::change`])
     /// stops the recording and is returned.
-    pub fn snapshot(&mut self, s: &Snapshot) -> Option<RecordEvent> {
+    pub fn snapshot(&mut self, s: &Snapshot, traced: Option<&Interval>) -> Option<RecordEvent> {
         if let Some(r) = &mut self.rec
             && self.failed.is_none()
-            && let Err(e) = r.snapshot(s)
+            && let Err(e) = r.snapshot_traced(s, traced)
         {
             self.failed = Some(e.to_string());
         }

@@ -3,10 +3,15 @@
 //! panels are drawn by the very same code. Runs on its own thread, like the
 //! live source; it never touches sysfs or the tuner.
 //!
-//! Per frame of the [`Player`] it sends the frame's change marks
-//! ([`Feed::Change`]) and then its snapshot ([`Feed::Snapshot`]), exactly the
-//! order in which the live view gets a change and the next sample. A seek
-//! back sends [`Feed::Reset`] and then the frames of the last
+//! First it says what the recording's header says of the kernel's latency
+//! ([`LatencyFeed::Tracing`], or why there are no percentiles: `not
+//! recorded`). Per frame of the [`Player`] it sends the frame's change marks
+//! ([`Feed::Change`]), then its snapshot ([`Feed::Snapshot`]), then the
+//! histograms recorded with it ([`LatencyFeed::Sample`]), exactly the order
+//! in which the live view gets a change, the next sample and its interval's
+//! histograms; so the p99 column, the latency chart and the before/after
+//! rows are the ones the live view showed. A seek back sends
+//! [`Feed::Reset`], the latency word again, and then the frames of the last
 //! [`KEEP_SECS`] before the new position ([`Player::seek_window`]). At the
 //! end of the recording playback pauses on the last frame.
 //!
@@ -15,6 +20,7 @@
 //! that cannot be read again (a pipe) is refused by [`ReplaySource::new`],
 //! and one replaced while playing stops playback with a line in the status.
 
+use super::latency::{LatencyFeed, recorded_feed, sample_of_recorded};
 use super::protocol::{Feed, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
@@ -47,12 +53,21 @@ pub struct ReplaySource {
     ended: bool,
     /// The last position sent, to send only when the header would change.
     sent: Option<ReplayPosition>,
+    /// What the header says of the kernel's latency, sent first.
+    latency: LatencyFeed,
 }
 
-/// A frame as the app takes it: its marks, then its snapshot.
-fn push_frame(f: Frame, out: &mut Vec<Feed>) {
+/// A frame as the app takes it: its marks, its snapshot, and (when the
+/// recording was traced) the histograms of its interval.
+fn push_frame(f: Frame, traced: bool, out: &mut Vec<Feed>) {
+    let lat = traced
+        .then(|| sample_of_recorded(&f.snapshot, &f.latency))
+        .flatten();
     out.extend(f.marks.into_iter().map(Feed::Change));
     out.push(Feed::Snapshot(Box::new(f.snapshot)));
+    if let Some(l) = lat {
+        out.push(Feed::Latency(LatencyFeed::Sample(l)));
+    }
 }
 
 impl ReplaySource {
@@ -64,12 +79,22 @@ impl ReplaySource {
         speed: f64,
         now: Instant,
     ) -> Result<Self, RecordError> {
+        let latency = recorded_feed(rec.header.latency.as_ref());
         Ok(Self {
             player: Player::new(rec)?,
             clock: Playback::new(now, start, speed),
             ended: false,
             sent: None,
+            latency,
         })
+    }
+
+    /// Frames as the app takes them.
+    fn push_frames(&self, frames: Vec<Frame>, out: &mut Vec<Feed>) {
+        let traced = self.latency == LatencyFeed::Tracing;
+        for f in frames {
+            push_frame(f, traced, out);
+        }
     }
 
     /// Length of the recording in seconds.
@@ -90,11 +115,10 @@ impl ReplaySource {
 
     /// Everything up to the start position (the first call after `new`).
     pub fn begin(&mut self, now: Instant) -> Vec<Feed> {
-        let mut out = Vec::new();
+        let mut out = vec![Feed::Latency(self.latency.clone())];
         let at = self.clock.position(now);
-        for f in self.player.seek_window(at, KEEP_SECS) {
-            push_frame(f, &mut out);
-        }
+        let frames = self.player.seek_window(at, KEEP_SECS);
+        self.push_frames(frames, &mut out);
         self.reread_error(&mut out);
         self.finish_step(now, &mut out);
         out
@@ -111,9 +135,8 @@ impl ReplaySource {
     pub fn step(&mut self, now: Instant) -> Vec<Feed> {
         let mut out = Vec::new();
         let at = self.clock.position(now);
-        for f in self.player.advance_to(at) {
-            push_frame(f, &mut out);
-        }
+        let frames = self.player.advance_to(at);
+        self.push_frames(frames, &mut out);
         self.finish_step(now, &mut out);
         out
     }
@@ -141,14 +164,13 @@ impl ReplaySource {
         let target = target.clamp(0.0, self.duration());
         if target + 1e-9 < self.player.position() {
             out.push(Feed::Reset);
-            for f in self.player.seek_window(target, KEEP_SECS) {
-                push_frame(f, out);
-            }
+            out.push(Feed::Latency(self.latency.clone()));
+            let frames = self.player.seek_window(target, KEEP_SECS);
+            self.push_frames(frames, out);
             self.reread_error(out);
         } else {
-            for f in self.player.advance_to(target) {
-                push_frame(f, out);
-            }
+            let frames = self.player.advance_to(target);
+            self.push_frames(frames, out);
         }
         self.clock.jump(now, target);
         if self.ended && target < self.duration() {

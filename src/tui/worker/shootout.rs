@@ -9,7 +9,7 @@ use blktune_core::history::ChangeMark;
 use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Target};
 use blktune_core::os::SysRoot;
-use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult};
+use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult, Tracing};
 use blktune_core::tuner::Wanted;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,11 +121,14 @@ pub fn config(root: &SysRoot, req: &ShootOutRequest) -> Result<Config, ShootOutE
     })
 }
 
-/// Start a shoot-out; `epoch` is the sampler's time zero, so marks line up with the charts.
+/// Start a shoot-out; `epoch` is the sampler's time zero, so marks line up
+/// with the charts. `tracing` is where the kernel's percentiles come from:
+/// the live tracer, shared (the BPF program is loaded once), or why there are none.
 pub fn spawn(
     root: SysRoot,
     journal: Option<Journal>,
     req: ShootOutRequest,
+    tracing: Tracing,
     epoch: Instant,
     report: impl Fn(Report) + Send + 'static,
 ) -> std::io::Result<ShootOutHandle> {
@@ -136,7 +139,7 @@ pub fn spawn(
         .spawn(move || {
             let result = match config(&root, &req) {
                 Err(e) => Err(e),
-                Ok(cfg) => run(&root, journal, &cfg, epoch, &report, &flag),
+                Ok(cfg) => run(&root, journal, &cfg, tracing, epoch, &report, &flag),
             };
             report(Report::Feed(ShootOutFeed::Done(result)));
         })?;
@@ -164,6 +167,7 @@ fn run(
     root: &SysRoot,
     journal: Option<Journal>,
     cfg: &Config,
+    tracing: Tracing,
     epoch: Instant,
     report: &impl Fn(Report),
     cancel: &AtomicBool,
@@ -176,10 +180,11 @@ fn run(
             .unwrap_or_default();
     let mut current = original.clone();
     let mut last_step = 0;
-    let r = shootout::run(
+    let r = shootout::run_traced(
         root,
         journal,
         cfg,
+        tracing,
         |p| {
             // The switch of a step is done once it settles: mark it there.
             if p.phase == Phase::Settling && p.step != last_step {

@@ -19,8 +19,12 @@ pub const MIN_EXP: u32 = 10;
 pub const MAX_EXP: u32 = 33;
 /// Underflow, the log-linear slots, overflow.
 pub const NR_SLOTS: usize = 2 + (MAX_EXP - MIN_EXP + 1) as usize * SUBS;
-/// A map value: the slots, then the sum of the latencies in ns.
+/// A span's histogram as the kernel keeps it: the slots, then the sum of the
+/// latencies in ns.
 pub const VALUE_LEN: usize = NR_SLOTS + 1;
+/// A map value: the total span's histogram, then the device span's (one
+/// lookup per I/O finds both).
+pub const SPANS_LEN: usize = 2 * VALUE_LEN;
 
 /// The slot of a latency in ns (the kernel's `slot_of`).
 pub fn slot_of(ns: u64) -> usize {
@@ -227,6 +231,14 @@ mod tests {
         assert_eq!(define("SUB_BITS"), SUB_BITS);
         assert_eq!(define("MIN_EXP"), MIN_EXP);
         assert_eq!(define("MAX_EXP"), MAX_EXP);
+        // The tracer splits a map value at VALUE_LEN: total first, then device.
+        assert_eq!(define("SPAN_TOTAL"), 0);
+        assert_eq!(define("SPAN_DEVICE"), 1);
+        assert_eq!(
+            src.lines()
+                .find_map(|l| l.strip_prefix("#define SPANS_LEN ")),
+            Some("(2 * VALUE_LEN)")
+        );
     }
 
     #[test]

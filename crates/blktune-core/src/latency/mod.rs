@@ -104,24 +104,16 @@ pub struct DeviceHists {
 /// One reading of every traced device.
 pub type Readings = BTreeMap<DevId, DeviceHists>;
 
-/// The key of a histogram in the BPF map: `dev_t << 16 | span << 8 | dir`.
-pub fn map_id(dev: DevId, span: Span, dir: Dir) -> u64 {
-    let span = match span {
-        Span::Total => 0,
-        Span::Device => 1,
-    };
-    dev.to_kernel() << 16 | span << 8 | dir.index() as u64
+/// The key of a device's histograms of one direction in the BPF map:
+/// `dev_t << 8 | dir` (the value holds both spans, see [`hist::SPANS_LEN`]).
+pub fn map_id(dev: DevId, dir: Dir) -> u64 {
+    dev.to_kernel() << 8 | dir.index() as u64
 }
 
-/// The device, span and direction of a map key; `None` for an unknown one.
-pub fn parse_map_id(id: u64) -> Option<(DevId, Span, Dir)> {
-    let span = match (id >> 8) & 0xff {
-        0 => Span::Total,
-        1 => Span::Device,
-        _ => return None,
-    };
+/// The device and direction of a map key; `None` for an unknown one.
+pub fn parse_map_id(id: u64) -> Option<(DevId, Dir)> {
     let dir = *Dir::ALL.get((id & 0xff) as usize)?;
-    Some((DevId::from_kernel(id >> 16), span, dir))
+    Some((DevId::from_kernel(id >> 8), dir))
 }
 
 #[cfg(test)]
@@ -153,18 +145,17 @@ mod tests {
     #[test]
     fn unknown_map_keys_are_refused() {
         let dev = DevId { major: 7, minor: 2 };
-        assert_eq!(parse_map_id(dev.to_kernel() << 16 | 2 << 8), None);
-        assert_eq!(parse_map_id(dev.to_kernel() << 16 | 4), None);
+        assert_eq!(parse_map_id(dev.to_kernel() << 8 | 4), None);
+        assert_eq!(parse_map_id(dev.to_kernel() << 8 | 0xff), None);
         assert_eq!(Dir::Flush.prefix(), "f");
     }
 
     proptest! {
         #[test]
-        fn map_keys_round_trip(major in 0u32..4096, minor in 0u32..(1 << 20), s in 0usize..2, d in 0usize..4) {
+        fn map_keys_round_trip(major in 0u32..4096, minor in 0u32..(1 << 20), d in 0usize..4) {
             let dev = DevId { major, minor };
-            let span = [Span::Total, Span::Device][s];
             let dir = Dir::ALL[d];
-            prop_assert_eq!(parse_map_id(map_id(dev, span, dir)), Some((dev, span, dir)));
+            prop_assert_eq!(parse_map_id(map_id(dev, dir)), Some((dev, dir)));
         }
     }
 }

@@ -5,11 +5,11 @@
 //! committed, so a build needs only Rust. Its programs are BTF tracepoints
 //! (`tp_btf`), relocated against `/sys/kernel/btf/vmlinux` (CO-RE).
 
-use super::hist::{Hist, VALUE_LEN};
-use super::{DevId, DeviceHists, Readings, parse_map_id};
+use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
+use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use aya::maps::{HashMap, MapData};
 use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf};
+use aya::{Btf, Ebpf, EbpfLoader};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -42,6 +42,9 @@ pub enum Unavailable {
     Lockdown(String),
     #[error("BPF load failed: {0}")]
     Load(String),
+    /// Loaded, then reading its map failed (tracing stops there).
+    #[error("BPF read failed: {0}")]
+    Read(String),
 }
 
 /// The loaded, attached program; detached when dropped.
@@ -49,7 +52,8 @@ pub enum Unavailable {
 pub struct Tracer {
     /// Owns the programs and their links: dropping it detaches them.
     _bpf: Ebpf,
-    hists: HashMap<MapData, [u64; 2], [u64; VALUE_LEN]>,
+    /// Key: `[map_id, diskseq]`; value: both spans' histograms ([`SPANS_LEN`]).
+    hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
 }
 
 /// The checks made before any BPF call, as a pure function.
@@ -108,8 +112,13 @@ impl Tracer {
     }
 
     fn load() -> Result<Self, String> {
+        // The kernel's BTF is parsed once, for the object's relocations and
+        // the programs' attach points alike (it is most of the load's cost).
         let btf = Btf::from_sys_fs().map_err(|e| format!("kernel BTF: {e}"))?;
-        let mut bpf = Ebpf::load(&OBJECT.0).map_err(|e| e.to_string())?;
+        let mut bpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .load(&OBJECT.0)
+            .map_err(|e| e.to_string())?;
         for (name, tracepoint) in PROGRAMS {
             let prog: &mut BtfTracePoint = bpf
                 .program_mut(name)
@@ -129,13 +138,11 @@ impl Tracer {
     /// device under the same number (a lower diskseq) are dropped from the
     /// map, so they are neither read again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
-        let mut raw: Vec<([u64; 2], Hist)> = Vec::new();
+        let mut raw: Vec<([u64; 2], Span, Hist)> = Vec::new();
         for item in self.hists.iter() {
             // A key deleted between listing and lookup is skipped.
             let Ok((key, value)) = item else { continue };
-            if let Some(h) = Hist::from_value(&value) {
-                raw.push((key, h));
-            }
+            raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
         }
         let (readings, stale) = group(raw);
         for key in stale {
@@ -146,24 +153,38 @@ impl Tracer {
     }
 }
 
+/// The two spans' histograms of a map value (total first, as the program
+/// lays them out), leaving out a span that saw no I/O (no total span on a
+/// queue without statistics, no device span for I/O issued before the
+/// program was attached).
+fn split_value(value: &[u64; SPANS_LEN]) -> impl Iterator<Item = (Span, Hist)> + '_ {
+    [Span::Total, Span::Device]
+        .into_iter()
+        .zip(value.chunks_exact(VALUE_LEN))
+        .filter_map(|(span, v)| Some((span, Hist::from_value(v)?)))
+        .filter(|(_, h)| !h.is_empty())
+}
+
 /// Group raw map entries by device, keeping only each device's newest
-/// diskseq; also returns the keys of the older ones.
-fn group(raw: Vec<([u64; 2], Hist)>) -> (Readings, Vec<[u64; 2]>) {
+/// diskseq; also returns the keys of the older ones (once each).
+fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (Readings, Vec<[u64; 2]>) {
     let mut newest: BTreeMap<DevId, u64> = BTreeMap::new();
-    for (key, _) in &raw {
-        if let Some((dev, _, _)) = parse_map_id(key[0]) {
+    for (key, _, _) in &raw {
+        if let Some((dev, _)) = parse_map_id(key[0]) {
             let s = newest.entry(dev).or_insert(key[1]);
             *s = (*s).max(key[1]);
         }
     }
     let mut out = Readings::new();
     let mut stale = Vec::new();
-    for (key, h) in raw {
-        let Some((dev, span, dir)) = parse_map_id(key[0]) else {
+    for (key, span, h) in raw {
+        let Some((dev, dir)) = parse_map_id(key[0]) else {
             continue;
         };
         if newest.get(&dev) != Some(&key[1]) {
-            stale.push(key);
+            if !stale.contains(&key) {
+                stale.push(key);
+            }
             continue;
         }
         let d = out.entry(dev).or_insert_with(|| DeviceHists {
@@ -177,7 +198,7 @@ fn group(raw: Vec<([u64; 2], Hist)>) -> (Readings, Vec<[u64; 2]>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Dir, Span, map_id};
+    use super::super::{Dir, map_id};
     use super::*;
 
     #[test]
@@ -229,19 +250,57 @@ mod tests {
         old.record(5_000_000);
         let mut new = Hist::empty();
         new.record(1_000);
-        let r = map_id(dev, Span::Total, Dir::Read);
-        let w = map_id(dev, Span::Device, Dir::Write);
+        let r = map_id(dev, Dir::Read);
+        let w = map_id(dev, Dir::Write);
         let (readings, stale) = group(vec![
-            ([r, 4], old.clone()),
-            ([w, 4], old),
-            ([r, 9], new.clone()),
-            ([u64::MAX, 9], new.clone()),
+            ([r, 4], Span::Total, old.clone()),
+            ([r, 4], Span::Device, old.clone()),
+            ([w, 4], Span::Device, old),
+            ([r, 9], Span::Total, new.clone()),
+            ([u64::MAX, 9], Span::Total, new.clone()),
         ]);
         assert_eq!(stale, vec![[r, 4], [w, 4]]);
         let d = &readings[&dev];
         assert_eq!(d.diskseq, 9);
         assert_eq!(d.hists.len(), 1);
         assert_eq!(d.hists[&(Span::Total, Dir::Read)], new);
+    }
+
+    /// A map value is the total span's histogram, then the device span's;
+    /// a span without I/O is left out.
+    #[test]
+    fn a_map_value_holds_both_spans() {
+        let mut value = Box::new([0u64; SPANS_LEN]);
+        let (mut total, mut device) = (Hist::empty(), Hist::empty());
+        total.record(3_000_000);
+        total.record(4_000_000);
+        device.record(2_000_000);
+        let total_value: Vec<u64> = total
+            .slots()
+            .iter()
+            .copied()
+            .chain([total.sum_ns()])
+            .collect();
+        let device_value: Vec<u64> = device
+            .slots()
+            .iter()
+            .copied()
+            .chain([device.sum_ns()])
+            .collect();
+        value[..VALUE_LEN].copy_from_slice(&total_value);
+        value[VALUE_LEN..].copy_from_slice(&device_value);
+        let spans: Vec<(Span, Hist)> = split_value(&value).collect();
+        assert_eq!(
+            spans,
+            vec![(Span::Total, total), (Span::Device, device.clone())]
+        );
+
+        // No total span (a queue without statistics): only the device's.
+        value[..VALUE_LEN].fill(0);
+        let spans: Vec<(Span, Hist)> = split_value(&value).collect();
+        assert_eq!(spans, vec![(Span::Device, device)]);
+        value[VALUE_LEN..].fill(0);
+        assert_eq!(split_value(&value).count(), 0);
     }
 
     /// The embedded object is the committed one and parses.

@@ -49,7 +49,7 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub only: Option<Vec<String>>,
     /// Whether samples carry the kernel's latency histograms (`None`: a
-    /// recording made before they existed, or by the TUI).
+    /// recording made before they existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyFacts>,
 }

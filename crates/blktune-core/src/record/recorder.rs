@@ -46,6 +46,11 @@ pub struct RecordOptions {
     pub only: Vec<String>,
     /// The sample interval, stored in the header.
     pub interval: Duration,
+    /// The sampler checks every device's settings again within this time
+    /// ([`crate::sampler::Sampler::refresh_every`]): a change made by
+    /// another process happened at most this long before it was read, and
+    /// is placed in the middle of that span.
+    pub checked_within: Duration,
 }
 
 /// What a finished recording holds.
@@ -71,6 +76,8 @@ pub struct Recorder {
     empty: BTreeSet<String>,
     /// Recording time of the last snapshot whose settings were read.
     last_settings_t: f64,
+    /// [`RecordOptions::checked_within`], in seconds.
+    checked_within: f64,
     last_t: f64,
     /// The settings changes made in this process should lead to.
     expected: BTreeMap<String, Wanted>,
@@ -127,6 +134,7 @@ impl Recorder {
             names: BTreeSet::new(),
             empty: BTreeSet::new(),
             last_settings_t: 0.0,
+            checked_within: opts.checked_within.as_secs_f64(),
             last_t: 0.0,
             expected: BTreeMap::new(),
             stats: RecordStats {
@@ -272,8 +280,12 @@ impl Recorder {
             self.writer
                 .write(&Record::Devices(DevicesRecord { t, devices: facts }))?;
         }
-        // The change happened some time since the settings were last read.
-        let seen_t = (self.last_settings_t + t) / 2.0;
+        // The change happened since the settings were last read, and after
+        // the sampler's last check of them: a snapshot reads as refreshed
+        // only when something changed, so the last refreshed one can be
+        // long ago.
+        let since = self.last_settings_t.max(t - self.checked_within);
+        let seen_t = (since + t) / 2.0;
         for d in wanted {
             match self.queues.get(&d.name).cloned() {
                 Some(old) if old == d.queue => continue,

@@ -19,7 +19,9 @@ use super::reader::RecordReader;
 use super::recording::{MAX_CHANGES, Recording};
 use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
-use crate::history::{MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change};
+use crate::history::{
+    self, Delta, MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change,
+};
 use crate::latency::{IoLatency, KernelFigures};
 use crate::natural::natural_cmp;
 use crate::tuner::Wanted;
@@ -92,24 +94,32 @@ pub struct ChangeSummary {
     pub before: Option<Means>,
     /// Means from the change to the next change of the device (or the end).
     pub after: Option<Means>,
-    /// Percent change of each figure, when both sides have data and before is not 0.
+    /// Percent change of each figure, only when it is more than noise
+    /// ([`history::delta`]): both sides have data, at least
+    /// [`MIN_INTERVALS`] intervals each, before is not 0, and the move is
+    /// above the noise floor and outside either window's spread.
     pub pct: BTreeMap<String, Option<f64>>,
+    /// How each figure moved, as the before/after panel says it: `-42%`,
+    /// `~+3%` (inside the noise), `short` (a window under
+    /// [`MIN_INTERVALS`] intervals), `n/a` (before was 0); absent without
+    /// both sides.
+    pub change: BTreeMap<String, String>,
     /// The kernel's percentiles of each window, its intervals' histograms
     /// pooled (`null`: not recorded, or past the first [`LATENCY_CHANGES`]).
     pub latency_before: Option<KernelFigures>,
     pub latency_after: Option<KernelFigures>,
 }
 
-/// The figures compared, as (key, label, unit, getter).
-type Figure = (&'static str, &'static str, &'static str, fn(&Means) -> f64);
+/// The figures compared, as (key, label, unit, figure).
+type Row = (&'static str, &'static str, &'static str, history::Figure);
 
-const FIGURES: [Figure; 6] = [
-    ("r_await", "r_await", "ms", |m| m.r_await),
-    ("w_await", "w_await", "ms", |m| m.w_await),
-    ("r/s", "r/s", "", |m| m.r_s),
-    ("w/s", "w/s", "", |m| m.w_s),
-    ("aqu-sz", "aqu-sz", "", |m| m.aqu_sz),
-    ("util", "%util", "%", |m| m.util),
+const FIGURES: [Row; 6] = [
+    ("r_await", "r_await", "ms", history::Figure::RAwait),
+    ("w_await", "w_await", "ms", history::Figure::WAwait),
+    ("r/s", "r/s", "", history::Figure::RS),
+    ("w/s", "w/s", "", history::Figure::WS),
+    ("aqu-sz", "aqu-sz", "", history::Figure::AquSz),
+    ("util", "%util", "%", history::Figure::Util),
 ];
 
 /// Read the recording at `path` once and summarise it: the recording (for
@@ -359,15 +369,25 @@ impl Acc {
                     .as_ref()
                     .map_or((None, None), |(b, a)| (b.figures(), a.figures()));
                 let c = side.change;
-                let pct = FIGURES
+                // The before/after panel's rules: no percent from a short
+                // window or from a move inside the noise.
+                let deltas: Vec<(&str, Option<Delta>)> = FIGURES
                     .iter()
-                    .map(|(key, _, _, get)| {
-                        let p = match (&before, &after) {
-                            (Some(b), Some(a)) => pct_change(get(b), get(a)),
+                    .map(|&(key, _, _, fig)| {
+                        let d = match (&before, &after) {
+                            (Some(b), Some(a)) => Some(history::delta(b, a, fig)),
                             _ => None,
                         };
-                        ((*key).to_owned(), p)
+                        (key, d)
                     })
+                    .collect();
+                let pct = deltas
+                    .iter()
+                    .map(|&(k, d)| (k.to_owned(), d.and_then(Delta::significant)))
+                    .collect();
+                let change = deltas
+                    .iter()
+                    .filter_map(|&(k, d)| Some((k.to_owned(), d?.label())))
                     .collect();
                 ChangeSummary {
                     device: c.device,
@@ -379,6 +399,7 @@ impl Acc {
                     before,
                     after,
                     pct,
+                    change,
                     latency_before,
                     latency_after,
                 }
@@ -491,11 +512,13 @@ fn secs(s: f64) -> String {
     }
 }
 
-fn fig(v: f64, unit: &str) -> String {
+/// A mean with its spread (one standard deviation of the intervals):
+/// `2.74±0.31 ms`, `5634.4±120.5`, `100.0±0.0%`.
+fn fig((v, sd): (f64, f64), unit: &str) -> String {
     match unit {
-        "" => format!("{v:.1}"),
-        "%" => format!("{v:.1}%"),
-        u => format!("{v:.2} {u}"),
+        "" => format!("{v:.1}±{sd:.1}"),
+        "%" => format!("{v:.1}±{sd:.1}%"),
+        u => format!("{v:.2}±{sd:.2} {u}"),
     }
 }
 
@@ -545,7 +568,7 @@ impl Summary {
                     "not recorded ({})",
                     l.unavailable.as_deref().unwrap_or("not traced")
                 ),
-                None => "not recorded (made before blktune recorded them, or by the TUI)".to_owned(),
+                None => "not recorded (made before blktune recorded them)".to_owned(),
             }
         );
         for d in &self.devices {
@@ -606,18 +629,23 @@ impl Summary {
                         );
                     }
                 }
-                for (key, label, unit, get) in FIGURES {
-                    let pct = c.pct.get(key).copied().flatten();
+                for (key, label, unit, f) in FIGURES {
                     let _ = writeln!(
                         o,
                         "    {:<9} {:>16} {:>16} {:>9}",
                         label,
-                        fig(get(b), unit),
-                        fig(get(a), unit),
-                        pct.map_or("-".to_owned(), |p| format!("{p:+.1}%"))
+                        fig(f.of(b), unit),
+                        fig(f.of(a), unit),
+                        c.change.get(key).map_or("-", String::as_str)
                     );
                 }
             }
+        }
+        if !self.changes.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n± the spread of the intervals (1 sd); ~ a move inside the noise; short: a window under {MIN_INTERVALS} intervals (no percent)"
+            );
         }
         o
     }

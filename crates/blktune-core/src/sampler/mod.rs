@@ -36,7 +36,7 @@ pub const SETTINGS_REFRESH: Duration = Duration::from_secs(5);
 pub const FIRST_ROWS: usize = 64;
 
 /// Devices whose identity is filled in per tick after the first ones.
-const FILL_PER_TICK: usize = 128;
+const FILL_PER_TICK: usize = 256;
 
 /// Devices re-read per tick for hot-plug; the rest wait for the next tick
 /// (a storm of a thousand attaches is spread, never a stall).
@@ -69,8 +69,12 @@ pub struct DeviceStat {
 /// Used live by [`Sampler`] and by replay with recorded times.
 #[derive(Debug, Default, Clone)]
 pub struct RateTracker {
-    prev: HashMap<String, Counters>,
+    /// Each name's counters, the update that saw them, and its counters
+    /// at the update before that (`None`: it was not there).
+    prev: HashMap<String, (Counters, u64, Option<Counters>)>,
     prev_t: Option<f64>,
+    /// Updates so far: tells the names seen this time from gone ones.
+    generation: u64,
 }
 
 impl RateTracker {
@@ -78,12 +82,34 @@ impl RateTracker {
     /// device's statistics over the interval since the previous call.
     pub fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
         let itv = self.prev_t.map(|p| t - p);
+        self.generation += 1;
+        let generation = self.generation;
         let mut out = BTreeMap::new();
-        let mut next = HashMap::with_capacity(lines.len());
+        let mut seen = 0;
         for l in lines {
-            let stats = match (self.prev.get(&l.name), itv) {
-                (Some(p), Some(itv)) => iostat::compute(p, &l.counters, itv),
-                _ => Err(NoData::FirstSample),
+            // Updated in place: no allocation for a name seen before.
+            let stats = match self.prev.get_mut(&l.name) {
+                Some((p, g, before)) => {
+                    // A name listed twice: the last line counts, against
+                    // the previous update too. Names not seen in an
+                    // update are dropped, so `g` is this update or the last.
+                    if *g != generation {
+                        *before = Some(*p);
+                        seen += 1;
+                    }
+                    *p = l.counters;
+                    *g = generation;
+                    match (before, itv) {
+                        (Some(b), Some(itv)) => iostat::compute(b, &l.counters, itv),
+                        _ => Err(NoData::FirstSample),
+                    }
+                }
+                None => {
+                    seen += 1;
+                    self.prev
+                        .insert(l.name.clone(), (l.counters, generation, None));
+                    Err(NoData::FirstSample)
+                }
             };
             out.insert(
                 l.name.clone(),
@@ -92,10 +118,11 @@ impl RateTracker {
                     stats,
                 },
             );
-            next.insert(l.name.clone(), l.counters);
         }
         // Devices that vanished simply drop out; if they come back they start over.
-        self.prev = next;
+        if seen != self.prev.len() {
+            self.prev.retain(|_, (_, g, _)| *g == generation);
+        }
         self.prev_t = Some(t);
         out
     }
@@ -384,6 +411,12 @@ impl Sampler {
     /// Ask for one device's settings to be re-read on the next tick.
     pub fn invalidate_device(&mut self, name: &str) {
         self.dirty.insert(name.to_owned());
+    }
+
+    /// The round-robin period: each device's settings are checked again
+    /// within it.
+    pub fn refresh_every(&self) -> Duration {
+        self.refresh_every
     }
 
     /// Change the round-robin period: each device's settings are checked

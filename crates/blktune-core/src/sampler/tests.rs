@@ -36,6 +36,27 @@ fn a_device_that_vanished_and_came_back_starts_over() {
 }
 
 #[test]
+fn a_vanished_device_starts_over_while_the_others_go_on() {
+    let mut r = RateTracker::default();
+    r.update(0.0, &[line("a", 0, 0), line("b", 0, 0)]);
+    r.update(1.0, &[line("b", 10, 0)]);
+    let out = r.update(2.0, &[line("a", 50, 0), line("b", 30, 0)]);
+    assert_eq!(out["a"].stats, Err(NoData::FirstSample));
+    assert_eq!(out["b"].stats.unwrap().r_s, 20.0);
+}
+
+#[test]
+fn a_name_listed_twice_counts_its_last_line_against_the_previous_update() {
+    let mut r = RateTracker::default();
+    let out = r.update(0.0, &[line("a", 0, 0), line("a", 5, 0)]);
+    assert_eq!(out["a"].stats, Err(NoData::FirstSample));
+    let out = r.update(1.0, &[line("a", 10, 0), line("a", 20, 0)]);
+    assert_eq!(out["a"].stats.unwrap().r_s, 15.0);
+    let out = r.update(2.0, &[line("a", 40, 0)]);
+    assert_eq!(out["a"].stats.unwrap().r_s, 20.0);
+}
+
+#[test]
 fn recreated_device_with_smaller_counters_is_no_data() {
     let mut r = RateTracker::default();
     r.update(0.0, &[line("a", 100, 0)]);

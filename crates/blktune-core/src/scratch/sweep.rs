@@ -131,7 +131,7 @@ pub struct Observed {
 
 /// A `loop/backing_file` text as a path: the kernel appends ` (deleted)`
 /// once the file is unlinked (`d_path()`).
-fn backing_path(text: &str) -> PathBuf {
+pub(crate) fn backing_path(text: &str) -> PathBuf {
     PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(text))
 }
 

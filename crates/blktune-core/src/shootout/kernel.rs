@@ -6,6 +6,11 @@
 //! A dwell's histograms are the difference of two cumulative readings, one
 //! at each end of the dwell; a scheduler's figures come from the sum of its
 //! dwells' histograms (percentiles are pooled, never averaged).
+//!
+//! The histograms come from the shoot-out's own tracer (`bench`) or from
+//! one the caller already runs (the TUI's live one, see [`Tracing`]): the
+//! BPF program is never loaded twice. Several readers of one tracer do not
+//! disturb each other, since each keeps its own previous reading.
 
 use crate::latency::{
     DevId, DeviceInterval, Dir, Hist, Intervals, IoLatency, KernelFigures, Span, Tracer,
@@ -13,6 +18,21 @@ use crate::latency::{
 };
 use crate::os::{DeviceName, SysRoot};
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// A tracer several threads read (the TUI's sampler and its shoot-out).
+pub type SharedTracer = Arc<Mutex<Tracer>>;
+
+/// Where a shoot-out's kernel histograms come from.
+#[derive(Debug, Clone)]
+pub enum Tracing {
+    /// Load the BPF program for the shoot-out (unless [`super::Config::no_bpf`]), as `bench` does.
+    Own,
+    /// Read the caller's running tracer: the program stays loaded once.
+    Shared(SharedTracer),
+    /// None, for this reason (the caller's tracer could not start).
+    Off(Unavailable),
+}
 
 /// The histograms of one dwell (or of several, pooled).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -71,16 +91,27 @@ pub struct KernelStatus {
 /// The tracer of a shoot-out, following the benched device.
 #[derive(Debug)]
 pub(super) struct DwellTracer {
-    tracer: Tracer,
+    tracer: SharedTracer,
     dev: DevId,
     diskseq: Option<u64>,
     intervals: Intervals,
 }
 
 impl DwellTracer {
-    /// Load the BPF program for `dev` (see [`Tracer::start`]).
-    pub fn start(root: &SysRoot, dev: &DeviceName, no_bpf: bool) -> Result<Self, Unavailable> {
-        let tracer = Tracer::start(no_bpf, root.is_live())?;
+    /// Follow `dev` with the tracer `how` names (loading one: see
+    /// [`Tracer::start`]); `no_bpf` wins over a shared tracer.
+    pub fn start(
+        root: &SysRoot,
+        dev: &DeviceName,
+        no_bpf: bool,
+        how: Tracing,
+    ) -> Result<Self, Unavailable> {
+        let tracer = match how {
+            _ if no_bpf => return Err(Unavailable::Disabled),
+            Tracing::Own => Arc::new(Mutex::new(Tracer::start(no_bpf, root.is_live())?)),
+            Tracing::Shared(t) => t,
+            Tracing::Off(why) => return Err(why),
+        };
         let id = root
             .read_dev_attr(dev, "dev")
             .ok()
@@ -103,15 +134,21 @@ impl DwellTracer {
     /// The reading at the start of a dwell.
     pub fn begin(&mut self) {
         self.intervals = Intervals::new();
-        if let Ok(r) = self.tracer.read() {
+        if let Some(r) = self.read() {
             self.intervals.next(r);
         }
+    }
+
+    /// The cumulative histograms now; `None` when reading failed (or a
+    /// reader of the shared tracer panicked).
+    fn read(&self) -> Option<crate::latency::Readings> {
+        self.tracer.lock().ok()?.read().ok()
     }
 
     /// The dwell's histograms since [`DwellTracer::begin`]: empty when the
     /// device did no I/O; `None` when the reading failed.
     pub fn end(&mut self) -> Option<DwellHists> {
-        let interval = self.intervals.next(self.tracer.read().ok()?)?;
+        let interval = self.intervals.next(self.read()?)?;
         Some(
             interval
                 .device(self.dev, self.diskseq)
@@ -132,6 +169,29 @@ pub(super) mod tests {
             h.record(ns);
         }
         h
+    }
+
+    #[test]
+    fn the_callers_reason_and_no_bpf_load_nothing() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let t = FakeTree::new(dir.path()).unwrap();
+        t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        let root = t.root();
+        let dev = root.device("sda").unwrap();
+        let start = |no_bpf, how| DwellTracer::start(&root, &dev, no_bpf, how).unwrap_err();
+        // The TUI's tracer could not start: its reason, no second try.
+        assert_eq!(
+            start(false, Tracing::Off(Unavailable::NotRoot)),
+            Unavailable::NotRoot
+        );
+        // --no-bpf wins over whatever the caller offers.
+        assert_eq!(
+            start(true, Tracing::Off(Unavailable::NotRoot)),
+            Unavailable::Disabled
+        );
+        // Its own on a fake tree: not the live system, no BPF call.
+        assert_eq!(start(false, Tracing::Own), Unavailable::NotLive);
     }
 
     #[test]

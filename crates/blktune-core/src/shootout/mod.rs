@@ -36,7 +36,7 @@ mod verdict;
 
 pub use crate::latency::{IoLatency, KernelFigures};
 pub use export::{WinnerExport, export_winner};
-pub use kernel::{DwellHists, KernelStatus};
+pub use kernel::{DwellHists, KernelStatus, SharedTracer, Tracing};
 pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
 pub use verdict::{
     Figures, Goal, LoadFigures, Metric, NOISE_FLOOR_PCT, SchedulerSummary, Spread, Verdict, plan,
@@ -209,10 +209,24 @@ impl ShootoutError {
 /// Run a shoot-out. `progress` is called from this thread; `cancel` is polled
 /// every 100 ms. Returns after the original settings are back (or the winner
 /// applied); on error or cancel the settings are restored before returning.
+/// The kernel's percentiles come from a tracer of its own ([`Tracing::Own`]).
 pub fn run(
     root: &SysRoot,
     journal: Option<Journal>,
     cfg: &Config,
+    progress: impl FnMut(&Progress),
+    cancel: &AtomicBool,
+) -> Result<ShootoutResult, ShootoutError> {
+    run_traced(root, journal, cfg, Tracing::Own, progress, cancel)
+}
+
+/// [`run`], with the kernel's histograms from `tracing` (the TUI shares
+/// the tracer its sampler already runs, so the program is loaded once).
+pub fn run_traced(
+    root: &SysRoot,
+    journal: Option<Journal>,
+    cfg: &Config,
+    tracing: Tracing,
     mut progress: impl FnMut(&Progress),
     cancel: &AtomicBool,
 ) -> Result<ShootoutResult, ShootoutError> {
@@ -250,7 +264,7 @@ pub fn run(
         .into());
     }
     // The kernel's percentiles of the device's own I/O, when it can.
-    let mut tracer = kernel::DwellTracer::start(root, &dev, cfg.no_bpf);
+    let mut tracer = kernel::DwellTracer::start(root, &dev, cfg.no_bpf, tracing);
     if let (Some(_), None, Err(why)) = (cfg.goal.fallback(), &cfg.load, &tracer) {
         return Err(ShootoutError::Usage(format!(
             "--goal {} without a --load needs the kernel's percentiles, and there are none here ({why}); choose a --load",

@@ -74,6 +74,20 @@ fn p99_without_a_load_or_the_kernel_is_a_usage_error() {
     assert_eq!(err.exit_code(), 2);
 }
 
+#[test]
+fn a_callers_tracer_that_could_not_start_gives_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    t.add(&FakeDisk::new("sda")).unwrap();
+    let cfg = Config {
+        goal: Goal::P99,
+        ..Config::passive("sda")
+    };
+    let off = Tracing::Off(crate::latency::Unavailable::NotRoot);
+    let err = run_traced(&t.root(), None, &cfg, off, |_| {}, &AtomicBool::new(false)).unwrap_err();
+    assert!(err.to_string().contains("(needs root)"), "{err}");
+}
+
 /// A fake sda, a journal, and a one-step shoot-out config (no diskstats
 /// for sda, so the step fails at its first sample, after the switch).
 fn one_step() -> (tempfile::TempDir, FakeTree, Journal, Config) {
