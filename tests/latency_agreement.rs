@@ -213,6 +213,12 @@ fn agreement(test: &str, scheduler: &str) {
     let diskseq: u64 = sys("diskseq").parse().expect("diskseq");
 
     let mut tracer = Tracer::start(false, true).expect("the BPF program loads as root");
+    // Loaded against a prefix of the kernel's BTF (the cheap load), and the
+    // figures below agree with bpftrace's all the same.
+    assert!(
+        tracer.btf_prefix().is_some(),
+        "the load needed all of the BTF"
+    );
     let mut intervals = Intervals::new();
     assert!(intervals.next(tracer.read().expect("read")).is_none());
     let reference = Reference::start(dev);

@@ -5,11 +5,12 @@
 //! committed, so a build needs only Rust. Its programs are BTF tracepoints
 //! (`tp_btf`), relocated against `/sys/kernel/btf/vmlinux` (CO-RE).
 
+use super::btf_prefix::{CORE_STRUCTS, prefix, set_type_len};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use aya::maps::{HashMap, MapData};
 use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf, EbpfLoader};
+use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -54,6 +55,9 @@ pub struct Tracer {
     _bpf: Ebpf,
     /// Key: `[map_id, diskseq]`; value: both spans' histograms ([`SPANS_LEN`]).
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
+    /// How many of the kernel's BTF types the load needed, when a prefix of
+    /// them was enough ([`prefix`]); `None`: all of them.
+    btf_prefix: Option<u32>,
 }
 
 /// The checks made before any BPF call, as a pure function.
@@ -112,11 +116,38 @@ impl Tracer {
     }
 
     fn load() -> Result<Self, String> {
-        // The kernel's BTF is parsed once, for the object's relocations and
-        // the programs' attach points alike (it is most of the load's cost).
-        let btf = Btf::from_sys_fs().map_err(|e| format!("kernel BTF: {e}"))?;
-        let mut bpf = EbpfLoader::new()
-            .btf(Some(&btf))
+        // Declared first: the loader borrows them.
+        let (part, whole): (Btf, Btf);
+        // aya 0.14's loader parses all of the kernel's BTF when it is made,
+        // whatever it is given later (about 127,000 types here): drop that
+        // at once, before reading our own, so the two are never held together.
+        let mut loader = EbpfLoader::new();
+        loader.btf(None);
+        // The relocations and the attach points need only a prefix of the
+        // types; the whole is used if the prefix is not enough.
+        let mut bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
+        let tracepoints = PROGRAMS.map(|(_, tp)| tp);
+        if let Some(p) = prefix(&bytes, &tracepoints, &CORE_STRUCTS)
+            && let Some(len) = set_type_len(&mut bytes, p.type_len)
+        {
+            if let Ok(btf) = Btf::parse(&bytes, Endianness::default()) {
+                part = btf;
+                if let Ok(bpf) = Self::load_with(&mut loader, &part) {
+                    return Self::from_loaded(bpf, Some(p.types));
+                }
+            }
+            set_type_len(&mut bytes, len);
+        }
+        whole =
+            Btf::parse(&bytes, Endianness::default()).map_err(|e| format!("kernel BTF: {e}"))?;
+        drop(bytes);
+        Self::from_loaded(Self::load_with(&mut loader, &whole)?, None)
+    }
+
+    /// Load the object and attach its programs, relocated against `btf`.
+    fn load_with<'b>(loader: &mut EbpfLoader<'b>, btf: &'b Btf) -> Result<Ebpf, String> {
+        let mut bpf = loader
+            .btf(Some(btf))
             .load(&OBJECT.0)
             .map_err(|e| e.to_string())?;
         for (name, tracepoint) in PROGRAMS {
@@ -125,13 +156,27 @@ impl Tracer {
                 .ok_or_else(|| format!("no program {name}"))?
                 .try_into()
                 .map_err(|e| format!("{name}: {e}"))?;
-            prog.load(tracepoint, &btf)
+            prog.load(tracepoint, btf)
                 .map_err(|e| format!("{tracepoint}: {e}"))?;
             prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
         }
+        Ok(bpf)
+    }
+
+    fn from_loaded(mut bpf: Ebpf, btf_prefix: Option<u32>) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
-        Ok(Self { _bpf: bpf, hists })
+        Ok(Self {
+            _bpf: bpf,
+            hists,
+            btf_prefix,
+        })
+    }
+
+    /// How many of the kernel's BTF types the load needed, when a prefix of
+    /// them was enough (`None`: it used them all).
+    pub fn btf_prefix(&self) -> Option<u32> {
+        self.btf_prefix
     }
 
     /// Every device's cumulative histograms now. Histograms of an earlier
