@@ -80,10 +80,14 @@ fn tui_shoot_out_under_fio_shows_the_kernels_p99_with_counts_and_restores() {
     });
     // The TUI traces (its r_p99 column) with the programs loaded once...
     let pid = *t.children().first().expect("the TUI's process");
-    // (The tracer loads after the first frame: wait for its programs.)
+    // (The tracer loads after the first frame: wait for both its programs,
+    // on_issue and on_complete. While it loads, one of them may be there
+    // without the other, and aya's feature probes open and close small
+    // programs of their own.)
     assert!(
-        wait_until(TIMEOUT, || bpf_programs(pid) > 0),
-        "the TUI runs no BPF program"
+        wait_until(TIMEOUT, || bpf_programs(pid) == 2),
+        "the TUI does not run the tracer's two BPF programs: {}",
+        bpf_programs(pid)
     );
     let loaded = bpf_programs(pid);
     t.keys(&["Enter"]);
