@@ -55,12 +55,18 @@ fn dd(args: &[&str]) {
     assert!(st.success(), "dd {args:?}");
 }
 
-/// `n` is `expected`, or one short: the first completion of a new device
-/// and direction creates its histogram in the BPF map, and that allocation
-/// (in the tracepoint's context) can fail once (seen: 299 of 300 reads in
-/// one run of many). A stale histogram would be far off, never one short.
-fn about(n: u64, expected: u64) -> bool {
-    n == expected || n + 1 == expected
+/// Most completions the kernel may lose in one interval of this test: the
+/// first completion of a new device and direction allocates its histogram
+/// in the tracepoint's context, which can fail (seen: 299 of 300 reads in
+/// one run of many), once per new histogram.
+const FEW_LOST: u64 = 10;
+
+/// `n` of `expected` I/Os were counted and every one missing was counted as
+/// lost (`lost`, the interval's). The loss counter is machine-wide: another
+/// device's losses in the same interval may add to it, so it is compared
+/// with `>=`; an I/O counted twice or a stale histogram fails either way.
+fn counted(n: u64, lost: u64, expected: u64) -> bool {
+    n <= expected && n + lost >= expected && lost <= FEW_LOST
 }
 
 #[test]
@@ -111,7 +117,17 @@ fn a_reattached_loop_device_starts_with_an_empty_histogram() {
             .get(Span::Total, Dir::Read)
             .map_or(0, |p| p.n)
     };
-    assert!(about(reads(&i, first), 300), "{}", reads(&i, first));
+    eprintln!(
+        "first device: {} reads counted, {} lost",
+        reads(&i, first),
+        i.lost
+    );
+    assert!(
+        counted(reads(&i, first), i.lost, 300),
+        "300 reads: {} counted, {} lost",
+        reads(&i, first),
+        i.lost
+    );
 
     // Detach and attach the second file under the same name. Another
     // process may grab the free loop device in between: then there is
@@ -158,28 +174,39 @@ fn a_reattached_loop_device_starts_with_an_empty_histogram() {
         "iflag=direct",
     ]);
     let readings = tracer.read().expect("read");
-    let cumulative = &readings[&dev];
+    // The new device's histograms were all made in this interval, so the
+    // interval's losses are the ones to add to their cumulative counts.
+    let i = intervals.next(readings.clone()).unwrap();
+    let lost = i.lost;
+    eprintln!("second device: {lost} lost");
+    let cumulative = &readings.devices[&dev];
     assert_eq!(
         cumulative.diskseq, second,
         "only the new device's histograms are read"
     );
     let n = |span, dir| cumulative.hists.get(&(span, dir)).map_or(0, |h| h.count());
     assert!(
-        about(n(Span::Total, Dir::Read), 20),
-        "the old device's 300 reads are not inherited: {}",
+        counted(n(Span::Total, Dir::Read), lost, 20),
+        "the old device's 300 reads are not inherited: {} counted, {lost} lost",
         n(Span::Total, Dir::Read)
     );
-    assert!(about(n(Span::Total, Dir::Write), 50));
-    assert!(about(n(Span::Device, Dir::Read), 20));
-    let i = intervals.next(readings).unwrap();
-    let s = i.summary(dev, Some(second));
     assert!(
-        s.get(Span::Total, Dir::Read)
-            .is_some_and(|p| about(p.n, 20))
+        counted(n(Span::Total, Dir::Write), lost, 50),
+        "50 writes: {} counted, {lost} lost",
+        n(Span::Total, Dir::Write)
     );
     assert!(
-        s.get(Span::Total, Dir::Write)
-            .is_some_and(|p| about(p.n, 50))
+        counted(n(Span::Device, Dir::Read), lost, 20),
+        "20 reads on the device: {} counted, {lost} lost",
+        n(Span::Device, Dir::Read)
+    );
+    let s = i.summary(dev, Some(second));
+    let of = |dir| s.get(Span::Total, dir).map_or(0, |p| p.n);
+    assert!(counted(of(Dir::Read), lost, 20), "{} reads", of(Dir::Read));
+    assert!(
+        counted(of(Dir::Write), lost, 50),
+        "{} writes",
+        of(Dir::Write)
     );
     drop(files);
     assert!(

@@ -74,7 +74,7 @@ fn interval(m: &Machine, switched: bool) -> Interval {
             ((Span::Device, Dir::Read), hist(20, 10.0, 0.0, 0.0)),
         ],
     );
-    Interval { devices }
+    Interval { devices, lost: 0 }
 }
 
 /// A live session recorded by `R`: what the live view was sent, and the file.

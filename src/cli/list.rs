@@ -144,6 +144,9 @@ fn trace_window(
             return Vec::new();
         }
     };
+    if let Some(note) = super::watch::lost_note(interval.lost) {
+        let _ = writeln!(std::io::stderr(), "blktune: {note}");
+    }
     let mut out = Vec::new();
     for d in devices {
         let id = DevId {

@@ -237,6 +237,18 @@ fn latency_cells(s: Option<&Summary>) -> String {
     )
 }
 
+/// What to say when the kernel lost completions (its count is
+/// machine-wide: the histogram it could not make was the only record of
+/// whose they were); nothing when it lost none.
+pub fn lost_note(lost: u64) -> Option<String> {
+    (lost > 0).then(|| {
+        format!(
+            "lost {lost} I/O(s) of some device in this interval: the kernel had no room for a \
+             new histogram, so latency counts may be short by as many"
+        )
+    })
+}
+
 /// Extra header columns of `--probe`.
 fn probe_header() -> String {
     format!(
@@ -452,6 +464,15 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 buf.push(b'\n');
             }
         }
+        if let Some(note) = lost_note(traced.as_ref().map_or(0, |i| i.lost)) {
+            // Text: under the interval's rows. JSON: the records are per
+            // device and this is nobody's, so stderr, like the other notes.
+            if a.json {
+                eprintln!("blktune: {note}");
+            } else if a.latency {
+                writeln!(buf, "latency: {note}")?;
+            }
+        }
         out.text(std::str::from_utf8(&buf)?)?;
         n += 1;
     }
@@ -461,6 +482,12 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_is_said_only_when_there_was_a_loss() {
+        assert_eq!(lost_note(0), None);
+        assert!(lost_note(3).is_some_and(|n| n.starts_with("lost 3 I/O(s) ")));
+    }
 
     #[test]
     fn latency_keys_follow_the_directions_prefixes() {

@@ -354,6 +354,7 @@ impl Machine {
                 t: self.t,
                 itv: 1.0,
                 devices,
+                lost: 0,
             })));
         }
     }

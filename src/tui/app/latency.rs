@@ -54,6 +54,9 @@ pub struct LatencyState {
     pub tracing: Tracing,
     /// Per device, oldest first.
     pub history: HashMap<String, VecDeque<LatencyPoint>>,
+    /// Completions the kernel could not count since tracing started (of
+    /// any device: the counts and percentiles may be short by as many).
+    pub lost: u64,
 }
 
 impl LatencyState {
@@ -245,12 +248,14 @@ impl App {
             LatencyFeed::Unavailable(why) => {
                 self.latency.tracing = Tracing::Off(why);
                 self.latency.history.clear();
+                self.latency.lost = 0;
             }
             LatencyFeed::Sample(s) => self.push_latency(s),
         }
     }
 
     fn push_latency(&mut self, s: LatencySample) {
+        self.latency.lost = self.latency.lost.saturating_add(s.lost);
         let devs = std::sync::Arc::clone(&self.devices);
         // Devices gone, or replaced under their name (another diskseq), lose
         // their history. By name in one map: a search of the list per

@@ -25,6 +25,8 @@ enum Part {
     Paused,
     /// Why there are no kernel percentiles (`no p99: not root`).
     NoP99,
+    /// I/Os the kernel could not count (`lost 3 I/Os`), when there were any.
+    Lost,
 }
 
 /// One way to make the header shorter.
@@ -39,9 +41,10 @@ enum Shorten {
 
 /// Cheapest losses first: the kernel and the uptime, then the recording's
 /// directory and the middle of its file name (which repeats the hostname),
-/// the hostname, iowait, and last why there are no p99s. The program name,
-/// the mode, the recording marker, the interval and PAUSED stay.
-const SHORTEN: [Shorten; 8] = [
+/// the hostname, iowait, and last why there are no p99s or how many I/Os
+/// they lost. The program name, the mode, the recording marker, the
+/// interval and PAUSED stay.
+const SHORTEN: [Shorten; 9] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
     Shorten::RecBasename,
@@ -50,6 +53,7 @@ const SHORTEN: [Shorten; 8] = [
     Shorten::Drop(Part::Iowait),
     Shorten::RecEllipsis(5),
     Shorten::Drop(Part::NoP99),
+    Shorten::Drop(Part::Lost),
 ];
 
 const REC: &str = "● REC ";
@@ -111,6 +115,10 @@ pub fn header_text(app: &App, width: usize) -> String {
     // Without tracing the table's p99 column is all `-`: say why.
     if let Tracing::Off(why) = &app.latency.tracing {
         parts.push((Part::NoP99, format!("no p99: {why}")));
+    }
+    // The p99s rest on every I/O but these: say so once there were any.
+    if app.latency.lost > 0 {
+        parts.push((Part::Lost, format!("lost {} I/Os", app.latency.lost)));
     }
     // Each part with its separator, plus a margin of two.
     let len = |parts: &[(Part, String)]| -> usize {
@@ -265,6 +273,31 @@ mod tests {
             t,
             " blktune │ root │ db-prod-01 │ iowait 12.5% │ every 250ms"
         );
+    }
+
+    #[test]
+    fn lost_ios_are_said_only_once_there_are_some() {
+        use crate::tui::worker::latency::{LatencyFeed, LatencySample};
+        let mut app = app(None);
+        let sample = |t: f64, lost| {
+            LatencyFeed::Sample(LatencySample {
+                t,
+                itv: 1.0,
+                devices: Default::default(),
+                lost,
+            })
+        };
+        app.on_latency(LatencyFeed::Tracing);
+        app.on_latency(sample(1.0, 0));
+        assert!(!header_text(&app, 200).contains("lost"));
+        app.on_latency(sample(2.0, 2));
+        app.on_latency(sample(3.0, 0));
+        app.on_latency(sample(4.0, 1));
+        let t = header_text(&app, 200);
+        assert!(t.ends_with(" │ every 250ms │ lost 3 I/Os"), "{t}");
+        // Tracing stopped: no percentiles left to be short.
+        app.on_latency(LatencyFeed::Unavailable("BPF read failed".into()));
+        assert!(!header_text(&app, 200).contains("lost"));
     }
 
     #[test]

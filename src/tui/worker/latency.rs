@@ -85,6 +85,9 @@ pub struct LatencySample {
     /// Every traced device (those with a blk-mq queue); a device without an
     /// entry did no I/O.
     pub devices: BTreeMap<String, DeviceLatency>,
+    /// Completions of any device the kernel could not count in this
+    /// interval ([`Interval::lost`]; a recording does not keep it: 0).
+    pub lost: u64,
 }
 
 /// What the live source says about tracing.
@@ -145,6 +148,7 @@ pub fn sample_of(interval: &Interval, s: &Snapshot) -> Option<LatencySample> {
         t: s.t,
         itv,
         devices,
+        lost: interval.lost,
     })
 }
 
@@ -179,6 +183,7 @@ pub fn sample_of_recorded(
         t: s.t,
         itv,
         devices,
+        lost: 0,
     })
 }
 

@@ -15,6 +15,10 @@ pub struct Intervals {
 #[derive(Debug, Clone, Default)]
 pub struct Interval {
     pub devices: BTreeMap<DevId, DeviceInterval>,
+    /// Completions of this interval that no histogram counted (the kernel
+    /// had no room for a new one), of any device: the map entry it failed
+    /// to make is the only place that would have said which.
+    pub lost: u64,
 }
 
 /// One device's I/O in one interval.
@@ -74,13 +78,27 @@ impl Intervals {
     pub fn next(&mut self, now: Readings) -> Option<Interval> {
         let prev = self.prev.replace(now)?;
         let now = self.prev.as_ref()?;
-        let mut out = Interval::default();
-        for (dev, cur) in now {
-            let before = prev.get(dev).filter(|p| p.diskseq == cur.diskseq);
+        let mut out = Interval {
+            devices: BTreeMap::new(),
+            lost: lost_since(prev.lost, now.lost),
+        };
+        for (dev, cur) in &now.devices {
+            let before = prev.devices.get(dev).filter(|p| p.diskseq == cur.diskseq);
             out.devices.insert(*dev, delta(cur, before));
         }
         Some(out)
     }
+}
+
+/// The completions lost between two readings of one tracer's counter.
+///
+/// The counter is the CPUs' sum modulo 2^64, so the difference is taken
+/// modulo 2^64 too: exact across a wrap. It never goes backwards otherwise:
+/// the map lives as long as the [`Tracer`](super::Tracer), and a new tracer
+/// (a new map, from 0) starts a new [`Intervals`], whose first reading is
+/// only a baseline.
+fn lost_since(earlier: u64, now: u64) -> u64 {
+    now.wrapping_sub(earlier)
 }
 
 /// A device's interval from its reading now and its earlier reading, if the
@@ -122,7 +140,18 @@ mod tests {
             }
             hists.insert((Span::Total, dir), h);
         }
-        BTreeMap::from([(LOOP0, DeviceHists { diskseq, hists })])
+        Readings {
+            devices: BTreeMap::from([(LOOP0, DeviceHists { diskseq, hists })]),
+            lost: 0,
+        }
+    }
+
+    /// A reading of no I/O with the lost counter at `lost`.
+    fn lost_at(lost: u64) -> Readings {
+        Readings {
+            lost,
+            ..reading(1, &[], &[])
+        }
     }
 
     fn count(i: &Interval, diskseq: Option<u64>, dir: Dir) -> u64 {
@@ -176,5 +205,53 @@ mod tests {
         let d = i.device(LOOP0, Some(1)).unwrap();
         assert!(d.hists[&(Span::Total, Dir::Read)].is_empty());
         assert_eq!(d.summary().get(Span::Total, Dir::Read), None);
+    }
+
+    #[test]
+    fn lost_completions_are_the_counters_difference() {
+        let mut t = Intervals::new();
+        // Lost before the baseline: not this interval's.
+        assert!(t.next(lost_at(7)).is_none());
+        assert_eq!(t.next(lost_at(7)).unwrap().lost, 0);
+        assert_eq!(t.next(lost_at(10)).unwrap().lost, 3);
+        // The CPUs' sum wrapped past 2^64: still the 5 lost since.
+        let mut t = Intervals::new();
+        t.next(lost_at(u64::MAX - 1));
+        assert_eq!(t.next(lost_at(3)).unwrap().lost, 5);
+    }
+
+    #[test]
+    fn lost_completions_ignore_device_resets() {
+        let mut t = Intervals::new();
+        t.next(Readings {
+            lost: 2,
+            ..reading(5, &[1_000; 10], &[])
+        });
+        // The device was replaced (new diskseq): its histograms start over,
+        // the machine-wide counter does not.
+        let i = t
+            .next(Readings {
+                lost: 3,
+                ..reading(6, &[1_000; 3], &[])
+            })
+            .unwrap();
+        assert_eq!(i.lost, 1);
+        assert_eq!(count(&i, Some(6), Dir::Read), 3);
+        // A histogram re-created under the same diskseq (it went backwards):
+        // the same.
+        let i = t
+            .next(Readings {
+                lost: 4,
+                ..reading(6, &[1_000], &[])
+            })
+            .unwrap();
+        assert!(i.device(LOOP0, Some(6)).unwrap().reset);
+        assert_eq!(i.lost, 1);
+        // A new tracer has a new map, counting from 0: a new `Intervals`,
+        // whose first reading is a baseline, so its 0 is never taken as
+        // 2^64 - 4 lost.
+        let mut t = Intervals::new();
+        assert!(t.next(lost_at(0)).is_none());
+        assert_eq!(t.next(lost_at(1)).unwrap().lost, 1);
     }
 }

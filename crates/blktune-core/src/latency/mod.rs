@@ -9,7 +9,9 @@
 //! - [`Span::Device`]: from issue to the driver to completion. Total minus
 //!   device is the time spent in the scheduler.
 //!
-//! [`Tracer`] loads the program and reads the cumulative histograms;
+//! [`Tracer`] loads the program and reads the cumulative histograms, and
+//! how many completions it could not count (`lost`: a new histogram could
+//! not be allocated, so counts can come out short by that many);
 //! [`Intervals`] turns two readings into the histograms of the interval
 //! between them; [`Summary`] gives p50/p90/p99/p99.9/max with the count, and
 //! shows a count instead of a p99 below [`MIN_IOS_FOR_P99`] I/Os.
@@ -102,8 +104,16 @@ pub struct DeviceHists {
     pub hists: BTreeMap<(Span, Dir), Hist>,
 }
 
-/// One reading of every traced device.
-pub type Readings = BTreeMap<DevId, DeviceHists>;
+/// One reading of the kernel's counts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Readings {
+    /// Every traced device's cumulative histograms.
+    pub devices: BTreeMap<DevId, DeviceHists>,
+    /// Completions the kernel could not count (no room for a new
+    /// histogram), of any device, since the program was loaded: summed
+    /// over the CPUs modulo 2^64.
+    pub lost: u64,
+}
 
 /// The key of a device's histograms of one direction in the BPF map:
 /// `dev_t << 8 | dir` (the value holds both spans, see [`hist::SPANS_LEN`]).

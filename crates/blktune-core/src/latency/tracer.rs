@@ -1,5 +1,5 @@
 //! Loading the BPF program (with the pure-Rust `aya` loader) and reading its
-//! histogram map once per tick.
+//! histogram map and its count of lost completions once per tick.
 //!
 //! The object is built from `bpf/latency.bpf.c` by `bpf/build.sh` and
 //! committed, so a build needs only Rust. Its programs are BTF tracepoints
@@ -8,10 +8,11 @@
 use super::btf_prefix::{CORE_STRUCTS, prefix, set_type_len};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
-use aya::maps::{HashMap, MapData};
+use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
 
 /// The committed object, 8-byte aligned for the ELF parser.
@@ -49,15 +50,27 @@ pub enum Unavailable {
 }
 
 /// The loaded, attached program; detached when dropped.
-#[derive(Debug)]
 pub struct Tracer {
     /// Owns the programs and their links: dropping it detaches them.
     _bpf: Ebpf,
     /// Key: `[map_id, diskseq]`; value: both spans' histograms ([`SPANS_LEN`]).
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
+    /// One slot per CPU: completions that found no histogram.
+    lost: PerCpuArray<MapData, u64>,
     /// How many of the kernel's BTF types the load needed, when a prefix of
     /// them was enough ([`prefix`]); `None`: all of them.
     btf_prefix: Option<u32>,
+}
+
+// By hand: aya's per-CPU array has no `Debug`.
+impl fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tracer")
+            .field("bpf", &self._bpf)
+            .field("hists", &self.hists)
+            .field("btf_prefix", &self.btf_prefix)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The checks made before any BPF call, as a pure function.
@@ -166,9 +179,12 @@ impl Tracer {
     fn from_loaded(mut bpf: Ebpf, btf_prefix: Option<u32>) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
+        let map = bpf.take_map("lost").ok_or("no map lost")?;
+        let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
         Ok(Self {
             _bpf: bpf,
             hists,
+            lost,
             btf_prefix,
         })
     }
@@ -179,22 +195,25 @@ impl Tracer {
         self.btf_prefix
     }
 
-    /// Every device's cumulative histograms now. Histograms of an earlier
-    /// device under the same number (a lower diskseq) are dropped from the
-    /// map, so they are neither read again nor mistaken for the new one's.
+    /// Every device's cumulative histograms now, and the completions lost
+    /// so far. Histograms of an earlier device under the same number (a
+    /// lower diskseq) are dropped from the map, so they are neither read
+    /// again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
+        let per_cpu = self.lost.get(&0, 0).map_err(|e| format!("map lost: {e}"))?;
+        let lost = sum_cpus(&per_cpu);
         let mut raw: Vec<([u64; 2], Span, Hist)> = Vec::new();
         for item in self.hists.iter() {
             // A key deleted between listing and lookup is skipped.
             let Ok((key, value)) = item else { continue };
             raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
         }
-        let (readings, stale) = group(raw);
+        let (devices, stale) = group(raw);
         for key in stale {
             // Already gone is fine.
             let _ = self.hists.remove(&key);
         }
-        Ok(readings)
+        Ok(Readings { devices, lost })
     }
 }
 
@@ -210,9 +229,15 @@ fn split_value(value: &[u64; SPANS_LEN]) -> impl Iterator<Item = (Span, Hist)> +
         .filter(|(_, h)| !h.is_empty())
 }
 
+/// The CPUs' counts together, modulo 2^64 (as the interval's difference
+/// is taken).
+fn sum_cpus(per_cpu: &[u64]) -> u64 {
+    per_cpu.iter().fold(0, |a, &n| a.wrapping_add(n))
+}
+
 /// Group raw map entries by device, keeping only each device's newest
 /// diskseq; also returns the keys of the older ones (once each).
-fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (Readings, Vec<[u64; 2]>) {
+fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (BTreeMap<DevId, DeviceHists>, Vec<[u64; 2]>) {
     let mut newest: BTreeMap<DevId, u64> = BTreeMap::new();
     for (key, _, _) in &raw {
         if let Some((dev, _)) = parse_map_id(key[0]) {
@@ -220,7 +245,7 @@ fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (Readings, Vec<[u64; 2]>) {
             *s = (*s).max(key[1]);
         }
     }
-    let mut out = Readings::new();
+    let mut out = BTreeMap::new();
     let mut stale = Vec::new();
     for (key, span, h) in raw {
         let Some((dev, dir)) = parse_map_id(key[0]) else {
@@ -346,6 +371,14 @@ mod tests {
         assert_eq!(spans, vec![(Span::Device, device)]);
         value[VALUE_LEN..].fill(0);
         assert_eq!(split_value(&value).count(), 0);
+    }
+
+    /// The CPUs' lost counts are added modulo 2^64, as their differences are taken.
+    #[test]
+    fn lost_counts_are_summed_over_the_cpus() {
+        assert_eq!(sum_cpus(&[]), 0);
+        assert_eq!(sum_cpus(&[3, 0, 4]), 7);
+        assert_eq!(sum_cpus(&[u64::MAX, 2]), 1);
     }
 
     /// The embedded object is the committed one and parses.
