@@ -121,8 +121,10 @@ fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last
             journal.path().display(),
             blktune_bin()
         ),
+        // Tall: room for the rows without a p99 too (zram0, idle ones)
+        // when other loop devices are busy.
         120,
-        40,
+        60,
     );
     // Sorted by name, our device may be below the screen (other tests'
     // loop devices): wait for the column and any p99 in it.

@@ -253,7 +253,31 @@ impl FioLoad {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("fio");
-        Self(child)
+        let load = Self(child);
+        // Return once the device is busy: fio takes a moment to start (more
+        // on a loaded machine), and a test's first intervals must see I/O.
+        let ios = || {
+            std::fs::read_to_string(format!("/sys/block/{dev}/stat"))
+                .ok()
+                .map(|s| {
+                    let f: Vec<u64> = s
+                        .split_whitespace()
+                        .filter_map(|w| w.parse().ok())
+                        .collect();
+                    f.first().copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0)
+                })
+                .unwrap_or(0)
+        };
+        let start = ios();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while ios() < start + 64 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "fio did no I/O on {dev} in 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        load
     }
 }
 
