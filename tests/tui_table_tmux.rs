@@ -30,16 +30,17 @@ fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
         120,
         40,
     );
-    t.wait("the table sorted by name", |s| {
-        headings(s).contains("DEVICE↓") && s.contains("every 250ms")
+    // The default: by %util, the arrow on its heading from the start.
+    let s = t.wait("the table sorted by %util", |s| {
+        headings(s).contains("↓%util") && s.contains("every 250ms")
     });
-    t.keys(&["o"]);
-    let s = t.wait("the arrow on %util", |s| headings(s).contains("↓%util"));
-    assert!(s.contains("sorted by %util (largest first)"), "{s}");
     assert!(!headings(&s).contains("DEVICE↓"), "{s}");
-    // Two keys in one read of the terminal: > twice walks right past
-    // %util to await (the sparkline), then wraps to the name.
-    t.keys(&[">", ">"]);
+    t.keys(&["o"]);
+    let s = t.wait("the arrow on aqu-sz", |s| headings(s).contains("↓aqu-sz"));
+    assert!(s.contains("sorted by aqu-sz (largest first)"), "{s}");
+    // Three keys in one read of the terminal: > walks right past %util
+    // to await (the sparkline), then wraps to the name.
+    t.keys(&[">", ">", ">"]);
     t.wait("the arrow back on DEVICE", |s| {
         headings(s).contains("DEVICE↓") && s.contains("sorted by name (A to Z)")
     });
@@ -124,15 +125,15 @@ fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last
         120,
         40,
     );
-    // Sorted by name, our device may be below the screen (other tests'
-    // loop devices): wait for the column and any p99 in it.
+    // Other tests' loop devices may be on screen too: wait for the
+    // column and any p99 in it.
     t.wait("the r_p99 column with a read p99", |s| {
         column(s, "r_p99", 7)
             .iter()
             .any(|(_, c)| c.parse::<f64>().is_ok())
     });
-    // o from the name: %util, aqu-sz, await, r_await, w_await, r_p99.
-    t.keys(&["o", "o", "o", "o", "o", "o"]);
+    // o from the default %util: aqu-sz, await, r_await, w_await, r_p99.
+    t.keys(&["o", "o", "o", "o", "o"]);
     let s = t.wait("rows sorted by r_p99, those without one last", |s| {
         headings(s).contains("↓r_p99")
             && s.contains("sorted by r_p99 (largest first)")

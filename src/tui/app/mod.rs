@@ -115,6 +115,7 @@ pub struct App {
     pub undo: HashMap<String, Vec<ChangeMark>>,
     pub selected: Option<String>,
     selected_pos: usize,
+    /// %util until `o`, `<`, `>` or F6 picks another ([`SortKey::default`]).
     pub sort: SortKey,
     pub filter: String,
     pub filter_typing: bool,
@@ -177,7 +178,7 @@ impl App {
             undo: HashMap::new(),
             selected: None,
             selected_pos: 0,
-            sort: SortKey::Name,
+            sort: SortKey::default(),
             filter: String::new(),
             filter_typing: false,
             overlay: None,

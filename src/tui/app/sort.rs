@@ -42,6 +42,15 @@ pub enum SortKey {
     Await,
 }
 
+/// The first sort is by %util, largest first: in an incident the hurting
+/// disk is the top row. Idle devices tie all the way down the chain of
+/// [`cmp_rows`] and so stay in natural name order: a quiet screen is steady.
+impl Default for SortKey {
+    fn default() -> Self {
+        SortKey::Util
+    }
+}
+
 /// The columns in table order, left to right: what `<` and `>` walk.
 pub const COLUMN_ORDER: [SortKey; 18] = [
     SortKey::Name,
@@ -64,10 +73,9 @@ pub const COLUMN_ORDER: [SortKey; 18] = [
     SortKey::Await,
 ];
 
-/// The order `o` (and F6) cycles in: the figures that find a hurting disk
-/// first, then the rest, then back to the name.
+/// The order `o` (and F6) cycles in from the default, %util: the figures
+/// that find a hurting disk first, then the rest, then the name.
 pub const TELLING_ORDER: [SortKey; 18] = [
-    SortKey::Name,
     SortKey::Util,
     SortKey::Aqu,
     SortKey::Await,
@@ -85,6 +93,7 @@ pub const TELLING_ORDER: [SortKey; 18] = [
     SortKey::Size,
     SortKey::Nr,
     SortKey::Ra,
+    SortKey::Name,
 ];
 
 /// The key after `k` in `order`, wrapping; `back` walks the other way.
