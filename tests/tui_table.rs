@@ -5,9 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::app::{App, Hot, SortKey};
-use crossterm::event::KeyCode;
 use blktune_core::fake::FakeDisk;
 use blktune_core::topology::{DeviceNode, Mount, Topology};
+use crossterm::event::KeyCode;
 use ratatui::style::{Color, Modifier};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -134,8 +134,8 @@ pub struct App {
     page_rows: usize,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
-    /// `blktune demo`: the scratch device the guided hint is about.
-    pub demo: Option<String>,
+    /// `blktune demo` and `replay --demo`: what the guided hint is about.
+    pub demo: Option<crate::tui::demo::Demo>,
     /// The latency probe (`--probe`, `P`); `None` when it is off.
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.
