@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::app::{App, Hot, SortKey};
+use blktune::tui::worker::protocol::Feed;
+use blktune_core::diskstats::InFlight;
 use blktune_core::fake::FakeDisk;
 use blktune_core::topology::{DeviceNode, Mount, Topology};
 use crossterm::event::KeyCode;
@@ -216,5 +218,37 @@ fn table_200x50() {
     assert!(s.contains(" / ext4 "), "{s}");
     // The end of a long backing path, after a …, never a cut number.
     assert!(s.contains(" →sda:…/blktune/big.img "), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+/// `/sys/block/X/inflight`'s two numbers, reads then writes: the wide
+/// table's inflight column reads `3/1`, the detail pane `in flight r/w 3/1`;
+/// where the split is not known (a replay) the total alone.
+#[test]
+fn in_flight_is_split_into_reads_and_writes() {
+    let (mut m, mut app) = incident_app();
+    let mut s = m.step(1.0, &incident(9));
+    let sda = s.stats.get_mut("sda").unwrap();
+    sda.counters.in_flight = 4;
+    sda.in_flight = Some(InFlight {
+        reads: 3,
+        writes: 1,
+    });
+    let sdb = s.stats.get_mut("sdb").unwrap();
+    sdb.counters.in_flight = 7;
+    sdb.in_flight = None;
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    while app.selected.as_deref() != Some("sda") {
+        press(&mut app, &chars("k"));
+    }
+    let term = screen(&app, 200, 50);
+    let t = text(&term);
+    let cells = |dev: &str| {
+        let row = t.lines().find(|l| l.contains(&format!("{dev} "))).unwrap();
+        row.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    assert!(cells("▶sda").contains(&"3/1".to_string()), "{t}");
+    assert!(cells("!sdb").contains(&"7".to_string()), "{t}");
+    assert!(t.contains("in flight r/w  3/1"), "{t}");
     insta::assert_snapshot!(term.backend());
 }
