@@ -190,3 +190,104 @@ fn a_busy_selected_device_says_so_in_its_title_without_colour() {
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
+
+/// At 200x50 the wide columns are on the real screen: throughput, request
+/// sizes, in flight as reads/writes (`/sys/block/X/inflight`) and MOUNT,
+/// here on our own loop device under a read load (issue 16, item 2).
+#[test]
+fn wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount() {
+    let name = "wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "fio") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let _load = FioLoad::randread(&dev);
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --device {dev} --interval 250ms",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        200,
+        50,
+    );
+    // The row under load: reads per second and MB/s.
+    let s = t.wait("the wide row with reads", |s| {
+        column(s, "rMB/s", 7)
+            .iter()
+            .any(|(d, c)| d == &dev && c.parse::<f64>().is_ok_and(|v| v > 0.0))
+    });
+    let head = headings(&s);
+    for h in [
+        "rMB/s", "wMB/s", "rareq-sz", "wareq-sz", "inflight", "MOUNT",
+    ] {
+        assert!(head.contains(h), "{h}: {head}\n{s}");
+    }
+    // 4 KiB random reads: rareq-sz 4.00.
+    assert!(
+        column(&s, "rareq-sz", 8).contains(&(dev.clone(), "4.00".into())),
+        "{s}"
+    );
+    // In flight now, reads/writes: two counts split by a slash.
+    let cell = column(&s, "inflight", 8)
+        .into_iter()
+        .find(|(d, _)| d == &dev)
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    let split = cell
+        .split_once('/')
+        .is_some_and(|(r, w)| r.parse::<u64>().is_ok() && w.parse::<u64>().is_ok());
+    assert!(split, "inflight '{cell}' is not reads/writes:\n{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// Names in natural order on the real screen: loop2 before loop10 (a
+/// fake tree, idle devices: the default %util sort ties all the way down
+/// to the name). No root.
+#[test]
+fn loop2_comes_before_loop10_on_the_screen() {
+    let name = "loop2_comes_before_loop10_on_the_screen";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    for (n, minor) in [("loop10", 10), ("loop2", 2), ("loop1", 1)] {
+        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, minor))
+            .unwrap();
+    }
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' --interval 250ms",
+            journal.path().display(),
+            blktune_bin(),
+            dir.path().join("sys").display(),
+            dir.path().join("proc").display(),
+        ),
+        80,
+        24,
+    );
+    let s = t.wait("the three rows and a sample", |s| {
+        s.contains("loop10 ") && s.contains("loop2 ") && s.contains("↓%util")
+    });
+    // Each row's name, after the marker column (`▶`, `!` or a blank).
+    let rows: Vec<String> = s
+        .lines()
+        .filter_map(|l| {
+            l.chars()
+                .skip(1)
+                .collect::<String>()
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
+        .filter(|w| w.starts_with("loop"))
+        .collect();
+    assert_eq!(rows[..3], ["loop1", "loop2", "loop10"], "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
