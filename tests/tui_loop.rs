@@ -74,9 +74,11 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
     run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
     assert!(app.quit, "q ended the loop, not the end of the script");
     assert_eq!(input.reads, 3);
-    assert_eq!(app.samples, 2);
-    // j moved to the second row, s opened its picker, Esc closed it.
-    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    // The fixture's baseline, then the script's two.
+    assert_eq!(app.samples, 3);
+    // sda (first by name) was selected; by %util the rows read sdb, sda,
+    // zram0: j moved to the row below, s opened its picker, Esc closed it.
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
     assert!(app.overlay.is_none());
     // Nothing to send: no change, no probe.
     assert!(ctl_rx.try_recv().is_err());

@@ -216,8 +216,8 @@ fn the_detail_pane_says_where_the_io_goes() {
     assert!(s.contains("where the I/O goes"), "{s}");
     assert!(s.contains("sda1 on / (ext4)"), "{s}");
     insta::assert_snapshot!(term.backend());
-    // sdb, mounted whole.
-    press(&mut app, &[KeyCode::Down]);
+    // sdb, mounted whole (by %util the row above sda).
+    press(&mut app, &[KeyCode::Up]);
     let s = text(&screen(&app, 80, 24));
     assert!(s.contains("sdb on /srv/backup (xfs)"), "{s}");
 }

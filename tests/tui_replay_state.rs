@@ -316,3 +316,39 @@ fn the_replay_worker_never_panics_on_negative_or_huge_times() {
         assert_eq!(p.total, 1e9);
     }
 }
+
+/// `replay --demo`: the banner row says when the recording switches and
+/// what the room will see, from the recording's change events, and moves on
+/// as the position passes each switch (issue 16, item 13).
+#[test]
+fn the_demo_replay_hint_follows_the_recordings_switches() {
+    let rec = asset();
+    let t0 = Instant::now();
+    let hint_at = |start: f64| {
+        let mut app = replay_app(&rec, start, 1.0);
+        app.demo = blktune::tui::demo::Demo::recorded(&rec);
+        let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0).unwrap();
+        feed(&mut app, src.begin(t0));
+        let s = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));
+        // The banner: the row below the header.
+        s.lines().nth(1).unwrap().to_string()
+    };
+    let before = hint_at(5.0);
+    assert!(
+        before.contains(
+            "DEMO loop0: at 00:30 kyber: reads get faster (r_await, r_p99); at 01:00 bfq"
+        ),
+        "{before}"
+    );
+    let between = hint_at(45.0);
+    assert!(
+        between.contains("at 01:00 bfq: reads starve behind the writes (r_await, r_p99)"),
+        "{between}"
+    );
+    let after = hint_at(75.0);
+    assert!(after.contains("since 01:00 bfq: reads starve"), "{after}");
+    // A recording that is not the demo has no hint line.
+    let app = replay_app(&rec, 5.0, 1.0);
+    let s = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));
+    assert!(!s.contains("DEMO"), "{s}");
+}

@@ -77,6 +77,37 @@ fn replay_as_nobody_shows_the_switch_and_seeks() {
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
 
+/// `replay --demo` as a trainer plays it: the banner says when the
+/// recording switches to kyber and what the room will see, then bfq, and
+/// moves on as the replay passes each switch (issue 16, item 13). No root.
+#[test]
+fn replay_demo_says_when_the_recording_switches_and_what_to_watch() {
+    if !require_tool("replay_demo_hint", "tmux") {
+        return;
+    }
+    let t = Tmux::start(
+        &format!(
+            "cd / && {} replay --demo --speed 10",
+            common::tmux::blktune_bin()
+        ),
+        80,
+        24,
+    );
+    let s = t.wait("the hint before the first switch", |s| {
+        s.contains("DEMO loop0: at 00:30 kyber: reads get faster (r_await, r_p99); at 01:00 bfq")
+    });
+    assert!(s.contains("replay 00:"), "{s}");
+    t.wait("the hint after the switch to kyber", |s| {
+        s.contains("at 01:00 bfq: reads starve behind the writes (r_await, r_p99)")
+            && s.contains("mq-deadline→kyber")
+    });
+    t.wait("the hint after the switch to bfq", |s| {
+        s.contains("since 01:00 bfq: reads starve")
+    });
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
 #[test]
 fn r_records_the_live_session_to_a_file_replay_reads() {
     if !require_root("r_records_the_live_session") || !require_tool("r_records", "tmux") {

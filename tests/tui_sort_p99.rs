@@ -70,6 +70,8 @@ fn traced() -> App {
         ("sdd", lat(600, 1.0, 0.0, 300, 2.0)),
     ];
     m.run_traced(&mut app, 5, &loads(), &l);
+    // The walks below start from the leftmost column, not the default %util.
+    app.sort = SortKey::Name;
     app
 }
 

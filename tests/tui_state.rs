@@ -311,13 +311,19 @@ fn navigation_filter_sort_and_hooks() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
-    press(&mut app, &[KeyCode::Down]);
-    assert_eq!(app.selected.as_deref(), Some("sdb"));
-    press(&mut app, &[KeyCode::Char('k'), KeyCode::Char('k')]);
+    // By %util (the default): sdb 95 %, sda 88 %, zram0; sda, the first
+    // name, was selected before the first rates.
+    assert_eq!(app.sort, SortKey::Util);
     assert_eq!(app.selected.as_deref(), Some("sda"));
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    press(&mut app, &[KeyCode::Char('k'), KeyCode::Char('k')]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
     press(&mut app, &[KeyCode::PageDown]);
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     press(&mut app, &[KeyCode::Home]);
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    press(&mut app, &[KeyCode::Char('j')]);
     assert_eq!(app.selected.as_deref(), Some("sda"));
     let mut keys = chars("/zr");
     keys.push(KeyCode::Enter);
@@ -333,8 +339,8 @@ fn navigation_filter_sort_and_hooks() {
     assert_eq!(app.visible().len(), 3);
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     press(&mut app, &chars("o"));
-    assert_eq!(app.sort, SortKey::Util);
-    assert_eq!(app.visible()[0].name, "sdb", "sdb is 95% busy");
+    assert_eq!(app.sort, SortKey::Aqu);
+    assert_eq!(app.visible()[0].name, "sdb", "sdb's queue is the longest");
     // e and b open their dialogs (tests/tui_dialogs.rs); Esc closes them.
     // zram0 has no scheduler to compare: b says so.
     press(&mut app, &chars("b"));
@@ -439,7 +445,7 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
-    press(&mut app, &[KeyCode::Down]);
+    press(&mut app, &[KeyCode::Up]);
     assert_eq!(app.selected.as_deref(), Some("sdb"));
     press(&mut app, &chars("s"));
     assert!(matches!(app.overlay, Some(Overlay::Picker(_))));
@@ -527,8 +533,7 @@ fn the_selection_follows_its_device_when_rows_re_sort() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
-    press(&mut app, &chars("o"));
-    assert_eq!(app.sort, SortKey::Util);
+    assert_eq!(app.sort, SortKey::Util, "the default sort");
     press(&mut app, &[KeyCode::Home]);
     assert_eq!(app.selected.as_deref(), Some("sdb"), "sdb is 95% busy");
     // Now sda is the busiest: the rows swap, the selection stays on sdb.
@@ -739,13 +744,14 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     let mut m = Machine::three();
     let mut app = m.app(None);
     app.enable_probe(5.0);
-    assert_eq!(app.probe_control(), None, "nothing selected yet");
-    m.run(&mut app, 1, &busy(4));
+    // The baseline (the first snapshot) selected sda.
     assert_eq!(
         app.probe_control(),
         Some(Control::Live(LiveControl::Probe(Some("sda".into()))))
     );
     assert_eq!(app.probe_control(), None, "said once");
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.probe_control(), None, "the same device");
 
     let st = probe_stats(5.0, &[0.2, 0.3, 0.3, 1.2, 2.0], None);
     m.run_probed(&mut app, 3, &busy(4), "sda", &st);
@@ -768,20 +774,21 @@ fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
     assert_eq!(probe_t, disk_t);
     assert!(!app.probe.as_ref().unwrap().history.contains_key("sdb"));
 
-    // Moving the selection re-targets the probe, in the key's own answer.
+    // Moving the selection re-targets the probe, in the key's own answer
+    // (by %util sdb is the row above sda).
     assert_eq!(
-        press(&mut app, &[KeyCode::Down]),
+        press(&mut app, &[KeyCode::Up]),
         vec![Control::Live(LiveControl::Probe(Some("sdb".into())))]
     );
     assert_eq!(
         press(&mut app, &[KeyCode::Down, KeyCode::Up]),
         vec![
-            Control::Live(LiveControl::Probe(Some("zram0".into()))),
+            Control::Live(LiveControl::Probe(Some("sda".into()))),
             Control::Live(LiveControl::Probe(Some("sdb".into())))
         ]
     );
     // Keys that leave the selection alone say nothing to the probe: a sort
-    // (by %util: sdb first) keeps it, and Up at the top moves nothing.
+    // (by aqu-sz: sdb first) keeps it, and Up at the top moves nothing.
     assert!(press(&mut app, &chars("o")).is_empty());
     assert!(press(&mut app, &[KeyCode::Up]).is_empty());
     assert_eq!(

@@ -5,8 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::app::{App, Hot, SortKey};
+use blktune::tui::worker::protocol::Feed;
+use blktune_core::diskstats::InFlight;
 use blktune_core::fake::FakeDisk;
 use blktune_core::topology::{DeviceNode, Mount, Topology};
+use crossterm::event::KeyCode;
 use ratatui::style::{Color, Modifier};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,15 +54,12 @@ fn rows(app: &App) -> Vec<String> {
 }
 
 #[test]
-fn names_sort_naturally_and_util_ties_break_by_aqu_sz() {
+fn the_default_sort_is_util_and_ties_break_by_aqu_sz() {
     let (_m, mut app) = incident_app();
-    assert_eq!(app.sort, SortKey::Name);
-    assert_eq!(rows(&app), ["loop2", "loop10", "sda", "sdb", "sdc"]);
-    press(&mut app, &chars("o"));
+    // The hurting disks first, from the first frame on.
     assert_eq!(app.sort, SortKey::Util);
     assert_eq!(rows(&app), ["sdb", "sdc", "sda", "loop10", "loop2"]);
     let s = text(&screen(&app, 80, 24));
-    assert!(s.contains("sorted by %util (largest first)"), "{s}");
     assert!(s.lines().nth(1).unwrap().contains("↓%util"), "{s}");
     // > walks right from %util to the sparkline's await, < back.
     press(&mut app, &chars(">"));
@@ -69,6 +69,34 @@ fn names_sort_naturally_and_util_ties_break_by_aqu_sz() {
     assert_eq!(app.sort, SortKey::Aqu);
     let s = text(&screen(&app, 80, 24));
     assert!(s.lines().nth(1).unwrap().contains("↓aqu-sz"), "{s}");
+    // o from %util goes on to aqu-sz, and comes round to the name.
+    app.sort = SortKey::Util;
+    press(&mut app, &chars("o"));
+    assert_eq!(app.sort, SortKey::Aqu);
+    while app.sort != SortKey::Name {
+        press(&mut app, &chars("o"));
+    }
+    assert_eq!(rows(&app), ["loop2", "loop10", "sda", "sdb", "sdc"]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("sorted by name (A to Z)"), "{s}");
+}
+
+/// Idle devices tie all the way down the chain: by %util they stay in
+/// natural name order, so a quiet screen is steady.
+#[test]
+fn idle_devices_keep_natural_name_order_under_the_default_sort() {
+    let mut m = machine();
+    let mut app = m.app(None);
+    let idle: Vec<(&str, Load)> = ["sda", "sdb", "sdc", "loop2", "loop10"]
+        .into_iter()
+        .map(|n| (n, load(0, 0, 0, 0, 0)))
+        .collect();
+    for _ in 0..5 {
+        m.run(&mut app, 1, &idle);
+        assert_eq!(app.sort, SortKey::Util);
+        assert_eq!(rows(&app), ["loop2", "loop10", "sda", "sdb", "sdc"]);
+        assert_eq!(app.selected.as_deref(), Some("loop2"));
+    }
 }
 
 #[test]
@@ -86,11 +114,12 @@ fn busy_and_slow_rows_are_marked_without_colour_and_red_with_it() {
         .filter(|l| l.starts_with("\"!"))
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(marked, ["\"!loop10", "\"!sda", "\"!sdb", "\"!sdc"], "{s}");
+    assert_eq!(marked, ["\"!sdb", "\"!sdc", "\"!sda", "\"!loop10"], "{s}");
     // The selected row shows `▶`; when it is hot, the detail pane's title
     // says so, first (without colour, the only sign).
     assert!(!s.contains("! busy") && !s.contains("! slow"), "{s}");
-    for (dev, label) in [("loop10", "─ ! slow  loop10 "), ("sdb", "─ ! busy  sdb ")] {
+    press(&mut app, &[KeyCode::Home]);
+    for (dev, label) in [("sdb", "─ ! busy  sdb "), ("loop10", "─ ! slow  loop10 ")] {
         while app.selected_device().map(|d| d.name.as_str()) != Some(dev) {
             press(&mut app, &chars("j"));
         }
@@ -138,22 +167,22 @@ fn sparklines_share_one_scale() {
 
 #[test]
 fn table_60x20() {
-    let (_m, mut app) = incident_app();
-    press(&mut app, &chars("o"));
+    // The default sort: %util, the hurting disks first.
+    let (_m, app) = incident_app();
     insta::assert_snapshot!(screen(&app, 60, 20).backend());
 }
 
 #[test]
 fn table_80x24() {
-    let (_m, mut app) = incident_app();
-    press(&mut app, &chars("o"));
+    // The default sort: %util, the hurting disks first.
+    let (_m, app) = incident_app();
     insta::assert_snapshot!(screen(&app, 80, 24).backend());
 }
 
 #[test]
 fn table_120x40() {
-    let (_m, mut app) = incident_app();
-    press(&mut app, &chars("o"));
+    // The default sort: %util, the hurting disks first.
+    let (_m, app) = incident_app();
     let term = screen(&app, 120, 40);
     let head = text(&term).lines().nth(1).unwrap().to_string();
     assert!(head.contains("rMB/s") && head.contains("wMB/s"), "{head}");
@@ -178,7 +207,6 @@ fn topology(m: &Machine) -> Topology {
 fn table_200x50() {
     let (m, mut app) = incident_app();
     app.where_io.topology = Arc::new(topology(&m));
-    press(&mut app, &chars("o"));
     let term = screen(&app, 200, 50);
     let head = text(&term).lines().nth(1).unwrap().to_string();
     for h in [
@@ -190,5 +218,37 @@ fn table_200x50() {
     assert!(s.contains(" / ext4 "), "{s}");
     // The end of a long backing path, after a …, never a cut number.
     assert!(s.contains(" →sda:…/blktune/big.img "), "{s}");
+    insta::assert_snapshot!(term.backend());
+}
+
+/// `/sys/block/X/inflight`'s two numbers, reads then writes: the wide
+/// table's inflight column reads `3/1`, the detail pane `in flight r/w 3/1`;
+/// where the split is not known (a replay) the total alone.
+#[test]
+fn in_flight_is_split_into_reads_and_writes() {
+    let (mut m, mut app) = incident_app();
+    let mut s = m.step(1.0, &incident(9));
+    let sda = s.stats.get_mut("sda").unwrap();
+    sda.counters.in_flight = 4;
+    sda.in_flight = Some(InFlight {
+        reads: 3,
+        writes: 1,
+    });
+    let sdb = s.stats.get_mut("sdb").unwrap();
+    sdb.counters.in_flight = 7;
+    sdb.in_flight = None;
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    while app.selected.as_deref() != Some("sda") {
+        press(&mut app, &chars("k"));
+    }
+    let term = screen(&app, 200, 50);
+    let t = text(&term);
+    let cells = |dev: &str| {
+        let row = t.lines().find(|l| l.contains(&format!("{dev} "))).unwrap();
+        row.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    assert!(cells("▶sda").contains(&"3/1".to_string()), "{t}");
+    assert!(cells("!sdb").contains(&"7".to_string()), "{t}");
+    assert!(t.contains("in flight r/w  3/1"), "{t}");
     insta::assert_snapshot!(term.backend());
 }

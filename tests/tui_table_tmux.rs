@@ -30,16 +30,17 @@ fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
         120,
         40,
     );
-    t.wait("the table sorted by name", |s| {
-        headings(s).contains("DEVICE↓") && s.contains("every 250ms")
+    // The default: by %util, the arrow on its heading from the start.
+    let s = t.wait("the table sorted by %util", |s| {
+        headings(s).contains("↓%util") && s.contains("every 250ms")
     });
-    t.keys(&["o"]);
-    let s = t.wait("the arrow on %util", |s| headings(s).contains("↓%util"));
-    assert!(s.contains("sorted by %util (largest first)"), "{s}");
     assert!(!headings(&s).contains("DEVICE↓"), "{s}");
-    // Two keys in one read of the terminal: > twice walks right past
-    // %util to await (the sparkline), then wraps to the name.
-    t.keys(&[">", ">"]);
+    t.keys(&["o"]);
+    let s = t.wait("the arrow on aqu-sz", |s| headings(s).contains("↓aqu-sz"));
+    assert!(s.contains("sorted by aqu-sz (largest first)"), "{s}");
+    // Three keys in one read of the terminal: > walks right past %util
+    // to await (the sparkline), then wraps to the name.
+    t.keys(&[">", ">", ">"]);
     t.wait("the arrow back on DEVICE", |s| {
         headings(s).contains("DEVICE↓") && s.contains("sorted by name (A to Z)")
     });
@@ -126,15 +127,15 @@ fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last
         120,
         60,
     );
-    // Sorted by name, our device may be below the screen (other tests'
-    // loop devices): wait for the column and any p99 in it.
+    // Other tests' loop devices may be on screen too: wait for the
+    // column and any p99 in it.
     t.wait("the r_p99 column with a read p99", |s| {
         column(s, "r_p99", 7)
             .iter()
             .any(|(_, c)| c.parse::<f64>().is_ok())
     });
-    // o from the name: %util, aqu-sz, await, r_await, w_await, r_p99.
-    t.keys(&["o", "o", "o", "o", "o", "o"]);
+    // o from the default %util: aqu-sz, await, r_await, w_await, r_p99.
+    t.keys(&["o", "o", "o", "o", "o"]);
     let s = t.wait("rows sorted by r_p99, those without one last", |s| {
         headings(s).contains("↓r_p99")
             && s.contains("sorted by r_p99 (largest first)")
@@ -188,6 +189,107 @@ fn a_busy_selected_device_says_so_in_its_title_without_colour() {
         !s.contains(&format!("!{dev} ")),
         "the selected row keeps ▶:\n{s}"
     );
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// At 200x50 the wide columns are on the real screen: throughput, request
+/// sizes, in flight as reads/writes (`/sys/block/X/inflight`) and MOUNT,
+/// here on our own loop device under a read load (issue 16, item 2).
+#[test]
+fn wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount() {
+    let name = "wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount";
+    if !require_root(name) || !require_tool(name, "tmux") || !require_tool(name, "fio") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let _load = FioLoad::randread(&dev);
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --device {dev} --interval 250ms",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        200,
+        50,
+    );
+    // The row under load: reads per second and MB/s.
+    let s = t.wait("the wide row with reads", |s| {
+        column(s, "rMB/s", 7)
+            .iter()
+            .any(|(d, c)| d == &dev && c.parse::<f64>().is_ok_and(|v| v > 0.0))
+    });
+    let head = headings(&s);
+    for h in [
+        "rMB/s", "wMB/s", "rareq-sz", "wareq-sz", "inflight", "MOUNT",
+    ] {
+        assert!(head.contains(h), "{h}: {head}\n{s}");
+    }
+    // 4 KiB random reads: rareq-sz 4.00.
+    assert!(
+        column(&s, "rareq-sz", 8).contains(&(dev.clone(), "4.00".into())),
+        "{s}"
+    );
+    // In flight now, reads/writes: two counts split by a slash.
+    let cell = column(&s, "inflight", 8)
+        .into_iter()
+        .find(|(d, _)| d == &dev)
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    let split = cell
+        .split_once('/')
+        .is_some_and(|(r, w)| r.parse::<u64>().is_ok() && w.parse::<u64>().is_ok());
+    assert!(split, "inflight '{cell}' is not reads/writes:\n{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// Names in natural order on the real screen: loop2 before loop10 (a
+/// fake tree, idle devices: the default %util sort ties all the way down
+/// to the name). No root.
+#[test]
+fn loop2_comes_before_loop10_on_the_screen() {
+    let name = "loop2_comes_before_loop10_on_the_screen";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    for (n, minor) in [("loop10", 10), ("loop2", 2), ("loop1", 1)] {
+        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, minor))
+            .unwrap();
+    }
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' --interval 250ms",
+            journal.path().display(),
+            blktune_bin(),
+            dir.path().join("sys").display(),
+            dir.path().join("proc").display(),
+        ),
+        80,
+        24,
+    );
+    let s = t.wait("the three rows and a sample", |s| {
+        s.contains("loop10 ") && s.contains("loop2 ") && s.contains("↓%util")
+    });
+    // Each row's name, after the marker column (`▶`, `!` or a blank).
+    let rows: Vec<String> = s
+        .lines()
+        .filter_map(|l| {
+            l.chars()
+                .skip(1)
+                .collect::<String>()
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
+        .filter(|w| w.starts_with("loop"))
+        .collect();
+    assert_eq!(rows[..3], ["loop1", "loop2", "loop10"], "{s}");
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }

@@ -4,6 +4,7 @@
 //! panic (the guards drop while unwinding).
 
 use super::{Global, TuiArgs, UsageError, parse_probe_rate, parse_tui_interval};
+use crate::tui::demo::Demo;
 use anyhow::Context;
 use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
 use blktune_core::scratch::QueueRestore;
@@ -173,8 +174,10 @@ pub fn run(g: &Global, a: &DemoArgs) -> anyhow::Result<i32> {
             probe: a.probe,
             probe_rate: a.probe_rate,
         };
-        crate::tui::run_with(&tui.options(g), |app| app.demo = Some(name.clone()))
-            .map_err(super::tui_error)?
+        crate::tui::run_with(&tui.options(g), |app| {
+            app.demo = Some(Demo::live(name.clone()))
+        })
+        .map_err(super::tui_error)?
     };
     drop(load.stop());
     done.store(true, Ordering::Relaxed);

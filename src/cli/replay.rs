@@ -164,7 +164,7 @@ fn run_file(
         ));
     }
     let start = a.start.map_or(0.0, |s| s.as_secs_f64());
-    crate::tui::replay::run(rec, start, a.speed).map_err(super::tui_error)
+    crate::tui::replay::run(rec, start, a.speed, a.demo).map_err(super::tui_error)
 }
 
 /// Notes (cut-off end, skipped lines) go to stderr, one line each.

@@ -4,6 +4,7 @@
 //! construction: no tuner, no sysfs, no root needed.
 
 use super::app::{App, Config};
+use super::demo::Demo;
 use super::worker::protocol::{ReplayPosition, Shared};
 use super::worker::replay::ReplaySource;
 use super::{INTERVAL_RANGE, RestoreGuard, Signals, TuiError, color_allowed, event_loop};
@@ -14,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// `01:23`, or `1:02:03` past an hour.
-fn clock(secs: f64) -> String {
+pub(crate) fn clock(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
     if s >= 3600 {
         format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
@@ -69,9 +70,14 @@ pub fn replay_app(rec: &Recording, start: f64, speed: f64) -> App {
     app
 }
 
-/// Play `rec` full-screen from `start` seconds at `speed`; returns the exit code.
-pub fn run(rec: Arc<Recording>, start: f64, speed: f64) -> Result<i32, TuiError> {
+/// Play `rec` full-screen from `start` seconds at `speed`; returns the exit
+/// code. `demo`: it is the demo recording, and the hint line says when it
+/// switches and what the room will see.
+pub fn run(rec: Arc<Recording>, start: f64, speed: f64, demo: bool) -> Result<i32, TuiError> {
     let mut app = replay_app(&rec, start, speed);
+    if demo {
+        app.demo = Demo::recorded(&rec);
+    }
     let signals = Signals::register().map_err(TuiError::Signals)?;
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();

@@ -147,15 +147,34 @@ impl Machine {
         }
     }
 
+    /// A new app that has seen what the live worker sends first: the
+    /// baseline, devices without rates (so the first row, and the selection,
+    /// is the first name in natural order, as on the real screen).
     pub fn app(&self, read_only: Option<&str>) -> App {
-        App::new(Config {
+        let mut app = App::new(Config {
             host: HostInfo::read(&self.tree.root()),
             read_only: read_only.map(String::from),
             interval: Duration::from_secs(1),
             page_kb: 4,
             color: false,
             select: None,
-        })
+        });
+        app.on_feed(Feed::Snapshot(Box::new(self.baseline())));
+        app
+    }
+
+    /// The sampler's first snapshot: devices and settings, no interval yet.
+    pub fn baseline(&self) -> Snapshot {
+        Snapshot {
+            wall: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            t: self.t,
+            interval: None,
+            devices: Arc::clone(&self.devices),
+            refreshed: true,
+            stats: BTreeMap::new(),
+            iowait_pct: None,
+            warnings: Vec::new(),
+        }
     }
 
     /// Switch a fake device's scheduler as the kernel would, and return the

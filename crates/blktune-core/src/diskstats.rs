@@ -58,10 +58,43 @@ pub struct DiskStatsLine {
     pub counters: Counters,
 }
 
-/// Why a diskstats line could not be parsed.
+/// I/Os in flight now, split by direction: `/sys/block/X/inflight`, two
+/// numbers, reads then writes (`part_inflight_show` in the kernel's
+/// `block/genhd.c`; `Documentation/ABI/stable/sysfs-block`). Their sum is
+/// diskstats' [`Counters::in_flight`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct InFlight {
+    pub reads: u64,
+    pub writes: u64,
+}
+
+impl InFlight {
+    /// Reads and writes together: what diskstats counts.
+    pub fn total(self) -> u64 {
+        self.reads.saturating_add(self.writes)
+    }
+}
+
+impl FromStr for InFlight {
+    type Err = ParseError;
+
+    /// `       3        1\n`: exactly two numbers.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        let cols: Vec<&str> = s.split_whitespace().collect();
+        if cols.len() != 2 {
+            return Err(ParseError::Columns(cols.len()));
+        }
+        Ok(Self {
+            reads: num(&cols, 0)?,
+            writes: num(&cols, 1)?,
+        })
+    }
+}
+
+/// Why a diskstats line (or an `inflight` file) could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("expected 14, 18 or 20 columns, found {0}")]
+    #[error("expected 14, 18 or 20 columns (2 in inflight), found {0}")]
     Columns(usize),
     #[error("column {column} is not a number: {value:?}")]
     Number { column: usize, value: String },
@@ -264,5 +297,25 @@ mod tests {
         ) {
             let _ = cols.join(" ").parse::<DiskStatsLine>();
         }
+    }
+
+    #[test]
+    fn inflight_is_reads_then_writes() {
+        let f: InFlight = "       3        1\n".parse().unwrap();
+        assert_eq!(
+            f,
+            InFlight {
+                reads: 3,
+                writes: 1
+            }
+        );
+        assert_eq!(f.total(), 4);
+        assert_eq!("0 0".parse::<InFlight>().unwrap(), InFlight::default());
+        assert_eq!("".parse::<InFlight>(), Err(ParseError::Columns(0)));
+        assert_eq!("1 2 3".parse::<InFlight>(), Err(ParseError::Columns(3)));
+        assert!(matches!(
+            "1 -2".parse::<InFlight>(),
+            Err(ParseError::Number { column: 2, .. })
+        ));
     }
 }

@@ -175,6 +175,13 @@ impl SysRoot {
         Ok(read_attr(&self.dev_path(dev, rel))?.trim().to_owned())
     }
 
+    /// A device's I/Os in flight now, reads and writes (`inflight`).
+    pub fn read_inflight(&self, dev: &DeviceName) -> io::Result<crate::diskstats::InFlight> {
+        self.read_dev_attr(dev, "inflight")?
+            .parse()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("inflight: {e}")))
+    }
+
     /// A device's `size` in bytes (the file counts 512-byte sectors).
     pub fn read_size_bytes(&self, dev: &DeviceName) -> io::Result<u64> {
         let s = self.read_dev_attr(dev, "size")?;

@@ -3,7 +3,8 @@
 //! answers to the changes it asked for (one at a time, or a whole `U`).
 
 use super::{
-    App, FULL_HISTORY_DEVICES, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind, replaced_devices,
+    App, FULL_HISTORY_DEVICES, InFlightNow, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind,
+    replaced_devices,
 };
 use crate::tui::worker::protocol::{ApplyKind, ApplyReport, Feed};
 use blktune_core::history::{ChangeMark, Point};
@@ -114,7 +115,7 @@ impl App {
             self.histories.retain(|name, _| {
                 !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
             });
-            self.inflight
+            self.in_flight
                 .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
             if let Some(p) = &mut self.probe {
                 p.history
@@ -141,13 +142,16 @@ impl App {
                         .or_default()
                         .push(p, keep),
                 }
-                let Some(n) = stat.map(|st| st.counters.in_flight) else {
+                let Some(n) = stat.map(|st| InFlightNow {
+                    total: st.counters.in_flight,
+                    split: st.in_flight,
+                }) else {
                     continue;
                 };
-                match self.inflight.get_mut(&d.name) {
+                match self.in_flight.get_mut(&d.name) {
                     Some(v) => *v = n,
                     None => {
-                        self.inflight.insert(d.name.clone(), n);
+                        self.in_flight.insert(d.name.clone(), n);
                     }
                 }
             }

@@ -91,6 +91,25 @@ pub struct SessionChange {
     pub labels: Vec<String>,
 }
 
+/// A device's I/Os in flight now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InFlightNow {
+    /// diskstats' count (field 9): reads and writes together.
+    pub total: u64,
+    /// Reads and writes, where known (live; a replay has the total only).
+    pub split: Option<blktune_core::diskstats::InFlight>,
+}
+
+impl InFlightNow {
+    /// `3/1` (reads/writes), or the total alone where the split is unknown.
+    pub fn label(&self) -> String {
+        match self.split {
+            Some(s) => format!("{}/{}", s.reads, s.writes),
+            None => self.total.to_string(),
+        }
+    }
+}
+
 /// The state of the screen.
 #[derive(Debug)]
 pub struct App {
@@ -106,15 +125,16 @@ pub struct App {
     pub held: Option<std::collections::VecDeque<super::worker::protocol::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
     pub histories: HashMap<String, DeviceHistory>,
-    /// I/Os in flight now per device (diskstats' field 9, the same count
-    /// as `/sys/block/X/inflight`'s two added: no extra read per tick).
-    pub inflight: HashMap<String, u64>,
+    /// I/Os in flight now per device: diskstats' count, split into reads
+    /// and writes where the source read `/sys/block/X/inflight`.
+    pub in_flight: HashMap<String, InFlightNow>,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
     pub undo: HashMap<String, Vec<ChangeMark>>,
     pub selected: Option<String>,
     selected_pos: usize,
+    /// %util until `o`, `<`, `>` or F6 picks another ([`SortKey::default`]).
     pub sort: SortKey,
     pub filter: String,
     pub filter_typing: bool,
@@ -133,8 +153,8 @@ pub struct App {
     page_rows: usize,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
-    /// `blktune demo`: the scratch device the guided hint is about.
-    pub demo: Option<String>,
+    /// `blktune demo` and `replay --demo`: what the guided hint is about.
+    pub demo: Option<crate::tui::demo::Demo>,
     /// The latency probe (`--probe`, `P`); `None` when it is off.
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.
@@ -172,12 +192,12 @@ impl App {
             paused: false,
             devices: Arc::new(Vec::new()),
             histories: HashMap::new(),
-            inflight: HashMap::new(),
+            in_flight: HashMap::new(),
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,
             selected_pos: 0,
-            sort: SortKey::Name,
+            sort: SortKey::default(),
             filter: String::new(),
             filter_typing: false,
             overlay: None,

@@ -35,11 +35,20 @@ pub enum SortKey {
     RAreqSz,
     WAreqSz,
     /// I/Os in flight now.
-    Inflight,
+    InFlight,
     Aqu,
     Util,
     /// The larger of r_await and w_await: what the sparkline draws.
     Await,
+}
+
+/// The first sort is by %util, largest first: in an incident the hurting
+/// disk is the top row. Idle devices tie all the way down the chain of
+/// [`cmp_rows`] and so stay in natural name order: a quiet screen is steady.
+impl Default for SortKey {
+    fn default() -> Self {
+        SortKey::Util
+    }
 }
 
 /// The columns in table order, left to right: what `<` and `>` walk.
@@ -58,16 +67,15 @@ pub const COLUMN_ORDER: [SortKey; 18] = [
     SortKey::WP99,
     SortKey::RAreqSz,
     SortKey::WAreqSz,
-    SortKey::Inflight,
+    SortKey::InFlight,
     SortKey::Aqu,
     SortKey::Util,
     SortKey::Await,
 ];
 
-/// The order `o` (and F6) cycles in: the figures that find a hurting disk
-/// first, then the rest, then back to the name.
+/// The order `o` (and F6) cycles in from the default, %util: the figures
+/// that find a hurting disk first, then the rest, then the name.
 pub const TELLING_ORDER: [SortKey; 18] = [
-    SortKey::Name,
     SortKey::Util,
     SortKey::Aqu,
     SortKey::Await,
@@ -81,10 +89,11 @@ pub const TELLING_ORDER: [SortKey; 18] = [
     SortKey::WMbs,
     SortKey::RAreqSz,
     SortKey::WAreqSz,
-    SortKey::Inflight,
+    SortKey::InFlight,
     SortKey::Size,
     SortKey::Nr,
     SortKey::Ra,
+    SortKey::Name,
 ];
 
 /// The key after `k` in `order`, wrapping; `back` walks the other way.
@@ -135,7 +144,7 @@ impl SortKey {
             SortKey::WP99 => "w_p99",
             SortKey::RAreqSz => "rareq-sz",
             SortKey::WAreqSz => "wareq-sz",
-            SortKey::Inflight => "inflight",
+            SortKey::InFlight => "inflight",
             SortKey::Aqu => "aqu-sz",
             SortKey::Util => "%util",
             SortKey::Await => "await",
@@ -150,7 +159,7 @@ impl SortKey {
             SortKey::Size => return Some(r.size_bytes as f64),
             SortKey::Nr => return r.nr.map(|n| n as f64),
             SortKey::Ra => return r.ra.map(|n| n as f64),
-            SortKey::Inflight => return r.inflight.map(|n| n as f64),
+            SortKey::InFlight => return r.in_flight.map(|n| n as f64),
             SortKey::RP99 => return r.r_p99,
             SortKey::WP99 => return r.w_p99,
             _ => {}
@@ -161,7 +170,7 @@ impl SortKey {
             | SortKey::Size
             | SortKey::Nr
             | SortKey::Ra
-            | SortKey::Inflight
+            | SortKey::InFlight
             | SortKey::RP99
             | SortKey::WP99 => return None,
             SortKey::Rs => s.r_s,
@@ -185,7 +194,7 @@ pub struct RowKey<'a> {
     pub name: &'a str,
     pub size_bytes: u64,
     pub stats: Option<&'a ExtStats>,
-    pub inflight: Option<u64>,
+    pub in_flight: Option<u64>,
     pub nr: Option<u64>,
     pub ra: Option<u64>,
     /// The newest interval's p99 in ms, when it rests on at least
@@ -292,7 +301,7 @@ impl super::App {
             name: &d.name,
             size_bytes: d.size_bytes,
             stats: self.latest(&d.name),
-            inflight: self.inflight.get(&d.name).copied(),
+            in_flight: self.in_flight.get(&d.name).map(|n| n.total),
             nr: d.queue.nr_requests,
             ra: d.queue.read_ahead_kb,
             r_p99: p99(Dir::Read),
@@ -392,7 +401,7 @@ mod tests {
                 name: "a",
                 size_bytes: 1,
                 stats: Some(&small),
-                inflight: Some(0),
+                in_flight: Some(0),
                 nr: Some(64),
                 ra: Some(128),
                 r_p99: Some(0.5),
@@ -402,7 +411,7 @@ mod tests {
                 name: "b",
                 size_bytes: 2,
                 stats: Some(&big),
-                inflight: Some(3),
+                in_flight: Some(3),
                 nr: Some(256),
                 ra: Some(4096),
                 r_p99: Some(9.0),

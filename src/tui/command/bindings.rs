@@ -92,7 +92,7 @@ const SORT: Binding = b(
     &[C('o'), K(KeyCode::F(6))],
     "o/F6",
     Some("sort"),
-    "sort by the next column (%util, aqu-sz, await, ...)",
+    "sort by the next column (default %util; aqu-sz, await, ...)",
     Action::Sort,
     false,
 );

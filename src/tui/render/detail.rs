@@ -345,8 +345,20 @@ pub fn before_after(
 }
 
 fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Theme) {
-    let mut lines = super::probe::lines(app, &d.name, area.width as usize, t);
-    if !lines.is_empty() {
+    let mut lines = Vec::new();
+    // The queue right now, beside the charts' averages; only while I/O is
+    // in flight (an idle device's 0/0 would push the rest down for nothing).
+    if let Some(n) = app.in_flight.get(&d.name).filter(|n| n.total > 0) {
+        let text = match n.split {
+            Some(_) => format!("in flight r/w  {}", n.label()),
+            None => format!("in flight  {}", n.label()),
+        };
+        lines.push((text, Style::new()));
+        lines.push((String::new(), Style::new()));
+    }
+    let probe = super::probe::lines(app, &d.name, area.width as usize, t);
+    if !probe.is_empty() {
+        lines.extend(probe);
         lines.push((String::new(), Style::new()));
     }
     let changes = app.changes_with_comparison(&d.name);

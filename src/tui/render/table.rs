@@ -12,7 +12,7 @@
 //! arrow; every sparkline shares one scale, given in its heading.
 
 use super::{Theme, num, put};
-use crate::tui::app::{App, Hot, SortKey, Tracing};
+use crate::tui::app::{App, Hot, InFlightNow, SortKey, Tracing};
 use blktune_core::device::{BlockDevice, DeviceKind, human_size};
 use blktune_core::iostat::ExtStats;
 use blktune_core::latency::Dir;
@@ -46,7 +46,7 @@ enum ColId {
     WAwait,
     RAreqSz,
     WAreqSz,
-    Inflight,
+    InFlight,
     Aqu,
     Util,
     /// The kernel's read p99 of the newest interval (only while the source traces or says why not).
@@ -174,7 +174,7 @@ const COLS: [Col; 20] = [
         width: 8,
         prio: 7,
         right: true,
-        id: ColId::Inflight,
+        id: ColId::InFlight,
     },
     Col {
         head: "aqu-sz",
@@ -246,7 +246,7 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::RAreqSz => stat(|s| s.rareq_sz),
         ColId::WAreqSz => stat(|s| s.wareq_sz),
         // Drawn by the caller, which has the app's in-flight counts.
-        ColId::Inflight => String::new(),
+        ColId::InFlight => String::new(),
         ColId::RAwait => stat(|s| s.r_await),
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
@@ -296,7 +296,7 @@ fn sort_key(id: ColId) -> Option<SortKey> {
         ColId::WAwait => SortKey::WAwait,
         ColId::RAreqSz => SortKey::RAreqSz,
         ColId::WAreqSz => SortKey::WAreqSz,
-        ColId::Inflight => SortKey::Inflight,
+        ColId::InFlight => SortKey::InFlight,
         ColId::Aqu => SortKey::Aqu,
         ColId::Util => SortKey::Util,
         ColId::Nr => SortKey::Nr,
@@ -457,10 +457,10 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
                     ),
                     false,
                 ),
-                ColId::Inflight => (
-                    app.inflight
+                ColId::InFlight => (
+                    app.in_flight
                         .get(&d.name)
-                        .map_or_else(|| "-".into(), |n| n.to_string()),
+                        .map_or_else(|| "-".into(), InFlightNow::label),
                     false,
                 ),
                 id => (cell(d, s, id), false),
@@ -520,7 +520,7 @@ mod tests {
         for id in [
             ColId::RAreqSz,
             ColId::WAreqSz,
-            ColId::Inflight,
+            ColId::InFlight,
             ColId::Mount,
         ] {
             assert!(!has(120, false, id) && has(200, true, id), "{id:?}");

@@ -17,7 +17,7 @@
 //! why none of them is read every tick.
 
 use crate::device::{BlockDevice, Identity, QueueSettings};
-use crate::diskstats::{self, Counters, DiskStatsLine};
+use crate::diskstats::{self, Counters, DiskStatsLine, InFlight};
 use crate::host::CpuTimes;
 use crate::iostat::{self, ExtStats, NoData};
 use crate::natural::natural_cmp;
@@ -60,6 +60,10 @@ const SETTINGS_EVERY: u32 = 6;
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceStat {
     pub counters: Counters,
+    /// I/Os in flight now, reads and writes; `None` where the split is not
+    /// known (a replay: recordings keep diskstats' total; a partition; an
+    /// unreadable file). Read only where diskstats counts any in flight.
+    pub in_flight: Option<InFlight>,
     /// `Err` when this interval has no data (first sample, reset counters).
     pub stats: Result<ExtStats, NoData>,
 }
@@ -115,6 +119,7 @@ impl RateTracker {
                 l.name.clone(),
                 DeviceStat {
                     counters: l.counters,
+                    in_flight: None,
                     stats,
                 },
             );
@@ -583,7 +588,7 @@ impl Sampler {
             .map(|(n, e)| format!("diskstats line {n}: {e}"))
             .collect();
         let interval = self.rates.last_interval(t);
-        let stats = self.rates.update(t, &lines);
+        let mut stats = self.rates.update(t, &lines);
 
         // A name that came or went in diskstats is hot-plug too (and all
         // there is when events cannot be heard).
@@ -680,6 +685,10 @@ impl Sampler {
             self.publish();
         }
 
+        if self.opts.identity {
+            self.split_in_flight(&mut stats);
+        }
+
         let cpu = self
             .root
             .read_proc("stat")
@@ -701,6 +710,21 @@ impl Sampler {
             iowait_pct,
             warnings,
         })
+    }
+}
+
+impl Sampler {
+    /// Each whole device's I/Os in flight by direction. A device with none
+    /// in diskstats needs no read (an idle machine reads nothing); only the
+    /// busy ones cost one small file each.
+    fn split_in_flight(&self, stats: &mut BTreeMap<String, DeviceStat>) {
+        for (name, st) in stats.iter_mut() {
+            st.in_flight = match self.entries.get(name) {
+                _ if st.counters.in_flight == 0 => Some(InFlight::default()),
+                Some(e) if e.info.size_bytes > 0 => self.root.read_inflight(&e.dev).ok(),
+                _ => None,
+            };
+        }
     }
 }
 

@@ -401,4 +401,35 @@ mod cache {
         assert!((0.1..1.0).contains(&itv), "{itv}");
         assert!(snap.stats["sda"].stats.is_ok());
     }
+
+    /// In flight by direction comes from `inflight`, read only for a device
+    /// diskstats counts some in flight for: an idle one is 0/0 unread.
+    #[test]
+    fn in_flight_is_split_from_inflight_only_where_some_are() {
+        let (_d, t) = tree();
+        let mut s = manual(&t);
+        // A stale file an idle device's read would show.
+        std::fs::write(t.dev_dir("sda").join("inflight"), "       9        9\n").unwrap();
+        let snap = s.tick().unwrap();
+        assert_eq!(snap.stats["sda"].in_flight, Some(InFlight::default()));
+        std::fs::write(t.dev_dir("sda").join("inflight"), "       3        1\n").unwrap();
+        let busy = Counters {
+            in_flight: 4,
+            ..Counters::default()
+        };
+        t.set_diskstats(&[("sda", 8, 0, busy)]).unwrap();
+        let snap = s.tick().unwrap();
+        assert_eq!(
+            snap.stats["sda"].in_flight,
+            Some(InFlight {
+                reads: 3,
+                writes: 1
+            })
+        );
+        // Unreadable: the split is unknown, the total stays in the counters.
+        std::fs::write(t.dev_dir("sda").join("inflight"), "junk\n").unwrap();
+        let snap = s.tick().unwrap();
+        assert_eq!(snap.stats["sda"].in_flight, None);
+        assert_eq!(snap.stats["sda"].counters.in_flight, 4);
+    }
 }
