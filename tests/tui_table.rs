@@ -83,6 +83,45 @@ fn the_default_sort_is_util_and_ties_break_by_aqu_sz() {
 
 /// Idle devices tie all the way down the chain: by %util they stay in
 /// natural name order, so a quiet screen is steady.
+/// The live screen starts before the first rates, every row tied, so the
+/// first selection is the first name; the first rates sort the busiest
+/// device to the top, and an untouched selection goes with the top row:
+/// the screen opens on the device that hurts.
+#[test]
+fn the_screen_opens_on_the_busiest_device_once_rates_arrive() {
+    let mut m = machine();
+    let mut app = m.app_with(None, None);
+    assert_eq!(app.selected.as_deref(), Some("loop2"));
+    m.run(&mut app, 1, &incident(40));
+    let top = rows(&app)[0].clone();
+    assert_ne!(top, "loop2");
+    assert_eq!(app.selected.as_deref(), Some(top.as_str()));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains(&format!("▶{top} ")), "{s}");
+    // Only once: later rates re-sort the rows, the selection stays put.
+    m.run(&mut app, 3, &[("loop2", load(900, 50, 0, 0, 100))]);
+    assert_eq!(app.selected.as_deref(), Some(top.as_str()));
+}
+
+/// A key before the first rates is the user's: the selection is then never
+/// moved for them (nor when `--device` named one).
+#[test]
+fn a_key_or_device_before_the_first_rates_keeps_the_selection() {
+    let mut m = machine();
+    let mut app = m.app_with(None, None);
+    press(&mut app, &[KeyCode::Down]);
+    let chosen = app.selected.clone();
+    assert!(chosen.is_some());
+    m.run(&mut app, 1, &incident(40));
+    assert_eq!(app.selected, chosen);
+
+    let mut m = machine();
+    let mut app = m.app_with(None, Some("sdc".into()));
+    m.run(&mut app, 1, &incident(40));
+    assert_ne!(rows(&app)[0], "sdc");
+    assert_eq!(app.selected.as_deref(), Some("sdc"));
+}
+
 #[test]
 fn idle_devices_keep_natural_name_order_under_the_default_sort() {
     let mut m = machine();

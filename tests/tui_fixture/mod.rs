@@ -148,16 +148,31 @@ impl Machine {
     }
 
     /// A new app that has seen what the live worker sends first: the
-    /// baseline, devices without rates (so the first row, and the selection,
-    /// is the first name in natural order, as on the real screen).
+    /// baseline, devices without rates. Its selection is the first name in
+    /// natural order, as the screens here were drawn: given as `select`,
+    /// because the live screen moves an untouched first selection to the
+    /// busiest row at the first rates (`tui_table` tests that, with
+    /// [`Machine::app_with`] and no selection).
     pub fn app(&self, read_only: Option<&str>) -> App {
+        let first = self
+            .devices
+            .iter()
+            .filter(|d| d.size_bytes > 0)
+            .map(|d| d.name.clone())
+            .min_by(|a, b| blktune_core::natural::natural_cmp(a, b));
+        self.app_with(read_only, first)
+    }
+
+    /// [`Machine::app`] with `--device`'s selection (`None`: as the live
+    /// screen starts without one).
+    pub fn app_with(&self, read_only: Option<&str>, select: Option<String>) -> App {
         let mut app = App::new(Config {
             host: HostInfo::read(&self.tree.root()),
             read_only: read_only.map(String::from),
             interval: Duration::from_secs(1),
             page_kb: 4,
             color: false,
-            select: None,
+            select,
         });
         app.on_feed(Feed::Snapshot(Box::new(self.baseline())));
         app

@@ -156,6 +156,13 @@ impl App {
                 }
             }
         }
+        if self.top_pick && s.interval.is_some() {
+            self.top_pick = false;
+            if self.selected.is_some() && self.overlay.is_none() {
+                self.selected = self.visible().first().map(|d| d.name.clone());
+                self.selected_pos = 0;
+            }
+        }
         self.reconcile_selection();
         if let Some((why, what)) = self.close_overlay_of_other_device() {
             self.say(

@@ -22,6 +22,7 @@ impl App {
     /// ([`safe_after_escape`]), so `Esc Enter` typed fast never confirms the
     /// dialog the Esc cancelled.
     pub fn on_key(&mut self, ev: &KeyEvent) -> Vec<Control> {
+        self.top_pick = false;
         let Some(plain) = split_escape(ev) else {
             return action_for(self.mode(), ev).map_or_else(Vec::new, |a| self.on_action(a));
         };

@@ -174,6 +174,12 @@ pub struct App {
     /// Select the first row when one appears: true until a selection is
     /// made, so that a vanished device leaves nothing selected.
     auto_select: bool,
+    /// Until the first rates or the first key: the automatic first
+    /// selection (made while every row ties, so in name order) moves to the
+    /// top row once rows sort by rates, so the screen opens on the busiest
+    /// device. Never after a key (a dialog, or the user's own choice), nor
+    /// when `--device` named one.
+    top_pick: bool,
     /// Names whose device was replaced by another one (same name, new
     /// `diskseq`: a loop device detached and re-attached between two
     /// snapshots) in the snapshot being handled: they count as vanished.
@@ -219,6 +225,7 @@ impl App {
             udev_db: None,
             next_id: 1,
             reverting: None,
+            top_pick: cfg.select.is_none(),
             want_select: cfg.select,
             auto_select: true,
             replaced: Vec::new(),
