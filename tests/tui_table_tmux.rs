@@ -293,3 +293,91 @@ fn loop2_comes_before_loop10_on_the_screen() {
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
+
+/// The screen opens on the busiest device: before the first rates every
+/// row ties (so loop1, the first name, is selected); at the first rates
+/// loop10, busy at 100 %util on a fake tree whose counters a thread moves,
+/// sorts to the top and the untouched selection goes with it. No root.
+#[test]
+fn the_screen_opens_on_the_busiest_device() {
+    use blktune_core::diskstats::Counters;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let name = "the_screen_opens_on_the_busiest_device";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    let disks = [("loop1", 1), ("loop2", 2), ("loop10", 10)];
+    for (n, minor) in disks {
+        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, minor))
+            .unwrap();
+    }
+    // loop10 busy all the time (io_ticks as fast as the clock), the others idle.
+    let write = |ms: u64| {
+        let busy = Counters {
+            rd_ios: ms,
+            rd_ticks: (ms * 2) as u32,
+            io_ticks: ms as u32,
+            time_in_queue: (ms * 2) as u32,
+            ..Counters::default()
+        };
+        let lines: Vec<(&str, u32, u32, Counters)> = disks
+            .iter()
+            .map(|&(n, minor)| {
+                let c = if n == "loop10" {
+                    busy
+                } else {
+                    Counters::default()
+                };
+                (n, 7, minor, c)
+            })
+            .collect();
+        tree.set_diskstats(&lines).unwrap();
+    };
+    write(0);
+    /// Stops the writer when the test ends, by a panic too (the scope
+    /// would otherwise wait for it forever).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let journal = tempfile::tempdir().unwrap();
+    std::thread::scope(|scope| {
+        let _stop = Stop(Arc::clone(&stop));
+        let stop2 = Arc::clone(&stop);
+        scope.spawn(move || {
+            let start = std::time::Instant::now();
+            while !stop2.load(Ordering::Relaxed) {
+                write(start.elapsed().as_millis() as u64);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let t = Tmux::start(
+            &format!(
+                "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' --interval 250ms",
+                journal.path().display(),
+                blktune_bin(),
+                dir.path().join("sys").display(),
+                dir.path().join("proc").display(),
+            ),
+            80,
+            24,
+        );
+        let s = t.wait("loop10 on top, selected, in the detail pane", |s| {
+            let first = s
+                .lines()
+                .skip_while(|l| !l.contains("DEVICE"))
+                .nth(1)
+                .unwrap_or("");
+            first.starts_with("▶loop10 ") && s.contains("─ ! busy  loop10 ")
+        });
+        assert!(s.contains("↓%util"), "{s}");
+        t.keys(&["q"]);
+        t.wait("exit 0", |s| s.contains("EXIT=0"));
+    });
+}
