@@ -4,6 +4,7 @@
 //! place of a p99 under 100 I/Os, and one line saying why when there are
 //! none. Snapshots at 80x24 and 120x40 on a fake shoot-out feed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
 mod tui_fixture;
 use blktune::tui::app::App;
 use blktune::tui::worker::protocol::Feed;
@@ -107,26 +108,8 @@ fn done(traced: bool) -> (Machine, App) {
 
 /// The results table's cells of scheduler `name`, by column label.
 fn row(screen: &str, name: &str) -> std::collections::BTreeMap<String, String> {
-    let inner = |l: &str| -> Vec<String> {
-        l.split('│')
-            .nth(1)
-            .unwrap_or("")
-            .trim_start_matches([' ', '★'])
-            .split_whitespace()
-            .map(String::from)
-            .collect()
-    };
-    let head = screen
-        .lines()
-        .map(inner)
-        .find(|c| c.first().map(String::as_str) == Some("scheduler"))
-        .unwrap_or_else(|| panic!("no results table:\n{screen}"));
-    let cells = screen
-        .lines()
-        .map(inner)
-        .find(|c| c.first().map(String::as_str) == Some(name))
-        .unwrap_or_else(|| panic!("no row for {name}:\n{screen}"));
-    head.into_iter().zip(cells).collect()
+    common::shootout_row(screen, name)
+        .unwrap_or_else(|| panic!("no results table or no row for {name}:\n{screen}"))
 }
 
 #[test]

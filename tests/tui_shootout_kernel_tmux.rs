@@ -15,29 +15,6 @@ use std::time::Duration;
 
 const PROMPT: &str = "shootp99$";
 
-/// The results table's cells of scheduler `name` (inside the dialog's
-/// border; the winner's row is starred), by column label.
-fn row(screen: &str, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
-    let inner = |l: &str| -> Vec<String> {
-        l.split('│')
-            .nth(1)
-            .unwrap_or("")
-            .trim_start_matches([' ', '★'])
-            .split_whitespace()
-            .map(String::from)
-            .collect()
-    };
-    let head = screen
-        .lines()
-        .map(inner)
-        .find(|c| c.first().map(String::as_str) == Some("scheduler"))?;
-    let cells = screen
-        .lines()
-        .map(inner)
-        .find(|c| c.first().map(String::as_str) == Some(name))?;
-    Some(head.into_iter().zip(cells).collect())
-}
-
 /// How many BPF programs process `pid` holds (its `bpf-prog` descriptors).
 fn bpf_programs(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -111,7 +88,7 @@ fn tui_shoot_out_under_fio_shows_the_kernels_p99_with_counts_and_restores() {
     // thousands of reads fio made in each 5 s dwell are far more than 100).
     let offered = lo.queue("scheduler").replace(['[', ']'], "");
     for sched in offered.split_whitespace() {
-        let r = row(&s, sched).unwrap_or_else(|| panic!("no row for {sched}:\n{s}"));
+        let r = shootout_row(&s, sched).unwrap_or_else(|| panic!("no row for {sched}:\n{s}"));
         let cell = |c: &str| {
             r.get(c)
                 .unwrap_or_else(|| panic!("{sched}: no {c} column:\n{s}"))

@@ -353,3 +353,30 @@ pub fn reattach(name: &str, file: &Path) -> Option<Reattached> {
         file,
     })
 }
+
+/// The shoot-out results table's cells of scheduler `name` (inside the
+/// dialog's border; the winner's row is starred), by column label; `None`
+/// while the table or the row is not on `screen`.
+pub fn shootout_row(
+    screen: &str,
+    name: &str,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let inner = |l: &str| -> Vec<String> {
+        l.split('│')
+            .nth(1)
+            .unwrap_or("")
+            .trim_start_matches([' ', '★'])
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let head = screen
+        .lines()
+        .map(inner)
+        .find(|c| c.first().map(String::as_str) == Some("scheduler"))?;
+    let cells = screen
+        .lines()
+        .map(inner)
+        .find(|c| c.first().map(String::as_str) == Some(name))?;
+    Some(head.into_iter().zip(cells).collect())
+}
