@@ -9,12 +9,13 @@
 //!   (`nr 2` for 256, `→10000` for →1000000).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
-use blktune_core::diskstats::Counters;
+use blktune_core::diskstats::{self, Counters};
 use blktune_core::fake::{FakeDisk, FakeTree};
 use common::fake_host::MovingCounters;
-use common::screen::{column, row};
-use common::tmux::Tmux;
+use common::screen::{assert_numbers_whole, column, row};
+use common::tmux::{Tmux, blktune_bin};
 use common::*;
+use std::path::{Path, PathBuf};
 
 /// The sparkline at the end of a table row: its bars, lowest `▁` to `█`.
 fn sparkline(row: &str) -> Vec<char> {
@@ -109,4 +110,125 @@ fn an_idle_rows_sparkline_stays_low_and_the_chart_shows_the_tables_value() {
     }
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// A recording of `name` (nr_requests 256) busy for a minute, with the
+/// changes of `tui_numbers`' session: a switch, then two with long values
+/// (`→1000000`), twelve seconds apart.
+fn long_values_recording(dir: &Path, name: &'static str) -> PathBuf {
+    use blktune_core::device::{self, QueueSettings};
+    use blktune_core::history::ChangeMark;
+    use blktune_core::record::{RecordOptions, Recorder};
+    use blktune_core::sampler::{RateTracker, Snapshot};
+    use blktune_core::tuner::Wanted;
+    use std::sync::Arc;
+    let tree = FakeTree::new(&dir.join("tree")).unwrap();
+    let mut d = FakeDisk::new(name).dev(8, 0).active("mq-deadline");
+    d.nr_requests = 256;
+    tree.add(&d).unwrap();
+    let root = tree.root();
+    let devices = Arc::new(device::discover(&root).unwrap());
+    let settings = Wanted::snapshot_of(&QueueSettings::read(&root, &root.device(name).unwrap()));
+    let file = dir.join("long-values.ndjson");
+    let opts = RecordOptions {
+        force: false,
+        only: Vec::new(),
+        interval: std::time::Duration::from_secs(1),
+        checked_within: std::time::Duration::from_millis(250),
+    };
+    let mut rec = Recorder::create(&file, &root, &devices, 0.0, &opts).unwrap();
+    let mut rates = RateTracker::default();
+    let mut ticks = 0u64;
+    let changes = [
+        (20, "mq-deadline→kyber"),
+        (32, "read_ahead_kb 128→1000000"),
+        (44, "nr_requests 128→1000000"),
+    ];
+    for i in 0..60u64 {
+        let t = i as f64;
+        // Reads at an await that steps up at each change: the before/after
+        // and the earlier changes show percentages.
+        let step = changes.iter().filter(|(at, _)| *at < i).count() as u64;
+        let reads = 500 * i;
+        ticks += if i == 0 { 0 } else { 500 * (2 + step) };
+        let c = Counters {
+            rd_ios: reads,
+            rd_sectors: reads * 8,
+            rd_ticks: ticks as u32,
+            io_ticks: (i * 700) as u32,
+            time_in_queue: ticks as u32,
+            ..Counters::default()
+        };
+        tree.set_diskstats(&[(name, 8, 0, c)]).unwrap();
+        let (lines, _) = diskstats::parse(&root.read_diskstats().unwrap());
+        let snap = Snapshot {
+            wall: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000 + i),
+            t,
+            interval: rates.last_interval(t),
+            devices: Arc::clone(&devices),
+            refreshed: i == 0,
+            stats: rates.update(t, &lines),
+            iowait_pct: None,
+            warnings: Vec::new(),
+        };
+        rec.snapshot(&snap).unwrap();
+        if let Some((_, label)) = changes.iter().find(|(at, _)| *at == i) {
+            rec.change(&ChangeMark {
+                device: name.into(),
+                t: t + 0.5,
+                label: (*label).into(),
+                before: settings.clone(),
+                after: settings.clone(),
+            })
+            .unwrap();
+        }
+    }
+    rec.finish("stopped").unwrap();
+    file
+}
+
+/// Replayed to its end at 60x20, 80x24 and 120x40, the detail pane of a
+/// device with nr_requests 256 and changes to 1000000: every run of digits
+/// on the screen is whole (never followed by a cut), the title reads
+/// `nr 256` or `nr …` (never `nr 2`, `nr 25`), and a value after an arrow
+/// is 1000000 or gone, never `→10000`.
+#[test]
+fn no_number_is_cut_at_60x20_80x24_and_120x40() {
+    let name = "no_number_is_cut_at_60x20_80x24_and_120x40";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // sdaa (the 27th SCSI disk): at 60 columns the title's room ends
+    // inside `nr 256`, where a plain cut would read `nr 25`.
+    let file = long_values_recording(dir.path(), "sdaa");
+    for (w, h) in [(60, 20), (80, 24), (120, 40)] {
+        let t = Tmux::start(
+            &format!("'{}' replay '{}' --speed 64", blktune_bin(), file.display()),
+            w,
+            h,
+        );
+        let s = t.wait(&format!("{w}x{h}: the end of the replay"), |s| {
+            s.contains("end of recording") && s.contains("─ sdaa ")
+        });
+        let title = s.lines().find(|l| l.starts_with("─ sdaa ")).unwrap();
+        let nr: String = title
+            .split(" nr ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{w}x{h}: no nr in the title: {title}"))
+            .chars()
+            .take_while(|c| !matches!(c, ' ' | '─'))
+            .collect();
+        assert!(nr == "256" || nr == "…", "{w}x{h}: {title}");
+        if w >= 80 {
+            assert_eq!(nr, "256", "{w}x{h}: room for it: {title}");
+        }
+        if w >= 120 {
+            // The earlier changes list has room for the long value.
+            assert!(s.contains("read_ahead_kb 128→1000000\n"), "{s}");
+        }
+        assert_numbers_whole(&s, "1000000", &format!("{w}x{h}"));
+        t.keys(&["q"]);
+        t.wait("exit 0", |s| s.contains("EXIT=0"));
+    }
 }

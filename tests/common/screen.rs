@@ -81,3 +81,18 @@ pub fn after_arrows(line: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Every number on `screen` is whole: none is directly followed by a cut
+/// (`…`), and the digits after each `→` are `long` (the long value the
+/// test set) or none; `what` names the screen in the panic.
+pub fn assert_numbers_whole(screen: &str, long: &str, what: &str) {
+    for line in screen.lines() {
+        assert!(cut_numbers(line).is_empty(), "{what}: {line}\n{screen}");
+        for v in after_arrows(line) {
+            assert!(
+                v.is_empty() || v == long,
+                "{what}: →{v} for →{long}: {line}\n{screen}"
+            );
+        }
+    }
+}
