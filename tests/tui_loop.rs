@@ -103,3 +103,37 @@ fn a_worker_that_dies_ends_the_loop_with_an_error() {
     let e = run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap_err();
     assert!(matches!(e, TuiError::WorkerStopped), "{e}");
 }
+
+/// A key typed while the screen still shows the first selection (in name
+/// order, before any rate) acts on that device, even when the first rates,
+/// which move an untouched selection to the busiest row, came in before
+/// the loop read the key: keys already waiting go before the feed.
+#[test]
+fn a_key_typed_before_the_first_rates_acts_on_the_device_on_screen() {
+    let mut m = Machine::three();
+    // As the live screen starts: no --device, so sda (first by name) is
+    // selected until the first rates put sdb, the busiest, on top.
+    let mut app = m.app_with(None, None);
+    let (feed_tx, feed_rx) = mpsc::channel();
+    let (ctl_tx, _ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
+    let rates = m.step(1.0, &busy(4));
+    let mut input = Script {
+        steps: VecDeque::from([
+            // The first rates arrive while the loop waits for a key, and
+            // the wait ends with none...
+            Step::Feed(Feed::Snapshot(Box::new(rates))),
+            // ...then Down is typed, at the screen with sda selected.
+            Step::Keys(vec![KeyCode::Down]),
+            Step::Keys(vec![KeyCode::Char('q')]),
+        ]),
+        feed: feed_tx,
+        reads: 0,
+    };
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
+    assert!(app.quit);
+    // Down from sda in name order (sda, sdb, zram0) is sdb; had the rates
+    // moved the selection to sdb first, Down would have gone below it.
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    assert_eq!(app.samples, 2);
+}

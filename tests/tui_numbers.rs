@@ -4,9 +4,11 @@
 //! `…`. The check: every run of digits on the screen is a whole number the
 //! app could show, i.e. it is never directly followed by a cut.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
 mod tui_fixture;
 use blktune::tui::worker::protocol::Feed;
 use blktune_core::fake::FakeDisk;
+use common::screen::assert_numbers_whole;
 use tui_fixture::*;
 
 /// sda with nr_requests 256 and three changes, the newest two with long
@@ -42,29 +44,13 @@ fn session_of(name: &str) -> (Machine, blktune::tui::app::App) {
     (m, app)
 }
 
-/// Numbers on `line` that end in a cut: digits followed by `…`.
-fn cut_numbers(line: &str) -> Vec<String> {
-    let chars: Vec<char> = line.chars().collect();
-    let mut out = Vec::new();
-    for (i, c) in chars.iter().enumerate() {
-        if *c == '…' && i > 0 && chars[i - 1].is_ascii_digit() {
-            let from = chars[..i]
-                .iter()
-                .rposition(|c| !(c.is_ascii_digit() || *c == '.'))
-                .map_or(0, |p| p + 1);
-            out.push(chars[from..=i].iter().collect());
-        }
-    }
-    out
-}
-
 #[test]
 fn every_number_is_whole_or_an_ellipsis_at_every_size() {
     let (_m, app) = session();
     for (w, h) in [(60, 20), (80, 24), (120, 40), (200, 50)] {
         let screen = text(&screen(&app, w, h));
+        assert_numbers_whole(&screen, "1000000", &format!("{w}x{h}"));
         for line in screen.lines() {
-            assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
             // The title's nr_requests: whole or gone.
             if let Some((_, rest)) = line
                 .strip_prefix("─ sda")
@@ -72,15 +58,6 @@ fn every_number_is_whole_or_an_ellipsis_at_every_size() {
             {
                 let v = rest.split_whitespace().next().unwrap_or("");
                 assert!(v == "256" || v.starts_with('…'), "{w}x{h}: {line}");
-            }
-            // The long values after an arrow: whole or gone.
-            for (_, rest) in line.match_indices('→').map(|(i, _)| line.split_at(i)) {
-                let v: String = rest
-                    .chars()
-                    .skip(1)
-                    .take_while(|c| c.is_ascii_digit())
-                    .collect();
-                assert!(v.is_empty() || v == "1000000", "{w}x{h}: {line}\n{screen}");
             }
         }
     }
@@ -142,20 +119,7 @@ fn overlay_lines_keep_their_numbers_whole() {
     for (w, h) in [(60, 20), (80, 24), (120, 40)] {
         let screen = text(&screen(&app, w, h));
         assert!(screen.contains("revert every change?"), "{screen}");
-        for line in screen.lines() {
-            assert!(cut_numbers(line).is_empty(), "{w}x{h}: {line}\n{screen}");
-            for (_, rest) in line.match_indices('→').map(|(i, _)| line.split_at(i)) {
-                let v: String = rest
-                    .chars()
-                    .skip(1)
-                    .take_while(|c| c.is_ascii_digit())
-                    .collect();
-                assert!(
-                    ["", "1000000"].contains(&v.as_str()),
-                    "{w}x{h}: {line}\n{screen}"
-                );
-            }
-        }
+        assert_numbers_whole(&screen, "1000000", &format!("{w}x{h}"));
     }
 }
 

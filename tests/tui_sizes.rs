@@ -6,6 +6,7 @@
 //! the kernel's p99. Each is snapshotted, and checked in code: a number is
 //! shown whole or replaced by `…`, never cut into another number.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
 mod tui_fixture;
 use blktune::tui::app::App;
 use blktune::tui::worker::procio::WhereIoFeed;
@@ -13,6 +14,7 @@ use blktune::tui::worker::protocol::Feed;
 use blktune_core::fake::FakeDisk;
 use blktune_core::procio::{ProcessIo, ProcessSample};
 use blktune_core::topology::{DeviceNode, Mount, Topology};
+use common::screen::cut_numbers;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tui_fixture::*;
@@ -131,22 +133,6 @@ fn with_processes(app: &mut App) {
         limited: false,
     };
     app.on_feed(Feed::WhereIo(WhereIoFeed::Processes(sample)));
-}
-
-/// Numbers on `line` that end in a cut: digits followed by `…`.
-fn cut_numbers(line: &str) -> Vec<String> {
-    let chars: Vec<char> = line.chars().collect();
-    let mut out = Vec::new();
-    for (i, c) in chars.iter().enumerate() {
-        if *c == '…' && i > 0 && chars[i - 1].is_ascii_digit() {
-            let from = chars[..i]
-                .iter()
-                .rposition(|c| !(c.is_ascii_digit() || *c == '.'))
-                .map_or(0, |p| p + 1);
-            out.push(chars[from..=i].iter().collect());
-        }
-    }
-    out
 }
 
 /// The first word after `key` on `line` (`nr 256` -> `256`).

@@ -3,16 +3,9 @@
 //! user types them; the arrow moves along the headings on screen.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
+use common::screen::{column, headings};
 use common::tmux::{Tmux, blktune_bin};
 use common::*;
-
-/// The line of column headings.
-fn headings(screen: &str) -> &str {
-    screen
-        .lines()
-        .find(|l| l.contains("DEVICE") && l.contains("%util"))
-        .unwrap_or("")
-}
 
 #[test]
 fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
@@ -56,40 +49,6 @@ fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
     t.wait("the arrow on await", |s| headings(s).contains("await↓"));
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
-}
-
-/// The cells of the column whose heading is `head` (right-aligned, `width`
-/// wide), row by row under the headings: (device, cell).
-fn column(screen: &str, head: &str, width: usize) -> Vec<(String, String)> {
-    let mut lines = screen.lines();
-    let Some(h) = lines
-        .by_ref()
-        .find(|l| l.contains("DEVICE") && l.contains("%util"))
-    else {
-        return Vec::new();
-    };
-    let h: Vec<char> = h.chars().collect();
-    let Some(end) = (0..h.len()).find(|&i| {
-        h[i..]
-            .iter()
-            .take(head.chars().count())
-            .copied()
-            .eq(head.chars())
-    }) else {
-        return Vec::new();
-    };
-    let end = end + head.chars().count();
-    lines
-        .map(|l| l.chars().collect::<Vec<char>>())
-        .take_while(|l| {
-            l.len() >= end && matches!(l[0], ' ' | '▶' | '!') && l[1].is_ascii_alphanumeric()
-        })
-        .map(|l| {
-            let name: String = l[1..].iter().take_while(|c| !c.is_whitespace()).collect();
-            let cell: String = l[end - width..end].iter().collect();
-            (name, cell.trim().to_string())
-        })
-        .collect()
 }
 
 /// Rows with a p99 (a number) all above rows without one (`-`, `n=42`),
@@ -262,17 +221,7 @@ fn loop2_comes_before_loop10_on_the_screen() {
             .unwrap();
     }
     let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' --interval 250ms",
-            journal.path().display(),
-            blktune_bin(),
-            dir.path().join("sys").display(),
-            dir.path().join("proc").display(),
-        ),
-        80,
-        24,
-    );
+    let t = Tmux::on_fake_tree(dir.path(), journal.path(), "--interval 250ms", 80, 24);
     let s = t.wait("the three rows and a sample", |s| {
         s.contains("loop10 ") && s.contains("loop2 ") && s.contains("↓%util")
     });
@@ -301,8 +250,7 @@ fn loop2_comes_before_loop10_on_the_screen() {
 #[test]
 fn the_screen_opens_on_the_busiest_device() {
     use blktune_core::diskstats::Counters;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use common::fake_host::MovingCounters;
     let name = "the_screen_opens_on_the_busiest_device";
     if !require_tool(name, "tmux") {
         return;
@@ -315,7 +263,7 @@ fn the_screen_opens_on_the_busiest_device() {
             .unwrap();
     }
     // loop10 busy all the time (io_ticks as fast as the clock), the others idle.
-    let write = |ms: u64| {
+    let _counters = MovingCounters::start(&tree, move |ms| {
         let busy = Counters {
             rd_ios: ms,
             rd_ticks: (ms * 2) as u32,
@@ -323,7 +271,7 @@ fn the_screen_opens_on_the_busiest_device() {
             time_in_queue: (ms * 2) as u32,
             ..Counters::default()
         };
-        let lines: Vec<(&str, u32, u32, Counters)> = disks
+        disks
             .iter()
             .map(|&(n, minor)| {
                 let c = if n == "loop10" {
@@ -333,51 +281,19 @@ fn the_screen_opens_on_the_busiest_device() {
                 };
                 (n, 7, minor, c)
             })
-            .collect();
-        tree.set_diskstats(&lines).unwrap();
-    };
-    write(0);
-    /// Stops the writer when the test ends, by a panic too (the scope
-    /// would otherwise wait for it forever).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let journal = tempfile::tempdir().unwrap();
-    std::thread::scope(|scope| {
-        let _stop = Stop(Arc::clone(&stop));
-        let stop2 = Arc::clone(&stop);
-        scope.spawn(move || {
-            let start = std::time::Instant::now();
-            while !stop2.load(Ordering::Relaxed) {
-                write(start.elapsed().as_millis() as u64);
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        });
-        let t = Tmux::start(
-            &format!(
-                "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' --interval 250ms",
-                journal.path().display(),
-                blktune_bin(),
-                dir.path().join("sys").display(),
-                dir.path().join("proc").display(),
-            ),
-            80,
-            24,
-        );
-        let s = t.wait("loop10 on top, selected, in the detail pane", |s| {
-            let first = s
-                .lines()
-                .skip_while(|l| !l.contains("DEVICE"))
-                .nth(1)
-                .unwrap_or("");
-            first.starts_with("▶loop10 ") && s.contains("─ ! busy  loop10 ")
-        });
-        assert!(s.contains("↓%util"), "{s}");
-        t.keys(&["q"]);
-        t.wait("exit 0", |s| s.contains("EXIT=0"));
+            .collect()
     });
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::on_fake_tree(dir.path(), journal.path(), "--interval 250ms", 80, 24);
+    let s = t.wait("loop10 on top, selected, in the detail pane", |s| {
+        let first = s
+            .lines()
+            .skip_while(|l| !l.contains("DEVICE"))
+            .nth(1)
+            .unwrap_or("");
+        first.starts_with("▶loop10 ") && s.contains("─ ! busy  loop10 ")
+    });
+    assert!(s.contains("↓%util"), "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
 }

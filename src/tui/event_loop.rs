@@ -179,9 +179,22 @@ where
         if input.stopped() {
             return Ok(());
         }
+        let mut keys_first = true;
         loop {
             match feed.try_recv() {
                 Ok(f) => {
+                    // Keys already typed were typed at the screen on display:
+                    // they act before a feed can change it (the first rates
+                    // move an untouched selection to the busiest row), so a
+                    // key acts on the device that was on screen.
+                    if std::mem::take(&mut keys_first) {
+                        let Some(events) = input.read(Duration::ZERO)? else {
+                            return Ok(());
+                        };
+                        if on_events(app, events, ctl) {
+                            return Ok(());
+                        }
+                    }
                     app.on_feed(f);
                     dirty = true;
                 }
@@ -206,24 +219,30 @@ where
         let Some(events) = input.read(POLL)? else {
             return Ok(());
         };
-        for ev in events {
-            match ev {
-                Event::Key(k) => {
-                    for c in app.on_key(&k) {
-                        // A gone worker shows up as a missing answer; keep drawing.
-                        ctl.send_control(c);
-                    }
-                    dirty = true;
-                }
-                Event::Resize(..) => dirty = true,
-                _ => {}
-            }
-            // Keys after a quit in the same read do nothing.
-            if app.quit {
-                return Ok(());
-            }
+        dirty |= events
+            .iter()
+            .any(|e| matches!(e, Event::Key(_) | Event::Resize(..)));
+        if on_events(app, events, ctl) {
+            return Ok(());
         }
     }
+}
+
+/// Hand the keys of one read to the app and what it answers to `ctl`;
+/// true once a key quit (the keys after it in the same read do nothing).
+fn on_events(app: &mut App, events: Vec<Event>, ctl: &impl ControlSink) -> bool {
+    for ev in events {
+        if let Event::Key(k) = ev {
+            for c in app.on_key(&k) {
+                // A gone worker shows up as a missing answer; keep drawing.
+                ctl.send_control(c);
+            }
+        }
+        if app.quit {
+            return true;
+        }
+    }
+    false
 }
 
 /// [`run_loop`] on the real terminal, with the signal flags.

@@ -126,3 +126,46 @@ pub fn kyber() -> Wanted {
         read_ahead_kb: Some(256),
     }
 }
+
+/// A thread that rewrites a fake tree's `/proc/diskstats` every 20 ms from
+/// the milliseconds since it started, as a busy machine's counters move;
+/// until dropped, by a panicking test too (so a failed test ends).
+pub struct MovingCounters {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// One `/proc/diskstats` line: name, major, minor and its counters.
+pub type StatLine = (&'static str, u32, u32, blktune_core::diskstats::Counters);
+
+impl MovingCounters {
+    /// Write `lines(ms)` now (at 0 ms, before the program under test reads
+    /// it) and then every 20 ms.
+    pub fn start(tree: &FakeTree, lines: impl Fn(u64) -> Vec<StatLine> + Send + 'static) -> Self {
+        use std::sync::atomic::Ordering;
+        tree.set_diskstats(&lines(0)).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tree, stopped) = (tree.clone(), std::sync::Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while !stopped.load(Ordering::Relaxed) {
+                tree.set_diskstats(&lines(start.elapsed().as_millis() as u64))
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for MovingCounters {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_host;
+pub mod screen;
 pub mod tmux;
 
 use blktune_core::scratch::ScratchLoop;

@@ -68,6 +68,22 @@ impl Tmux {
         t
     }
 
+    /// `blktune --read-only ARGS` in a `w`x`h` pane on the fake tree under
+    /// `base` (its `sys` and `proc`), with a private journal in `journal`.
+    pub fn on_fake_tree(base: &Path, journal: &Path, args: &str, w: u16, h: u16) -> Self {
+        Self::start(
+            &format!(
+                "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' {args}",
+                journal.display(),
+                blktune_bin(),
+                base.join("sys").display(),
+                base.join("proc").display(),
+            ),
+            w,
+            h,
+        )
+    }
+
     /// An interactive bash (no rc files) whose prompt is `prompt`, once the prompt shows.
     pub fn shell(prompt: &str, w: u16, h: u16) -> Self {
         // `exec`: bash is the pane's own process, so Drop's SIGTERM (which
