@@ -666,6 +666,18 @@ impl Sampler {
             }
         }
 
+        // Device numbers come with every diskstats line, so no file is read
+        // for them; `watch`, which reads no identity, needs them to find a
+        // device's kernel histograms.
+        for l in &lines {
+            if let Some(e) = self.entries.get_mut(&l.name)
+                && (e.info.major, e.info.minor) != (l.major, l.minor)
+            {
+                (e.info.major, e.info.minor) = (l.major, l.minor);
+                changed = true;
+            }
+        }
+
         // The identity of rows past the first screen, a batch per tick.
         let mut filled = 0;
         while fill && filled < FILL_PER_TICK {

@@ -366,6 +366,11 @@ mod cache {
     fn a_named_device_is_all_that_is_read() {
         let (_d, t) = tree();
         t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            ("sdb", 8, 16, Counters::default()),
+        ])
+        .unwrap();
         let opts = SamplerOptions {
             only: Some(vec!["sdb".into()]),
             identity: false,
@@ -379,6 +384,11 @@ mod cache {
         assert_eq!(d.queue.nr_requests, Some(256));
         assert_eq!(d.hw_queue_depth, None, "no identity for watch");
         assert!(d.queue.tunables.is_empty(), "no tunables for watch");
+        // Its numbers come from diskstats: what finds its kernel histograms.
+        assert_eq!((d.major, d.minor), (8, 16));
+        let base = s.take_baseline().unwrap();
+        let d = base.device("sdb").unwrap();
+        assert_eq!((d.major, d.minor), (8, 16), "already in the first snapshot");
     }
 
     #[test]
