@@ -107,7 +107,15 @@ start() {
 
 stop() {
   case $1 in
-    bpftrace) kill -INT "$bg" ;;
+    bpftrace)
+      # bpftrace 0.17 can miss a SIGINT that comes just before it waits for
+      # events: send it again while it is still there.
+      local i
+      for i in $(seq 20); do
+        kill -INT "$bg" 2>/dev/null || break
+        for _ in $(seq 30); do kill -0 "$bg" 2>/dev/null || break 2; sleep 0.1; done
+      done
+      ;;
     *) kill "$bg" ;;
   esac
   wait "$bg" 2>/dev/null || true
