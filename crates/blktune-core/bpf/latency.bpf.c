@@ -6,17 +6,22 @@
  * (block_rq_complete, last part):
  *   total:  from rq->start_time_ns, the start diskstats measures r_await from
  *           (block/blk-mq.c: blk_account_io_start, blk_account_io_done);
- *   device: from block_rq_issue (the driver got it) to completion.
+ *   device: from the issue (blk_mq_start_request: the driver got it) to
+ *           completion. Where the kernel times the issue itself
+ *           (rq->io_start_time_ns, on queues whose statistics are on: write
+ *           throttling, kyber, ...), that time is used; elsewhere (bfq, which
+ *           turns write throttling off) the program keeps it, see `issued`.
  * Each I/O adds 1 to a bucket and its nanoseconds to a sum of each span, with
  * atomic adds in a hash map that userspace reads once per tick. Nothing is
  * sent to userspace per I/O; no loops.
  *
  * Cost per I/O, the figure benches/latency/overhead.sh measures: two
- * programs, two clock reads, one lookup on issue and two on completion (the
- * issue time, then one value holding both spans of the disk and direction).
- * No map update or delete on the hot path: the issue time is written in
- * place into an entry that lives as long as the request struct it is keyed
- * by (blk-mq preallocates those and reuses them), see `issued`.
+ * programs; one clock read and one lookup (the value holding both spans of
+ * the disk and direction) where the kernel times the issue; else one more
+ * clock read and a lookup on issue and on completion (the issue time). No
+ * map update or delete on the hot path: the issue time is written in place
+ * into an entry that lives as long as the request struct it is keyed by
+ * (blk-mq preallocates those and reuses them), see `issued`.
  *
  * The bucket layout is mirrored in crates/blktune-core/src/latency/hist.rs
  * (a test there reads the defines below).
@@ -35,14 +40,26 @@ struct gendisk {
 
 struct request_queue {
 	struct gendisk *disk;
+	unsigned long queue_flags;
 } __attribute__((preserve_access_index));
 
 struct request {
 	struct request_queue *q;
 	unsigned int cmd_flags;
+	unsigned int rq_flags;
 	unsigned int __data_len;
 	__u64 start_time_ns;
+	__u64 io_start_time_ns;
 } __attribute__((preserve_access_index));
+
+/* When the kernel times a request's issue itself: blk_mq_start_request, right
+ * after the block_rq_issue tracepoint, sets rq->io_start_time_ns and the
+ * RQF_STATS flag when the queue has QUEUE_FLAG_STATS. The bits of those two
+ * flags change between kernels and are enumerators, not fields, so blktune
+ * sets these masks at load from the running kernel's BTF (QUEUE_FLAG_STATS,
+ * __RQF_STATS). 0 (not found): the program always keeps the issue time. */
+const volatile __u64 queue_stats_mask = 0;
+const volatile __u32 rq_stats_mask = 0;
 
 /* Log-linear buckets of nanoseconds: slot 0 holds < 2^MIN_EXP ns (~1 us);
  * then 2^SUB_BITS slots per power of two up to 2^(MAX_EXP+1) ns (~17 s);
@@ -87,8 +104,8 @@ struct {
 	__type(value, __u64[SPANS_LEN]);
 } hists SEC(".maps");
 
-/* Issue time of each request in the driver, keyed by its address; 0 once it
- * completed. Request structs are preallocated per tag set and reused, so
+/* Issue time of each request in the driver that the kernel does not time,
+ * keyed by its address; 0 once it completed. Request structs are preallocated per tag set and reused, so
  * the entries are written in place and never deleted: one lookup per issue
  * and per completion, no update or delete (those take the map's locks and
  * cost more than the rest of the program). A request struct gets an entry
@@ -184,10 +201,15 @@ static __always_inline void add(__u64 *h, __u32 span, __u64 ns)
 SEC("tp_btf/block_rq_issue")
 int on_issue(__u64 *ctx)
 {
+	struct request *r = (struct request *)ctx[0];
 	__u64 rq = ctx[0];
-	__u64 now = bpf_ktime_get_ns();
-	__u64 *t = bpf_map_lookup_elem(&issued, &rq);
+	__u64 now, *t;
 
+	/* The kernel is about to time this issue itself. */
+	if (rq_stats_mask && (r->q->queue_flags & queue_stats_mask))
+		return 0;
+	now = bpf_ktime_get_ns();
+	t = bpf_map_lookup_elem(&issued, &rq);
 	if (t)
 		*t = now;
 	else
@@ -211,10 +233,29 @@ int on_complete(__u64 *ctx)
 	if (nr_bytes < rq->__data_len)
 		return 0;
 	now = bpf_ktime_get_ns();
-	t = bpf_map_lookup_elem(&issued, &addr);
-	if (t) {
-		issue = *t;
-		*t = 0;
+	/* start_time_ns is 0 when the queue keeps no statistics (iostats=0
+	 * and no scheduler): then there is no total span. */
+	start = rq->start_time_ns;
+	if (rq_stats_mask && (rq->rq_flags & rq_stats_mask)) {
+		/* The kernel's clock here is cached per task while it runs
+		 * (blk_time_get_ns), so a request another task dispatches (a
+		 * scheduler's) can read as issued before it began: it was
+		 * issued no earlier than its start. */
+		issue = rq->io_start_time_ns;
+		if (issue < start)
+			issue = start;
+	} else {
+		t = bpf_map_lookup_elem(&issued, &addr);
+		if (t) {
+			issue = *t;
+			*t = 0;
+		}
+		/* An issue time from before the request began is an earlier
+		 * request's: one the kernel timed after all (its queue's
+		 * statistics came on between on_issue's test and the
+		 * kernel's) left its entry unread. */
+		if (issue && issue < start)
+			issue = 0;
 	}
 	dir = direction(rq);
 	disk = rq->q->disk;
@@ -233,9 +274,6 @@ int on_complete(__u64 *ctx)
 			return 0;
 		}
 	}
-	/* start_time_ns is 0 when the queue keeps no statistics (iostats=0
-	 * and no scheduler): then there is no total span. */
-	start = rq->start_time_ns;
 	if (start && now >= start)
 		add(h, SPAN_TOTAL, now - start);
 	if (issue && now >= issue)

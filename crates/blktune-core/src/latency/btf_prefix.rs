@@ -134,6 +134,35 @@ impl<'a> Types<'a> {
         })
     }
 
+    /// The value of the first enumerator named `name`, in any enum.
+    fn enumerator(&self, name: &str) -> Option<i64> {
+        let want = name.as_bytes();
+        for id in 1..=self.count() {
+            let (kind, vlen, _) = self.head(id)?;
+            let len = match kind {
+                KIND_ENUM => 8,
+                KIND_ENUM64 => 12,
+                _ => continue,
+            };
+            let members = self.start(id)? + TYPE_LEN;
+            for m in 0..vlen {
+                let at = members + m * len;
+                let off = u32_at(self.section, at)? as usize;
+                let rest = self.strings.get(off..)?;
+                if rest.get(..want.len()) != Some(want) || rest.get(want.len()) != Some(&0) {
+                    continue;
+                }
+                let lo = u32_at(self.section, at + 4)?;
+                return Some(if kind == KIND_ENUM {
+                    i64::from(lo as i32)
+                } else {
+                    (u64::from(u32_at(self.section, at + 8)?) << 32 | u64::from(lo)) as i64
+                });
+            }
+        }
+        None
+    }
+
     /// The highest id on the way from `id` through typedefs, modifiers and
     /// array elements to the type a member's value is (a pointer's target
     /// is not followed: CO-RE reads it as a pointer).
@@ -172,9 +201,15 @@ impl<'a> Types<'a> {
 /// Where the type section of `btf` (a whole little-endian BTF blob, as
 /// `/sys/kernel/btf/vmlinux` has it) may end: after the last type needed to
 /// attach to `tracepoints` (their `btf_trace_<name>` typedefs) and to
-/// relocate reads of `structs`. `None` when the blob is not as expected or a
-/// name is missing.
-pub(crate) fn prefix(btf: &[u8], tracepoints: &[&str], structs: &[&str]) -> Option<Prefix> {
+/// relocate reads of `structs`; with the values of `enumerators` (in that
+/// order; `None` for one not found), read in the same walk. `None` when the
+/// blob is not as expected or a tracepoint or struct is missing.
+pub(crate) fn prefix(
+    btf: &[u8],
+    tracepoints: &[&str],
+    structs: &[&str],
+    enumerators: &[&str],
+) -> Option<Prefix> {
     let magic = u16::from_le_bytes([*btf.first()?, *btf.get(1)?]);
     let hdr_len = u32_at(btf, 4)? as usize;
     if magic != MAGIC || hdr_len < HEADER_LEN {
@@ -198,14 +233,17 @@ pub(crate) fn prefix(btf: &[u8], tracepoints: &[&str], structs: &[&str]) -> Opti
     Some(Prefix {
         types: last,
         type_len: u32::try_from(types.end(last)?).ok()?,
+        enumerators: enumerators.iter().map(|e| types.enumerator(e)).collect(),
     })
 }
 
-/// The first `types` types of a BTF blob, `type_len` bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The first `types` types of a BTF blob, `type_len` bytes; and the values
+/// of the enumerators [`prefix`] was asked for (anywhere in the blob).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Prefix {
     pub types: u32,
     pub type_len: u32,
+    pub enumerators: Vec<Option<i64>>,
 }
 
 /// Set the length of the type section in the header of `btf` (one that
@@ -220,7 +258,7 @@ pub(crate) fn set_type_len(btf: &mut [u8], len: u32) -> Option<u32> {
 /// types kept, or `None` with `btf` unchanged.
 #[cfg(test)]
 fn keep_prefix(btf: &mut [u8], tracepoints: &[&str], structs: &[&str]) -> Option<u32> {
-    let p = prefix(btf, tracepoints, structs)?;
+    let p = prefix(btf, tracepoints, structs, &[])?;
     set_type_len(btf, p.type_len)?;
     Some(p.types)
 }
@@ -333,6 +371,46 @@ mod tests {
         assert_eq!(t.count(), TD);
     }
 
+    /// Enumerators are found in any enum, 32 or 64 bits, past the prefix
+    /// too; one not there is `None` and leaves the prefix as it was.
+    #[test]
+    fn enumerators_are_read_in_the_same_walk() {
+        let mut b = kernel_like();
+        let (a, q, r, big) = (
+            b.name("A"),
+            b.name("QUEUE_FLAG_STATS"),
+            b.name("__RQF_STATS"),
+            b.name("BIG"),
+        );
+        b.ty("", KIND_ENUM, 2, 4, &[a, 1, q, 7]);
+        b.ty("rqf_flags", KIND_ENUM64, 2, 8, &[r, 11, 0, big, 5, 1]);
+        let bytes = b.bytes();
+        let p = prefix(
+            &bytes,
+            &["block_rq_issue"],
+            &["request"],
+            &[
+                "QUEUE_FLAG_STATS",
+                "__RQF_STATS",
+                "BIG",
+                "QUEUE_FLAG",
+                "NOPE",
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.types, TD, "the enums past it do not move the prefix");
+        assert_eq!(
+            p.enumerators,
+            [Some(7), Some(11), Some((1 << 32) + 5), None, None]
+        );
+        // A negative 32-bit value stays negative.
+        let mut b = kernel_like();
+        let n = b.name("NEG");
+        b.ty("", KIND_ENUM, 1, 4, &[n, (-3i32) as u32]);
+        let p = prefix(&b.bytes(), &["block_rq_issue"], &["request"], &["NEG"]).unwrap();
+        assert_eq!(p.enumerators, [Some(-3)]);
+    }
+
     #[test]
     fn the_attach_point_can_be_the_last_type_kept() {
         let mut b = Blob::new();
@@ -425,6 +503,21 @@ mod tests {
             .count();
         eprintln!("kept {kept} of {total} types");
         assert!(kept < total);
+        // The flags the program needs to know when the kernel times an
+        // issue itself (6.18: bits 7 and 11).
+        let p = prefix(
+            &whole,
+            &tps,
+            &CORE_STRUCTS,
+            &["QUEUE_FLAG_STATS", "__RQF_STATS"],
+        )
+        .unwrap();
+        for (name, v) in ["QUEUE_FLAG_STATS", "__RQF_STATS"]
+            .iter()
+            .zip(&p.enumerators)
+        {
+            assert!(v.is_some_and(|v| (0..32).contains(&v)), "{name}: {v:?}");
+        }
     }
 
     proptest! {

@@ -26,6 +26,11 @@ const PROGRAMS: [(&str, &str); 2] = [
     ("on_complete", "block_rq_complete"),
 ];
 
+/// The enumerators whose bits say that the kernel times a request's issue
+/// itself: the queue flag that turns its statistics on, and the request
+/// flag it then sets (the program's `queue_stats_mask`, `rq_stats_mask`).
+const STATS_FLAGS: [&str; 2] = ["QUEUE_FLAG_STATS", "__RQF_STATS"];
+
 const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
 const LOCKDOWN_PATH: &str = "/sys/kernel/security/lockdown";
 
@@ -60,6 +65,8 @@ pub struct Tracer {
     /// How many of the kernel's BTF types the load needed, when a prefix of
     /// them was enough ([`prefix`]); `None`: all of them.
     btf_prefix: Option<u32>,
+    /// See [`Tracer::kernel_issue_times`].
+    kernel_issue_times: bool,
 }
 
 // By hand: aya's per-CPU array has no `Debug`.
@@ -69,6 +76,7 @@ impl fmt::Debug for Tracer {
             .field("bpf", &self._bpf)
             .field("hists", &self.hists)
             .field("btf_prefix", &self.btf_prefix)
+            .field("kernel_issue_times", &self.kernel_issue_times)
             .finish_non_exhaustive()
     }
 }
@@ -108,11 +116,32 @@ fn precheck(
     Ok(())
 }
 
+/// The program's `queue_stats_mask` and `rq_stats_mask` from the bit numbers
+/// of [`STATS_FLAGS`]: both or neither (0, 0: it keeps every issue time).
+fn stats_masks(bits: &[Option<i64>]) -> (u64, u32) {
+    match bits {
+        [Some(q @ 0..=63), Some(r @ 0..=31)] => (1 << q, 1 << r),
+        _ => (0, 0),
+    }
+}
+
 impl Tracer {
     /// Load and attach the program, unless `no_bpf`, not `live` (a fake
     /// sysfs tree: the kernel's devices are not the ones shown), not root,
     /// no BTF or lockdown; then no BPF call is made at all.
     pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
+        Self::start_with(no_bpf, live, true)
+    }
+
+    /// [`Tracer::start`], but the program times every issue itself, as on a
+    /// queue that keeps no statistics (the kernel's own issue times unused):
+    /// how tests and benchmarks check and measure that path on queues that
+    /// keep them.
+    pub fn start_timing_every_issue(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
+        Self::start_with(no_bpf, live, false)
+    }
+
+    fn start_with(no_bpf: bool, live: bool, kernel_times: bool) -> Result<Self, Unavailable> {
         let lockdown = std::fs::read_to_string(LOCKDOWN_PATH).ok();
         precheck(
             no_bpf,
@@ -121,16 +150,17 @@ impl Tracer {
             Path::new(BTF_PATH).exists(),
             lockdown.as_deref(),
         )?;
-        Self::load().map_err(|e| match lockdown.as_deref().map(str::trim) {
+        Self::load(kernel_times).map_err(|e| match lockdown.as_deref().map(str::trim) {
             // Integrity mode may refuse some programs too: say it is on.
             Some(l) if !l.contains("[none]") => Unavailable::Load(format!("{e} (lockdown: {l})")),
             _ => Unavailable::Load(e),
         })
     }
 
-    fn load() -> Result<Self, String> {
+    fn load(kernel_times: bool) -> Result<Self, String> {
         // Declared first: the loader borrows them.
         let (part, whole): (Btf, Btf);
+        let mut masks = (0u64, 0u32);
         // aya 0.14's loader parses all of the kernel's BTF when it is made,
         // whatever it is given later (about 127,000 types here): drop that
         // at once, before reading our own, so the two are never held together.
@@ -140,27 +170,38 @@ impl Tracer {
         // types; the whole is used if the prefix is not enough.
         let mut bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
         let tracepoints = PROGRAMS.map(|(_, tp)| tp);
-        if let Some(p) = prefix(&bytes, &tracepoints, &CORE_STRUCTS)
-            && let Some(len) = set_type_len(&mut bytes, p.type_len)
-        {
-            if let Ok(btf) = Btf::parse(&bytes, Endianness::default()) {
-                part = btf;
-                if let Ok(bpf) = Self::load_with(&mut loader, &part) {
-                    return Self::from_loaded(bpf, Some(p.types));
-                }
+        if let Some(p) = prefix(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
+            // Found in the same walk; unset (0) the program times every issue.
+            if kernel_times {
+                masks = stats_masks(&p.enumerators);
             }
-            set_type_len(&mut bytes, len);
+            if let Some(len) = set_type_len(&mut bytes, p.type_len) {
+                if let Ok(btf) = Btf::parse(&bytes, Endianness::default()) {
+                    part = btf;
+                    if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks) {
+                        return Self::from_loaded(bpf, Some(p.types), masks);
+                    }
+                }
+                set_type_len(&mut bytes, len);
+            }
         }
         whole =
             Btf::parse(&bytes, Endianness::default()).map_err(|e| format!("kernel BTF: {e}"))?;
         drop(bytes);
-        Self::from_loaded(Self::load_with(&mut loader, &whole)?, None)
+        Self::from_loaded(Self::load_with(&mut loader, &whole, &masks)?, None, masks)
     }
 
-    /// Load the object and attach its programs, relocated against `btf`.
-    fn load_with<'b>(loader: &mut EbpfLoader<'b>, btf: &'b Btf) -> Result<Ebpf, String> {
+    /// Load the object and attach its programs, relocated against `btf`,
+    /// with the flag masks of [`stats_masks`].
+    fn load_with<'b>(
+        loader: &mut EbpfLoader<'b>,
+        btf: &'b Btf,
+        masks: &'b (u64, u32),
+    ) -> Result<Ebpf, String> {
         let mut bpf = loader
             .btf(Some(btf))
+            .override_global("queue_stats_mask", &masks.0, true)
+            .override_global("rq_stats_mask", &masks.1, true)
             .load(&OBJECT.0)
             .map_err(|e| e.to_string())?;
         for (name, tracepoint) in PROGRAMS {
@@ -176,7 +217,11 @@ impl Tracer {
         Ok(bpf)
     }
 
-    fn from_loaded(mut bpf: Ebpf, btf_prefix: Option<u32>) -> Result<Self, String> {
+    fn from_loaded(
+        mut bpf: Ebpf,
+        btf_prefix: Option<u32>,
+        masks: (u64, u32),
+    ) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
         let map = bpf.take_map("lost").ok_or("no map lost")?;
@@ -186,7 +231,16 @@ impl Tracer {
             hists,
             lost,
             btf_prefix,
+            kernel_issue_times: masks.1 != 0,
         })
+    }
+
+    /// Does the program take the issue time of a request the kernel times
+    /// itself from the kernel (`io_start_time_ns`), keeping its own only for
+    /// the rest? `false`: the kernel's flags were not found; it keeps every
+    /// issue time.
+    pub fn kernel_issue_times(&self) -> bool {
+        self.kernel_issue_times
     }
 
     /// How many of the kernel's BTF types the load needed, when a prefix of
@@ -270,6 +324,24 @@ fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (BTreeMap<DevId, DeviceHists>, Vec
 mod tests {
     use super::super::{Dir, map_id};
     use super::*;
+
+    /// Both flags or neither: a bit out of range (a hostile or odd BTF) or
+    /// one missing leaves the program keeping every issue time itself.
+    #[test]
+    fn stats_masks_are_both_or_neither() {
+        assert_eq!(stats_masks(&[Some(7), Some(11)]), (1 << 7, 1 << 11));
+        assert_eq!(stats_masks(&[Some(63), Some(31)]), (1 << 63, 1 << 31));
+        for bad in [
+            [None, Some(11)],
+            [Some(7), None],
+            [Some(64), Some(11)],
+            [Some(7), Some(32)],
+            [Some(-1), Some(11)],
+        ] {
+            assert_eq!(stats_masks(&bad), (0, 0), "{bad:?}");
+        }
+        assert_eq!(stats_masks(&[]), (0, 0));
+    }
 
     #[test]
     fn prechecks_give_the_first_reason() {
