@@ -19,7 +19,10 @@
 #                 compare two builds in one run);
 #       bpftrace  bpftrace-hist.bt.
 #     Per round, each contender's loss is against that round's `none`; the
-#     summary gives medians and the spread of the per-round losses.
+#     summary gives medians and the spread of the per-round losses. Each run
+#     also gives the machine's busy CPU time (user+system+irq, not steal) per
+#     I/O: with fio CPU-bound, the share of IOPS a tracer costs, and steadier
+#     than IOPS on a VM whose host takes a varying part of the CPUs.
 #  2. Run time in BPF per I/O, with bpf_stats ON, in separate short fio runs
 #     (3 s, ROUNDS times per tracer): the programs' total run time over the
 #     calls of the busiest one (one call per I/O). It includes the timing's
@@ -39,6 +42,7 @@ before=${BLKTUNE_BEFORE:-}
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 img=$(mktemp /dev/shm/blktune-bench-latency.XXXXXX)
+fio_out=$(mktemp)
 stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
 dev=""
 bg=""
@@ -46,7 +50,7 @@ out=""
 cleanup() {
   if [ -n "$bg" ]; then kill "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true; fi
   [ -n "$dev" ] && losetup -d "$dev" || true
-  rm -f "$img" ${out:+"$out"}
+  rm -f "$img" "$fio_out" ${out:+"$out"}
   echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled
 }
 trap cleanup EXIT
@@ -57,12 +61,27 @@ name=${dev#/dev/}
 echo none > "/sys/block/$name/queue/scheduler"
 dd if=/dev/zero of="$dev" bs=1M count=1024 oflag=direct status=none  # no holes
 
-# fio's read IOPS over $1 seconds.
+# The machine's busy CPU time so far, in clock ticks: user, nice, system,
+# irq and softirq of /proc/stat's "cpu" line (not idle, iowait or steal:
+# what the VM's host takes is not ours).
+busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8; exit}' /proc/stat; }
+
+# fio's read IOPS over $1 seconds, and the machine's busy CPU time per I/O
+# in ns over the same run (fio, the kernel, and the tracer with its
+# userspace): "IOPS NS".
 iops() {
+  local b0 b1
+  b0=$(busy)
   fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
     --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
-    --time_based --runtime="$1" --output-format=json |
-    python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
+    --time_based --runtime="$1" --output-format=json > "$fio_out"
+  b1=$(busy)
+  python3 - "$fio_out" "$((b1 - b0))" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+ticks, hz = int(sys.argv[2]), int(sys.argv[3])
+print(round(r["iops"]), round(ticks / hz * 1e9 / max(r["total_ios"], 1)))
+PY
 }
 
 # Wait until $bg holds at least $1 BPF programs and their number has not
@@ -138,24 +157,21 @@ contenders=(none ours)
 [ -n "$before" ] && contenders+=(before)
 contenders+=(bpftrace)
 nc=${#contenders[@]}
-declare -A res
+declare -A res cpu
 echo "IOPS, bpf_stats off: $rounds rounds of $secs s, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 for r in $(seq "$rounds"); do
   line="round $r:"
   for i in $(seq 0 $((nc - 1))); do
     c=${contenders[$(((i + r - 1) % nc))]}
-    if [ "$c" = none ]; then
-      res[$c,$r]=$(iops "$secs")
-    else
-      start "$c"
-      res[$c,$r]=$(iops "$secs")
-      stop "$c"
-    fi
+    [ "$c" = none ] || start "$c"
+    read -r res[$c,$r] cpu[$c,$r] < <(iops "$secs")
+    [ "$c" = none ] || stop "$c"
   done
   for c in "${contenders[@]}"; do
-    line+=" $c ${res[$c,$r]}"
-    [ "$c" = none ] || line+=" ($(python3 -c "print(f'{100*(1-${res[$c,$r]}/${res[none,$r]}):.1f} % fewer')"))"
+    line+=" $c ${res[$c,$r]} (${cpu[$c,$r]} ns CPU/I/O"
+    [ "$c" = none ] || line+=", $(python3 -c "print(f'{100*(1-${res[$c,$r]}/${res[none,$r]}):.1f} % fewer IOPS, {100*(${cpu[$c,$r]}/${cpu[none,$r]}-1):+.1f} % CPU/I/O')")"
+    line+=")"
   done
   echo "$line"
 done
@@ -196,33 +212,40 @@ for c in "${contenders[@]}"; do
   for r in $(seq "$rounds"); do v+=" ${res[$c,$r]}"; done
   v+=" |"
   for r in $(seq "$rounds"); do v+=" ${ns[$c,$r]:-nan}"; done
+  v+=" |"
+  for r in $(seq "$rounds"); do v+=" ${cpu[$c,$r]}"; done
   args+=("$v")
 done
 python3 - "$rounds" "$secs" "${args[@]}" <<'PY'
 import math, statistics as st, sys
 rounds, secs = int(sys.argv[1]), int(sys.argv[2])
-iops, ns = {}, {}
+iops, ns, cpu = {}, {}, {}
 for a in sys.argv[3:]:
-    head, tail = a.split("|")
+    head, tail, cpus = a.split("|")
     name, *vals = head.split()
     iops[name] = list(map(int, vals))
     ns[name] = [float(x) for x in tail.split() if x != "nan"]
+    cpu[name] = list(map(int, cpus.split()))
 none = iops["none"]
 nm = st.median(none)
-print(f"median IOPS: none {nm:.0f}")
+print(f"median IOPS: none {nm:.0f}; busy CPU per I/O: none {st.median(cpu['none']):.0f} ns")
 parts = []
 for c in iops:
     if c == "none":
         continue
     loss = [100 * (1 - o / n) for o, n in zip(iops[c], none)]
+    more = [100 * (o / n - 1) for o, n in zip(cpu[c], cpu["none"])]
     m = st.median(iops[c])
     cost = f"{st.median(ns[c]):.0f} ns/I/O in BPF" if ns[c] else "BPF ns n/a"
     print(f"  {c:8s} {m:.0f} ({m/nm:.3f} of none, {100*(1-m/nm):.1f} % fewer; per round "
           f"median {st.median(loss):.1f} %, {min(loss):.1f} .. {max(loss):.1f} %); "
-          f"extra wall time {1e9/m-1e9/nm:.0f} ns per I/O; {cost}")
-    parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS ({min(loss):.1f} .. {max(loss):.1f}), {cost}")
+          f"busy CPU per I/O {st.median(more):+.1f} % (per round {min(more):+.1f} .. {max(more):+.1f}); {cost}")
+    parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS ({min(loss):.1f} .. {max(loss):.1f}), "
+                 f"{st.median(more):+.1f} % CPU per I/O ({min(more):+.1f} .. {max(more):+.1f}), {cost}")
 print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
-      "once per second; IOPS with bpf_stats off, ns/I/O with it on, in separate runs)")
+      "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
+      "CPU per I/O: the machine's user+system+irq time over fio's I/Os, steal excluded: "
+      "what a CPU-bound fio loses in IOPS, less moved by the VM's neighbours than IOPS)")
 print(f"summary ({rounds} x {secs} s, median of per-round loss vs none, range): " + "; ".join(parts)
       + " [target: ours under 3 % and below bpftrace]")
 PY
