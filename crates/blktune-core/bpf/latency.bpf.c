@@ -232,6 +232,14 @@ int on_complete(__u64 *ctx)
 	/* A partial completion: the request goes on; count it at its end. */
 	if (nr_bytes < rq->__data_len)
 		return 0;
+	/* First, before any branch: the verifier checks each load of a kernel
+	 * pointer with a search of the kernel's whole BTF, once for every path
+	 * that reaches it, and the paths below multiply (most of the load's
+	 * cost once, at tens of ms). */
+	disk = rq->q->disk;
+	dir = direction(rq);
+	if (dir < 0 || !disk)
+		return 0;
 	now = bpf_ktime_get_ns();
 	/* start_time_ns is 0 when the queue keeps no statistics (iostats=0
 	 * and no scheduler): then there is no total span. */
@@ -257,10 +265,6 @@ int on_complete(__u64 *ctx)
 		if (issue && issue < start)
 			issue = 0;
 	}
-	dir = direction(rq);
-	disk = rq->q->disk;
-	if (dir < 0 || !disk)
-		return 0;
 	key.id = ((__u64)disk->major << 20 | (__u32)disk->first_minor) << 8 | dir;
 	key.diskseq = disk->diskseq;
 	h = bpf_map_lookup_elem(&hists, &key);
