@@ -22,7 +22,16 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 /// Longest wait for input, so signals and feed messages are seen quickly.
-const POLL: Duration = Duration::from_millis(100);
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// The wait for keys before the first snapshot: the worker sends it as soon
+/// as it has read the devices, and a wait of [`POLL`] would hold the first
+/// rows back by up to that long (seen: 100 ms of a 145 ms first frame).
+pub const FIRST_POLL: Duration = Duration::from_millis(5);
+
+/// ... for at most this long (a worker that sends nothing is not waited for
+/// at that rate for ever).
+const FIRST_POLL_FOR: Duration = Duration::from_secs(2);
 
 /// Where the loop's events come from: the terminal, or a script in tests.
 pub trait Input {
@@ -175,6 +184,7 @@ where
 {
     let term_err = |e: B::Error| TuiError::Terminal(Box::new(e));
     let mut dirty = true;
+    let started = std::time::Instant::now();
     loop {
         if input.stopped() {
             return Ok(());
@@ -216,7 +226,12 @@ where
             term.draw(|f| render::draw(f, app)).map_err(term_err)?;
             dirty = false;
         }
-        let Some(events) = input.read(POLL)? else {
+        let wait = if app.samples == 0 && started.elapsed() < FIRST_POLL_FOR {
+            FIRST_POLL
+        } else {
+            POLL
+        };
+        let Some(events) = input.read(wait)? else {
             return Ok(());
         };
         dirty |= events

@@ -166,16 +166,21 @@ impl Machine {
     /// [`Machine::app`] with `--device`'s selection (`None`: as the live
     /// screen starts without one).
     pub fn app_with(&self, read_only: Option<&str>, select: Option<String>) -> App {
-        let mut app = App::new(Config {
+        let mut app = self.app_before_baseline(read_only, select);
+        app.on_feed(Feed::Snapshot(Box::new(self.baseline())));
+        app
+    }
+
+    /// An app as the live screen starts: nothing from the worker yet.
+    pub fn app_before_baseline(&self, read_only: Option<&str>, select: Option<String>) -> App {
+        App::new(Config {
             host: HostInfo::read(&self.tree.root()),
             read_only: read_only.map(String::from),
             interval: Duration::from_secs(1),
             page_kb: 4,
             color: false,
             select,
-        });
-        app.on_feed(Feed::Snapshot(Box::new(self.baseline())));
-        app
+        })
     }
 
     /// The sampler's first snapshot: devices and settings, no interval yet.
