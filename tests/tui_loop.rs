@@ -84,8 +84,24 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
     // zram0: j moved to the row below, s opened its picker, Esc closed it.
     assert_eq!(app.selected.as_deref(), Some("zram0"));
     assert!(app.overlay.is_none());
-    // Nothing to send: no change, no probe.
-    assert!(ctl_rx.try_recv().is_err());
+    // Nothing to send but the rows on screen (no change, no probe), each
+    // time they changed: last, all three in %util order.
+    let sent: Vec<_> = ctl_rx.try_iter().collect();
+    let views: Vec<&Vec<String>> = sent
+        .iter()
+        .map(|c| match c {
+            ToWorker::Own(LiveControl::InView(rows)) => rows,
+            other => panic!("sent {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        views.last().map(|v| v.as_slice()),
+        Some(&["sdb".to_string(), "sda".into(), "zram0".into()][..])
+    );
+    assert!(
+        views.windows(2).all(|w| w[0] != w[1]),
+        "sent again unchanged: {views:?}"
+    );
     // The last frame the loop drew: both samples in, before the keys.
     insta::assert_snapshot!(term.backend());
 }
@@ -177,4 +193,34 @@ fn the_loop_looks_for_the_first_snapshot_often_then_waits_longer() {
     let waits: Vec<Duration> = input.waits.into_iter().filter(|w| !w.is_zero()).collect();
     assert_eq!(waits, [FIRST_POLL, FIRST_POLL, POLL]);
     assert!(FIRST_POLL <= Duration::from_millis(10) && POLL >= 10 * FIRST_POLL);
+}
+
+/// The rows on screen go to the live worker whenever they change (it checks
+/// their settings every period, the rest less often): a page of two rows
+/// of three, then the selection moved below it; and not again unchanged.
+#[test]
+fn the_rows_on_screen_are_told_to_the_worker_when_they_change() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.on_feed(Feed::Snapshot(Box::new(m.step(1.0, &busy(4)))));
+    app.on_resize(2);
+    let view =
+        |c: Option<blktune::tui::worker::protocol::Control>| match c.and_then(|c| c.to_live()) {
+            Some(ToWorker::Own(LiveControl::InView(rows))) => Some(rows),
+            None => None,
+            other => panic!("{other:?}"),
+        };
+    // By %util: sdb, sda, zram0; sda (first by name) selected.
+    assert_eq!(
+        view(app.view_control()),
+        Some(vec!["sdb".to_string(), "sda".into()])
+    );
+    assert_eq!(view(app.view_control()), None, "unchanged: nothing sent");
+    let _ = app.on_key(&KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE));
+    assert_eq!(app.selected.as_deref(), Some("zram0"));
+    assert_eq!(
+        view(app.view_control()),
+        Some(vec!["sda".to_string(), "zram0".into()])
+    );
+    assert_eq!(app.rows_on_screen(), ["sda", "zram0"]);
 }

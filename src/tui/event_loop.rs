@@ -225,6 +225,9 @@ where
             }
             term.draw(|f| render::draw(f, app)).map_err(term_err)?;
             dirty = false;
+            if let Some(c) = app.view_control() {
+                ctl.send_control(c);
+            }
         }
         let wait = if app.samples == 0 && started.elapsed() < FIRST_POLL_FOR {
             FIRST_POLL

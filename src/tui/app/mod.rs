@@ -35,7 +35,7 @@ pub use super::status::{Status, StatusKind};
 use super::command::Mode;
 use super::dialogs::editor::NrLimit;
 use super::dialogs::export::Focus;
-use super::worker::protocol::ReplayPosition;
+use super::worker::protocol::{Control, LiveControl, ReplayPosition};
 use blktune_core::device::BlockDevice;
 use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
@@ -151,6 +151,8 @@ pub struct App {
     /// Rows of the device table on screen (page size for PgUp/PgDn); set
     /// by the event loop through [`App::on_resize`], never by drawing.
     page_rows: usize,
+    /// The rows on screen last told to the live worker ([`App::view_control`]).
+    view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo` and `replay --demo`: what the guided hint is about.
@@ -215,6 +217,7 @@ impl App {
             replay: None,
             held: None,
             page_rows: 10,
+            view_sent: None,
             recording: None,
             demo: None,
             probe: None,
@@ -286,6 +289,37 @@ impl App {
             .collect();
         v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         v.into_iter().map(|(_, d)| d).collect()
+    }
+
+    /// The names of the table's rows on screen, as the last draw placed
+    /// them ([`first_row_shown`] on its page of rows).
+    pub fn rows_on_screen(&self) -> Vec<String> {
+        let devs = self.visible();
+        let sel = self
+            .selected
+            .as_ref()
+            .and_then(|s| devs.iter().position(|d| &d.name == s));
+        devs.iter()
+            .skip(first_row_shown(sel, self.page_rows))
+            .take(self.page_rows)
+            .map(|d| d.name.clone())
+            .collect()
+    }
+
+    /// The message telling the live worker which rows are on screen (whose
+    /// settings it then checks every period, the rest less often), when
+    /// they changed since the last one; `None` in a replay. Called after
+    /// every draw.
+    pub fn view_control(&mut self) -> Option<Control> {
+        if self.replay.is_some() {
+            return None;
+        }
+        let rows = self.rows_on_screen();
+        if self.view_sent.as_ref() == Some(&rows) {
+            return None;
+        }
+        self.view_sent = Some(rows.clone());
+        Some(LiveControl::InView(rows).into())
     }
 
     /// The selected device, if it is on the machine and a row of the table:
@@ -508,6 +542,13 @@ pub fn replaced_devices(old: &[BlockDevice], new: &[BlockDevice]) -> Vec<String>
         })
         .map(|n| n.name.clone())
         .collect()
+}
+
+/// The first row the table shows when `rows` rows fit: the selected row
+/// (`selected`, its place in the table) stays on screen, last when it is
+/// below the first page.
+pub fn first_row_shown(selected: Option<usize>, rows: usize) -> usize {
+    (selected.unwrap_or(0) + 1).saturating_sub(rows)
 }
 
 #[cfg(test)]

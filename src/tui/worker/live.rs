@@ -39,6 +39,9 @@ pub struct LiveSource {
     shootout: Option<ShootOutHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
+    /// The rows the screen shows ([`LiveControl::InView`]); `None` until it
+    /// says.
+    in_view: Option<Vec<String>>,
     /// The latency probe, while the app wants one; its thread stops when
     /// this drops, which happens on every way out of [`LiveSource::run`].
     probe: Option<Probe>,
@@ -68,6 +71,7 @@ impl LiveSource {
             last: None,
             shootout: None,
             recorder: LiveRecorder::default(),
+            in_view: None,
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
             probe_target: Vec::new(),
@@ -167,6 +171,12 @@ impl LiveSource {
     }
 
     fn tick(&mut self, feed: &Sender<Feed>) -> bool {
+        // Rows off screen are checked less often, except while recording:
+        // a recording has every row, so each is checked every period.
+        let view = (!self.recorder.is_active())
+            .then_some(self.in_view.as_deref())
+            .flatten();
+        self.sampler.set_in_view(view);
         // A shoot-out switches schedulers behind the sampler's back: re-read settings.
         if self.shootout.is_some() {
             self.sampler.invalidate();
@@ -393,6 +403,7 @@ impl LiveSource {
                 }
                 Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
                 Ok(ToWorker::Own(LiveControl::Processes(on))) => self.where_io.show_processes(on),
+                Ok(ToWorker::Own(LiveControl::InView(rows))) => self.in_view = Some(rows),
                 Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();

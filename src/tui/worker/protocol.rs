@@ -169,6 +169,9 @@ pub enum LiveControl {
     Probe(Option<String>),
     /// Sample the busiest processes each tick (the `i` panel), or stop.
     Processes(bool),
+    /// The table's rows on screen now: their settings are checked every
+    /// period, the rest less often (see `Sampler::set_in_view`).
+    InView(Vec<String>),
 }
 
 /// What only the replay worker takes. It has no change, write or recording

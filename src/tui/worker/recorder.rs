@@ -44,6 +44,11 @@ impl LiveRecorder {
     /// newest snapshot's time, which becomes `t` = 0. `latency` is what the
     /// header says of the kernel's histograms (`None`: tracing was never
     /// asked for).
+    /// Is a recording being written?
+    pub fn is_active(&self) -> bool {
+        self.rec.is_some()
+    }
+
     pub fn start(
         &mut self,
         path: &Path,

@@ -56,6 +56,11 @@ const FULL_PER_PERIOD: u32 = 200;
 /// ... but every device's full settings at least once per this many periods.
 const SETTINGS_EVERY: u32 = 6;
 
+/// With rows in view ([`Sampler::set_in_view`]), the others are checked
+/// this many times less often; a row that comes into view is checked at the
+/// next tick if its last check is older than one period.
+const OFF_VIEW_EVERY: u32 = 6;
+
 /// One device's numbers for one interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceStat {
@@ -247,6 +252,8 @@ struct Entry {
     identity_for: Option<Option<u64>>,
     /// When the round-robin looks at it next.
     next_check: Instant,
+    /// When its settings were last read or checked; `None`: not yet.
+    last_check: Option<Instant>,
     /// Round-robin checks since its settings were last read in full.
     checks: u32,
 }
@@ -263,6 +270,9 @@ pub struct Sampler {
     /// Diskstats names of the last tick: a change means a rescan.
     names: BTreeSet<String>,
     refresh_every: Duration,
+    /// The rows a screen shows now ([`Sampler::set_in_view`]); `None`: every
+    /// row counts as shown.
+    in_view: Option<BTreeSet<String>>,
     /// Re-read every device's settings on the next tick.
     dirty_all: bool,
     /// Re-read these devices' settings on the next tick.
@@ -321,6 +331,7 @@ impl Sampler {
             devices: Arc::new(Vec::new()),
             names: BTreeSet::new(),
             refresh_every: SETTINGS_REFRESH,
+            in_view: None,
             dirty_all: false,
             dirty: BTreeSet::new(),
             pending: BTreeSet::new(),
@@ -370,6 +381,7 @@ impl Sampler {
                     info,
                     identity_for: None,
                     next_check: now,
+                    last_check: None,
                     checks: 0,
                 },
             );
@@ -432,6 +444,35 @@ impl Sampler {
             e.next_check = e.next_check.min(now + every);
         }
         self.refresh_every = every;
+    }
+
+    /// The rows a screen shows now: their settings are checked every
+    /// period, the others every [`OFF_VIEW_EVERY`] periods, and a row that
+    /// comes into view is checked at the next tick when its last check is
+    /// older than a period. `None` (as at the start): every row, every
+    /// period (`watch`, and a recording, whose rows are all shown).
+    pub fn set_in_view(&mut self, rows: Option<&[String]>) {
+        let now = Instant::now();
+        let rows: Option<BTreeSet<String>> = rows.map(|r| r.iter().cloned().collect());
+        if let Some(new) = &rows {
+            for name in new {
+                if self.in_view.as_ref().is_some_and(|old| old.contains(name)) {
+                    continue;
+                }
+                if let Some(e) = self.entries.get_mut(name)
+                    && e.last_check
+                        .is_none_or(|t| now.duration_since(t) >= self.refresh_every)
+                {
+                    e.next_check = e.next_check.min(now);
+                }
+            }
+        } else if self.in_view.is_some() {
+            // Every row is due within a period again.
+            for e in self.entries.values_mut() {
+                e.next_check = e.next_check.min(now + self.refresh_every);
+            }
+        }
+        self.in_view = rows;
     }
 
     /// The cached devices.
@@ -543,6 +584,7 @@ impl Sampler {
                 info: BlockDevice::unread(name),
                 identity_for: None,
                 next_check: now + SETTINGS_REFRESH,
+                last_check: None,
                 checks: 0,
             });
         let before = e.info.clone();
@@ -644,7 +686,10 @@ impl Sampler {
             if !(asked || due) || e.info.size_bytes == 0 {
                 continue;
             }
-            e.next_check = now + self.refresh_every;
+            let shown = self.in_view.as_ref().is_none_or(|v| v.contains(name));
+            let period = if shown { 1 } else { OFF_VIEW_EVERY };
+            e.next_check = now + self.refresh_every * period;
+            e.last_check = Some(now);
             if asked || e.identity_for.is_none() && identity {
                 let before = e.info.queue.clone();
                 read_entry(&self.root, e, identity);

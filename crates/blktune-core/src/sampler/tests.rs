@@ -113,6 +113,49 @@ mod cache {
         assert_eq!(nr_of(&snap, "sda"), Some(32));
     }
 
+    /// With rows in view (a screen), the others are checked only every
+    /// few periods, and at the next tick once they come into view.
+    #[test]
+    fn rows_out_of_view_are_checked_less_often_and_at_once_in_view() {
+        let (_d, t) = tree();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            ("sdb", 8, 16, Counters::default()),
+        ])
+        .unwrap();
+        let opts = SamplerOptions {
+            hotplug: HotPlug::Manual,
+            ..SamplerOptions::default()
+        };
+        let mut s = Sampler::with_options(t.root(), opts).unwrap();
+        s.set_refresh_every(Duration::from_millis(100));
+        s.set_in_view(Some(&["sda".to_string()]));
+        // Every row's first check, spread over one period.
+        std::thread::sleep(Duration::from_millis(120));
+        s.tick().unwrap();
+        for d in ["sda", "sdb"] {
+            std::fs::write(t.dev_dir(d).join("queue/nr_requests"), "32\n").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(120));
+        let snap = s.tick().unwrap();
+        assert_eq!(nr_of(&snap, "sda"), Some(32), "in view: every period");
+        assert_eq!(nr_of(&snap, "sdb"), Some(256), "out of view: not yet");
+        s.set_in_view(Some(&["sdb".to_string()]));
+        let snap = s.tick().unwrap();
+        assert_eq!(
+            nr_of(&snap, "sdb"),
+            Some(32),
+            "checked as it came into view"
+        );
+        // Every row counts as shown again: each within a period.
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "16\n").unwrap();
+        s.set_in_view(None);
+        std::thread::sleep(Duration::from_millis(120));
+        let snap = s.tick().unwrap();
+        assert_eq!(nr_of(&snap, "sda"), Some(16));
+    }
+
     #[test]
     fn hot_plug_refreshes_and_the_new_device_has_no_data_yet() {
         let (_d, t) = tree();
