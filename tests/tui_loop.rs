@@ -30,6 +30,17 @@ struct Script {
     waits: Vec<Duration>,
 }
 
+impl Script {
+    fn new(feed: Sender<Feed>, steps: impl IntoIterator<Item = Step>) -> Self {
+        Self {
+            steps: steps.into_iter().collect(),
+            feed,
+            reads: 0,
+            waits: Vec::new(),
+        }
+    }
+}
+
 impl Input for Script {
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
         self.reads += 1;
@@ -59,8 +70,9 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
     let (ctl_tx, ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
     let first = m.step(1.0, &busy(4));
     let second = m.step(1.0, &busy(4));
-    let mut input = Script {
-        steps: VecDeque::from([
+    let mut input = Script::new(
+        feed_tx,
+        [
             Step::Feed(Feed::Snapshot(Box::new(first))),
             Step::Feed(Feed::Snapshot(Box::new(second))),
             Step::Keys(vec![
@@ -69,11 +81,8 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
                 KeyCode::Esc,
                 KeyCode::Char('q'),
             ]),
-        ]),
-        feed: feed_tx,
-        reads: 0,
-        waits: Vec::new(),
-    };
+        ],
+    );
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
     assert!(app.quit, "q ended the loop, not the end of the script");
@@ -114,12 +123,7 @@ fn a_worker_that_dies_ends_the_loop_with_an_error() {
     let (feed_tx, feed_rx) = mpsc::channel::<Feed>();
     drop(feed_tx);
     let (ctl_tx, _ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
-    let mut input = Script {
-        steps: VecDeque::new(),
-        feed: mpsc::channel().0,
-        reads: 0,
-        waits: Vec::new(),
-    };
+    let mut input = Script::new(mpsc::channel().0, []);
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let e = run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap_err();
     assert!(matches!(e, TuiError::WorkerStopped), "{e}");
@@ -138,19 +142,17 @@ fn a_key_typed_before_the_first_rates_acts_on_the_device_on_screen() {
     let (feed_tx, feed_rx) = mpsc::channel();
     let (ctl_tx, _ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
     let rates = m.step(1.0, &busy(4));
-    let mut input = Script {
-        steps: VecDeque::from([
+    let mut input = Script::new(
+        feed_tx,
+        [
             // The first rates arrive while the loop waits for a key, and
             // the wait ends with none...
             Step::Feed(Feed::Snapshot(Box::new(rates))),
             // ...then Down is typed, at the screen with sda selected.
             Step::Keys(vec![KeyCode::Down]),
             Step::Keys(vec![KeyCode::Char('q')]),
-        ]),
-        feed: feed_tx,
-        reads: 0,
-        waits: Vec::new(),
-    };
+        ],
+    );
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
     assert!(app.quit);
@@ -173,17 +175,15 @@ fn the_loop_looks_for_the_first_snapshot_often_then_waits_longer() {
     let (ctl_tx, _ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
     let baseline = m.baseline();
     let first = m.step(1.0, &busy(4));
-    let mut input = Script {
-        steps: VecDeque::from([
+    let mut input = Script::new(
+        feed_tx,
+        [
             Step::Keys(vec![]),
             Step::Feed(Feed::Snapshot(Box::new(baseline))),
             Step::Feed(Feed::Snapshot(Box::new(first))),
             Step::Keys(vec![KeyCode::Char('q')]),
-        ]),
-        feed: feed_tx,
-        reads: 0,
-        waits: Vec::new(),
-    };
+        ],
+    );
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx).unwrap();
     assert!(app.quit);

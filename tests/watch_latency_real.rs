@@ -8,15 +8,23 @@ mod common;
 use common::*;
 use std::process::{Command, Stdio};
 
-#[test]
-fn watch_json_counts_every_read_of_the_device() {
-    let test = "watch_json_counts_every_read_of_the_device";
+/// A loop device of the test's own under fio's random reads; `None` (the
+/// test skips) without root or fio.
+fn loop_under_reads(test: &str) -> Option<(TestLoop, FioLoad)> {
     if !require_root(test) || !require_tool(test, "fio") {
-        return;
+        return None;
     }
     let lo = TestLoop::new(64);
+    let fio = FioLoad::randread(lo.name());
+    Some((lo, fio))
+}
+
+#[test]
+fn watch_json_counts_every_read_of_the_device() {
+    let Some((lo, _fio)) = loop_under_reads("watch_json_counts_every_read_of_the_device") else {
+        return;
+    };
     let name = lo.name().to_string();
-    let _fio = FioLoad::randread(&name);
     let j = tempfile::tempdir().unwrap();
     let o = blktune(&["watch", "--json", "-i", "1s", "-c", "3", &name], j.path());
     assert!(o.status.success(), "{}", stderr(&o));
@@ -56,13 +64,10 @@ fn watch_json_counts_every_read_of_the_device() {
 /// a first-come thing).
 #[test]
 fn two_watches_at_once_both_count() {
-    let test = "two_watches_at_once_both_count";
-    if !require_root(test) || !require_tool(test, "fio") {
+    let Some((lo, _fio)) = loop_under_reads("two_watches_at_once_both_count") else {
         return;
-    }
-    let lo = TestLoop::new(64);
+    };
     let name = lo.name().to_string();
-    let _fio = FioLoad::randread(&name);
     let j = tempfile::tempdir().unwrap();
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_blktune"))

@@ -84,6 +84,18 @@ mod cache {
         (dir, t)
     }
 
+    /// [`tree`] with sdb (8:16) too, both in diskstats.
+    fn two_disks() -> (tempfile::TempDir, FakeTree) {
+        let (d, t) = tree();
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            ("sdb", 8, 16, Counters::default()),
+        ])
+        .unwrap();
+        (d, t)
+    }
+
     #[test]
     fn queue_settings_are_cached_until_invalidated() {
         let (_d, t) = tree();
@@ -117,13 +129,7 @@ mod cache {
     /// few periods, and at the next tick once they come into view.
     #[test]
     fn rows_out_of_view_are_checked_less_often_and_at_once_in_view() {
-        let (_d, t) = tree();
-        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
-        t.set_diskstats(&[
-            ("sda", 8, 0, Counters::default()),
-            ("sdb", 8, 16, Counters::default()),
-        ])
-        .unwrap();
+        let (_d, t) = two_disks();
         let opts = SamplerOptions {
             hotplug: HotPlug::Manual,
             ..SamplerOptions::default()
@@ -407,13 +413,7 @@ mod cache {
 
     #[test]
     fn a_named_device_is_all_that_is_read() {
-        let (_d, t) = tree();
-        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
-        t.set_diskstats(&[
-            ("sda", 8, 0, Counters::default()),
-            ("sdb", 8, 16, Counters::default()),
-        ])
-        .unwrap();
+        let (_d, t) = two_disks();
         let opts = SamplerOptions {
             only: Some(vec!["sdb".into()]),
             identity: false,
