@@ -198,7 +198,8 @@ pub struct RowKey<'a> {
     pub nr: Option<u64>,
     pub ra: Option<u64>,
     /// The newest interval's p99 in ms, when it rests on at least
-    /// [`MIN_IOS_FOR_P99`] I/Os (what the table shows as a figure, not a count).
+    /// [`MIN_IOS_FOR_P99`] I/Os (what the table shows as a figure, not a count);
+    /// filled only when the table is sorted by a p99 column.
     pub r_p99: Option<f64>,
     pub w_p99: Option<f64>,
 }
@@ -291,7 +292,14 @@ impl super::App {
 
     /// The figures [`cmp_rows`] orders `d` by, looked up once per device.
     pub fn row_key<'a>(&'a self, d: &'a BlockDevice) -> RowKey<'a> {
+        // Only a p99 sort looks at them (the ties go to aqu-sz and await):
+        // computed for every row on every sort, they were a tenth of the
+        // screen's idle cost at 1000 devices.
+        let want_p99 = self.sort.is_p99();
         let p99 = |dir: Dir| {
+            if !want_p99 {
+                return None;
+            }
             self.latency_now(&d.name, dir)
                 .flatten()
                 .filter(|p| p.n >= MIN_IOS_FOR_P99)
