@@ -641,6 +641,9 @@ impl Sampler {
         }
         let mut changed = false;
         let lost = std::mem::take(&mut self.rescan);
+        // Entries made or read again this tick take their device numbers
+        // from diskstats below.
+        let mut renumber = names_changed || lost;
         if names_changed || lost {
             changed |= self.do_rescan(lost);
         }
@@ -668,6 +671,7 @@ impl Sampler {
             .take(HOTPLUG_PER_TICK)
             .cloned()
             .collect();
+        renumber |= !pending.is_empty();
         for name in &pending {
             self.pending.remove(name);
             changed |= self.reload(name, now);
@@ -713,13 +717,16 @@ impl Sampler {
 
         // Device numbers come with every diskstats line, so no file is read
         // for them; `watch`, which reads no identity, needs them to find a
-        // device's kernel histograms.
-        for l in &lines {
-            if let Some(e) = self.entries.get_mut(&l.name)
-                && (e.info.major, e.info.minor) != (l.major, l.minor)
-            {
-                (e.info.major, e.info.minor) = (l.major, l.minor);
-                changed = true;
+        // device's kernel histograms. A device keeps its numbers until it is
+        // replaced, which hot-plug tells (a rescan or a reload): only then.
+        if renumber {
+            for l in &lines {
+                if let Some(e) = self.entries.get_mut(&l.name)
+                    && (e.info.major, e.info.minor) != (l.major, l.minor)
+                {
+                    (e.info.major, e.info.minor) = (l.major, l.minor);
+                    changed = true;
+                }
             }
         }
 

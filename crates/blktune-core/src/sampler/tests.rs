@@ -434,6 +434,33 @@ mod cache {
         assert_eq!((d.major, d.minor), (8, 16), "already in the first snapshot");
     }
 
+    /// A device that comes while `watch` runs gets its numbers too (from
+    /// its diskstats line, at the tick that finds it).
+    #[test]
+    fn a_device_that_comes_later_has_its_numbers_without_identity() {
+        let (_d, t) = tree();
+        let opts = SamplerOptions {
+            identity: false,
+            hotplug: HotPlug::Manual,
+            ..SamplerOptions::default()
+        };
+        let mut s = Sampler::with_options(t.root(), opts).unwrap();
+        assert!(s.tick().unwrap().device("sdb").is_none());
+        t.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        t.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            ("sdb", 8, 16, Counters::default()),
+        ])
+        .unwrap();
+        let snap = s.tick().unwrap();
+        let d = snap.device("sdb").unwrap();
+        assert_eq!((d.major, d.minor), (8, 16));
+        // and sda's stay as they were, ticks later
+        let snap = s.tick().unwrap();
+        let d = snap.device("sda").unwrap();
+        assert_eq!((d.major, d.minor), (8, 0));
+    }
+
     #[test]
     fn natural_order() {
         let mut v = ["loop10", "loop2", "sda", "loop1", "nvme10n1", "nvme2n1"];
