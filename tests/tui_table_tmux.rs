@@ -6,6 +6,7 @@ mod common;
 use common::screen::{column, headings};
 use common::tmux::{Tmux, blktune_bin};
 use common::*;
+use std::time::Duration;
 
 #[test]
 fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
@@ -294,6 +295,57 @@ fn the_screen_opens_on_the_busiest_device() {
         first.starts_with("▶loop10 ") && s.contains("─ ! busy  loop10 ")
     });
     assert!(s.contains("↓%util"), "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
+
+/// Rows off screen have their settings checked only every 30 s, but a row
+/// that scrolls into view is checked as if it had been on screen all along
+/// (within 5 s of its last check): a scheduler changed behind blktune's
+/// back on loop40, far below the screen, shows within 5 s once `j`s (in
+/// one packet) bring it into view, not 30 s later. No root.
+#[test]
+fn an_outside_change_shows_as_soon_as_its_row_scrolls_into_view() {
+    let name = "an_outside_change_shows_as_soon_as_its_row_scrolls_into_view";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    let disks: Vec<(String, u32)> = (1..=40).map(|i| (format!("loop{i}"), i)).collect();
+    for (n, minor) in &disks {
+        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, *minor))
+            .unwrap();
+    }
+    let stats: Vec<_> = disks
+        .iter()
+        .map(|(n, minor)| (n.as_str(), 7, *minor, Default::default()))
+        .collect();
+    tree.set_diskstats(&stats).unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::on_fake_tree(dir.path(), journal.path(), "--interval 250ms", 80, 24);
+    t.wait("the table from loop1", |s| s.contains("▶loop1 "));
+    // Past the first 5 s every row has had its first check: loop40, off
+    // screen, is next checked some 30 s later.
+    std::thread::sleep(Duration::from_secs(6));
+    let sched = tree.dev_dir("loop40").join("queue/scheduler");
+    std::fs::write(&sched, "none mq-deadline [kyber] bfq\n").unwrap();
+    let j: Vec<&str> = vec!["j"; 39];
+    t.keys(&j);
+    t.wait("loop40 selected", |s| s.contains("▶loop40 "));
+    let seen = t.wait_for(
+        |s| {
+            s.lines()
+                .find(|l| l.starts_with("▶loop40 "))
+                .is_some_and(|l| l.contains(" kyber "))
+        },
+        Duration::from_secs(7),
+    );
+    assert!(
+        seen.is_ok(),
+        "loop40's kyber not shown within 7 s:\n{}",
+        seen.unwrap_err()
+    );
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }

@@ -57,8 +57,8 @@ const FULL_PER_PERIOD: u32 = 200;
 const SETTINGS_EVERY: u32 = 6;
 
 /// With rows in view ([`Sampler::set_in_view`]), the others are checked
-/// this many times less often; a row that comes into view is checked at the
-/// next tick if its last check is older than one period.
+/// this many times less often; a row that comes into view is checked a
+/// period after its last check (at once when that is past).
 const OFF_VIEW_EVERY: u32 = 6;
 
 /// One device's numbers for one interval.
@@ -448,8 +448,8 @@ impl Sampler {
 
     /// The rows a screen shows now: their settings are checked every
     /// period, the others every [`OFF_VIEW_EVERY`] periods, and a row that
-    /// comes into view is checked at the next tick when its last check is
-    /// older than a period. `None` (as at the start): every row, every
+    /// comes into view is checked a period after its last check (at the
+    /// next tick when that is past), as if it had been in view all along. `None` (as at the start): every row, every
     /// period (`watch`, and a recording, whose rows are all shown).
     pub fn set_in_view(&mut self, rows: Option<&[String]>) {
         let now = Instant::now();
@@ -459,11 +459,11 @@ impl Sampler {
                 if self.in_view.as_ref().is_some_and(|old| old.contains(name)) {
                     continue;
                 }
-                if let Some(e) = self.entries.get_mut(name)
-                    && e.last_check
-                        .is_none_or(|t| now.duration_since(t) >= self.refresh_every)
-                {
-                    e.next_check = e.next_check.min(now);
+                // As if it had been in view all along: a period after its
+                // last check (at the next tick when that is past).
+                if let Some(e) = self.entries.get_mut(name) {
+                    let due = e.last_check.map_or(now, |t| t + self.refresh_every);
+                    e.next_check = e.next_check.min(due);
                 }
             }
         } else if self.in_view.is_some() {

@@ -154,6 +154,16 @@ mod cache {
             Some(32),
             "checked as it came into view"
         );
+        // sda, checked while out of view (so next due OFF_VIEW_EVERY
+        // periods later), comes back into view a moment after that check:
+        // checked a period after it, as if it had stayed in view.
+        std::thread::sleep(Duration::from_millis(120));
+        s.tick().unwrap();
+        std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "8\n").unwrap();
+        s.set_in_view(Some(&["sda".to_string()]));
+        std::thread::sleep(Duration::from_millis(120));
+        let snap = s.tick().unwrap();
+        assert_eq!(nr_of(&snap, "sda"), Some(8), "a period after its last check");
         // Every row counts as shown again: each within a period.
         std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "16\n").unwrap();
         s.set_in_view(None);
