@@ -163,7 +163,11 @@ mod cache {
         s.set_in_view(Some(&["sda".to_string()]));
         std::thread::sleep(Duration::from_millis(120));
         let snap = s.tick().unwrap();
-        assert_eq!(nr_of(&snap, "sda"), Some(8), "a period after its last check");
+        assert_eq!(
+            nr_of(&snap, "sda"),
+            Some(8),
+            "a period after its last check"
+        );
         // Every row counts as shown again: each within a period.
         std::fs::write(t.dev_dir("sda").join("queue/nr_requests"), "16\n").unwrap();
         s.set_in_view(None);
