@@ -10,6 +10,7 @@
 use super::TuiError;
 use super::app::App;
 use super::render;
+use super::wake::WakeFd;
 use super::worker::protocol::{ControlSink, Feed};
 use crossterm::event::{self, Event};
 use ratatui::Terminal;
@@ -21,8 +22,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-/// Longest wait for input, so signals and feed messages are seen quickly.
+/// Longest wait for input, so signals and feed messages are seen quickly
+/// where nothing wakes the loop for them (tests; crossterm reading
+/// /dev/tty).
 pub const POLL: Duration = Duration::from_millis(100);
+
+/// Longest wait where the worker and the signals wake the loop
+/// ([`super::wake`]): only a safety net.
+pub const WOKEN_POLL: Duration = Duration::from_secs(1);
 
 /// The wait for keys before the first snapshot: the worker sends it as soon
 /// as it has read the devices, and a wait of [`POLL`] would hold the first
@@ -43,6 +50,12 @@ pub trait Input {
     /// Wait up to `timeout` for input: every event waiting now (maybe
     /// none), or `None` when the terminal went away and the session ends.
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError>;
+
+    /// How long the loop may wait when it has nothing to do: [`POLL`], or
+    /// longer where feeds and signals wake it.
+    fn idle_wait(&self) -> Duration {
+        POLL
+    }
 }
 
 /// Puts the terminal back when dropped, whatever happened.
@@ -90,15 +103,24 @@ enum Ready {
     HangUp,
 }
 
-/// Wait up to `timeout` for input on stdin, noticing a hang-up (the pty's
-/// other end closed), which crossterm's reader does not.
-fn wait_for_stdin(timeout: Duration) -> Ready {
+/// Wait up to `timeout` for input on stdin or a poke on `wake`, noticing a
+/// hang-up (the pty's other end closed), which crossterm's reader does not.
+fn wait_for_stdin(timeout: Duration, wake: Option<&WakeFd>) -> Ready {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let mut fds = vec![PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    if let Some(w) = wake {
+        fds.push(PollFd::new(w.as_fd(), PollFlags::POLLIN));
+    }
     let t = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::ZERO);
-    match poll(&mut fds, t) {
+    let n = poll(&mut fds, t);
+    if let Some(w) = wake
+        && fds[1].revents().is_some_and(|r| !r.is_empty())
+    {
+        w.drain();
+    }
+    match n {
         Ok(0) => Ready::None,
         Ok(_) => match fds[0].revents() {
             Some(r)
@@ -106,7 +128,8 @@ fn wait_for_stdin(timeout: Duration) -> Ready {
             {
                 Ready::HangUp
             }
-            _ => Ready::Some,
+            Some(r) if r.contains(PollFlags::POLLIN) => Ready::Some,
+            _ => Ready::None,
         },
         // EINTR (a signal): look at the flags, then wait again.
         Err(_) => Ready::None,
@@ -118,14 +141,18 @@ fn wait_for_stdin(timeout: Duration) -> Ready {
 pub struct TerminalInput {
     signals: Signals,
     stdin_tty: bool,
+    /// Poked by the worker and the signals ([`super::wake`]).
+    wake: Option<WakeFd>,
 }
 
 impl TerminalInput {
-    /// Input of the terminal the TUI runs in; `signals` end the session.
-    pub fn new(signals: Signals) -> Self {
+    /// Input of the terminal the TUI runs in; `signals` end the session;
+    /// `wake` wakes a wait for it.
+    pub fn new(signals: Signals, wake: Option<WakeFd>) -> Self {
         Self {
             signals,
             stdin_tty: std::io::stdin().is_terminal(),
+            wake,
         }
     }
 }
@@ -135,9 +162,17 @@ impl Input for TerminalInput {
         self.signals.raised()
     }
 
+    fn idle_wait(&self) -> Duration {
+        if self.stdin_tty && self.wake.is_some() {
+            WOKEN_POLL
+        } else {
+            POLL
+        }
+    }
+
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
         let ready = if self.stdin_tty {
-            match wait_for_stdin(timeout) {
+            match wait_for_stdin(timeout, self.wake.as_ref()) {
                 // crossterm may hold events it already read from the fd.
                 Ready::None | Ready::Some => event::poll(Duration::ZERO)?,
                 // The terminal went away (SSH dropped, pty closed): stop now.
@@ -223,16 +258,18 @@ where
             if let Some(rows) = page_rows(size.width, size.height, app) {
                 app.on_resize(rows);
             }
-            term.draw(|f| render::draw(f, app)).map_err(term_err)?;
+            let mut shown = None;
+            term.draw(|f| shown = render::draw_rows(f, app))
+                .map_err(term_err)?;
             dirty = false;
-            if let Some(c) = app.view_control() {
+            if let Some(c) = shown.and_then(|rows| app.view_control_for(rows)) {
                 ctl.send_control(c);
             }
         }
         let wait = if app.samples == 0 && started.elapsed() < FIRST_POLL_FOR {
             FIRST_POLL
         } else {
-            POLL
+            input.idle_wait()
         };
         let Some(events) = input.read(wait)? else {
             return Ok(());
@@ -270,6 +307,7 @@ pub fn event_loop<B: Backend>(
     feed: &Receiver<Feed>,
     ctl: &impl ControlSink,
     signals: &Signals,
+    wake: Option<WakeFd>,
 ) -> Result<(), TuiError>
 where
     B::Error: Send + Sync + 'static,
@@ -277,7 +315,7 @@ where
     run_loop(
         term,
         app,
-        &mut TerminalInput::new(signals.clone()),
+        &mut TerminalInput::new(signals.clone(), wake),
         feed,
         ctl,
     )

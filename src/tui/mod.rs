@@ -20,6 +20,7 @@ pub mod render;
 pub mod replay;
 pub mod status;
 mod summary;
+pub mod wake;
 pub mod worker;
 
 pub use error::TuiError;
@@ -36,7 +37,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use worker::live::LiveSource;
-use worker::protocol::Shared;
+use worker::protocol::{FeedTx, Shared};
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =
@@ -119,6 +120,8 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     setup(&mut app);
     let signals = Signals::register().map_err(TuiError::Signals)?;
     let (feed_tx, feed_rx) = mpsc::channel();
+    let (waker, wake_fd) = wake::for_loop().unzip();
+    let feed_tx = FeedTx::new(feed_tx, waker);
     let (ctl_tx, ctl_rx) = mpsc::channel();
     // The probe starts when the app names the selected device; read-only
     // mode allows it (it only reads).
@@ -137,7 +140,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         // a dead stderr. The guard restores the terminal instead.
         let mut term = std::mem::ManuallyDrop::new(ratatui::try_init().map_err(TuiError::Setup)?);
         let _guard = RestoreGuard;
-        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
+        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals, wake_fd)
     };
     // Answers to changes still in flight belong in the summary.
     let deadline = Instant::now() + Duration::from_secs(5);

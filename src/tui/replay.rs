@@ -5,7 +5,7 @@
 
 use super::app::{App, Config};
 use super::demo::Demo;
-use super::worker::protocol::{ReplayPosition, Shared};
+use super::worker::protocol::{FeedTx, ReplayPosition, Shared};
 use super::worker::replay::ReplaySource;
 use super::{INTERVAL_RANGE, RestoreGuard, Signals, TuiError, color_allowed, event_loop};
 use blktune_core::host::HostInfo;
@@ -80,6 +80,8 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64, demo: bool) -> Result<i3
     }
     let signals = Signals::register().map_err(TuiError::Signals)?;
     let (feed_tx, feed_rx) = mpsc::channel();
+    let (waker, wake_fd) = super::wake::for_loop().unzip();
+    let feed_tx = FeedTx::new(feed_tx, waker);
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let handle = ReplaySource::new(rec, start, speed, Instant::now())?
         .spawn(feed_tx, ctl_rx)
@@ -92,7 +94,7 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64, demo: bool) -> Result<i3
         // terminal on a dead stderr); the guard restores the terminal.
         let mut term = std::mem::ManuallyDrop::new(ratatui::try_init().map_err(TuiError::Setup)?);
         let _guard = RestoreGuard;
-        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals)
+        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals, wake_fd)
     };
     let _ = ctl_tx.send(Shared::Stop.into());
     drop(feed_rx);

@@ -57,6 +57,9 @@ pub struct LatencyState {
     /// Completions the kernel could not count since tracing started (of
     /// any device: the counts and percentiles may be short by as many).
     pub lost: u64,
+    /// The device list `history` was last pruned against (gone and
+    /// replaced devices dropped): pruned again when it changes.
+    pruned_for: Option<std::sync::Arc<Vec<BlockDevice>>>,
 }
 
 impl LatencyState {
@@ -258,15 +261,25 @@ impl App {
         self.latency.lost = self.latency.lost.saturating_add(s.lost);
         let devs = std::sync::Arc::clone(&self.devices);
         // Devices gone, or replaced under their name (another diskseq), lose
-        // their history. By name in one map: a search of the list per
-        // history is a million comparisons per tick at 1000 devices.
-        let by_name: HashMap<&str, &BlockDevice> =
-            devs.iter().map(|d| (d.name.as_str(), d)).collect();
-        self.latency.history.retain(|name, h| {
-            by_name.get(name.as_str()).is_some_and(|d| {
-                d.size_bytes > 0 && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
-            })
-        });
+        // their history: looked at only when the device list changed (a
+        // point is only ever added for its device's diskseq). By name in one
+        // map: a search of the list per history is a million comparisons per
+        // tick at 1000 devices.
+        if !self
+            .latency
+            .pruned_for
+            .as_ref()
+            .is_some_and(|p| std::sync::Arc::ptr_eq(p, &devs))
+        {
+            let by_name: HashMap<&str, &BlockDevice> =
+                devs.iter().map(|d| (d.name.as_str(), d)).collect();
+            self.latency.history.retain(|name, h| {
+                by_name.get(name.as_str()).is_some_and(|d| {
+                    d.size_bytes > 0 && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
+                })
+            });
+            self.latency.pruned_for = Some(std::sync::Arc::clone(&devs));
+        }
         // Only devices with a request queue are traced: the others get no
         // points, so they show `-`, never a count of 0.
         for d in devs
@@ -281,20 +294,17 @@ impl App {
                 continue;
             }
             let keep = self.keep_secs(&d.name);
-            // No name copy once a device has a history.
-            if !self.latency.history.contains_key(&d.name) {
-                self.latency
-                    .history
-                    .insert(d.name.clone(), Default::default());
-            }
-            let Some(h) = self.latency.history.get_mut(&d.name) else {
-                continue;
-            };
-            h.push_back(LatencyPoint {
+            let point = LatencyPoint {
                 t: s.t,
                 itv: s.itv,
                 dev,
-            });
+            };
+            // No name copy once a device has a history.
+            let h = match self.latency.history.get_mut(&d.name) {
+                Some(h) => h,
+                None => self.latency.history.entry(d.name.clone()).or_default(),
+            };
+            h.push_back(point);
             while h.len() > MAX_LATENCY_POINTS || h.front().is_some_and(|f| f.t < s.t - keep) {
                 h.pop_front();
             }

@@ -27,7 +27,7 @@ pub use latency::{
 };
 pub use probe::{ProbePoint, ProbeState, compare_probe, probe_window};
 pub use processes::WhereIoState;
-pub use sort::{Hot, RowKey, SortKey, await_baseline, cmp_rows, hot};
+pub use sort::{Hot, RowKey, SortKey, await_baseline, cmp_figures, cmp_rows, hot};
 
 pub use super::dialogs::Overlay;
 pub use super::status::{Status, StatusKind};
@@ -287,7 +287,18 @@ impl App {
             .filter(|d| self.is_shown(d))
             .map(|d| (self.row_key(d), d))
             .collect();
-        v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
+        // The sampler lists devices in name order: then a stable sort by
+        // the figures alone leaves ties in that order without comparing
+        // names, which at a thousand idle devices (every row a tie) was
+        // most of the sort.
+        let by_name = self
+            .devices
+            .is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
+        if by_name {
+            v.sort_by(|(a, _), (b, _)| cmp_figures(self.sort, a, b));
+        } else {
+            v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
+        }
         v.into_iter().map(|(_, d)| d).collect()
     }
 
@@ -315,6 +326,15 @@ impl App {
             return None;
         }
         let rows = self.rows_on_screen();
+        self.view_control_for(rows)
+    }
+
+    /// [`App::view_control`] for the rows a draw just showed
+    /// ([`crate::tui::render::draw_rows`]): no second sort of the table.
+    pub fn view_control_for(&mut self, rows: Vec<String>) -> Option<Control> {
+        if self.replay.is_some() {
+            return None;
+        }
         if self.view_sent.as_ref() == Some(&rows) {
             return None;
         }

@@ -218,14 +218,19 @@ fn desc(a: Option<f64>, b: Option<f64>) -> Ordering {
 /// (three devices at 100 %util) broken by aqu-sz, then by await, both
 /// larger first, then by name in natural order. By name: natural order.
 pub fn cmp_rows(key: SortKey, a: &RowKey, b: &RowKey) -> Ordering {
+    cmp_figures(key, a, b).then_with(|| natural_cmp(a.name, b.name))
+}
+
+/// [`cmp_rows`] without its last tie-break, the names: a stable sort of
+/// rows already in name order by this gives the same order.
+pub fn cmp_figures(key: SortKey, a: &RowKey, b: &RowKey) -> Ordering {
     if key == SortKey::Name {
-        return natural_cmp(a.name, b.name);
+        return Ordering::Equal;
     }
     let by = |k: SortKey| desc(k.value(a), k.value(b));
     by(key)
         .then_with(|| by(SortKey::Aqu))
         .then_with(|| by(SortKey::Await))
-        .then_with(|| natural_cmp(a.name, b.name))
 }
 
 /// %util at or above this is "busy": the device was doing I/O nearly all
@@ -345,6 +350,55 @@ mod tests {
             r_await,
             r_s: 10.0,
             ..ExtStats::default()
+        }
+    }
+
+    /// The table sorts rows already in name order stably by the figures
+    /// alone: the same order as [`cmp_rows`], ties included.
+    #[test]
+    fn a_stable_sort_by_figures_of_rows_in_name_order_is_cmp_rows() {
+        let names: Vec<String> = (0..40).map(|i| format!("loop{i}")).collect();
+        let mut seed = 7u64;
+        let mut pick = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        // Few distinct values: many ties at every level.
+        let stats: Vec<Option<ExtStats>> = names
+            .iter()
+            .map(|_| {
+                (pick(4) > 0).then(|| ExtStats {
+                    util: pick(2) as f64 * 50.0,
+                    aqu_sz: pick(2) as f64,
+                    r_await: pick(2) as f64 * 2.0,
+                    r_s: pick(3) as f64,
+                    ..ExtStats::default()
+                })
+            })
+            .collect();
+        let rows: Vec<RowKey> = names
+            .iter()
+            .zip(&stats)
+            .map(|(n, s)| RowKey {
+                name: n,
+                size_bytes: 1 << pick(3),
+                stats: s.as_ref(),
+                nr: Some(pick(2)),
+                ..RowKey::default()
+            })
+            .collect();
+        let mut key = SortKey::Name;
+        for _ in 0..40 {
+            let mut a = rows.clone();
+            a.sort_by(|x, y| cmp_rows(key, x, y));
+            let mut b = rows.clone();
+            b.sort_by(|x, y| cmp_figures(key, x, y));
+            let a: Vec<&str> = a.iter().map(|r| r.name).collect();
+            let b: Vec<&str> = b.iter().map(|r| r.name).collect();
+            assert_eq!(a, b, "{key:?}");
+            key = key.next(true);
         }
     }
 

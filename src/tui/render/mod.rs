@@ -156,6 +156,12 @@ pub fn layout(area: Rect, app: &App) -> Option<Areas> {
 
 /// Draw one frame.
 pub fn draw(f: &mut Frame, app: &App) {
+    draw_rows(f, app);
+}
+
+/// [`draw`], telling which devices' rows the table showed (`None`: the
+/// terminal is too small for a table).
+pub fn draw_rows(f: &mut Frame, app: &App) -> Option<Vec<String>> {
     let area = f.area();
     let Some(a) = layout(area, app) else {
         let msg = format!(
@@ -170,11 +176,11 @@ pub fn draw(f: &mut Frame, app: &App) {
             .wrap(ratatui::widgets::Wrap { trim: true }),
             area,
         );
-        return;
+        return None;
     };
     let theme = Theme { color: app.color };
     header::render(f, a.header, a.banner, app, theme);
-    table::render(f.buffer_mut(), a.table, app, theme);
+    let rows = table::render(f.buffer_mut(), a.table, app, theme);
     detail::render(f.buffer_mut(), a.detail, app, theme);
     processes::render(f.buffer_mut(), a.detail, app, theme);
     footer::render(f.buffer_mut(), a.status, a.footer, app, theme);
@@ -185,6 +191,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         ..area
     };
     overlay::render(f, over, app, theme);
+    Some(rows)
 }
 
 /// A number in at most `w` characters: `0.42`, `12.3`, `812`, `12k`.

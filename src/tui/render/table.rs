@@ -362,8 +362,9 @@ fn scale_label(max: f64) -> String {
     format!("0-{}", super::num_unit(max, "ms"))
 }
 
-/// Draw the table into `area` (first row: headings).
-pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
+/// Draw the table into `area` (first row: headings); returns the names of
+/// the devices whose rows it drew.
+pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> {
     let latency = app.latency.tracing != Tracing::Unknown;
     let (cols, spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
     let devs = app.visible();
@@ -413,7 +414,7 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
             format!("no device matches '{}' (Esc clears the filter)", app.filter)
         };
         put(buf, area.x + 1, area.y + 1, &msg, area.width - 1, t.dim());
-        return;
+        return Vec::new();
     }
     for ((i, d), spark) in devs.iter().enumerate().skip(offset).take(rows).zip(&sparks) {
         let y = area.y + 1 + (i - offset) as u16;
@@ -486,6 +487,7 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
             put(buf, x, y, &sparkline(spark, spark_max), spark_w, style);
         }
     }
+    on_screen().map(|d| d.name.clone()).collect()
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 use super::latency::{LatencyFeed, LiveLatency, reason, sample_of};
 use super::procio::WhereIo;
 use super::protocol::{
-    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, LiveControl, ProbeSample, Shared,
-    ToWorker, WriteError,
+    ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, FeedTx, LiveControl, ProbeSample,
+    Shared, ToWorker, WriteError,
 };
 use super::recorder::LiveRecorder;
 use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
@@ -22,7 +22,7 @@ use blktune_core::shootout::Tracing;
 use blktune_core::tuner::{Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -91,7 +91,7 @@ impl LiveSource {
     }
 
     /// Load the tracer if asked; `false` when the app hung up.
-    fn start_latency(&mut self, feed: &Sender<Feed>) -> bool {
+    fn start_latency(&mut self, feed: &FeedTx) -> bool {
         let Some(no_bpf) = self.trace.take() else {
             return true;
         };
@@ -162,15 +162,16 @@ impl LiveSource {
     /// Run on a new thread until [`Shared::Stop`] or the app hangs up.
     pub fn spawn(
         self,
-        feed: Sender<Feed>,
+        feed: impl Into<FeedTx>,
         control: Receiver<ToWorker<LiveControl>>,
     ) -> std::io::Result<JoinHandle<()>> {
+        let feed = feed.into();
         std::thread::Builder::new()
             .name("blktune-sampler".into())
             .spawn(move || self.run(&feed, &control))
     }
 
-    fn tick(&mut self, feed: &Sender<Feed>) -> bool {
+    fn tick(&mut self, feed: &FeedTx) -> bool {
         // Rows off screen are checked less often, except while recording:
         // a recording has every row, so each is checked every period.
         let view = (!self.recorder.is_active())
@@ -285,11 +286,7 @@ impl LiveSource {
     }
 
     /// Start the shoot-out thread; `Some(why)` when it cannot start.
-    fn start_shootout(
-        &mut self,
-        req: ShootOutRequest,
-        feed: &Sender<Feed>,
-    ) -> Option<ShootOutError> {
+    fn start_shootout(&mut self, req: ShootOutRequest, feed: &FeedTx) -> Option<ShootOutError> {
         if self.shootout.as_ref().is_some_and(|b| !b.finished()) {
             return Some(ShootOutError::Busy);
         }
@@ -329,7 +326,7 @@ impl LiveSource {
         }
     }
 
-    fn run(mut self, feed: &Sender<Feed>, control: &Receiver<ToWorker<LiveControl>>) {
+    fn run(mut self, feed: &FeedTx, control: &Receiver<ToWorker<LiveControl>>) {
         // The devices and their settings at once, the rates at the first tick.
         if let Some(first) = self.sampler.take_baseline() {
             self.last = Some((Instant::now(), first.t));

@@ -6,6 +6,7 @@
 use super::latency::LatencyFeed;
 use super::recorder::RecordEvent;
 use super::shootout::{ShootOutFeed, ShootOutRequest};
+use crate::tui::wake::Waker;
 use blktune_core::error::TuneError;
 use blktune_core::history::ChangeMark;
 use blktune_core::probe::ProbeStats;
@@ -245,6 +246,51 @@ impl Control {
             Control::Shared(s) => Some(ToWorker::Shared(s)),
             Control::Replay(c) => Some(ToWorker::Own(c)),
             Control::Live(_) => None,
+        }
+    }
+}
+
+/// Where a worker sends its [`Feed`]: the app's channel, and the loop's
+/// [`Waker`] poked after each message (and when the worker ends), so the
+/// loop takes it in at once instead of at its next look.
+#[derive(Debug, Clone)]
+pub struct FeedTx {
+    tx: Sender<Feed>,
+    wake: Option<Waker>,
+}
+
+impl FeedTx {
+    /// Send on `tx`, waking the loop through `wake` if there is one.
+    pub fn new(tx: Sender<Feed>, wake: Option<Waker>) -> Self {
+        Self { tx, wake }
+    }
+
+    /// Send one message; `Err` once the app hung up.
+    pub fn send(&self, f: Feed) -> Result<(), AppGone> {
+        let sent = self.tx.send(f).map_err(|_| AppGone);
+        if let Some(w) = &self.wake {
+            w.wake();
+        }
+        sent
+    }
+}
+
+/// The app hung up: a worker stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppGone;
+
+/// Without a waker (tests, whose loop looks every [`crate::tui::event_loop::POLL`]).
+impl From<Sender<Feed>> for FeedTx {
+    fn from(tx: Sender<Feed>) -> Self {
+        Self::new(tx, None)
+    }
+}
+
+impl Drop for FeedTx {
+    /// A worker that ends (or panics) is noticed at once.
+    fn drop(&mut self) {
+        if let Some(w) = &self.wake {
+            w.wake();
         }
     }
 }

@@ -21,10 +21,10 @@
 //! and one replaced while playing stops playback with a line in the status.
 
 use super::latency::{LatencyFeed, recorded_feed, sample_of_recorded};
-use super::protocol::{Feed, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
+use super::protocol::{Feed, FeedTx, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -208,9 +208,10 @@ impl ReplaySource {
     /// Run on a new thread until [`Shared::Stop`] or the app hangs up.
     pub fn spawn(
         mut self,
-        feed: Sender<Feed>,
+        feed: impl Into<FeedTx>,
         control: Receiver<ToWorker<ReplayControl>>,
     ) -> std::io::Result<JoinHandle<()>> {
+        let feed = feed.into();
         std::thread::Builder::new()
             .name("blktune-replay".into())
             .spawn(move || {

@@ -57,8 +57,9 @@ const FULL_PER_PERIOD: u32 = 200;
 const SETTINGS_EVERY: u32 = 6;
 
 /// With rows in view ([`Sampler::set_in_view`]), the others are checked
-/// this many times less often; a row that comes into view is checked a
-/// period after its last check (at once when that is past).
+/// this many times less often, and only their scheduler line (the rest
+/// when it moved); a row that comes into view is checked a period after its
+/// last check (at once when that is past), in full.
 const OFF_VIEW_EVERY: u32 = 6;
 
 /// One device's numbers for one interval.
@@ -464,6 +465,9 @@ impl Sampler {
                 if let Some(e) = self.entries.get_mut(name) {
                     let due = e.last_check.map_or(now, |t| t + self.refresh_every);
                     e.next_check = e.next_check.min(due);
+                    // Off screen only its scheduler line was read: its
+                    // first check in view reads everything.
+                    e.checks = SETTINGS_EVERY;
                 }
             }
         } else if self.in_view.is_some() {
@@ -701,8 +705,11 @@ impl Sampler {
                 continue;
             }
             // The scheduler line is the cheap sign of someone else's change;
-            // everything else is read when it moved, and every few checks.
-            e.checks += 1;
+            // everything else is read when it moved, and every few checks
+            // of a row in view (a row off screen: when it comes into view).
+            if shown {
+                e.checks += 1;
+            }
             let sched = QueueSettings::read_scheduler(&self.root, &e.dev);
             if sched != e.info.queue.scheduler || e.checks >= full_every {
                 let mut q = QueueSettings::read_basic_with(&self.root, &e.dev, sched);

@@ -176,6 +176,42 @@ mod cache {
         assert_eq!(nr_of(&snap, "sda"), Some(16));
     }
 
+    /// Off screen, a check reads the scheduler line only (the rest when it
+    /// moved); a row that comes into view is read in full at its first
+    /// check there.
+    #[test]
+    fn rows_out_of_view_read_their_scheduler_line_until_in_view() {
+        let (_d, t) = two_disks();
+        let mut s = manual(&t);
+        s.set_refresh_every(Duration::from_millis(20));
+        s.set_in_view(Some(&["sda".to_string()]));
+        std::thread::sleep(Duration::from_millis(30));
+        s.tick().unwrap();
+        std::fs::write(t.dev_dir("sdb").join("queue/nr_requests"), "32\n").unwrap();
+        // Off-screen checks come every 120 ms: several of them.
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(130));
+            s.tick().unwrap();
+        }
+        let snap = s.tick().unwrap();
+        assert_eq!(nr_of(&snap, "sdb"), Some(256), "off screen: scheduler only");
+        // Its scheduler moved: that check reads the rest too.
+        std::fs::write(t.dev_dir("sdb").join("queue/scheduler"), "kyber\n").unwrap();
+        t.settle("sdb", &["none", "mq-deadline", "kyber", "bfq"], 64)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(130));
+        let snap = s.tick().unwrap();
+        let q = &snap.device("sdb").unwrap().queue;
+        assert_eq!(q.active_label(), "kyber");
+        assert_eq!(q.nr_requests, Some(64));
+        // In view: read in full at its first check, the scheduler unmoved.
+        std::fs::write(t.dev_dir("sdb").join("queue/nr_requests"), "16\n").unwrap();
+        s.set_in_view(Some(&["sdb".to_string()]));
+        std::thread::sleep(Duration::from_millis(30));
+        let snap = s.tick().unwrap();
+        assert_eq!(nr_of(&snap, "sdb"), Some(16), "in view: read in full");
+    }
+
     #[test]
     fn hot_plug_refreshes_and_the_new_device_has_no_data_yet() {
         let (_d, t) = tree();
