@@ -171,7 +171,16 @@ impl LiveSource {
             .spawn(move || self.run(&feed, &control))
     }
 
+    /// Sample, and send what the tick found with one wake-up of the loop
+    /// at the end (woken per message, it could take the snapshot in and
+    /// draw before the latency came, and draw again for it).
     fn tick(&mut self, feed: &FeedTx) -> bool {
+        let ok = self.tick_quietly(feed);
+        feed.wake();
+        ok
+    }
+
+    fn tick_quietly(&mut self, feed: &FeedTx) -> bool {
         // Rows off screen are checked less often, except while recording:
         // a recording has every row, so each is checked every period.
         let view = (!self.recorder.is_active())
@@ -214,18 +223,18 @@ impl LiveSource {
                 };
                 // The recording gets the interval the app is sent.
                 if let Some(ev) = self.recorder.snapshot(&s, interval.as_ref())
-                    && feed.send(Feed::Record(ev)).is_err()
+                    && feed.send_quietly(Feed::Record(ev)).is_err()
                 {
                     return false;
                 }
-                let who = |m| feed.send(Feed::WhereIo(m)).is_ok();
+                let who = |m| feed.send_quietly(Feed::WhereIo(m)).is_ok();
                 if !self.where_io.tick(self.sampler.root(), &s, who)
-                    || feed.send(Feed::Snapshot(Box::new(s))).is_err()
+                    || feed.send_quietly(Feed::Snapshot(Box::new(s))).is_err()
                 {
                     return false;
                 }
                 if let Some(p) = probe
-                    && feed.send(Feed::Probe(p)).is_err()
+                    && feed.send_quietly(Feed::Probe(p)).is_err()
                 {
                     return false;
                 }
@@ -236,7 +245,7 @@ impl LiveSource {
             }
             Err(e) => Feed::Error(format!("cannot read diskstats: {e}")),
         };
-        feed.send(msg).is_ok()
+        feed.send_quietly(msg).is_ok()
     }
 
     /// Seconds on the sampler's clock for `at`.

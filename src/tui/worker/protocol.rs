@@ -265,13 +265,24 @@ impl FeedTx {
         Self { tx, wake }
     }
 
-    /// Send one message; `Err` once the app hung up.
+    /// Send one message and wake the loop; `Err` once the app hung up.
     pub fn send(&self, f: Feed) -> Result<(), AppGone> {
-        let sent = self.tx.send(f).map_err(|_| AppGone);
+        let sent = self.send_quietly(f);
+        self.wake();
+        sent
+    }
+
+    /// Send one message of several, the last of which (or a [`FeedTx::wake`])
+    /// wakes the loop.
+    pub fn send_quietly(&self, f: Feed) -> Result<(), AppGone> {
+        self.tx.send(f).map_err(|_| AppGone)
+    }
+
+    /// Wake the loop for what was sent quietly.
+    pub fn wake(&self) {
         if let Some(w) = &self.wake {
             w.wake();
         }
-        sent
     }
 }
 
@@ -289,9 +300,7 @@ impl From<Sender<Feed>> for FeedTx {
 impl Drop for FeedTx {
     /// A worker that ends (or panics) is noticed at once.
     fn drop(&mut self) {
-        if let Some(w) = &self.wake {
-            w.wake();
-        }
+        self.wake();
     }
 }
 
