@@ -75,6 +75,9 @@ fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last
     let lo = TestLoop::new(64);
     let dev = lo.name().to_string();
     let _load = FioLoad::randread(&dev);
+    // And one of our own that stays idle: a row without a p99 whatever
+    // else the machine has (zram0 may have no size, and so no row).
+    let _idle = TestLoop::new(16);
     let journal = tempfile::tempdir().unwrap();
     let t = Tmux::start(
         &format!(
@@ -165,6 +168,9 @@ fn wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount() {
     let lo = TestLoop::new(64);
     let dev = lo.name().to_string();
     let _load = FioLoad::randread(&dev);
+    // And one of our own that stays idle: a row without a p99 whatever
+    // else the machine has (zram0 may have no size, and so no row).
+    let _idle = TestLoop::new(16);
     let journal = tempfile::tempdir().unwrap();
     let t = Tmux::start(
         &format!(
