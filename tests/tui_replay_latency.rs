@@ -299,3 +299,52 @@ fn an_untraced_recording_gives_the_recorders_reason() {
     assert!(s.contains("no p99: not recorded (needs root)"), "{s}");
     assert!(app.latency.history.is_empty());
 }
+
+/// Tracing stopped while `R` recorded (the live worker then has no interval
+/// to give): those samples say so, and the replay shows them as not traced
+/// (`-`), not as idle; the completions the kernel could not count come
+/// back as the live header's `lost`.
+#[test]
+fn intervals_recorded_after_tracing_stopped_replay_as_not_traced() {
+    let mut m = Machine::three();
+    let sampler = Sampler::new(m.tree.root()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stopped.ndjson");
+    let mut rec = LiveRecorder::default();
+    let traced = LatencyFacts {
+        traced: true,
+        unavailable: None,
+    };
+    rec.start(&file, &sampler, 0.0, Duration::from_secs(1), Some(traced));
+    let mut traced_until = 0.0;
+    for _ in 0..10 {
+        let s = m.step(1.0, &busy(4));
+        let i = Interval {
+            lost: 2,
+            ..interval(&m, false)
+        };
+        assert_eq!(rec.snapshot(&s, Some(&i)), None);
+        traced_until = s.t;
+    }
+    for _ in 0..3 {
+        let s = m.step(1.0, &busy(4));
+        assert_eq!(rec.snapshot(&s, None), None);
+    }
+    rec.stop();
+    let text_of_file = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text_of_file.matches("\"untraced\":true").count(), 3);
+    let (app, _, _) = replayed(&file);
+    assert!(app.now > traced_until + 1.0);
+    assert_eq!(
+        app.latency_now("sda", Dir::Read),
+        None,
+        "not traced, not idle"
+    );
+    let h = &app.latency.history["sda"];
+    assert!(h.back().unwrap().t <= traced_until + 1e-9, "no point after");
+    // The first sample has no rates in a replay (nothing before it to
+    // compare): its interval is not shown, nor its lost completions.
+    assert_eq!(app.latency.lost, 18);
+    let s = text(&screen(&app, 160, 48));
+    assert!(s.contains("lost 18 I/Os"), "{s}");
+}

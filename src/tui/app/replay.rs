@@ -28,6 +28,7 @@ impl App {
         self.histories.clear();
         // The kernel's histograms too: the refed window is earlier than them.
         self.latency.history.clear();
+        self.latency.lost = 0;
         self.marks.clear();
         self.undo.clear();
         self.samples = 0;

@@ -154,10 +154,12 @@ pub fn sample_of(interval: &Interval, s: &Snapshot) -> Option<LatencySample> {
 
 /// The same message from a recorded frame: the snapshot `s` the player
 /// rebuilt and the histograms recorded with it (`lat`, by device and key);
-/// the diskseq is the recorded device's. `None` when `s` has no rates.
+/// the diskseq is the recorded device's; `lost` its lost completions.
+/// `None` when `s` has no rates.
 pub fn sample_of_recorded(
     s: &Snapshot,
     lat: &BTreeMap<String, DeviceLat>,
+    lost: u64,
 ) -> Option<LatencySample> {
     let itv = s.interval?;
     let devices = lat
@@ -183,7 +185,7 @@ pub fn sample_of_recorded(
         t: s.t,
         itv,
         devices,
-        lost: 0,
+        lost,
     })
 }
 

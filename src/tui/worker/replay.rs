@@ -60,8 +60,10 @@ pub struct ReplaySource {
 /// A frame as the app takes it: its marks, its snapshot, and (when the
 /// recording was traced) the histograms of its interval.
 fn push_frame(f: Frame, traced: bool, out: &mut Vec<Feed>) {
-    let lat = traced
-        .then(|| sample_of_recorded(&f.snapshot, &f.latency))
+    // An interval the recorder could not trace gets no sample: its rows
+    // show `-` (not traced), never a count of 0 (idle).
+    let lat = (traced && !f.untraced)
+        .then(|| sample_of_recorded(&f.snapshot, &f.latency, f.lost))
         .flatten();
     out.extend(f.marks.into_iter().map(Feed::Change));
     out.push(Feed::Snapshot(Box::new(f.snapshot)));

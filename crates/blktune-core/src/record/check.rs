@@ -198,6 +198,8 @@ mod tests {
             iowait_pct: None,
             disks: BTreeMap::new(),
             lat: BTreeMap::new(),
+            lost: 0,
+            untraced: false,
         })
     }
 
@@ -227,6 +229,8 @@ mod tests {
             iowait_pct: Some(5.0),
             disks,
             lat: BTreeMap::new(),
+            lost: 0,
+            untraced: false,
         });
         assert!(record(&r).unwrap_err().contains("disk name"));
         let disks = (0..=MAX_DEVICES).map(|i| (i.to_string(), vec![])).collect();
@@ -236,6 +240,8 @@ mod tests {
             iowait_pct: None,
             disks,
             lat: BTreeMap::new(),
+            lost: 0,
+            untraced: false,
         });
         assert!(record(&r).unwrap_err().contains("disks"));
     }

@@ -163,6 +163,19 @@ pub struct Sample {
     /// whole device (only those with I/O).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lat: BTreeMap<String, DeviceLat>,
+    /// Completions of that interval no histogram counted (the kernel had
+    /// no room for a new one), of any device.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost: u64,
+    /// In a traced recording: that interval's histograms could not be read
+    /// (tracing stopped, or a read failed), so a device without `lat` was
+    /// not traced then, rather than idle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untraced: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A device's full queue settings at `t`.

@@ -153,6 +153,18 @@ mod tests {
         hists: &[Hist],
         traced: Option<bool>,
     ) -> std::path::PathBuf {
+        recording_with_gaps(dir, hists, traced, &[], 0)
+    }
+
+    /// [`recording`] whose samples `gaps` (indices) could not be traced,
+    /// and whose every sample lost `lost` completions.
+    fn recording_with_gaps(
+        dir: &std::path::Path,
+        hists: &[Hist],
+        traced: Option<bool>,
+        gaps: &[usize],
+        lost: u64,
+    ) -> std::path::PathBuf {
         let path = dir.join("lat.ndjson");
         let mut f = std::fs::File::create(&path).unwrap();
         let mut line = |r: &Record| writeln!(f, "{}", serde_json::to_string(r).unwrap()).unwrap();
@@ -200,7 +212,8 @@ mod tests {
                 }));
             }
             total += h.count();
-            let lat = if traced == Some(true) && !h.is_empty() {
+            let untraced = gaps.contains(&i);
+            let lat = if traced == Some(true) && !h.is_empty() && !untraced {
                 BTreeMap::from([(
                     "sda".to_string(),
                     BTreeMap::from([("r".to_string(), SparseHist::from(h))]),
@@ -217,6 +230,8 @@ mod tests {
                     vec![total, 0, total * 8, total, 0, 0, 0, 0, 0, t as u64 * 500, 0],
                 )]),
                 lat,
+                lost,
+                untraced,
             }));
         }
         path
@@ -312,6 +327,39 @@ mod tests {
             "{}",
             s.to_text()
         );
+    }
+
+    /// Intervals the recorder could not trace are unknown, not idle: a
+    /// window made only of them has no figures (not `n=0`), the pooled
+    /// figures rest on the others, and the summary says how many there
+    /// were and how many completions the kernel could not count.
+    #[test]
+    fn untraced_intervals_are_unknown_and_said_with_the_lost_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let hists: Vec<Hist> = (0..10).map(|_| reads(500, 2.0, 0)).collect();
+        // Samples 1-5 are the change's before window (the first has no rates).
+        let path = recording_with_gaps(dir.path(), &hists, Some(true), &[1, 2, 3, 4, 7], 3);
+        let (_, s) = crate::record::summarize_file(&path, None).unwrap();
+        let c = &s.changes[0];
+        assert!(c.latency_before.is_none(), "{:?}", c.latency_before);
+        // After: the intervals wholly after the switch (7-10 s), 8 s untraced.
+        assert_eq!(c.latency_after.unwrap().reads.unwrap().n, 3 * 500);
+        assert_eq!(s.devices[0].latency.unwrap().reads.unwrap().n, 4 * 500);
+        assert_eq!((s.latency_untraced, s.latency_lost), (5, 30));
+        let t = s.to_text();
+        assert!(t.contains("5 interval(s) could not be read"), "{t}");
+        assert!(t.contains("30 completion(s) no histogram counted"), "{t}");
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            (v["latency_untraced"].as_u64(), v["latency_lost"].as_u64()),
+            (Some(5), Some(30))
+        );
+        // Every interval traced: nothing said, nothing in the JSON.
+        let path = recording(dir.path(), &hists, Some(true));
+        let (_, s) = crate::record::summarize_file(&path, None).unwrap();
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(v.get("latency_untraced").is_none() && v.get("latency_lost").is_none());
+        assert!(s.to_text().contains("histograms of every interval"));
     }
 
     #[test]

@@ -82,6 +82,8 @@ pub struct Recorder {
     /// The settings changes made in this process should lead to.
     expected: BTreeMap<String, Wanted>,
     stats: RecordStats,
+    /// The header says samples carry the kernel's histograms.
+    traced: bool,
 }
 
 /// Unix seconds of a wall-clock time.
@@ -115,6 +117,7 @@ impl Recorder {
         opts: &RecordOptions,
         latency: Option<LatencyFacts>,
     ) -> Result<Self, RecordError> {
+        let traced = latency.as_ref().is_some_and(|l| l.traced);
         let only: Option<BTreeSet<String>> =
             (!opts.only.is_empty()).then(|| opts.only.iter().cloned().collect());
         if let Some(only) = &only
@@ -141,6 +144,7 @@ impl Recorder {
                 samples: 0,
                 changes: 0,
             },
+            traced,
         };
         rec.set_empty(devices);
         let wanted = rec.wanted(devices);
@@ -225,7 +229,10 @@ impl Recorder {
     /// Record one sampler tick with the kernel's latency histograms of the
     /// same interval (read just after it), for the recorded whole devices.
     /// A device's histograms go in only when their diskseq is the device's
-    /// now (never an earlier device's under the same number).
+    /// now (never an earlier device's under the same number). In a traced
+    /// recording, an interval without them (`None` after the first sample:
+    /// the read failed, or tracing stopped) is marked `untraced`, so that
+    /// a replay shows it as not traced rather than idle.
     pub fn snapshot_traced(
         &mut self,
         s: &Snapshot,
@@ -265,6 +272,8 @@ impl Recorder {
             iowait_pct: s.iowait_pct,
             disks,
             lat,
+            lost: traced.map_or(0, |i| i.lost),
+            untraced: self.traced && traced.is_none() && s.interval.is_some(),
         }))?;
         self.stats.samples += 1;
         self.last_t = t;

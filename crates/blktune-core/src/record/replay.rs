@@ -67,6 +67,11 @@ pub struct Frame {
     /// device (those of samples merged into it pooled); empty when none
     /// were recorded.
     pub latency: BTreeMap<String, DeviceLat>,
+    /// Completions of the frame's interval that no histogram counted.
+    pub lost: u64,
+    /// In a traced recording: (part of) the frame's interval was not
+    /// traced, so a device without histograms is not known to be idle.
+    pub untraced: bool,
 }
 
 /// Turns records, in file order, into frames: settings and device lists
@@ -92,6 +97,9 @@ pub(super) struct Frames {
     /// Latency histograms of samples held back since the last frame: they
     /// belong to the next frame's interval.
     held_lat: BTreeMap<String, DeviceLat>,
+    /// ... and their lost completions and untraced intervals.
+    held_lost: u64,
+    held_untraced: bool,
     /// Samples after this time are not played (the end the scan saw).
     until: f64,
     /// A sample after `until` was met: nothing more to play.
@@ -113,6 +121,8 @@ impl Frames {
             framed_t: None,
             held: None,
             held_lat: BTreeMap::new(),
+            held_lost: 0,
+            held_untraced: false,
             until,
             past_end: false,
         }
@@ -161,6 +171,10 @@ impl Frames {
                 if self.framed_t.is_some_and(|f| s.t - f < MIN_FRAME_GAP) {
                     let mut s = s;
                     latency::merge(&mut self.held_lat, std::mem::take(&mut s.lat));
+                    // Taken, as its histograms are: the held sample may
+                    // still be framed itself (the last one).
+                    self.held_lost = self.held_lost.saturating_add(std::mem::take(&mut s.lost));
+                    self.held_untraced |= std::mem::take(&mut s.untraced);
                     self.held = Some(s);
                     return None;
                 }
@@ -188,6 +202,8 @@ impl Frames {
 
     fn frame(&mut self, mut s: Sample) -> Frame {
         let mut lat = std::mem::take(&mut self.held_lat);
+        let lost = std::mem::take(&mut self.held_lost).saturating_add(s.lost);
+        let untraced = std::mem::take(&mut self.held_untraced) || s.untraced;
         latency::merge(&mut lat, std::mem::take(&mut s.lat));
         let mut warnings = Vec::new();
         let lines: Vec<DiskStatsLine> = s
@@ -231,6 +247,8 @@ impl Frames {
             },
             marks: std::mem::take(&mut self.marks),
             latency: lat,
+            lost,
+            untraced,
         }
     }
 }
@@ -504,6 +522,8 @@ mod tests {
             iowait_pct: None,
             disks,
             lat: BTreeMap::new(),
+            lost: 0,
+            untraced: false,
         })
     }
 
@@ -538,6 +558,40 @@ mod tests {
             assert!((r_s - 6400.0).abs() < 1e-6, "{r_s} at {}", fr.snapshot.t);
         }
         assert_eq!(made[1].snapshot.interval, Some(4.0 / 64.0));
+    }
+
+    /// A merged frame's lost completions are its samples' sum, and it is
+    /// untraced when any of them was; the last sample, held and then
+    /// framed itself, is not counted twice.
+    #[test]
+    fn merged_samples_add_their_lost_and_untraced_counts_once() {
+        let marked = |t: f64, lost: u64, untraced: bool| match sample(t) {
+            Record::Sample(s) => Record::Sample(Sample {
+                lost,
+                untraced,
+                ..s
+            }),
+            r => r,
+        };
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        let mut made: Vec<Frame> = Vec::new();
+        for (i, (lost, untraced)) in [(1, false), (2, false), (4, true), (8, false), (16, false)]
+            .into_iter()
+            .enumerate()
+        {
+            made.extend(f.push(marked(f64::from(i as u32) / 64.0, lost, untraced)));
+        }
+        made.extend(f.finish());
+        let got: Vec<(u64, bool)> = made.iter().map(|fr| (fr.lost, fr.untraced)).collect();
+        // Frames at 0 and 4/64 (1/64 to 3/64 merged into it).
+        assert_eq!(got, [(1, false), (2 + 4 + 8 + 16, true)]);
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        let mut made: Vec<Frame> = Vec::new();
+        made.extend(f.push(marked(0.0, 1, false)));
+        made.extend(f.push(marked(1.0 / 64.0, 2, true)));
+        made.extend(f.finish());
+        let got: Vec<(u64, bool)> = made.iter().map(|fr| (fr.lost, fr.untraced)).collect();
+        assert_eq!(got, [(1, false), (2, true)], "the held last sample once");
     }
 
     #[test]

@@ -59,6 +59,14 @@ pub struct Summary {
     /// Whether the kernel's latency histograms were recorded (`null`: a
     /// recording from before they existed).
     pub latency: Option<LatencyFacts>,
+    /// In a traced recording, intervals whose histograms could not be read
+    /// (the percentiles rest on the others).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub latency_untraced: usize,
+    /// Completions no histogram counted (the kernel had no room), of any
+    /// device: the counts may be short by as many.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub latency_lost: u64,
     pub devices: Vec<DeviceSummary>,
     pub changes: Vec<ChangeSummary>,
     /// Problems met while reading.
@@ -202,10 +210,14 @@ impl Sides {
 struct Acc {
     frames: Frames,
     /// Recent points of each whole device, oldest first, with the kernel's
-    /// histograms of the interval when there were any.
+    /// histograms of the interval (empty: traced, no I/O; `None`: not
+    /// traced).
     rings: HashMap<String, VecDeque<(Point, Option<DeviceLat>)>>,
     /// Samples carry histograms: a device without any had no I/O.
     traced: bool,
+    /// Frames not traced (a device without histograms then: unknown).
+    untraced: usize,
+    lost: u64,
     /// Each whole device's histograms over the whole recording.
     device_lat: HashMap<String, LatAcc>,
     ring_cap: usize,
@@ -226,6 +238,8 @@ impl Acc {
             frames: Frames::new(facts, until),
             rings: HashMap::new(),
             traced,
+            untraced: 0,
+            lost: 0,
             device_lat: HashMap::new(),
             ring_cap: RING_BUDGET,
             sides: Vec::new(),
@@ -272,7 +286,7 @@ impl Acc {
             lat: (self.sides.len() < LATENCY_CHANGES).then(Default::default),
         };
         for (p, lat) in self.rings.get(&c.device).into_iter().flatten() {
-            side.add(p, self.lat_of(lat.as_ref()));
+            side.add(p, lat.as_ref());
         }
         self.open
             .entry(c.device.clone())
@@ -283,6 +297,8 @@ impl Acc {
 
     fn frame(&mut self, f: &Frame) {
         let s = &f.snapshot;
+        self.untraced += usize::from(self.traced && f.untraced);
+        self.lost = self.lost.saturating_add(f.lost);
         for w in &s.warnings {
             if self.warnings.len() < SHOWN_NOTES {
                 self.warnings.push(w.clone());
@@ -315,7 +331,7 @@ impl Acc {
                 stats: st.stats.ok(),
             };
             let recorded = f.latency.get(name);
-            let lat = self.lat_of(recorded);
+            let lat = self.lat_of(recorded, f.untraced);
             if p.stats.is_some() && self.rings.contains_key(name) {
                 self.device_lat.entry(name.clone()).or_default().add(lat);
             }
@@ -327,7 +343,7 @@ impl Acc {
                 });
             }
             if let Some(ring) = self.rings.get_mut(name) {
-                ring.push_back((p, recorded.cloned()));
+                ring.push_back((p, lat.cloned()));
                 while ring.len() > self.ring_cap
                     || ring
                         .front()
@@ -342,9 +358,9 @@ impl Acc {
     /// A device's histograms of an interval: the recorded ones; empty when
     /// the recording was traced and the device had none (no I/O); `None`
     /// when not traced.
-    fn lat_of<'a>(&self, recorded: Option<&'a DeviceLat>) -> Option<&'a DeviceLat> {
+    fn lat_of<'a>(&self, recorded: Option<&'a DeviceLat>, untraced: bool) -> Option<&'a DeviceLat> {
         static NONE: DeviceLat = DeviceLat::new();
-        recorded.or(self.traced.then_some(&NONE))
+        recorded.or((self.traced && !untraced).then_some(&NONE))
     }
 
     fn finish(mut self, rec: &Recording, local_host: Option<&str>) -> Summary {
@@ -436,6 +452,8 @@ impl Acc {
             interval_s: header.interval_s,
             end_reason: rec.end().map(|e| e.reason.clone()),
             latency: header.latency.clone(),
+            latency_untraced: self.untraced,
+            latency_lost: self.lost,
             devices,
             changes,
             notes,
@@ -503,6 +521,10 @@ fn device_latency(k: &KernelFigures) -> String {
 }
 
 /// `0.5s`, `29.8s`, `1m30.0s`.
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}
+
 fn secs(s: f64) -> String {
     let s = s.max(0.0);
     if s < 60.0 {
@@ -563,7 +585,11 @@ impl Summary {
             o,
             "  latency   {}",
             match &self.latency {
-                Some(l) if l.traced => "the kernel's histograms of every interval (percentiles pooled per window; p99 from 100 I/Os)".to_owned(),
+                Some(l) if l.traced && self.latency_untraced == 0 => "the kernel's histograms of every interval (percentiles pooled per window; p99 from 100 I/Os)".to_owned(),
+                Some(l) if l.traced => format!(
+                    "the kernel's histograms, but {} interval(s) could not be read: the percentiles rest on the others",
+                    self.latency_untraced
+                ),
                 Some(l) => format!(
                     "not recorded ({})",
                     l.unavailable.as_deref().unwrap_or("not traced")
@@ -571,6 +597,13 @@ impl Summary {
                 None => "not recorded (made before blktune recorded them)".to_owned(),
             }
         );
+        if self.latency_lost > 0 {
+            let _ = writeln!(
+                o,
+                "            {} completion(s) no histogram counted: the counts may be short by as many",
+                self.latency_lost
+            );
+        }
         for d in &self.devices {
             let sched = match (&d.scheduler_first, &d.scheduler_last) {
                 (Some(a), Some(b)) if a != b => format!("{a} at start, {b} at end"),
