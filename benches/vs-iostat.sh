@@ -14,11 +14,15 @@
 # detached at the end, also on Ctrl-C. It only reads other devices.
 #
 # BLKTUNE=path picks the binary (default: target/release/blktune);
-# TUI_SECONDS=n how long the TUI's idle CPU is measured (default 30).
+# TUI_SECONDS=n how long the TUI's idle CPU is measured (default 30);
+# BASELINE=path another build whose TUI runs idle beside it over the same
+# seconds (same size, also --read-only): its CPU is printed next to it, so a
+# change's effect is seen in one run on a noisy machine.
 set -euo pipefail
 
 BLKTUNE=${BLKTUNE:-$(dirname "$0")/../target/release/blktune}
 TUI_SECONDS=${TUI_SECONDS:-30}
+BASELINE=${BASELINE:-}
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(200 1000)
 
@@ -34,6 +38,7 @@ DEVS=()
 
 cleanup() {
     tmux kill-session -t "$TMUX_NAME" 2>/dev/null || true
+    tmux kill-session -t "$TMUX_NAME-base" 2>/dev/null || true
     # Only devices whose backing file is ours (never vda, zram0 or anyone else's).
     for d in "${DEVS[@]}"; do
         b=$(cat "/sys/block/$d/loop/backing_file" 2>/dev/null || true)
@@ -107,22 +112,35 @@ for n in "${SIZES[@]}"; do
         sleep 0.005
     done
     tpid=$(pgrep -n -f "^$BLKTUNE --read-only -i 1s" || true)
-    core=- trss=-
+    bpid=
+    if [ -n "$BASELINE" ]; then
+        tmux new-session -d -s "$TMUX_NAME-base" -x 160 -y 48 "$BASELINE --read-only -i 1s"
+        sleep 0.5
+        bpid=$(pgrep -n -f "^$BASELINE --read-only -i 1s" || true)
+    fi
+    core=- trss=- bcore=-
     if [ -n "$tpid" ]; then
         sleep 6 # the rows past the first screen are filled in the first ticks
         c0=$(pid_cpu "$tpid"); s0=$(date +%s%N)
+        [ -z "$bpid" ] || b0=$(pid_cpu "$bpid")
         sleep "$TUI_SECONDS"
         c1=$(pid_cpu "$tpid"); s1=$(date +%s%N)
+        [ -z "$bpid" ] || b1=$(pid_cpu "$bpid")
         core=$(awk -v c="$((c1 - c0))" -v hz="$HZ" -v ns="$((s1 - s0))" \
+            'BEGIN { printf "%.2f", c / hz / (ns / 1e9) * 100 }')
+        [ -z "$bpid" ] || bcore=$(awk -v c="$((b1 - b0))" -v hz="$HZ" -v ns="$((s1 - s0))" \
             'BEGIN { printf "%.2f", c / hz / (ns / 1e9) * 100 }')
         trss=$(awk '/VmHWM/ { print $2 }' "/proc/$tpid/status")
     fi
     tmux send-keys -t "$TMUX_NAME" q
+    [ -z "$BASELINE" ] || tmux send-keys -t "$TMUX_NAME-base" q
     sleep 0.5
     tmux kill-session -t "$TMUX_NAME" 2>/dev/null || true
+    tmux kill-session -t "$TMUX_NAME-base" 2>/dev/null || true
 
     printf '%7s %8s %12s %12s %7s %10s %9sKi %9sKi %12s %11s %7sKi %15s\n' \
         "$n" "$total" "$wcpu" "$icpu" "$ratio" "$ncpu" "$wrss" "$irss" "$first" "$core" "$trss" "$(load)"
+    [ -z "$BASELINE" ] || echo "        TUI core% beside it, over the same seconds: $bcore ($BASELINE)"
 done
 echo
 echo "devices: loop devices attached by this script; all: entries in /sys/block (both tools"
