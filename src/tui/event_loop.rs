@@ -105,7 +105,8 @@ enum Ready {
 
 /// Wait up to `timeout` for input on stdin or a poke on `wake`, noticing a
 /// hang-up (the pty's other end closed), which crossterm's reader does not.
-fn wait_for_stdin(timeout: Duration, wake: Option<&WakeFd>) -> Ready {
+/// The flag: `wake` is broken (closed), and must not be waited on again.
+fn wait_for_stdin(timeout: Duration, wake: Option<&WakeFd>) -> (Ready, bool) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
@@ -115,25 +116,28 @@ fn wait_for_stdin(timeout: Duration, wake: Option<&WakeFd>) -> Ready {
     }
     let t = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::ZERO);
     let n = poll(&mut fds, t);
+    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+    let mut broken = false;
     if let Some(w) = wake
-        && fds[1].revents().is_some_and(|r| !r.is_empty())
+        && let Some(r) = fds[1].revents()
     {
-        w.drain();
+        // A closed waker would wake every wait at once, for ever.
+        broken = r.intersects(gone);
+        if r.contains(PollFlags::POLLIN) {
+            w.drain();
+        }
     }
-    match n {
+    let ready = match n {
         Ok(0) => Ready::None,
         Ok(_) => match fds[0].revents() {
-            Some(r)
-                if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) =>
-            {
-                Ready::HangUp
-            }
+            Some(r) if r.intersects(gone) => Ready::HangUp,
             Some(r) if r.contains(PollFlags::POLLIN) => Ready::Some,
             _ => Ready::None,
         },
         // EINTR (a signal): look at the flags, then wait again.
         Err(_) => Ready::None,
-    }
+    };
+    (ready, broken)
 }
 
 /// The real terminal's input through crossterm, with the signal flags.
@@ -172,7 +176,11 @@ impl Input for TerminalInput {
 
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
         let ready = if self.stdin_tty {
-            match wait_for_stdin(timeout, self.wake.as_ref()) {
+            let (ready, broken) = wait_for_stdin(timeout, self.wake.as_ref());
+            if broken {
+                self.wake = None;
+            }
+            match ready {
                 // crossterm may hold events it already read from the fd.
                 Ready::None | Ready::Some => event::poll(Duration::ZERO)?,
                 // The terminal went away (SSH dropped, pty closed): stop now.

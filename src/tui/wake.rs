@@ -96,6 +96,18 @@ mod tests {
         assert!(!ready(&fd));
     }
 
+    /// What the loop's wait looks for to stop waiting on a waker that is
+    /// gone (it would otherwise wake every wait at once).
+    #[test]
+    fn with_every_waker_gone_the_fd_reads_as_hung_up() {
+        let (w, fd) = pair().unwrap();
+        drop(w);
+        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).unwrap();
+        assert!(fds[0].revents().unwrap().contains(PollFlags::POLLHUP));
+        fd.drain();
+    }
+
     #[test]
     fn a_signal_wakes_the_loop() {
         let (w, fd) = pair().unwrap();
