@@ -67,6 +67,10 @@ pub struct Tracer {
     btf_prefix: Option<u32>,
     /// See [`Tracer::kernel_issue_times`].
     kernel_issue_times: bool,
+    /// The completion program's fd (owned by `_bpf`): its `fdinfo` counts
+    /// the runs the kernel skipped (a completion that came while the
+    /// program ran on the same CPU), which are lost completions too.
+    complete_fd: Option<i32>,
 }
 
 // By hand: aya's per-CPU array has no `Debug`.
@@ -226,12 +230,20 @@ impl Tracer {
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
         let map = bpf.take_map("lost").ok_or("no map lost")?;
         let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
+        let complete_fd = bpf
+            .program("on_complete")
+            .and_then(|p| p.fd().ok())
+            .map(|fd| {
+                use std::os::fd::{AsFd, AsRawFd};
+                fd.as_fd().as_raw_fd()
+            });
         Ok(Self {
             _bpf: bpf,
             hists,
             lost,
             btf_prefix,
             kernel_issue_times: masks.1 != 0,
+            complete_fd,
         })
     }
 
@@ -249,13 +261,23 @@ impl Tracer {
         self.btf_prefix
     }
 
+    /// Completions the kernel did not run the completion program for, so
+    /// far: it was already running on that CPU (an interrupt's completion
+    /// during it). From the program's `fdinfo`; `None` before Linux 5.12,
+    /// or when unreadable. [`Tracer::read`] counts them as lost.
+    pub fn skipped_completions(&self) -> Option<u64> {
+        self.complete_fd
+            .and_then(|fd| std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok())
+            .and_then(|t| fdinfo_field(&t, "recursion_misses"))
+    }
+
     /// Every device's cumulative histograms now, and the completions lost
     /// so far. Histograms of an earlier device under the same number (a
     /// lower diskseq) are dropped from the map, so they are neither read
     /// again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
         let per_cpu = self.lost.get(&0, 0).map_err(|e| format!("map lost: {e}"))?;
-        let lost = sum_cpus(&per_cpu);
+        let lost = sum_cpus(&per_cpu).wrapping_add(self.skipped_completions().unwrap_or(0));
         let mut raw: Vec<([u64; 2], Span, Hist)> = Vec::new();
         for item in self.hists.iter() {
             // A key deleted between listing and lookup is skipped.
@@ -281,6 +303,14 @@ fn split_value(value: &[u64; SPANS_LEN]) -> impl Iterator<Item = (Span, Hist)> +
         .zip(value.chunks_exact(VALUE_LEN))
         .filter_map(|(span, v)| Some((span, Hist::from_value(v)?)))
         .filter(|(_, h)| !h.is_empty())
+}
+
+/// A number field of an fd's `fdinfo` (`name:\t123`).
+fn fdinfo_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().parse().ok())?
+    })
 }
 
 /// The CPUs' counts together, modulo 2^64 (as the interval's difference
@@ -443,6 +473,31 @@ mod tests {
         assert_eq!(spans, vec![(Span::Device, device)]);
         value[VALUE_LEN..].fill(0);
         assert_eq!(split_value(&value).count(), 0);
+    }
+
+    /// A BPF program's `fdinfo` as Linux 6.x writes it: the skipped runs
+    /// are read; a field that is missing (before 5.12) or not a number is
+    /// none.
+    #[test]
+    fn recursion_misses_are_read_from_the_programs_fdinfo() {
+        let info = "pos:\t0\nflags:\t02000002\nmnt_id:\t16\nino:\t1060\n\
+                    prog_type:\t26\nprog_jited:\t1\nprog_tag:\t0123456789abcdef\n\
+                    memlock:\t4096\nprog_id:\t42\nrun_time_ns:\t0\nrun_cnt:\t0\n\
+                    recursion_misses:\t17\nverified_insns:\t120\n";
+        assert_eq!(fdinfo_field(info, "recursion_misses"), Some(17));
+        assert_eq!(fdinfo_field(info, "prog_id"), Some(42));
+        assert_eq!(
+            fdinfo_field("pos:\t0\nrun_cnt:\t5\n", "recursion_misses"),
+            None
+        );
+        assert_eq!(
+            fdinfo_field("recursion_misses:\tmany\n", "recursion_misses"),
+            None
+        );
+        assert_eq!(
+            fdinfo_field("recursion_misses_x:\t3\n", "recursion_misses"),
+            None
+        );
     }
 
     /// The CPUs' lost counts are added modulo 2^64, as their differences are taken.
