@@ -306,6 +306,34 @@ fn devices_without_a_queue_explain() {
     );
 }
 
+/// A row whose settings are not read yet (rows past the first screen are
+/// read over the first ticks): the change keys say so, never that the
+/// device has no scheduler.
+#[test]
+fn a_row_whose_settings_are_not_read_yet_says_so() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    let mut devs = (*app.devices).clone();
+    let sdb = devs.iter_mut().find(|d| d.name == "sdb").unwrap();
+    sdb.queue = Default::default();
+    app.devices = std::sync::Arc::new(devs);
+    app.selected = Some("sdb".into());
+    for k in ["s", "b", "n", "r", "e"] {
+        press(&mut app, &chars(k));
+        assert!(app.overlay.is_none(), "{k}");
+        let st = status(&app);
+        assert!(
+            st.contains("'sdb': its queue settings are not read yet"),
+            "{k}: {st}"
+        );
+        assert!(
+            !st.contains("no I/O scheduler") && !st.contains("fewer than two"),
+            "{st}"
+        );
+    }
+}
+
 #[test]
 fn navigation_filter_sort_and_hooks() {
     let mut m = Machine::three();

@@ -212,6 +212,14 @@ impl QueueSettings {
     pub fn has_scheduler(&self) -> bool {
         self.scheduler.is_some()
     }
+
+    /// Nothing is known yet: not read (a screen reads the rows past its
+    /// first ones over its first ticks), or none of it readable. Every
+    /// block device has `read_ahead_kb`, even one without a scheduler, so
+    /// this is never a device that merely lacks a queue.
+    pub fn is_unread(&self) -> bool {
+        self.scheduler.is_none() && self.nr_requests.is_none() && self.read_ahead_kb.is_none()
+    }
 }
 
 fn read_num(root: &SysRoot, dev: &DeviceName, a: QueueAttr) -> Option<u64> {

@@ -48,6 +48,15 @@ impl App {
 
     /// Open the export dialog for `name` (prefilled with a shoot-out winner).
     pub(super) fn open_export(&mut self, name: &str, winner: Option<(Wanted, String)>) {
+        // A rule of settings not read yet would set nothing it says it does.
+        if self
+            .devices
+            .iter()
+            .any(|d| d.name == name && d.queue.is_unread())
+        {
+            self.say(StatusKind::Error, super::keys::unread(name));
+            return;
+        }
         let Some(one) = self.candidate(name, winner.as_ref()) else {
             self.say(StatusKind::Error, format!("'{name}' is not shown"));
             return;
@@ -82,6 +91,10 @@ impl App {
             return;
         };
         let name = d.name.clone();
+        if d.queue.is_unread() {
+            self.say(StatusKind::Error, super::keys::unread(&name));
+            return;
+        }
         match &d.queue.scheduler {
             Some(s) if s.available.len() > 1 => {
                 let mut dialog = ShootOutDialog::new(&name, s.available.clone());

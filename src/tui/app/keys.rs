@@ -247,6 +247,10 @@ impl App {
             self.say(StatusKind::Error, self.no_selection());
             return Vec::new();
         };
+        if d.queue.is_unread() {
+            self.say(StatusKind::Error, unread(&d.name));
+            return Vec::new();
+        }
         let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
         if needs_sched && !d.queue.has_scheduler() {
             self.say(
@@ -334,4 +338,11 @@ impl App {
         }
         self.reconcile_selection();
     }
+}
+
+/// What a change key says on a row whose settings are not known yet
+/// ([`blktune_core::device::QueueSettings::is_unread`]): never that the
+/// device has no scheduler.
+pub(super) fn unread(name: &str) -> String {
+    format!("'{name}': its queue settings are not read yet; try again in a moment")
 }
