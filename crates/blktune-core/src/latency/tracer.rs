@@ -71,6 +71,9 @@ pub struct Tracer {
     /// the runs the kernel skipped (a completion that came while the
     /// program ran on the same CPU), which are lost completions too.
     complete_fd: Option<i32>,
+    /// Their count at the last read that found it: a read that fails
+    /// keeps it (a cumulative count that dropped would read as 2^64 lost).
+    skipped: u64,
 }
 
 // By hand: aya's per-CPU array has no `Debug`.
@@ -244,6 +247,7 @@ impl Tracer {
             btf_prefix,
             kernel_issue_times: masks.1 != 0,
             complete_fd,
+            skipped: 0,
         })
     }
 
@@ -277,7 +281,10 @@ impl Tracer {
     /// again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
         let per_cpu = self.lost.get(&0, 0).map_err(|e| format!("map lost: {e}"))?;
-        let lost = sum_cpus(&per_cpu).wrapping_add(self.skipped_completions().unwrap_or(0));
+        if let Some(n) = self.skipped_completions() {
+            self.skipped = n;
+        }
+        let lost = sum_cpus(&per_cpu).wrapping_add(self.skipped);
         let mut raw: Vec<([u64; 2], Span, Hist)> = Vec::new();
         for item in self.hists.iter() {
             // A key deleted between listing and lookup is skipped.
