@@ -450,9 +450,20 @@ impl Sampler {
     /// The rows a screen shows now: their settings are checked every
     /// period, the others every [`OFF_VIEW_EVERY`] periods, and a row that
     /// comes into view is checked a period after its last check (at the
-    /// next tick when that is past), as if it had been in view all along. `None` (as at the start): every row, every
-    /// period (`watch`, and a recording, whose rows are all shown).
+    /// next tick when that is past), as if it had been in view all along.
+    /// `None` (as at the start): every row, every period (`watch`, and a
+    /// recording, whose rows are all shown).
     pub fn set_in_view(&mut self, rows: Option<&[String]>) {
+        // Told every tick (the live worker does): nothing to do, and no
+        // set built, while the rows stay the same.
+        let same = match (&self.in_view, rows) {
+            (None, None) => true,
+            (Some(old), Some(new)) => old.len() == new.len() && new.iter().all(|n| old.contains(n)),
+            _ => false,
+        };
+        if same {
+            return;
+        }
         let now = Instant::now();
         let rows: Option<BTreeSet<String>> = rows.map(|r| r.iter().cloned().collect());
         if let Some(new) = &rows {
