@@ -4,8 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod tui_fixture;
 use blktune::tui::TuiError;
-use blktune::tui::event_loop::{FIRST_POLL, Input, POLL, run_loop};
+use blktune::tui::event_loop::{FIRST_POLL, Input, POLL, page_rows, run_loop};
+use blktune::tui::render::draw_rows;
 use blktune::tui::worker::protocol::{Feed, LiveControl, ToWorker};
+use blktune_core::fake::FakeDisk;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -196,31 +198,52 @@ fn the_loop_looks_for_the_first_snapshot_often_then_waits_longer() {
 }
 
 /// The rows on screen go to the live worker whenever they change (it checks
-/// their settings every period, the rest less often): a page of two rows
-/// of three, then the selection moved below it; and not again unchanged.
+/// their settings every period, the rest less often): the first page of
+/// eight disks, then the last page once the selection moves to the end;
+/// and not again unchanged. The rows are the ones the table drew.
 #[test]
 fn the_rows_on_screen_are_told_to_the_worker_when_they_change() {
-    let mut m = Machine::three();
+    let names = ["sda", "sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh"];
+    let disks: Vec<FakeDisk> = (0u32..)
+        .zip(names)
+        .map(|(i, n)| FakeDisk::new(n).dev(8, 16 * i))
+        .collect();
+    let mut m = Machine::new(&disks);
     let mut app = m.app(None);
-    app.on_feed(Feed::Snapshot(Box::new(m.step(1.0, &busy(4)))));
-    app.on_resize(2);
+    let loads = busy(4)
+        .into_iter()
+        .filter(|(n, _)| *n != "zram0")
+        .collect::<Vec<_>>();
+    app.on_feed(Feed::Snapshot(Box::new(m.step(1.0, &loads))));
+    // By %util: sdb, sda, then the idle ones by name; sda selected.
+    let order = ["sdb", "sda", "sdc", "sdd", "sde", "sdf", "sdg", "sdh"];
+    let (w, h) = (80, 16);
+    let n = page_rows(w, h, &app).unwrap();
+    assert!(n < order.len(), "a page shorter than the table: {n}");
+    app.on_resize(n);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let mut drawn = |app: &blktune::tui::app::App| {
+        let mut shown = None;
+        term.draw(|f| shown = draw_rows(f, app)).unwrap();
+        shown.unwrap()
+    };
     let view =
         |c: Option<blktune::tui::worker::protocol::Control>| match c.and_then(|c| c.to_live()) {
             Some(ToWorker::Own(LiveControl::InView(rows))) => Some(rows),
             None => None,
             other => panic!("{other:?}"),
         };
-    // By %util: sdb, sda, zram0; sda (first by name) selected.
+    let rows = drawn(&app);
+    assert_eq!(rows, order[..n]);
+    assert_eq!(view(app.view_control_for(rows.clone())), Some(rows.clone()));
     assert_eq!(
-        view(app.view_control()),
-        Some(vec!["sdb".to_string(), "sda".into()])
+        view(app.view_control_for(drawn(&app))),
+        None,
+        "unchanged: nothing sent"
     );
-    assert_eq!(view(app.view_control()), None, "unchanged: nothing sent");
-    let _ = app.on_key(&KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE));
-    assert_eq!(app.selected.as_deref(), Some("zram0"));
-    assert_eq!(
-        view(app.view_control()),
-        Some(vec!["sda".to_string(), "zram0".into()])
-    );
-    assert_eq!(app.rows_on_screen(), ["sda", "zram0"]);
+    let _ = app.on_key(&KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    assert_eq!(app.selected.as_deref(), Some("sdh"));
+    let rows = drawn(&app);
+    assert_eq!(rows, order[order.len() - n..]);
+    assert_eq!(view(app.view_control_for(rows.clone())), Some(rows));
 }

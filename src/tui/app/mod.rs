@@ -151,7 +151,7 @@ pub struct App {
     /// Rows of the device table on screen (page size for PgUp/PgDn); set
     /// by the event loop through [`App::on_resize`], never by drawing.
     page_rows: usize,
-    /// The rows on screen last told to the live worker ([`App::view_control`]).
+    /// The rows on screen last told to the live worker ([`App::view_control_for`]).
     view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
@@ -302,40 +302,12 @@ impl App {
         v.into_iter().map(|(_, d)| d).collect()
     }
 
-    /// The names of the table's rows on screen, as the last draw placed
-    /// them ([`first_row_shown`] on its page of rows).
-    pub fn rows_on_screen(&self) -> Vec<String> {
-        let devs = self.visible();
-        let sel = self
-            .selected
-            .as_ref()
-            .and_then(|s| devs.iter().position(|d| &d.name == s));
-        devs.iter()
-            .skip(first_row_shown(sel, self.page_rows))
-            .take(self.page_rows)
-            .map(|d| d.name.clone())
-            .collect()
-    }
-
-    /// The message telling the live worker which rows are on screen (whose
-    /// settings it then checks every period, the rest less often), when
-    /// they changed since the last one; `None` in a replay. Called after
-    /// every draw.
-    pub fn view_control(&mut self) -> Option<Control> {
-        if self.replay.is_some() {
-            return None;
-        }
-        let rows = self.rows_on_screen();
-        self.view_control_for(rows)
-    }
-
-    /// [`App::view_control`] for the rows a draw just showed
-    /// ([`crate::tui::render::draw_rows`]): no second sort of the table.
+    /// The message telling the live worker which rows a draw just showed
+    /// ([`crate::tui::render::draw_rows`]; it checks their settings every
+    /// period, the rest less often), when they changed since the last one;
+    /// `None` in a replay. Called after every draw.
     pub fn view_control_for(&mut self, rows: Vec<String>) -> Option<Control> {
-        if self.replay.is_some() {
-            return None;
-        }
-        if self.view_sent.as_ref() == Some(&rows) {
+        if self.replay.is_some() || self.view_sent.as_ref() == Some(&rows) {
             return None;
         }
         self.view_sent = Some(rows.clone());
