@@ -49,12 +49,7 @@ impl App {
     /// Open the export dialog for `name` (prefilled with a shoot-out winner).
     pub(super) fn open_export(&mut self, name: &str, winner: Option<(Wanted, String)>) {
         // A rule of settings not read yet would set nothing it says it does.
-        if self
-            .devices
-            .iter()
-            .any(|d| d.name == name && d.queue.is_unread())
-        {
-            self.say(StatusKind::Error, super::keys::unread(name));
+        if self.refuse_unread(name) {
             return;
         }
         let Some(one) = self.candidate(name, winner.as_ref()) else {
@@ -86,15 +81,16 @@ impl App {
             self.say(StatusKind::Error, why);
             return;
         }
+        if let Some(name) = self.selected_device().map(|d| d.name.clone())
+            && self.refuse_unread(&name)
+        {
+            return;
+        }
         let Some(d) = self.selected_device() else {
             self.say(StatusKind::Error, self.no_selection());
             return;
         };
         let name = d.name.clone();
-        if d.queue.is_unread() {
-            self.say(StatusKind::Error, super::keys::unread(&name));
-            return;
-        }
         match &d.queue.scheduler {
             Some(s) if s.available.len() > 1 => {
                 let mut dialog = ShootOutDialog::new(&name, s.available.clone());

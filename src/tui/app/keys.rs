@@ -114,6 +114,24 @@ impl App {
         None
     }
 
+    /// Say so, and `true`, when `name`'s settings are not read yet
+    /// ([`blktune_core::device::QueueSettings::is_unread`]): a change key,
+    /// the shoot-out or an export would act on settings it does not know,
+    /// and never is it that the device has no scheduler.
+    pub(super) fn refuse_unread(&mut self, name: &str) -> bool {
+        let unread = self
+            .devices
+            .iter()
+            .any(|d| d.name == name && d.queue.is_unread());
+        if unread {
+            self.say(
+                StatusKind::Error,
+                format!("'{name}': its queue settings are not read yet; try again in a moment"),
+            );
+        }
+        unread
+    }
+
     /// A change of `device` as the user chose it: `diskseq` is the one it
     /// had then, so the source refuses it if the device was replaced since.
     pub(super) fn request(
@@ -247,8 +265,7 @@ impl App {
             self.say(StatusKind::Error, self.no_selection());
             return Vec::new();
         };
-        if d.queue.is_unread() {
-            self.say(StatusKind::Error, unread(&d.name));
+        if self.refuse_unread(&d.name) {
             return Vec::new();
         }
         let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
@@ -338,11 +355,4 @@ impl App {
         }
         self.reconcile_selection();
     }
-}
-
-/// What a change key says on a row whose settings are not known yet
-/// ([`blktune_core::device::QueueSettings::is_unread`]): never that the
-/// device has no scheduler.
-pub(super) fn unread(name: &str) -> String {
-    format!("'{name}': its queue settings are not read yet; try again in a moment")
 }
