@@ -63,11 +63,7 @@ fn an_idle_rows_sparkline_stays_low_and_the_chart_shows_the_tables_value() {
     if !require_tool(name, "tmux") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let tree = FakeTree::new(dir.path()).unwrap();
-    for (n, minor) in [("loop1", 1), ("loop10", 10)] {
-        tree.add(&FakeDisk::new(n).dev(7, minor)).unwrap();
-    }
+    let (dir, tree) = fake_host::loop_tree([1, 10]);
     let _counters = MovingCounters::start(&tree, idle_and_slow);
     let journal = tempfile::tempdir().unwrap();
     let t = Tmux::on_fake_tree(dir.path(), journal.path(), "--interval 100ms", 80, 24);

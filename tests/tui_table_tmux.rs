@@ -221,12 +221,7 @@ fn loop2_comes_before_loop10_on_the_screen() {
     if !require_tool(name, "tmux") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
-    for (n, minor) in [("loop10", 10), ("loop2", 2), ("loop1", 1)] {
-        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, minor))
-            .unwrap();
-    }
+    let (dir, _tree) = fake_host::loop_tree([10, 2, 1]);
     let journal = tempfile::tempdir().unwrap();
     let t = Tmux::on_fake_tree(dir.path(), journal.path(), "--interval 250ms", 80, 24);
     let s = t.wait("the three rows and a sample", |s| {
@@ -262,13 +257,8 @@ fn the_screen_opens_on_the_busiest_device() {
     if !require_tool(name, "tmux") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    let (dir, tree) = fake_host::loop_tree([1, 2, 10]);
     let disks = [("loop1", 1), ("loop2", 2), ("loop10", 10)];
-    for (n, minor) in disks {
-        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, minor))
-            .unwrap();
-    }
     // loop10 busy all the time (io_ticks as fast as the clock), the others idle.
     let _counters = MovingCounters::start(&tree, move |ms| {
         let busy = Counters {
@@ -316,13 +306,8 @@ fn an_outside_change_shows_as_soon_as_its_row_scrolls_into_view() {
     if !require_tool(name, "tmux") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let tree = blktune_core::fake::FakeTree::new(dir.path()).unwrap();
+    let (dir, tree) = fake_host::loop_tree(1..=40);
     let disks: Vec<(String, u32)> = (1..=40).map(|i| (format!("loop{i}"), i)).collect();
-    for (n, minor) in &disks {
-        tree.add(&blktune_core::fake::FakeDisk::new(n).dev(7, *minor))
-            .unwrap();
-    }
     let stats: Vec<_> = disks
         .iter()
         .map(|(n, minor)| (n.as_str(), 7, *minor, Default::default()))

@@ -10,6 +10,18 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// A fake tree of loop devices `loop<minor>` (major 7, idle queues) in a
+/// temporary directory of its own, for the screen tests.
+pub fn loop_tree(minors: impl IntoIterator<Item = u32>) -> (tempfile::TempDir, FakeTree) {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = FakeTree::new(dir.path()).unwrap();
+    for minor in minors {
+        tree.add(&FakeDisk::new(&format!("loop{minor}")).dev(7, minor))
+            .unwrap();
+    }
+    (dir, tree)
+}
+
 /// The fake machine; everything lives in its temporary directory.
 pub struct FakeHost {
     pub dir: tempfile::TempDir,
