@@ -536,13 +536,6 @@ pub fn replaced_devices(old: &[BlockDevice], new: &[BlockDevice]) -> Vec<String>
         .collect()
 }
 
-/// The first row the table shows when `rows` rows fit: the selected row
-/// (`selected`, its place in the table) stays on screen, last when it is
-/// below the first page.
-pub fn first_row_shown(selected: Option<usize>, rows: usize) -> usize {
-    (selected.unwrap_or(0) + 1).saturating_sub(rows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 //! arrow; every sparkline shares one scale, given in its heading.
 
 use super::{Theme, num, put};
-use crate::tui::app::{App, Hot, InFlightNow, SortKey, Tracing, first_row_shown};
+use crate::tui::app::{App, Hot, InFlightNow, SortKey, Tracing};
 use blktune_core::device::{BlockDevice, DeviceKind, human_size};
 use blktune_core::iostat::ExtStats;
 use blktune_core::latency::Dir;
@@ -374,7 +374,8 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
         .selected
         .as_ref()
         .and_then(|s| devs.iter().position(|d| &d.name == s));
-    let offset = first_row_shown(sel, rows);
+    // The selected row stays on screen, last when below the first page.
+    let offset = (sel.unwrap_or(0) + 1).saturating_sub(rows);
     let on_screen = || devs.iter().skip(offset).take(rows);
     // One scale for every sparkline on screen.
     let sparks: Vec<Vec<f64>> = on_screen()
