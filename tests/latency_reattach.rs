@@ -99,128 +99,132 @@ fn a_reattached_loop_device_starts_with_an_empty_histogram() {
         );
     }
     let mut intervals = Intervals::new();
-    intervals.next(tracer.read().expect("read"));
+    // Another process may take the loop node between the detach and the
+    // attach below: then the whole sequence starts over on a fresh node.
+    common::retry_node_races(t, || {
+        // Only this attempt's I/O in the intervals read below.
+        intervals.next(tracer.read().expect("read"));
 
-    let out = Command::new("losetup")
-        .args(["-f", "--show"])
-        .arg(&files.files[0])
-        .output()
-        .expect("losetup");
-    assert!(out.status.success());
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let name = path.trim_start_matches("/dev/").to_string();
-    let (major, minor) = sys(&name, "dev")
-        .split_once(':')
-        .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
-        .unwrap();
-    let dev = DevId { major, minor };
-    let first: u64 = sys(&name, "diskseq").parse().unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&files.files[0])
+            .output()
+            .expect("losetup");
+        assert!(out.status.success());
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let name = path.trim_start_matches("/dev/").to_string();
+        let (major, minor) = sys(&name, "dev")
+            .split_once(':')
+            .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+            .unwrap();
+        let dev = DevId { major, minor };
+        let first: u64 = sys(&name, "diskseq").parse().unwrap();
 
-    // The first device: 300 direct 4 KiB reads, one at a time.
-    dd(&[
-        &format!("if={path}"),
-        "of=/dev/null",
-        "bs=4k",
-        "count=300",
-        "iflag=direct",
-    ]);
-    let i = intervals.next(tracer.read().expect("read")).unwrap();
-    let reads = |i: &blktune_core::latency::Interval, seq| {
-        i.summary(dev, Some(seq))
-            .get(Span::Total, Dir::Read)
-            .map_or(0, |p| p.n)
-    };
-    eprintln!(
-        "first device: {} reads counted, {} lost",
-        reads(&i, first),
-        i.lost
-    );
-    assert!(
-        counted(reads(&i, first), i.lost, 300),
-        "300 reads: {} counted, {} lost",
-        reads(&i, first),
-        i.lost
-    );
+        // The first device: 300 direct 4 KiB reads, one at a time.
+        dd(&[
+            &format!("if={path}"),
+            "of=/dev/null",
+            "bs=4k",
+            "count=300",
+            "iflag=direct",
+        ]);
+        let i = intervals.next(tracer.read().expect("read")).unwrap();
+        let reads = |i: &blktune_core::latency::Interval, seq| {
+            i.summary(dev, Some(seq))
+                .get(Span::Total, Dir::Read)
+                .map_or(0, |p| p.n)
+        };
+        eprintln!(
+            "first device: {} reads counted, {} lost",
+            reads(&i, first),
+            i.lost
+        );
+        assert!(
+            counted(reads(&i, first), i.lost, 300),
+            "300 reads: {} counted, {} lost",
+            reads(&i, first),
+            i.lost
+        );
 
-    // Detach and attach the second file under the same name. Another
-    // process may grab the free loop device in between: then there is
-    // nothing to test against, and the test says so.
-    let st = Command::new("losetup")
-        .args(["-d", &path])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = Command::new("losetup")
-        .arg(&path)
-        .arg(&files.files[1])
-        .status()
-        .unwrap();
-    assert!(
-        st.success(),
-        "{path} was taken by another process between detach and attach"
-    );
-    let second: u64 = sys(&name, "diskseq").parse().unwrap();
-    assert!(second > first, "diskseq {first} -> {second}");
+        // Detach and attach the second file under the same name.
+        let st = Command::new("losetup")
+            .args(["-d", &path])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = Command::new("losetup")
+            .arg(&path)
+            .arg(&files.files[1])
+            .status()
+            .unwrap();
+        if !st.success() {
+            // Another process took the node: the device under test is gone.
+            return false;
+        }
+        let second: u64 = sys(&name, "diskseq").parse().unwrap();
+        assert!(second > first, "diskseq {first} -> {second}");
 
-    // Nothing done on the new device yet: it has no histogram, and the old
-    // device's is not offered for it.
-    let i = intervals.next(tracer.read().expect("read")).unwrap();
-    assert_eq!(reads(&i, second), 0);
-    assert!(
-        i.device(dev, Some(second))
-            .is_none_or(|d| d.diskseq == second)
-    );
+        // Nothing done on the new device yet: it has no histogram, and the old
+        // device's is not offered for it.
+        let i = intervals.next(tracer.read().expect("read")).unwrap();
+        assert_eq!(reads(&i, second), 0);
+        assert!(
+            i.device(dev, Some(second))
+                .is_none_or(|d| d.diskseq == second)
+        );
 
-    // 50 writes and 20 reads on the new device: exactly those, not 300 more.
-    dd(&[
-        "if=/dev/zero",
-        &format!("of={path}"),
-        "bs=4k",
-        "count=50",
-        "oflag=direct",
-    ]);
-    dd(&[
-        &format!("if={path}"),
-        "of=/dev/null",
-        "bs=4k",
-        "count=20",
-        "iflag=direct",
-    ]);
-    let readings = tracer.read().expect("read");
-    // The new device's histograms were all made in this interval, so the
-    // interval's losses are the ones to add to their cumulative counts.
-    let i = intervals.next(readings.clone()).unwrap();
-    let lost = i.lost;
-    eprintln!("second device: {lost} lost");
-    let cumulative = &readings.devices[&dev];
-    assert_eq!(
-        cumulative.diskseq, second,
-        "only the new device's histograms are read"
-    );
-    let n = |span, dir| cumulative.hists.get(&(span, dir)).map_or(0, |h| h.count());
-    assert!(
-        counted(n(Span::Total, Dir::Read), lost, 20),
-        "the old device's 300 reads are not inherited: {} counted, {lost} lost",
-        n(Span::Total, Dir::Read)
-    );
-    assert!(
-        counted(n(Span::Total, Dir::Write), lost, 50),
-        "50 writes: {} counted, {lost} lost",
-        n(Span::Total, Dir::Write)
-    );
-    assert!(
-        counted(n(Span::Device, Dir::Read), lost, 20),
-        "20 reads on the device: {} counted, {lost} lost",
-        n(Span::Device, Dir::Read)
-    );
-    let s = i.summary(dev, Some(second));
-    let of = |dir| s.get(Span::Total, dir).map_or(0, |p| p.n);
-    assert!(counted(of(Dir::Read), lost, 20), "{} reads", of(Dir::Read));
-    assert!(
-        counted(of(Dir::Write), lost, 50),
-        "{} writes",
-        of(Dir::Write)
-    );
+        // 50 writes and 20 reads on the new device: exactly those, not 300 more.
+        dd(&[
+            "if=/dev/zero",
+            &format!("of={path}"),
+            "bs=4k",
+            "count=50",
+            "oflag=direct",
+        ]);
+        dd(&[
+            &format!("if={path}"),
+            "of=/dev/null",
+            "bs=4k",
+            "count=20",
+            "iflag=direct",
+        ]);
+        let readings = tracer.read().expect("read");
+        // The new device's histograms were all made in this interval, so the
+        // interval's losses are the ones to add to their cumulative counts.
+        let i = intervals.next(readings.clone()).unwrap();
+        let lost = i.lost;
+        eprintln!("second device: {lost} lost");
+        let cumulative = &readings.devices[&dev];
+        assert_eq!(
+            cumulative.diskseq, second,
+            "only the new device's histograms are read"
+        );
+        let n = |span, dir| cumulative.hists.get(&(span, dir)).map_or(0, |h| h.count());
+        assert!(
+            counted(n(Span::Total, Dir::Read), lost, 20),
+            "the old device's 300 reads are not inherited: {} counted, {lost} lost",
+            n(Span::Total, Dir::Read)
+        );
+        assert!(
+            counted(n(Span::Total, Dir::Write), lost, 50),
+            "50 writes: {} counted, {lost} lost",
+            n(Span::Total, Dir::Write)
+        );
+        assert!(
+            counted(n(Span::Device, Dir::Read), lost, 20),
+            "20 reads on the device: {} counted, {lost} lost",
+            n(Span::Device, Dir::Read)
+        );
+        let s = i.summary(dev, Some(second));
+        let of = |dir| s.get(Span::Total, dir).map_or(0, |p| p.n);
+        assert!(counted(of(Dir::Read), lost, 20), "{} reads", of(Dir::Read));
+        assert!(
+            counted(of(Dir::Write), lost, 50),
+            "{} writes",
+            of(Dir::Write)
+        );
+        true
+    });
     drop(files);
     assert!(
         !String::from_utf8_lossy(&Command::new("losetup").arg("-a").output().unwrap().stdout)
