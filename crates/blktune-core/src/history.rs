@@ -125,10 +125,29 @@ impl Figure {
             Figure::AquSz => (m.aqu_sz, m.spread.aqu_sz),
         }
     }
+
+    /// How many I/Os a mean latency rests on in the window (`None` for the
+    /// figures that are not latencies).
+    pub fn ios(self, m: &Means) -> Option<u64> {
+        let per_s = match self {
+            Figure::RAwait => m.r_s,
+            Figure::WAwait => m.w_s,
+            _ => return None,
+        };
+        // Rates are I/Os over the window's seconds: back to a count.
+        Some((per_s * m.secs).round().max(0.0) as u64)
+    }
 }
 
 /// Fewest intervals on each side of a change for a percent to be stated.
 pub const MIN_INTERVALS: usize = 3;
+
+/// Fewest I/Os of a direction in each window for a percent change of its
+/// mean latency (r_await, w_await). As for a p99
+/// ([`crate::latency::MIN_IOS_FOR_P99`]): a handful of I/Os moves a mean by
+/// tens of percent, and their spread across intervals of one or two I/Os
+/// each says little.
+pub const MIN_IOS_FOR_PCT: u64 = 100;
 
 /// Differences below this many percent are noise whatever the spread
 /// (the shoot-out's floor, `shootout::NOISE_FLOOR_PCT`).
@@ -144,6 +163,9 @@ pub enum Delta {
     Noise(f64),
     /// A window has fewer than [`MIN_INTERVALS`] intervals: no percent.
     TooShort,
+    /// A mean latency from fewer than [`MIN_IOS_FOR_PCT`] I/Os on a side: no
+    /// percent.
+    FewIos,
     /// Before was zero: no percent.
     NoBase,
 }
@@ -157,21 +179,32 @@ impl Delta {
         }
     }
 
-    /// `-42%`, `~+3%` (noise), `short` or `n/a`, for tables.
+    /// `-42%`, `~+3%` (noise), `short`, `few` or `n/a`, for tables.
     pub fn label(self) -> String {
         match self {
             Delta::Pct(p) => format!("{p:+.0}%"),
             Delta::Noise(p) => format!("~{p:+.0}%"),
             Delta::TooShort => "short".into(),
+            Delta::FewIos => "few".into(),
             Delta::NoBase => "n/a".into(),
         }
     }
 }
 
 /// How `fig` moved from `before` to `after`, honestly: no percent from
-/// windows shorter than [`MIN_INTERVALS`], and a move smaller than the
+/// windows shorter than [`MIN_INTERVALS`] or, for a mean latency, resting on
+/// fewer than [`MIN_IOS_FOR_PCT`] I/Os, and a move smaller than the
 /// intervals' own variation marked as noise.
 pub fn delta(before: &Means, after: &Means, fig: Figure) -> Delta {
+    if before.intervals >= MIN_INTERVALS
+        && after.intervals >= MIN_INTERVALS
+        && fig
+            .ios(before)
+            .zip(fig.ios(after))
+            .is_some_and(|(b, a)| b.min(a) < MIN_IOS_FOR_PCT)
+    {
+        return Delta::FewIos;
+    }
     let side = |m: &Means| {
         let (value, spread) = fig.of(m);
         Side {
@@ -511,6 +544,30 @@ mod tests {
         );
         let idle = window(&[0.0, 0.0, 0.0]);
         assert_eq!(delta(&idle, &steady5, Figure::RAwait), Delta::NoBase);
+        // Eight reads before, eight after: +38% of a mean of a handful.
+        let few = |r_await| {
+            let pts: Vec<Point> = (0..12)
+                .map(|i| pt(f64::from(i) + 1.0, 0.7, r_await, 1.0))
+                .collect();
+            means(&pts).unwrap()
+        };
+        assert_eq!(Figure::RAwait.ios(&few(1.99)), Some(8));
+        let d = delta(&few(1.99), &few(2.75), Figure::RAwait);
+        assert_eq!(d, Delta::FewIos);
+        assert_eq!(d.label(), "few");
+        // The rates themselves are not latencies: their percent stands.
+        assert_eq!(delta(&few(1.99), &few(2.75), Figure::RS), Delta::Noise(0.0));
+        // 100 reads a side is enough.
+        let enough = |r_await| {
+            let pts: Vec<Point> = (0..4)
+                .map(|i| pt(f64::from(i) + 1.0, 25.0, r_await, 1.0))
+                .collect();
+            means(&pts).unwrap()
+        };
+        assert_eq!(
+            delta(&enough(2.0), &enough(3.0), Figure::RAwait),
+            Delta::Pct(50.0)
+        );
         assert_eq!(Delta::NoBase.label(), "n/a");
     }
 

@@ -86,6 +86,7 @@ fn change(d: Delta) -> &'static str {
         Delta::Pct(_) => "",
         Delta::Noise(_) => " (inside the noise)",
         Delta::TooShort => " (too few intervals to compare)",
+        Delta::FewIos => " (too few I/Os to compare)",
         Delta::NoBase => "",
     }
 }
@@ -294,6 +295,17 @@ mod tests {
         let t = before_after("x", &c(means(5, 4.0, 3.5), means(5, 1.0, 0.1)), None).unwrap();
         assert!(t.contains("r_await 4.00→1.00 ms (inside the noise)"), "{t}");
         assert!(!t.contains("-75%"), "{t}");
+        // A steady move, but of the mean of eight reads a side: no percent.
+        let few = |r_await| Means {
+            r_s: 0.7,
+            ..means(12, r_await, 0.1)
+        };
+        let t = before_after("x", &c(few(1.99), few(2.78)), None).unwrap();
+        assert!(
+            t.contains("r_await 1.99→2.78 ms (too few I/Os to compare)"),
+            "{t}"
+        );
+        assert!(!t.contains("+40%"), "{t}");
     }
 
     #[test]

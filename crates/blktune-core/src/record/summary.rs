@@ -20,7 +20,8 @@ use super::recording::{MAX_CHANGES, Recording};
 use super::replay::{Frame, Frames};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{
-    self, Delta, MIN_INTERVALS, Means, MeansAcc, NOISE_FLOOR_PCT, Point, pct_change,
+    self, Delta, MIN_INTERVALS, MIN_IOS_FOR_PCT, Means, MeansAcc, NOISE_FLOOR_PCT, Point,
+    pct_change,
 };
 use crate::latency::{IoLatency, KernelFigures};
 use crate::natural::natural_cmp;
@@ -104,12 +105,14 @@ pub struct ChangeSummary {
     pub after: Option<Means>,
     /// Percent change of each figure, only when it is more than noise
     /// ([`history::delta`]): both sides have data, at least
-    /// [`MIN_INTERVALS`] intervals each, before is not 0, and the move is
+    /// [`MIN_INTERVALS`] intervals each, an await from at least
+    /// [`MIN_IOS_FOR_PCT`] I/Os each, before is not 0, and the move is
     /// above the noise floor and outside either window's spread.
     pub pct: BTreeMap<String, Option<f64>>,
     /// How each figure moved, as the before/after panel says it: `-42%`,
     /// `~+3%` (inside the noise), `short` (a window under
-    /// [`MIN_INTERVALS`] intervals), `n/a` (before was 0); absent without
+    /// [`MIN_INTERVALS`] intervals), `few` (an await from under
+    /// [`MIN_IOS_FOR_PCT`] I/Os), `n/a` (before was 0); absent without
     /// both sides.
     pub change: BTreeMap<String, String>,
     /// The kernel's percentiles of each window, its intervals' histograms
@@ -677,7 +680,7 @@ impl Summary {
         if !self.changes.is_empty() {
             let _ = writeln!(
                 o,
-                "\n± the spread of the intervals (1 sd); ~ a move inside the noise; short: a window under {MIN_INTERVALS} intervals (no percent)"
+                "\n± the spread of the intervals (1 sd); ~ a move inside the noise; short: a window under {MIN_INTERVALS} intervals; few: an await from under {MIN_IOS_FOR_PCT} I/Os (no percent)"
             );
         }
         o
