@@ -468,6 +468,45 @@ fn a_device_replaced_under_the_same_name_counts_as_vanished() {
     assert!(blktune::tui::app::replaced_devices(&old, &m.devices).is_empty());
 }
 
+/// Detached loop nodes stay in /sys/block by the hundred with size 0: they
+/// must not cut the history of the few real devices short (an unselected
+/// device kept 24 s, so selecting it after a load showed empty charts).
+#[test]
+fn detached_nodes_do_not_shorten_the_history_of_the_devices_shown() {
+    let mut disks = vec![
+        blktune_core::fake::FakeDisk::new("sda").dev(8, 0),
+        blktune_core::fake::FakeDisk::new("sdb").dev(8, 16),
+    ];
+    disks.extend((0..100).map(|i| {
+        blktune_core::fake::FakeDisk::new(&format!("loop{i}"))
+            .dev(7, i)
+            .size_bytes(0)
+    }));
+    let mut m = Machine::new(&disks);
+    let mut app = m.app(None);
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    m.run(&mut app, 60, &busy(4));
+    let secs = |name: &str| {
+        let p = app.histories[name].points();
+        p.back().unwrap().t - p.front().unwrap().t
+    };
+    assert!(secs("sdb") >= 59.0, "sdb kept {} s", secs("sdb"));
+    // Past the limit of devices with a size, unselected ones keep less.
+    let mut disks: Vec<_> = (0..70)
+        .map(|i| blktune_core::fake::FakeDisk::new(&format!("loop{i}")).dev(7, i))
+        .collect();
+    disks.push(blktune_core::fake::FakeDisk::new("sdb").dev(8, 16));
+    let mut m = Machine::new(&disks);
+    let mut app = m.app(None);
+    m.run(&mut app, 60, &busy(4));
+    let p = app.histories["sdb"].points();
+    assert!(
+        p.back().unwrap().t - p.front().unwrap().t < 30.0,
+        "{} points",
+        p.len()
+    );
+}
+
 #[test]
 fn a_vanished_selected_device_leaves_nothing_selected() {
     let mut m = Machine::three();

@@ -76,10 +76,18 @@ impl App {
             .push(mark);
     }
 
-    pub(super) fn keep_secs(&self, name: &str) -> f64 {
-        let long = self.devices.len() <= FULL_HISTORY_DEVICES
-            || self.selected.as_deref() == Some(name)
-            || self.marks.contains_key(name);
+    /// Does every device keep the long history? Counted over the devices
+    /// with a size, the ones the table shows: detached loop nodes stay in
+    /// the list by the hundred and must not cut everyone's history short.
+    /// Once per tick; [`App::keep_secs`] takes the answer.
+    pub(super) fn all_keep_long(&self) -> bool {
+        self.devices.iter().filter(|d| d.size_bytes > 0).count() <= FULL_HISTORY_DEVICES
+    }
+
+    /// Seconds of history to keep of a device, given [`App::all_keep_long`].
+    pub(super) fn keep_secs(&self, name: &str, all_long: bool) -> f64 {
+        let long =
+            all_long || self.selected.as_deref() == Some(name) || self.marks.contains_key(name);
         if long {
             KEEP_SECS
         } else {
@@ -124,10 +132,11 @@ impl App {
         }
         if let Some(itv) = s.interval {
             let devs = Arc::clone(&self.devices);
+            let all_long = self.all_keep_long();
             // Every tick, every device: one lookup of its numbers, and
             // updated in place (no allocation once a name is known).
             for d in devs.iter().filter(|d| d.size_bytes > 0) {
-                let keep = self.keep_secs(&d.name);
+                let keep = self.keep_secs(&d.name, all_long);
                 let stat = s.stats.get(&d.name);
                 let p = Point {
                     t: s.t,

@@ -280,6 +280,7 @@ impl App {
             });
             self.latency.pruned_for = Some(std::sync::Arc::clone(&devs));
         }
+        let all_long = self.all_keep_long();
         // Only devices with a request queue are traced: the others get no
         // points, so they show `-`, never a count of 0.
         for d in devs
@@ -293,7 +294,7 @@ impl App {
             if dev.diskseq != d.diskseq {
                 continue;
             }
-            let keep = self.keep_secs(&d.name);
+            let keep = self.keep_secs(&d.name, all_long);
             let point = LatencyPoint {
                 t: s.t,
                 itv: s.itv,

@@ -48,7 +48,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use super::worker::protocol::KEEP_SECS;
-/// Above this many devices only the selected and changed ones keep a long history.
+/// Above this many devices with a size, only the selected and changed ones
+/// keep a long history.
 pub const FULL_HISTORY_DEVICES: usize = 64;
 /// Points kept for the table's sparkline of other devices.
 pub const SHORT_POINTS: f64 = 24.0;
