@@ -141,6 +141,7 @@ fn with_status(app: &mut App, kind: StatusKind, text: &str) {
     app.status = Some(Status {
         text: text.into(),
         kind,
+        at: app.now,
     });
 }
 

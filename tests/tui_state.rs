@@ -289,6 +289,13 @@ fn read_only_explains_instead_of_changing() {
             "{k}: {s}"
         );
     }
+    // No hint at a key that cannot change anything here; live, it is there.
+    let hint = "no change yet (s: scheduler)";
+    let shown = text(&screen(&app, 160, 48));
+    assert!(!shown.contains(hint), "{shown}");
+    let app = m.app(None);
+    let shown = text(&screen(&app, 160, 48));
+    assert!(shown.contains(hint), "{shown}");
 }
 
 #[test]
@@ -562,6 +569,40 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
         app.selected.as_deref(),
         Some(app.visible()[0].name.as_str())
     );
+    // "no device selected" is no longer true: the message goes with it.
+    assert_eq!(status(&app), "", "a stale message stays");
+}
+
+/// What the status line says is about a moment: an info or done message
+/// goes after 15 s of samples, an error when the selection moves on.
+#[test]
+fn status_messages_do_not_outstay_what_they_say() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    press(&mut app, &chars("o"));
+    let sorted = status(&app);
+    assert!(sorted.contains("sorted by"), "{sorted}");
+    m.run(&mut app, 15, &busy(4));
+    assert_eq!(status(&app), sorted, "gone too soon");
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(status(&app), "", "still there after 16 s");
+    // An error stays however long, until the selection moves.
+    press(&mut app, &chars("n"));
+    press(&mut app, &[KeyCode::Backspace; 6]);
+    press(&mut app, &chars("99999"));
+    press(&mut app, &[KeyCode::Enter]);
+    let refused = status(&app);
+    assert!(refused.contains("out of range"), "{refused}");
+    press(&mut app, &[KeyCode::Esc]);
+    m.run(&mut app, 30, &busy(4));
+    assert_eq!(status(&app), refused);
+    // A key that moves nothing keeps it; one that moves the selection not.
+    press(&mut app, &chars("?"));
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(status(&app), refused);
+    press(&mut app, &[KeyCode::Down]);
+    assert_eq!(status(&app), "");
 }
 
 /// A real loop detach leaves /sys/block/loopN with size 0: same rule, and an

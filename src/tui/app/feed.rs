@@ -97,6 +97,9 @@ impl App {
 
     fn on_snapshot(&mut self, s: &Snapshot) {
         self.now = s.t;
+        if self.status.as_ref().is_some_and(|st| st.expired(self.now)) {
+            self.status = None;
+        }
         self.iowait = s.iowait_pct;
         self.samples += 1;
         self.replaced.clear();

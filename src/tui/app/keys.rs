@@ -22,6 +22,17 @@ impl App {
     /// ([`safe_after_escape`]), so `Esc Enter` typed fast never confirms the
     /// dialog the Esc cancelled.
     pub fn on_key(&mut self, ev: &KeyEvent) -> Vec<Control> {
+        let (selected, status) = (self.selected.clone(), self.status.clone());
+        let out = self.on_key_event(ev);
+        // A message is about the device it was said of: moving to another
+        // one clears it, unless this key said something new.
+        if self.selected != selected && self.status == status {
+            self.status = None;
+        }
+        out
+    }
+
+    fn on_key_event(&mut self, ev: &KeyEvent) -> Vec<Control> {
         self.top_pick = false;
         let Some(plain) = split_escape(ev) else {
             return action_for(self.mode(), ev).map_or_else(Vec::new, |a| self.on_action(a));

@@ -264,6 +264,7 @@ impl App {
         self.status = Some(Status {
             text: text.into(),
             kind,
+            at: self.now,
         });
     }
 

@@ -420,7 +420,12 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
             }
         }
     }
-    if changes.is_empty() && d.queue.has_scheduler() {
+    // The key hint only where the key can change something.
+    if changes.is_empty()
+        && d.queue.has_scheduler()
+        && app.read_only.is_none()
+        && app.mode() == crate::tui::command::Mode::Main
+    {
         lines.push((String::new(), Style::new()));
         lines.push(("no change yet (s: scheduler)".into(), t.dim()));
     }
