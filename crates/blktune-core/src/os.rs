@@ -312,11 +312,23 @@ impl SysRoot {
     ) -> io::Result<()> {
         let path = self.queue_attr_path(dev, attr).ok_or_else(bad_attr)?;
         // sysfs ignores O_TRUNC; a fake tree needs it so the file holds only the new value.
+        // Not through a symlink, and without waiting (a FIFO has no reader):
+        // a tree given with --sysfs-root is not trusted.
+        use std::os::unix::fs::OpenOptionsExt;
         let mut f = fs::OpenOptions::new()
             .write(true)
             .truncate(true)
             .create(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)?;
+        // Only a regular file, as sysfs attributes are: never a device node
+        // a hostile tree put in an attribute's place.
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file: not written",
+            ));
+        }
         // One write(2) call: sysfs takes the whole value from a single write.
         f.write_all(value.as_bytes())?;
         Ok(())
@@ -541,6 +553,43 @@ mod tests {
             root.queue_attr_path(&dev, &QueueAttr::Tunable(String::new())),
             None
         );
+    }
+
+    /// A tree given with --sysfs-root is not trusted: an attribute that is a
+    /// symlink, a FIFO or a device node is not written (and a FIFO does not
+    /// hang the write); a regular file is.
+    #[test]
+    fn only_regular_attribute_files_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = dir.path().join("block/sda/queue");
+        fs::create_dir_all(&q).unwrap();
+        let root = SysRoot::new(dir.path(), "/proc");
+        let dev = DeviceName("sda".into());
+        let write = |attr: QueueAttr| root.write_queue_attr(&dev, &attr, "64");
+        fs::write(q.join("nr_requests"), "256\n").unwrap();
+        write(QueueAttr::NrRequests).unwrap();
+        assert_eq!(fs::read_to_string(q.join("nr_requests")).unwrap(), "64");
+        let target = dir.path().join("target");
+        fs::write(&target, "untouched").unwrap();
+        std::os::unix::fs::symlink(&target, q.join("read_ahead_kb")).unwrap();
+        assert!(write(QueueAttr::ReadAheadKb).is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "untouched");
+        nix::unistd::mkfifo(&q.join("scheduler"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(write(QueueAttr::Scheduler).is_err());
+        // A character device (/dev/null's numbers) where root can make one.
+        let node = q.join("iosched/read_expire");
+        fs::create_dir_all(node.parent().unwrap()).unwrap();
+        if nix::sys::stat::mknod(
+            &node,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::S_IRWXU,
+            nix::sys::stat::makedev(1, 3),
+        )
+        .is_ok()
+        {
+            let e = write(QueueAttr::Tunable("read_expire".into())).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
     }
 
     #[test]
