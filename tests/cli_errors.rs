@@ -296,22 +296,58 @@ fn malformed_diskstats_fail_clearly_and_odd_lines_are_skipped() {
 #[test]
 fn a_failing_step_rolls_back_and_drops_its_journal_entry() {
     let f = Fixture::new();
-    // nr_requests as a directory: the write after the scheduler switch fails.
-    let nr = f.tree.dev_dir("sda").join("queue/nr_requests");
-    std::fs::remove_file(&nr).unwrap();
-    std::fs::create_dir(&nr).unwrap();
-    let o = f.run(&["set", "sda", "--scheduler", "kyber", "--nr-requests", "64"]);
+    // kyber's read_lat_nsec is a symlink to a file of ours: blktune never
+    // writes through one, so the step after the scheduler switch fails.
+    let target = f.dir.path().join("elsewhere");
+    std::fs::write(&target, "untouched\n").unwrap();
+    let lat = f.tree.dev_dir("sda").join("queue/iosched/read_lat_nsec");
+    std::os::unix::fs::symlink(&target, &lat).unwrap();
+    let o = f.run(&[
+        "set",
+        "sda",
+        "--scheduler",
+        "kyber",
+        "--tunable",
+        "read_lat_nsec=64000",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("'sda'") && err.contains("'64'") && err.contains("nr_requests"),
+        err.contains("'sda'") && err.contains("'64000'") && err.contains("read_lat_nsec"),
         "{err}"
     );
     assert!(err.contains("rolled back"), "{err}");
     let sched = std::fs::read_to_string(f.tree.dev_dir("sda").join("queue/scheduler")).unwrap();
     assert_eq!(sched.trim(), "mq-deadline", "the scheduler was put back");
     assert_eq!(std::fs::read_dir(f.journal()).unwrap().count(), 0);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
+}
+
+/// A number the change writes, or a scheduler switch resets, that cannot be
+/// read: its original could not be journalled. Refused before any write.
+#[test]
+fn an_unreadable_original_refuses_the_change() {
+    let f = Fixture::new();
+    // nr_requests as a directory: a switch would reset it.
+    let nr = f.tree.dev_dir("sda").join("queue/nr_requests");
+    std::fs::remove_file(&nr).unwrap();
+    std::fs::create_dir(&nr).unwrap();
+    f.fails(
+        &["set", "sda", "--scheduler", "kyber"],
+        1,
+        &["'sda'", "queue/nr_requests"],
+    );
+    // read_ahead_kb that says something else than a number.
+    let f = Fixture::new();
+    let ra = f.tree.dev_dir("sda").join("queue/read_ahead_kb");
+    std::fs::write(&ra, "abc\n").unwrap();
+    f.fails(
+        &["set", "sda", "--read-ahead-kb", "256"],
+        1,
+        &["'sda'", "queue/read_ahead_kb", "unexpected content 'abc"],
+    );
+    assert_eq!(std::fs::read_dir(f.journal()).map_or(0, |d| d.count()), 0);
 }
 
 #[test]

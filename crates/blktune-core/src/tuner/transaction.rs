@@ -52,17 +52,7 @@ impl Tuner {
         {
             // The file is there but says something we cannot parse: do not
             // pretend the device has no scheduler, and touch nothing.
-            return Err(TuneError::ReadFailed {
-                dev: dev.to_string(),
-                attr: "queue/scheduler".into(),
-                source: io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "unexpected content '{}'",
-                        raw.chars().take(64).collect::<String>().escape_debug()
-                    ),
-                ),
-            });
+            return Err(unexpected(&dev, &QueueAttr::Scheduler, &raw));
         }
         let checked;
         let want = if strict {
@@ -71,6 +61,7 @@ impl Tuner {
                 .nr_requests
                 .and_then(|_| hw_queue_depth(&self.root, &dev));
             checked = validate(&dev, &before, depth, want)?;
+            self.originals_known(&dev, &before, &checked)?;
             &checked
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
             return Err(TuneError::NoScheduler {
@@ -180,6 +171,47 @@ impl Tuner {
     /// earlier incarnation of the device (another boot, another diskseq) is
     /// replaced: it is not this device's original. `seq` is the diskseq read
     /// at the start of the change, `q` its settings.
+    /// Every number this change writes, itself or through a scheduler
+    /// switch (which resets nr_requests), must have been read first: its
+    /// original could not be journalled, nor the change undone, and the
+    /// change would read as a no-op to a revert. An unreadable or malformed
+    /// file refuses the change before anything is written.
+    fn originals_known(
+        &self,
+        dev: &DeviceName,
+        before: &QueueSettings,
+        want: &Wanted,
+    ) -> Result<(), TuneError> {
+        let switch = want
+            .scheduler
+            .as_ref()
+            .is_some_and(|s| before.scheduler.as_ref().is_none_or(|b| &b.active != s));
+        let unread = [
+            (
+                QueueAttr::NrRequests,
+                (want.nr_requests.is_some() || switch) && before.nr_requests.is_none(),
+            ),
+            (
+                QueueAttr::ReadAheadKb,
+                want.read_ahead_kb.is_some() && before.read_ahead_kb.is_none(),
+            ),
+        ];
+        for (attr, missing) in unread {
+            if !missing {
+                continue;
+            }
+            return Err(match self.root.read_queue_attr(dev, &attr) {
+                Ok(raw) => unexpected(dev, &attr, &raw),
+                Err(source) => TuneError::ReadFailed {
+                    dev: dev.to_string(),
+                    attr: format!("queue/{}", attr.label()),
+                    source,
+                },
+            });
+        }
+        Ok(())
+    }
+
     fn journal_original(
         &self,
         j: &Journal,
@@ -457,6 +489,21 @@ impl Tuner {
 }
 
 /// The device's diskseq now (`None`: no such file, a kernel before 5.15).
+/// A queue file that was read but says something blktune cannot parse.
+fn unexpected(dev: &DeviceName, attr: &QueueAttr, raw: &str) -> TuneError {
+    TuneError::ReadFailed {
+        dev: dev.to_string(),
+        attr: format!("queue/{}", attr.label()),
+        source: io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "unexpected content '{}'",
+                raw.chars().take(64).collect::<String>().escape_debug()
+            ),
+        ),
+    }
+}
+
 pub fn read_diskseq(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
     root.read_dev_attr(dev, "diskseq")
         .ok()
@@ -652,6 +699,52 @@ mod tests {
             "not replaced"
         );
         drop(d);
+    }
+
+    /// A number this change would write, or a scheduler switch reset,
+    /// that cannot be read: its original could not be journalled, and a
+    /// revert would say "already set". Refused, nothing written.
+    #[test]
+    fn an_unreadable_original_refuses_the_change_and_writes_nothing() {
+        for (file, content, want) in [
+            (
+                "read_ahead_kb",
+                "abc\n",
+                Wanted {
+                    read_ahead_kb: Some(256),
+                    ..Wanted::default()
+                },
+            ),
+            ("nr_requests", "\n", nr(64)),
+            (
+                "nr_requests",
+                "-5\n",
+                Wanted {
+                    scheduler: Some("kyber".into()),
+                    ..Wanted::default()
+                },
+            ),
+        ] {
+            let (_d, t, tuner) = setup();
+            std::fs::write(t.dev_dir("sda").join("queue").join(file), content).unwrap();
+            let sched = attr(&t, "scheduler");
+            let e = tuner.apply("sda", &want).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, TuneError::ReadFailed { .. }), "{file}: {msg}");
+            assert_eq!(e.exit_code(), 1, "{msg}");
+            assert!(
+                msg.contains(&format!("queue/{file}")) && msg.contains("unexpected content"),
+                "{msg}"
+            );
+            assert_eq!(attr(&t, file), content.trim(), "{file} written");
+            assert_eq!(attr(&t, "scheduler"), sched, "scheduler switched");
+            assert!(tuner.journal().unwrap().load("sda").unwrap().is_none());
+        }
+        // Without a switch, a scheduler's other settings may still change.
+        let (_d, t, tuner) = setup();
+        std::fs::write(t.dev_dir("sda").join("queue/read_ahead_kb"), "abc\n").unwrap();
+        tuner.apply("sda", &nr(64)).unwrap();
+        assert_eq!(attr(&t, "nr_requests"), "64");
     }
 
     #[test]
