@@ -159,13 +159,13 @@ fn one_huge_line_is_skipped_without_being_stored() {
     if !require_tool("one_huge_line_is_skipped_without_being_stored", "prlimit") {
         return;
     }
-    // 1.5 GiB without a newline after a valid start: twice the address space.
+    // 900 MiB without a newline after a valid start: more than the address space.
     let o = replay(&["/dev/stdin", "--summary"], |w| {
         let _ = writeln!(w, "{HEADER}");
         let _ = writeln!(w, "{}", sample(1.0, 1767323046.0, 10));
         let chunk = vec![b'7'; 1 << 20];
         let _ = w.write_all(b"{\"type\":\"sample\",\"t\":");
-        for _ in 0..1536 {
+        for _ in 0..900 {
             if w.write_all(&chunk).is_err() {
                 return;
             }
@@ -181,6 +181,60 @@ fn one_huge_line_is_skipped_without_being_stored() {
         err(&o)
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 samples"));
+}
+
+/// Data that never ends a line (`/dev/zero`, `yes | tr -d '\n'`) is not
+/// read forever: after a valid start, reading stops with a note once a line
+/// has gone on for over 1 GiB; as the first line, at 4 MiB.
+#[test]
+fn a_line_without_end_is_not_read_forever() {
+    if !require_tool("a_line_without_end_is_not_read_forever", "prlimit") {
+        return;
+    }
+    let o = replay(&["/dev/stdin", "--summary"], |w| {
+        let _ = writeln!(w, "{HEADER}");
+        let _ = writeln!(w, "{}", sample(1.0, 1767323046.0, 10));
+        let _ = writeln!(w, "{}", sample(2.0, 1767323047.0, 20));
+        let chunk = vec![b'x'; 1 << 20];
+        // Until the reader stops reading (the pipe breaks); 3 GiB at most, so
+        // that a reader that does not stop fails the test instead of hanging.
+        for _ in 0..3072 {
+            if w.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    // That note, and that the recording has no end record.
+    calm(&o, 2);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("line 4: no end of line in its first 1 GiB: read no further"),
+        "{}",
+        err(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 samples"));
+    // The first line: refused at its limit, not read to an end it has not.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["replay", "/dev/zero", "--summary"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("replay /dev/zero --summary still reading after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("its first line is longer than 4 MiB"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[test]

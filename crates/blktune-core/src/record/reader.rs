@@ -9,6 +9,9 @@
 //!   records might mean something else.
 //! - A line longer than [`MAX_LINE`] is skipped without being stored, and a
 //!   record with a number, name or list out of range ([`check`]) is skipped.
+//!   A line with no end after [`MAX_SKIP`] more bytes ends the reading (a
+//!   stream without newlines, `/dev/zero`, would be read forever); a first
+//!   line over [`MAX_LINE`] is no recording's and is not read past.
 //! - Only the first [`SHOWN_NOTES`] problems are told one by one; the rest
 //!   are counted in one last line.
 
@@ -34,12 +37,26 @@ enum Read {
     Line,
     /// A line longer than the limit, read past and dropped.
     TooLong,
+    /// A line that went on past the limit and then past `skip_max` more
+    /// bytes without an end: not read further.
+    Endless,
 }
 
+/// Bytes of an over-long line read past (to go on after it) before the
+/// reader gives up on the rest of the data: a stream with no end of line
+/// (`/dev/zero`) would otherwise be read forever.
+const MAX_SKIP: u64 = 1 << 30;
+
 /// Read one line into `buf` (cleared first), storing at most `max` bytes:
-/// a longer line is consumed to its end but not kept, so one huge line
-/// costs no memory. On an error `buf` holds what was read of the line.
-fn read_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Read> {
+/// a longer line is consumed to its end, up to `skip_max` more bytes, but
+/// not kept, so one huge line costs no memory. On an error `buf` holds what
+/// was read of the line.
+fn read_line(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    skip_max: u64,
+) -> io::Result<Read> {
     buf.clear();
     let limit = u64::try_from(max).unwrap_or(u64::MAX);
     if <&mut dyn BufRead as io::Read>::take(&mut *r, limit).read_until(b'\n', buf)? == 0 {
@@ -49,19 +66,16 @@ fn read_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<R
         return Ok(Read::Line);
     }
     // `max` bytes and no end of line yet: read past the rest of it.
-    let rest = r.skip_until(b'\n');
-    match rest {
+    let rest = <&mut dyn BufRead as io::Read>::take(&mut *r, skip_max).skip_until(b'\n');
+    let read = match rest {
         // The data ended right there: the line was exactly `max` long.
-        Ok(0) => Ok(Read::Line),
-        Ok(_) => {
-            *buf = Vec::new();
-            Ok(Read::TooLong)
-        }
-        Err(e) => {
-            *buf = Vec::new();
-            Err(e)
-        }
-    }
+        Ok(0) if skip_max > 0 => return Ok(Read::Line),
+        Ok(n) if n as u64 >= skip_max => Ok(Read::Endless),
+        Ok(_) => Ok(Read::TooLong),
+        Err(e) => Err(e),
+    };
+    *buf = Vec::new();
+    read
 }
 
 /// Parse one line. The recorder writes `"type"` first, so a sample (nearly
@@ -131,9 +145,10 @@ impl RecordReader {
             why,
         };
         let first = loop {
-            match read_line(inner.as_mut(), &mut line, MAX_LINE) {
+            // A first line that long is no recording's: not read past.
+            match read_line(inner.as_mut(), &mut line, MAX_LINE, 0) {
                 Ok(Read::Eof) => break None,
-                Ok(Read::TooLong) => {
+                Ok(Read::TooLong | Read::Endless) => {
                     return Err(not_rec(format!(
                         "its first line is longer than {} MiB",
                         MAX_LINE >> 20
@@ -250,9 +265,19 @@ impl Iterator for RecordReader {
     fn next(&mut self) -> Option<Record> {
         let mut line = Vec::new();
         while !self.done {
-            let read = read_line(self.inner.as_mut(), &mut line, MAX_LINE);
+            let read = read_line(self.inner.as_mut(), &mut line, MAX_LINE, MAX_SKIP);
             match read {
                 Ok(Read::Eof) => self.done = true,
+                Ok(Read::Endless) => {
+                    self.line_no += 1;
+                    self.done = true;
+                    let (name, n) = (&self.name, self.line_no);
+                    let text = format!(
+                        "{name}: line {n}: no end of line in its first {} GiB: read no further",
+                        (MAX_LINE as u64 + MAX_SKIP) >> 30
+                    );
+                    self.note(|| text);
+                }
                 Ok(Read::TooLong) => {
                     self.line_no += 1;
                     let (name, n) = (&self.name, self.line_no);
