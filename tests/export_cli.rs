@@ -739,3 +739,73 @@ fn fake_tree_without_udev_db_flag_ignores_the_real_database() {
         stderr(&o)
     );
 }
+
+/// A hostile rules file: 4 MiB of lines that match every device, half of
+/// them a problem. The report keeps the first 100 of each kind per device
+/// and action and counts the rest, so its memory and length do not grow
+/// with lines x devices (1.3 GB for 16 MiB and three devices before).
+#[test]
+fn a_rules_file_of_a_hundred_thousand_matching_lines_is_checked_in_bounded_memory() {
+    if !common::require_tool("check_in_bounded_memory", "prlimit") {
+        return;
+    }
+    let disks: Vec<FakeDisk> = (0..30)
+        .map(|i| FakeDisk::new(&format!("loop{i}")).dev(7, i))
+        .collect();
+    let h = FakeHost::new(&disks);
+    let pair = "KERNEL==\"*\", ATTR{queue/nr_requests}=\"64\"\nKERNEL==\"*\", ATTR{queue/scheduler}=\"none\"\n";
+    let rules = h.path("many.rules");
+    fs::write(&rules, pair.repeat((4 << 20) / pair.len())).unwrap();
+    let lines = 2 * ((4 << 20) / pair.len());
+    let run = |json: bool| {
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--as={}", 1u64 << 30))
+            .arg(env!("CARGO_BIN_EXE_blktune"))
+            .arg("--sysfs-root")
+            .arg(h.path("sys"))
+            .arg("--proc-root")
+            .arg(h.path("proc"))
+            .args(["export", "--udev-db"])
+            .arg(h.path("udev-data"))
+            .arg("--check")
+            .arg(&rules);
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let o = run(false);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.len() < 2 << 20, "{} bytes of report", text.len());
+    assert!(
+        text.contains(&format!(
+            "… and {} more matching lines (only the first 100 are listed)",
+            lines - 100
+        )),
+        "{:.3000}",
+        text
+    );
+    assert!(
+        text.contains("more problems (only the first 100"),
+        "{:.3000}",
+        text
+    );
+    assert!(text.contains("at least "), "{}", &text[text.len() - 300..]);
+    let o = run(true);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = &v["devices"][0]["actions"][0];
+    assert_eq!(a["lines"].as_array().unwrap().len(), 100);
+    assert_eq!(a["lines_more"], lines - 100);
+    // Past 4 MiB a file is not a rules file: one line, nothing checked.
+    fs::write(&rules, pair.repeat((4 << 20) / pair.len() + 1)).unwrap();
+    let o = run(false);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("larger than 4096 KiB"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -343,8 +343,9 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    // A rules file is a few KiB; anything past 16 MiB is not one.
-    let text = blktune_core::text::read_capped(file, 16 << 20)
+    // A rules file is a few KiB; anything past 4 MiB is not one (and the
+    // check's memory grows with the number of its lines).
+    let text = blktune_core::text::read_capped(file, 4 << 20)
         .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;

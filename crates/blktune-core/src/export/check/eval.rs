@@ -5,7 +5,7 @@
 
 use super::glob::udev_match;
 use super::parse::{Op, Rule, Token};
-use super::{ActionCheck, LineCheck, Status, Write};
+use super::{ActionCheck, LineCheck, Status, Write, push_capped};
 use crate::device::BlockDevice;
 use crate::os::{DeviceName, SysRoot};
 use std::collections::BTreeMap;
@@ -191,8 +191,10 @@ fn resets(attr: &str) -> bool {
 /// line the order is wrong whether or not the line matches; across lines only
 /// when both match for sure (two lines that cannot be evaluated may exclude
 /// each other, such as two id rules without a udev database).
-fn order_problems(seq: &[(usize, Write, bool)]) -> Vec<String> {
+/// Past [`super::MAX_SHOWN`] problems the rest are counted (the second value).
+fn order_problems(seq: &[(usize, Write, bool)]) -> (Vec<String>, usize) {
     let mut out = Vec::new();
+    let mut more = 0;
     let mut pending: Vec<&(usize, Write, bool)> = Vec::new();
     for w in seq {
         if w.1.attr == "queue/scheduler" {
@@ -202,16 +204,14 @@ fn order_problems(seq: &[(usize, Write, bool)]) -> Vec<String> {
                 } else {
                     format!("before line {} writes the scheduler", w.0)
                 };
-                out.push(format!(
-                    "line {} sets {} {when}, which resets it",
-                    p.0, p.1.attr
-                ));
+                let text = format!("line {} sets {} {when}, which resets it", p.0, p.1.attr);
+                push_capped(&mut out, &mut more, text);
             }
         } else if resets(&w.1.attr) {
             pending.push(w);
         }
     }
-    out
+    (out, more)
 }
 
 /// Walk the rules for one device and one action.
@@ -317,6 +317,9 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
         stopped: None,
         problems: Vec::new(),
         reset: Vec::new(),
+        lines_more: 0,
+        problems_more: 0,
+        reset_more: 0,
     };
     let mut seq: Vec<(usize, Write, bool)> = Vec::new();
     let mut i = 0;
@@ -356,7 +359,9 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
                         let (lost, kept): (Vec<Write>, Vec<Write>) =
                             out.result.drain(..).partition(|r| resets(&r.attr));
                         out.result = kept;
-                        out.reset.extend(lost);
+                        for w in lost {
+                            push_capped(&mut out.reset, &mut out.reset_more, w);
+                        }
                     }
                     if sure {
                         match out.result.iter_mut().find(|r| r.attr == w.attr) {
@@ -413,7 +418,7 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
         }
         // A bare LABEL line does nothing by itself.
         if !rule.tokens.iter().all(|t| t.key == "LABEL") {
-            out.lines.push(line);
+            push_capped(&mut out.lines, &mut out.lines_more, line);
         }
         if (jump.is_some() || stop) && !sure {
             out.stopped = Some(format!(
@@ -438,7 +443,7 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
             }
         }
     }
-    out.problems = order_problems(&seq);
+    (out.problems, out.problems_more) = order_problems(&seq);
     out
 }
 

@@ -73,6 +73,25 @@ pub struct ActionCheck {
     pub problems: Vec<String>,
     /// Writes a later scheduler write resets (they are not in `result`).
     pub reset: Vec<Write>,
+    /// Matching lines, problems and reset writes past the first [`MAX_SHOWN`]
+    /// of each: counted, not kept (a hostile file of a million matching
+    /// lines would otherwise cost memory per line, device and action).
+    pub lines_more: usize,
+    pub problems_more: usize,
+    pub reset_more: usize,
+}
+
+/// Entries of each list of an [`ActionCheck`] kept and shown; the rest are
+/// counted.
+pub const MAX_SHOWN: usize = 100;
+
+/// Push `v` unless `list` holds [`MAX_SHOWN`] already; then count it in `more`.
+fn push_capped<T>(list: &mut Vec<T>, more: &mut usize, v: T) {
+    if list.len() < MAX_SHOWN {
+        list.push(v);
+    } else {
+        *more += 1;
+    }
 }
 
 /// One line's outcome.
@@ -117,16 +136,24 @@ impl CheckReport {
     /// a later scheduler switch, lines that also hit partitions. Each problem
     /// counts once, however many devices and actions it hits (one bad line of a
     /// `loop*` rule is one problem, not one per loop device).
+    ///
+    /// Past [`MAX_SHOWN`] problems of one device and action the rest are only
+    /// counted, so this is a lower bound then ([`CheckReport::problems_capped`]).
     pub fn problem_count(&self) -> usize {
-        let mut all: Vec<&String> = self
-            .devices
-            .iter()
-            .flat_map(|d| &d.actions)
-            .flat_map(|a| &a.problems)
-            .collect();
+        let actions = || self.devices.iter().flat_map(|d| &d.actions);
+        let mut all: Vec<&String> = actions().flat_map(|a| &a.problems).collect();
         all.sort();
         all.dedup();
-        self.ignored.len() + all.len()
+        let more = actions().map(|a| a.problems_more).max().unwrap_or(0);
+        self.ignored.len() + all.len() + more
+    }
+
+    /// Were problems left uncounted ([`MAX_SHOWN`])?
+    pub fn problems_capped(&self) -> bool {
+        self.devices
+            .iter()
+            .flat_map(|d| &d.actions)
+            .any(|a| a.problems_more > 0)
     }
 }
 
@@ -145,7 +172,7 @@ fn partition_problems(
     dev: &crate::os::DeviceName,
     part: &str,
     action: &str,
-) -> Vec<String> {
+) -> (Vec<String>, usize) {
     let dir = root.device_lineage(dev).first().map(|d| d.join(part));
     let props = dir
         .and_then(|d| root.read_lineage_attr(&d, "dev").ok())
@@ -155,7 +182,8 @@ fn partition_problems(
         })
         .filter(|(ma, mi)| db.has_entry(*ma, *mi))
         .map(|(ma, mi)| db.properties(ma, mi));
-    eval::evaluate_partition(rules, root, dev, part, props.as_ref(), action)
+    let c = eval::evaluate_partition(rules, root, dev, part, props.as_ref(), action);
+    let found = c
         .lines
         .iter()
         .filter(|l| l.status == Status::Match && !l.sets.is_empty())
@@ -167,7 +195,19 @@ fn partition_problems(
                 attrs.join(", ")
             )
         })
-        .collect()
+        .collect();
+    // Lines past the kept ones: not looked at, so counted as problems only
+    // when every kept one was one.
+    let more = if c
+        .lines
+        .iter()
+        .all(|l| l.status == Status::Match && !l.sets.is_empty())
+    {
+        c.lines_more
+    } else {
+        0
+    };
+    (found, more)
 }
 
 /// Check `text` (the content of `file`) against `devices`.
@@ -203,8 +243,11 @@ pub fn check(
                 .map(|a| {
                     let mut c = eval::evaluate(&rules, root, &dev, d, props.as_ref(), a);
                     for p in &parts {
-                        c.problems
-                            .extend(partition_problems(&rules, root, db, &dev, p, a));
+                        let (found, more) = partition_problems(&rules, root, db, &dev, p, a);
+                        c.problems_more += more;
+                        for f in found {
+                            push_capped(&mut c.problems, &mut c.problems_more, f);
+                        }
                     }
                     c
                 })

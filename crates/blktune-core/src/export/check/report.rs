@@ -55,7 +55,8 @@ pub fn render_text(r: &CheckReport) -> String {
         n => {
             let _ = writeln!(
                 out,
-                "\n{n} problem{} found (exit code {})",
+                "\n{}{n} problem{} found (exit code {})",
+                if r.problems_capped() { "at least " } else { "" },
                 if n == 1 { "" } else { "s" },
                 super::EXIT_PROBLEMS
             );
@@ -71,6 +72,19 @@ fn same_outcome(a: &ActionCheck, b: &ActionCheck) -> bool {
         && a.stopped == b.stopped
         && a.problems == b.problems
         && a.reset == b.reset
+        && (a.lines_more, a.problems_more, a.reset_more)
+            == (b.lines_more, b.problems_more, b.reset_more)
+}
+
+/// `    … and 12 more matching lines (only the first 100 are listed)`.
+fn more(out: &mut String, n: usize, what: &str) {
+    if n > 0 {
+        let _ = writeln!(
+            out,
+            "    … and {n} more {what} (only the first {} are listed)",
+            super::MAX_SHOWN
+        );
+    }
 }
 
 /// ` (nr_requests=64 is reset by a later scheduler write)`, or nothing.
@@ -83,10 +97,19 @@ fn reset_note(a: &ActionCheck) -> String {
         .iter()
         .map(|w| format!("{}={}", w.attr.trim_start_matches("queue/"), w.value))
         .collect();
+    let more = if a.reset_more > 0 {
+        format!(" and {} more", a.reset_more)
+    } else {
+        String::new()
+    };
     format!(
-        " ({} {} reset by a later scheduler write)",
+        " ({}{more} {} reset by a later scheduler write)",
         lost.join(" "),
-        if lost.len() == 1 { "is" } else { "are" }
+        if lost.len() + a.reset_more == 1 {
+            "is"
+        } else {
+            "are"
+        }
     )
 }
 
@@ -96,6 +119,7 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
         for p in &a.problems {
             let _ = writeln!(out, "    problem: {p}");
         }
+        more(out, a.problems_more, "problems");
         return;
     }
     let _ = writeln!(out, "  {label}:");
@@ -128,6 +152,7 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
             let _ = writeln!(out, "      also {o}");
         }
     }
+    more(out, a.lines_more, "matching lines");
     if let Some(s) = &a.stopped {
         let _ = writeln!(out, "    stopped: {s}");
     }
@@ -157,4 +182,5 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
     for p in &a.problems {
         let _ = writeln!(out, "    problem: {p}");
     }
+    more(out, a.problems_more, "problems");
 }
