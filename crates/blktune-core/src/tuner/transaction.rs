@@ -45,14 +45,25 @@ impl Tuner {
         }
         // The one read of the device's settings; kept, never re-read (module doc).
         let before = QueueSettings::read(&self.root, &dev);
-        let needs_scheduler = want.scheduler.is_some() || !want.tunables.is_empty();
-        if needs_scheduler
-            && before.scheduler.is_none()
-            && let Ok(raw) = self.root.read_queue_attr(&dev, &QueueAttr::Scheduler)
-        {
-            // The file is there but says something we cannot parse: do not
-            // pretend the device has no scheduler, and touch nothing.
-            return Err(unexpected(&dev, &QueueAttr::Scheduler, &raw));
+        let needs_scheduler =
+            want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
+        if needs_scheduler && before.scheduler.is_none() {
+            // The file is there but says something we cannot parse (or
+            // cannot be read): do not pretend the device has no scheduler,
+            // and touch nothing. A lone `none` is a queue without one.
+            match self.root.read_queue_attr(&dev, &QueueAttr::Scheduler) {
+                Ok(raw) if SchedulerState::parse(&raw).is_none() => {
+                    return Err(unexpected(&dev, &QueueAttr::Scheduler, &raw));
+                }
+                Err(source) if source.kind() != io::ErrorKind::NotFound => {
+                    return Err(TuneError::ReadFailed {
+                        dev: dev.to_string(),
+                        attr: "queue/scheduler".into(),
+                        source,
+                    });
+                }
+                _ => {}
+            }
         }
         let checked;
         let want = if strict {
@@ -745,6 +756,27 @@ mod tests {
         std::fs::write(t.dev_dir("sda").join("queue/read_ahead_kb"), "abc\n").unwrap();
         tuner.apply("sda", &nr(64)).unwrap();
         assert_eq!(attr(&t, "nr_requests"), "64");
+    }
+
+    /// A scheduler file that is there but not what the kernel writes is not
+    /// "no I/O scheduler": the change is refused naming the file (exit 1).
+    /// A lone `none` is a queue without a scheduler (exit 2, as before).
+    #[test]
+    fn a_malformed_scheduler_file_is_named_not_taken_for_no_scheduler() {
+        for content in [&b"none mq-deadline kyber\n"[..], b"[none] \xff\xfe\n"] {
+            let (_d, t, tuner) = setup();
+            std::fs::write(t.dev_dir("sda").join("queue/scheduler"), content).unwrap();
+            let e = tuner.apply("sda", &nr(64)).unwrap_err();
+            assert!(matches!(e, TuneError::ReadFailed { .. }), "{e}");
+            assert!(e.to_string().contains("queue/scheduler"), "{e}");
+            assert_eq!(e.exit_code(), 1);
+            assert_ne!(attr(&t, "nr_requests"), "64");
+        }
+        let (_d, t, tuner) = setup();
+        std::fs::write(t.dev_dir("sda").join("queue/scheduler"), "none\n").unwrap();
+        let e = tuner.apply("sda", &nr(64)).unwrap_err();
+        assert!(matches!(e, TuneError::NoScheduler { .. }), "{e}");
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]
