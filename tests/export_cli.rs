@@ -809,3 +809,29 @@ fn a_rules_file_of_a_hundred_thousand_matching_lines_is_checked_in_bounded_memor
         stderr(&o)
     );
 }
+
+/// A queue file that is there but does not parse would have been left out
+/// of the rule without a word (a rule setting only read_ahead_kb): refused,
+/// naming the file, exit 1, nothing printed.
+#[test]
+fn a_malformed_queue_file_is_named_and_nothing_exported() {
+    for (file, content) in [
+        ("read_ahead_kb", "abc\n"),
+        ("nr_requests", "-5\n"),
+        ("scheduler", "none mq-deadline kyber\n"),
+    ] {
+        let h = host();
+        fs::write(h.path("sys/block/sda/queue").join(file), content).unwrap();
+        let o = h.run(&["export", "sda", "--match", "kernel"]);
+        assert_eq!(o.status.code(), Some(1), "{file}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!(
+                "'sda': cannot read queue/{file}: unexpected content"
+            )) && err.contains("nothing exported"),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    }
+}

@@ -183,6 +183,14 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             .into());
         }
         notes.extend(multipath_note(&root, &dev));
+        // A rule made from a file that did not parse would leave its
+        // setting out without a word.
+        if let Some((attr, why)) = blktune_core::device::QueueSettings::malformed(&root, &dev) {
+            anyhow::bail!(
+                "'{name}': cannot read queue/{}: {why}; nothing exported",
+                attr.label()
+            );
+        }
         let d = BlockDevice::read(&root, &dev);
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);

@@ -182,6 +182,33 @@ impl QueueSettings {
     }
 
     /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
+    /// The first of the files a row and a rule carry (scheduler,
+    /// nr_requests, read_ahead_kb) that is there but does not read as the
+    /// kernel writes it, with what is wrong: [`QueueSettings::read`] would
+    /// take it for a device without that setting. `None` when each file is
+    /// absent or reads as expected.
+    pub fn malformed(root: &SysRoot, dev: &DeviceName) -> Option<(QueueAttr, String)> {
+        for attr in [
+            QueueAttr::Scheduler,
+            QueueAttr::NrRequests,
+            QueueAttr::ReadAheadKb,
+        ] {
+            let raw = match root.read_queue_attr(dev, &attr) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Some((attr, e.to_string())),
+                Ok(raw) => raw,
+            };
+            let ok = match attr {
+                QueueAttr::Scheduler => SchedulerState::parse(&raw).is_some(),
+                _ => raw.trim().parse::<u64>().is_ok(),
+            };
+            if !ok {
+                return Some((attr, unexpected_content(&raw)));
+            }
+        }
+        None
+    }
+
     pub fn read_tunables(&mut self, root: &SysRoot, dev: &DeviceName) {
         // `none` has no `queue/iosched` directory: nothing to list.
         self.tunables = if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {
@@ -431,6 +458,15 @@ pub fn human_size(bytes: u64) -> String {
     } else {
         format!("{:.1}{}", v, UNITS[u])
     }
+}
+
+/// `unexpected content '...'`: a queue file's text that is not what the
+/// kernel writes, cut and escaped for one line.
+pub fn unexpected_content(raw: &str) -> String {
+    format!(
+        "unexpected content '{}'",
+        raw.chars().take(64).collect::<String>().escape_debug()
+    )
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use super::diff::{add_requested_tunables, stored_otherwise};
 use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
-use crate::device::{QueueSettings, SchedulerState, read_dev_numbers};
+use crate::device::{QueueSettings, SchedulerState, read_dev_numbers, unexpected_content};
 use crate::error::TuneError;
 use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
 use crate::os::{DeviceName, QueueAttr, SysRoot};
@@ -505,13 +505,7 @@ fn unexpected(dev: &DeviceName, attr: &QueueAttr, raw: &str) -> TuneError {
     TuneError::ReadFailed {
         dev: dev.to_string(),
         attr: format!("queue/{}", attr.label()),
-        source: io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "unexpected content '{}'",
-                raw.chars().take(64).collect::<String>().escape_debug()
-            ),
-        ),
+        source: io::Error::new(io::ErrorKind::InvalidData, unexpected_content(raw)),
     }
 }
 
