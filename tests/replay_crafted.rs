@@ -291,3 +291,35 @@ fn the_full_screen_replay_refuses_a_pipe_it_would_have_to_read_twice() {
     assert!(err(&o).contains("is not a regular file"), "{}", err(&o));
     assert!(err(&o).contains("--summary reads it once"), "{}", err(&o));
 }
+
+/// A newline in a recorded host, kernel or model name would forge lines of
+/// the summary (an ESC was already escaped): shown as `\u000a`.
+#[test]
+fn names_from_the_file_cannot_forge_summary_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = HEADER
+        .replace(r#""hostname":"h""#, r#""hostname":"h\nFORGED host line""#)
+        .replace(r#""kernel":"6.18.0""#, r#""kernel":"6.18\nFORGED kernel""#)
+        .replace(
+            r#""kind":"ssd""#,
+            r#""kind":"ssd","model":"M\nFORGED model""#,
+        );
+    let text = format!(
+        "{header}\n{}\n{}\n",
+        sample(1.0, 1767323046.0, 10),
+        sample(2.0, 1767323047.0, 20)
+    );
+    let path = file(dir.path(), "forged.ndjson", &text);
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["replay", &path, "--summary"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.lines().any(|l| l.starts_with("FORGED")),
+        "a forged line:\n{out}"
+    );
+    assert!(out.contains(r"h\u000aFORGED host line"), "{out}");
+    assert!(out.contains(r"M\u000aFORGED model"), "{out}");
+}

@@ -105,9 +105,11 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// `blktune: s` on stderr (`eprintln!` would panic on a broken pipe).
+    /// `blktune: s` on stderr (`eprintln!` would panic on a broken pipe),
+    /// on one line: its values come from the journal, which is not trusted.
     fn warn(&mut self, s: &str) {
         use std::io::Write;
+        let s = blktune_core::text::printable(s);
         let _ = writeln!(std::io::stderr(), "blktune: {s}");
     }
 

@@ -552,20 +552,25 @@ impl Summary {
     pub fn to_text(&self) -> String {
         let mut o = String::new();
         let h = &self.host;
+        // Every text from the file on one line of its own: a newline in a
+        // host or device name would forge lines of this report.
+        let p = |s: &str| crate::text::printable(s).into_owned();
         let _ = writeln!(
             o,
             "Recording {} (format {}, {})",
-            self.file, self.version, self.tool
+            p(&self.file),
+            self.version,
+            p(&self.tool)
         );
         let _ = writeln!(
             o,
             "  host      {}, Linux {}{}",
             if h.hostname.is_empty() {
-                "?"
+                "?".to_owned()
             } else {
-                &h.hostname
+                p(&h.hostname)
             },
-            h.kernel,
+            p(&h.kernel),
             if self.other_host {
                 " (recorded on another host)"
             } else {
@@ -575,12 +580,12 @@ impl Summary {
         let _ = writeln!(
             o,
             "  started   {}, lasted {}, {} samples every {}, {}",
-            self.started,
+            p(&self.started),
             secs(self.duration_s),
             self.samples,
             secs(self.interval_s),
             match &self.end_reason {
-                Some(r) => format!("ended ({r})"),
+                Some(r) => format!("ended ({})", p(r)),
                 None => "no end record".to_owned(),
             }
         );
@@ -595,7 +600,7 @@ impl Summary {
                 ),
                 Some(l) => format!(
                     "not recorded ({})",
-                    l.unavailable.as_deref().unwrap_or("not traced")
+                    p(l.unavailable.as_deref().unwrap_or("not traced"))
                 ),
                 None => "not recorded (made before blktune recorded them)".to_owned(),
             }
@@ -609,17 +614,17 @@ impl Summary {
         }
         for d in &self.devices {
             let sched = match (&d.scheduler_first, &d.scheduler_last) {
-                (Some(a), Some(b)) if a != b => format!("{a} at start, {b} at end"),
-                (Some(a), _) => a.clone(),
+                (Some(a), Some(b)) if a != b => format!("{} at start, {} at end", p(a), p(b)),
+                (Some(a), _) => p(a),
                 _ => "no scheduler".to_owned(),
             };
             let _ = writeln!(
                 o,
                 "  device    {:<10} {:<6} {:>6}  {}  {}",
-                d.name,
+                p(&d.name),
                 d.kind.label(),
                 human_size(d.size_bytes),
-                d.model.as_deref().unwrap_or("-"),
+                p(d.model.as_deref().unwrap_or("-")),
                 sched
             );
             if let Some(k) = &d.latency {
@@ -637,7 +642,13 @@ impl Summary {
                 ChangeSource::Blktune => "made in blktune",
                 ChangeSource::Observed => "seen in sysfs",
             };
-            let _ = writeln!(o, "  {} at +{}: {}  ({how})", c.device, secs(c.t), c.label);
+            let _ = writeln!(
+                o,
+                "  {} at +{}: {}  ({how})",
+                p(&c.device),
+                secs(c.t),
+                p(&c.label)
+            );
             let side = |m: &Option<Means>| m.map_or("no data".to_owned(), |m| secs(m.secs));
             let _ = writeln!(
                 o,
