@@ -299,7 +299,7 @@ fn a_failing_step_rolls_back_and_drops_its_journal_entry() {
     // kyber's read_lat_nsec is a symlink to a file of ours: blktune never
     // writes through one, so the step after the scheduler switch fails.
     let target = f.dir.path().join("elsewhere");
-    std::fs::write(&target, "untouched\n").unwrap();
+    std::fs::write(&target, "12345\n").unwrap();
     let lat = f.tree.dev_dir("sda").join("queue/iosched/read_lat_nsec");
     std::os::unix::fs::symlink(&target, &lat).unwrap();
     let o = f.run(&[
@@ -321,7 +321,7 @@ fn a_failing_step_rolls_back_and_drops_its_journal_entry() {
     let sched = std::fs::read_to_string(f.tree.dev_dir("sda").join("queue/scheduler")).unwrap();
     assert_eq!(sched.trim(), "mq-deadline", "the scheduler was put back");
     assert_eq!(std::fs::read_dir(f.journal()).unwrap().count(), 0);
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "12345\n");
 }
 
 /// A number the change writes, or a scheduler switch resets, that cannot be

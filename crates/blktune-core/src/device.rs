@@ -2,7 +2,9 @@
 //!
 //! Attribute meanings: kernel `Documentation/ABI/stable/sysfs-block`.
 
-use crate::os::{DeviceName, QueueAttr, SysRoot, is_plausible_tunable_name};
+use crate::os::{
+    DeviceName, QueueAttr, SysRoot, is_plausible_scheduler_name, is_plausible_tunable_name,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -90,12 +92,7 @@ impl SchedulerState {
         let mut available = Vec::new();
         // Elevator names are short identifiers (`mq-deadline`, `bfq`); anything
         // else means the file is not what we think it is.
-        let plausible = |w: &str| {
-            !w.is_empty()
-                && w.len() <= 32
-                && w.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b))
-        };
+        let plausible = is_plausible_scheduler_name;
         for word in line.split_ascii_whitespace() {
             if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
                 if active.is_some() || !plausible(inner) {

@@ -68,6 +68,16 @@ pub fn is_plausible_tunable_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
+/// Is `name` shaped like an I/O scheduler's name (`mq-deadline`, `bfq`):
+/// a short identifier, as the kernel's elevators are named?
+pub fn is_plausible_scheduler_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b))
+}
+
 /// The queue attributes blktune may ever write. Nothing else is writable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QueueAttr {

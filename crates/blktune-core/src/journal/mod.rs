@@ -289,6 +289,9 @@ impl Journal {
                 format!("names device '{}', not '{device}'", e.device.escape_debug()),
             ));
         }
+        if let Some(why) = implausible_original(&e.original) {
+            return Err(refused(&path, why));
+        }
         Ok(Some(e))
     }
 
@@ -396,6 +399,34 @@ impl Journal {
     }
 }
 
+/// What an original read from sysfs can never look like: a scheduler name
+/// that is not an identifier, a tunable whose name or value is not one the
+/// kernel shows (a whole number). Such an entry was not written by blktune
+/// and is not written to sysfs on its word.
+fn implausible_original(w: &crate::tuner::Wanted) -> Option<String> {
+    if let Some(s) = w.scheduler.as_deref()
+        && !crate::os::is_plausible_scheduler_name(s)
+    {
+        return Some(format!(
+            "scheduler '{}' is not a scheduler's name",
+            s.escape_debug()
+        ));
+    }
+    for (k, v) in &w.tunables {
+        let number = v.trim().strip_prefix('-').unwrap_or(v.trim());
+        let plausible =
+            !number.is_empty() && number.len() <= 20 && number.bytes().all(|b| b.is_ascii_digit());
+        if !crate::os::is_plausible_tunable_name(k) || !plausible {
+            return Some(format!(
+                "tunable '{}' = '{}' is not a tunable's name and number",
+                k.escape_debug(),
+                v.escape_debug()
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 pub(super) mod test_support {
     use super::*;
@@ -438,7 +469,7 @@ pub(super) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::entry;
+    use super::test_support::{entry, names_path};
     use super::*;
     use std::fs;
 
@@ -467,6 +498,31 @@ mod tests {
         let j = Journal::new(dir.path());
         let l = j.list().unwrap();
         assert!(matches!(&l[0], Err((n, _)) if n == "sda"));
+    }
+
+    /// An original sysfs could never have shown (a terminal escape as the
+    /// scheduler, a word as a tunable's value) is refused, not written back.
+    #[test]
+    fn an_implausible_original_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("j"));
+        let mut e = entry("loop0", 128);
+        e.original.scheduler = Some("\u{1b}[2J".into());
+        j.save_if_absent(&e).unwrap();
+        let err = j.load("loop0").unwrap_err();
+        let msg = names_path(&err, &dir.path().join("j/loop0.json"));
+        assert!(msg.contains("is not a scheduler's name"), "{msg}");
+        assert!(!msg.contains('\u{1b}'), "{msg}");
+        j.remove("loop0").unwrap();
+        let mut e = entry("loop0", 128);
+        e.original.scheduler = Some("mq-deadline".into());
+        e.original.tunables = vec![("read_expire".into(), "500; rm".into())];
+        j.save_if_absent(&e).unwrap();
+        assert!(j.load("loop0").is_err());
+        j.remove("loop0").unwrap();
+        e.original.tunables = vec![("read_expire".into(), "500\n".into())];
+        j.save_if_absent(&e).unwrap();
+        assert!(j.load("loop0").unwrap().is_some());
     }
 
     #[test]
