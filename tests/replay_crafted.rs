@@ -323,3 +323,57 @@ fn names_from_the_file_cannot_forge_summary_lines() {
     assert!(out.contains(r"h\u000aFORGED host line"), "{out}");
     assert!(out.contains(r"M\u000aFORGED model"), "{out}");
 }
+
+/// A version that is there but is no version (-1, 0, a string, 2^64) is
+/// named as such, not as a missing one; version 0 is not taken as 1.
+#[test]
+fn a_header_version_that_is_no_version_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["-1", "0", "\"1\"", "18446744073709551616"] {
+        let text = format!(
+            "{}\n{}\n",
+            HEADER.replace(r#""version":1"#, &format!(r#""version":{v}"#)),
+            sample(1.0, 1767323046.0, 10)
+        );
+        let path = file(dir.path(), "v.ndjson", &text);
+        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(["replay", &path, "--summary"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{v}: {}", err(&o));
+        assert!(
+            err(&o).contains("is not a format version (1 and up)"),
+            "{v}: {}",
+            err(&o)
+        );
+        assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
+    }
+}
+
+/// A gzip file whose data is damaged before its first line is said to be
+/// damaged, not empty; an empty file is empty.
+#[test]
+fn damaged_gzip_is_not_called_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.ndjson.gz");
+    std::fs::write(
+        &bad,
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbagegarbage",
+    )
+    .unwrap();
+    let empty = file(dir.path(), "empty.ndjson", "");
+    for (path, says) in [
+        (
+            bad.to_str().unwrap(),
+            "its data ends or is damaged before its first line",
+        ),
+        (empty.as_str(), "it is empty"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(["replay", path, "--summary"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+        assert!(err(&o).contains(says), "{}", err(&o));
+    }
+}

@@ -157,7 +157,13 @@ impl RecordReader {
                 Ok(Read::Line) if line.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(Read::Line) => break Some(line.clone()),
                 // A gzip stream cut before the end of the first line.
-                Err(e) if is_cut_off(&e) => break (!line.is_empty()).then(|| line.clone()),
+                Err(e) if is_cut_off(&e) && !line.is_empty() => break Some(line.clone()),
+                // Cut or damaged before anything could be read: not "empty".
+                Err(e) if is_cut_off(&e) => {
+                    return Err(not_rec(format!(
+                        "its data ends or is damaged before its first line ({e})"
+                    )));
+                }
                 Err(e) => return Err(RecordError::io(Path::new(name), e)),
             }
         };
@@ -167,10 +173,19 @@ impl RecordReader {
         if value.get("type").and_then(|t| t.as_str()) != Some("header") {
             return Err(not_rec("its first line is not a header record".into()));
         }
-        let version = value
-            .get("version")
-            .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| not_rec("its header has no version".into()))?;
+        let version = match value.get("version") {
+            None => return Err(not_rec("its header has no version".into())),
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => n,
+                // -1, 0, "1", 2^64: not a version this format ever had.
+                _ => {
+                    let shown: String = v.to_string().chars().take(32).collect();
+                    return Err(not_rec(format!(
+                        "its header's version {shown} is not a format version (1 and up)"
+                    )));
+                }
+            },
+        };
         if version > u64::from(FORMAT_VERSION) {
             return Err(RecordError::Version {
                 name: name.to_owned(),
