@@ -835,3 +835,42 @@ fn a_malformed_queue_file_is_named_and_nothing_exported() {
         assert!(o.stdout.is_empty(), "{}", stdout(&o));
     }
 }
+
+/// Values the kernel would refuse on the device: a scheduler it does not
+/// offer, an empty one, nr_requests that is not a number or out of range,
+/// read-ahead too large, a tunable that is not a number. udev only logs a
+/// failed write, so `--check` is where a user learns of it (exit 3).
+#[test]
+fn check_flags_values_the_device_would_refuse() {
+    let h = host();
+    let rules = h.path("values.rules");
+    fs::write(
+        &rules,
+        concat!(
+            "KERNEL==\"loop0\", ATTR{queue/scheduler}=\"cfq\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/scheduler}=\"\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/iosched/read_expire}=\"abc\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/nr_requests}=\"-1\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/nr_requests}=\"5000\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/read_ahead_kb}=\"99999999999999999999\"\n",
+            "KERNEL==\"loop0\", ATTR{queue/read_ahead_kb}=\"%k\"\n",
+        ),
+    )
+    .unwrap();
+    let o = h.run(&["export", "--check", rules.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in [
+        "line 1: scheduler 'cfq' is not one the device offers (none, mq-deadline, kyber, bfq)",
+        "line 2: scheduler '' is not one the device offers",
+        "line 3: read_expire 'abc' is not an integer",
+        "line 4: nr_requests '-1' is not a whole number",
+        "line 5: nr_requests '5000' is out of range",
+        "line 6: read_ahead_kb '99999999999999999999' is not a whole number",
+    ] {
+        assert!(out.contains(needle), "{needle}:\n{out}");
+    }
+    // A substitution is not judged.
+    assert!(!out.contains("problem: line 7"), "{out}");
+    assert!(out.contains("6 problems found"), "{out}");
+}

@@ -37,6 +37,9 @@ struct Ctx<'a> {
     /// Keys not in `env`: empty (database present) or unknown (why).
     missing: Known,
     lineage: Vec<PathBuf>,
+    /// The device whose queue the writes go to (`None` for a partition):
+    /// what its values are checked against.
+    device: Option<&'a BlockDevice>,
 }
 
 impl Ctx<'_> {
@@ -230,6 +233,7 @@ pub(super) fn evaluate(
         env: initial_env(root, dev, d, props, action),
         missing: missing(props),
         lineage: root.device_lineage(dev),
+        device: Some(d),
     };
     walk(rules, ctx)
 }
@@ -302,6 +306,7 @@ pub(super) fn evaluate_partition(
         env,
         missing: missing(props),
         lineage,
+        device: None,
     };
     walk(rules, ctx)
 }
@@ -322,6 +327,13 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
         reset_more: 0,
     };
     let mut seq: Vec<(usize, Write, bool)> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    // The scheduler in force at each write: the device's, then the last
+    // matching line's.
+    let mut sched = ctx
+        .device
+        .and_then(|d| d.queue.scheduler.as_ref())
+        .map(|s| s.active.clone());
     let mut i = 0;
     while i < rules.len() {
         let rule = &rules[i];
@@ -353,6 +365,12 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
                         value: t.value.clone(),
                     };
                     seq.push((rule.line, w.clone(), sure));
+                    if sure && let Some(d) = ctx.device {
+                        values.extend(value_problem(d, sched.as_deref(), rule.line, &w));
+                        if w.attr == "queue/scheduler" {
+                            sched = Some(w.value.trim().to_owned());
+                        }
+                    }
                     if sure && w.attr == "queue/scheduler" {
                         // The switch resets nr_requests and every tunable
                         // (kernel `block/elevator.c`): earlier writes are lost.
@@ -444,7 +462,57 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
         }
     }
     (out.problems, out.problems_more) = order_problems(&seq);
+    for v in values {
+        push_capped(&mut out.problems, &mut out.problems_more, v);
+    }
     out
+}
+
+/// A write of a line that matches for sure which the kernel would refuse
+/// on this device (or store as another value): a scheduler it does not
+/// offer, a number out of range or not a number. udev says nothing of a
+/// failed write but a line in its log. Values with a substitution are not
+/// judged. Worded without the device's name, so one line that does it to
+/// every device is one problem.
+fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -> Option<String> {
+    let v = w.value.trim();
+    if has_subst(v) {
+        return None;
+    }
+    let number = |what: &str| -> Result<u64, String> {
+        v.parse::<u64>()
+            .map_err(|_| format!("{what} '{}' is not a whole number", v.escape_debug()))
+    };
+    let why = match w.attr.as_str() {
+        "queue/scheduler" => {
+            let s = d.queue.scheduler.as_ref()?;
+            if s.available.iter().any(|a| a == v) {
+                return None;
+            }
+            format!(
+                "scheduler '{}' is not one the device offers ({})",
+                v.escape_debug(),
+                s.available.join(", ")
+            )
+        }
+        "queue/nr_requests" => match number("nr_requests") {
+            Ok(n) => crate::sched::check_nr_requests(n, sched?, d.hw_queue_depth)
+                .err()?
+                .to_string(),
+            Err(e) => e,
+        },
+        "queue/read_ahead_kb" => match number("read_ahead_kb") {
+            Ok(n) => crate::sched::check_read_ahead_kb(n, crate::sched::page_kb())
+                .err()?
+                .to_string(),
+            Err(e) => e,
+        },
+        a => {
+            let t = a.strip_prefix("queue/iosched/")?;
+            crate::sched::check_tunable(t, v).err()?.to_string()
+        }
+    };
+    Some(format!("line {line}: {why}"))
 }
 
 #[cfg(test)]
