@@ -18,6 +18,11 @@ fn pause_freezes_the_display_and_resume_shows_what_happened_meanwhile() {
     assert!(app.paused);
     let frozen = text(&screen(&app, 80, 24));
     assert!(frozen.contains("PAUSED"), "{frozen}");
+    let footer = frozen.lines().last().unwrap();
+    assert!(
+        footer.contains("p resume") && !footer.contains("pause"),
+        "{footer}"
+    );
     let points = app.histories["sda"].points().len();
     // The worker samples on: 20 intervals with a much slower disk.
     m.run(&mut app, 20, &busy(40));
@@ -33,6 +38,11 @@ fn pause_freezes_the_display_and_resume_shows_what_happened_meanwhile() {
     );
     press(&mut app, &chars("p"));
     assert!(!app.paused);
+    let footer = text(&screen(&app, 80, 24));
+    assert!(
+        footer.lines().last().unwrap().contains("p pause"),
+        "{footer}"
+    );
     let pts = app.histories["sda"].points();
     assert_eq!(pts.len(), points + 20, "every held sample is taken in");
     // No gap: each interval starts where the one before ended.

@@ -156,6 +156,8 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
             }
             let hint = match (mode, stage) {
                 (Mode::ShootOut, Some(st)) => shootout_hint(st, bd.action, hint)?,
+                // What the key does now.
+                _ if bd.action == Action::Pause && app.paused => "resume",
                 _ => hint,
             };
             Some((short_key(bd.shown), hint))
