@@ -4,7 +4,7 @@
 //! ```text
 //!  sda  ssd 20G  sched none [mq-deadline] kyber bfq  nr 256  ra 128     detail title
 //! ┌ processes doing I/O now, busiest first ──────────── i/Esc close ┐
-//! │    PID USER       READ/s WRITE/s DEVICE   COMMAND              │
+//! │    PID USER       RD B/s  WR B/s DEVICE   COMMAND              │
 //! │   4242 postgres    12.0M   1.50M sda      postgres: checkpointer│ (bold: on the selected device)
 //! │    977 root            0    812K vda1     dd if=/dev/zero of=…  │
 //! └ not root: only your own processes are shown ────────────────────┘
@@ -122,7 +122,7 @@ pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
     let iw = inner.width as usize;
     let mut lines: Vec<(String, Style)> = vec![(
         row_text(
-            ["PID", "USER", "READ/s", "WRITE/s", "DEVICE", "COMMAND"],
+            ["PID", "USER", "RD B/s", "WR B/s", "DEVICE", "COMMAND"],
             iw,
         ),
         t.heading(),
