@@ -22,10 +22,25 @@ pub struct Series {
     pub last: Option<Means>,
 }
 
-/// Column of time `t` in a chart of `cols` columns ending at `now`.
+/// The chart's window `(from, end]`: `cols` columns of `span / cols`
+/// seconds whose edges sit on whole multiples of a column's width, the last
+/// one holding `now`. Edges that moved with every sample would regroup the
+/// points into other columns at each tick, and the bars and their scale
+/// would swing back and forth with no change in the data.
+fn window(now: f64, span: f64, cols: usize) -> (f64, f64) {
+    let w = span / cols.max(1) as f64;
+    let end = if w > 0.0 && w.is_finite() {
+        ((now / w) - 1e-9).ceil() * w
+    } else {
+        now
+    };
+    (end - span, end)
+}
+
+/// Column of time `t` in a chart of `cols` columns whose last holds `now`.
 pub fn column(t: f64, now: f64, span: f64, cols: usize) -> Option<usize> {
-    let from = now - span;
-    if cols == 0 || t <= from || t > now + 1e-9 {
+    let (from, end) = window(now, span, cols);
+    if cols == 0 || t <= from || t > end + 1e-9 || t > now + 1e-9 {
         return None;
     }
     let c = ((t - from) / span * cols as f64).ceil() as usize;
@@ -49,7 +64,7 @@ pub fn covering(
         }
     }
     let mut out = vec![None; cols];
-    let (from, w) = (now - span, span / cols.max(1) as f64);
+    let (from, w) = (window(now, span, cols).0, span / cols.max(1) as f64);
     for (t, itv) in points {
         let Some(c) = column(t, now, span, cols) else {
             continue;
@@ -500,5 +515,40 @@ mod tests {
         // Older than the span: not drawn.
         let s = bucket(&h, 8.0, 2.0, 2);
         assert_eq!(s.r_await, vec![Some(7.0), Some(8.0)]);
+    }
+
+    /// A new sample changes only the newest column: the column edges sit on
+    /// whole multiples of a column's width, so the older columns hold the
+    /// same points tick after tick (they shifted by a second each tick, and
+    /// the bars and their scale swung with no change in the data).
+    #[test]
+    fn a_new_sample_changes_only_the_newest_column() {
+        let mut h = DeviceHistory::default();
+        let mut at = Vec::new();
+        for i in 1..=40 {
+            let s = ExtStats {
+                r_s: 10.0,
+                r_await: f64::from(i % 7),
+                ..ExtStats::default()
+            };
+            h.push(
+                Point {
+                    t: f64::from(i),
+                    itv: 1.0,
+                    stats: Some(s),
+                },
+                600.0,
+            );
+            // 30 s in 9 columns of 3.33 s.
+            if i >= 30 {
+                at.push(bucket(&h, f64::from(i), 30.0, 9));
+            }
+        }
+        for w in at.windows(2) {
+            let (a, b) = (&w[0].r_await, &w[1].r_await);
+            let shifted = a[1..] == b[..8];
+            let same = a[..8] == b[..8];
+            assert!(same || shifted, "{a:?}\n{b:?}");
+        }
     }
 }
