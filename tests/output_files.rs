@@ -253,3 +253,47 @@ fn record_force_in_a_sticky_dir_never_writes_through_another_users_link() {
     assert_eq!(fs::symlink_metadata(&theirs).unwrap().uid(), 65534);
     assert_eq!(names(&sticky), ["session.ndjson", "theirs.ndjson"]);
 }
+
+/// A file in a directory that is not there: one line naming it and exit 2,
+/// the same for `export -o` and `list --format openmetrics -o` (the metrics
+/// exited 1), with no warning about the file's name before it (both printed
+/// one first).
+#[test]
+fn a_missing_directory_is_one_line_and_exit_2_for_export_and_metrics() {
+    let h = host();
+    let missing = h.out().join("missing");
+    for args in [
+        vec![
+            "export",
+            "sda",
+            "--match",
+            "kernel",
+            "-o",
+            missing.join("x").to_str().unwrap(),
+        ],
+        vec![
+            "list",
+            "--format",
+            "openmetrics",
+            "-o",
+            missing.join("x").to_str().unwrap(),
+        ],
+    ] {
+        let o = h.run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("missing/x"), "{err}");
+        assert!(!missing.exists());
+    }
+    // Once written, the name's warning comes.
+    let o = h.run(&[
+        "list",
+        "--format",
+        "openmetrics",
+        "-o",
+        h.out().join("m.txt").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reads only files ending in .prom"));
+}

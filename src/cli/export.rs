@@ -131,7 +131,7 @@ pub fn active_tuned_profile(tuned_dir: &std::path::Path) -> Option<String> {
 }
 
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
-fn cli_error(e: ExportError) -> anyhow::Error {
+pub(super) fn cli_error(e: ExportError) -> anyhow::Error {
     match e {
         ExportError::Tune(t) => t.into(),
         e if e.exit_code() == 2 => UsageError(e.to_string()).into(),
@@ -210,21 +210,16 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         tuned_include: active_tuned_profile(&a.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
-    if let (Some(path), Format::Udev) = (&a.output, a.format) {
-        if r.uses_udev_env && !export::sorts_after_persistent_storage(path) {
-            return Err(UsageError(format!(
-                "{}: the rules match on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
-                path.display(),
-                export::PERSISTENT_STORAGE_RULES
-            ))
-            .into());
-        }
-        if path.extension().is_none_or(|e| e != "rules") {
-            eprintln!(
-                "blktune: warning: {}: udev only reads files whose names end in .rules",
-                printable(&path.display().to_string())
-            );
-        }
+    if let (Some(path), Format::Udev) = (&a.output, a.format)
+        && r.uses_udev_env
+        && !export::sorts_after_persistent_storage(path)
+    {
+        return Err(UsageError(format!(
+            "{}: the rules match on ENV{{ID_*}}, set by {}; the file name must sort after it (e.g. 61-blktune.rules)",
+            path.display(),
+            export::PERSISTENT_STORAGE_RULES
+        ))
+        .into());
     }
     print_warnings(&notes);
     let Some(path) = &a.output else {
@@ -234,6 +229,12 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     // Write first: when it fails, its one line is all the user needs to read.
     export::write_rules(path, &r.text, a.force).map_err(cli_error)?;
+    if a.format == Format::Udev && path.extension().is_none_or(|e| e != "rules") {
+        eprintln!(
+            "blktune: warning: {}: udev only reads files whose names end in .rules",
+            printable(&path.display().to_string())
+        );
+    }
     print_warnings(&r.warnings);
     match a.format {
         Format::Udev => out.line(&format!(

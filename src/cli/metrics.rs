@@ -187,13 +187,16 @@ pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(anyhow::Error::new(e).context(path.display().to_string())),
     }
+    // The same exit codes as export's (2: a missing directory, ...); the
+    // name's warning only once the file is there.
+    blktune_core::export::write_rules(path, text, true).map_err(super::export::cli_error)?;
     if path.extension().is_none_or(|e| e != "prom") {
         eprintln!(
             "blktune: warning: {}: node_exporter's textfile collector reads only files ending in .prom",
-            path.display()
+            blktune_core::text::printable(&path.display().to_string())
         );
     }
-    blktune_core::export::write_rules(path, text, true).map_err(|e| anyhow::anyhow!(e.to_string()))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -121,10 +121,7 @@ pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
     block.render(area, buf);
     let iw = inner.width as usize;
     let mut lines: Vec<(String, Style)> = vec![(
-        row_text(
-            ["PID", "USER", "RD B/s", "WR B/s", "DEVICE", "COMMAND"],
-            iw,
-        ),
+        row_text(["PID", "USER", "RD B/s", "WR B/s", "DEVICE", "COMMAND"], iw),
         t.heading(),
     )];
     match &w.sample {
