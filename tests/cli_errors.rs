@@ -258,10 +258,16 @@ fn malformed_queue_files_fail_clearly() {
         1,
         &["'sda'", "queue/scheduler", "unexpected content"],
     );
-    // list still works and shows what it can.
+    // list still works and shows what it can, and says what it could not read.
     let o = f.run(&["list", "--all"]);
     assert!(o.status.success());
-    assert!(o.stderr.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sda': cannot read queue/scheduler: unexpected content 'garbage\\0here")
+            && !err.contains("not listed"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -577,4 +583,26 @@ fn a_bad_option_value_points_to_its_subcommands_help() {
     }
     // An option of the tuner itself points to the top-level help.
     f.fails(&["-i", "x"], 2, &["(see 'blktune --help')"]);
+}
+
+/// A disk whose scheduler file does not parse is not listed as if it had
+/// none without a word: `list` names the file on stderr.
+#[test]
+fn list_says_why_a_disk_with_a_malformed_scheduler_file_is_left_out() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.tree.dev_dir("sda").join("queue/scheduler"),
+        "none mq-deadline kyber\n",
+    )
+    .unwrap();
+    let o = f.run(&["list"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'sda': cannot read queue/scheduler: unexpected content")
+            && err.contains("not listed (--all lists it)"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("sda "));
 }

@@ -442,6 +442,31 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         .iter()
         .filter(|d| a.all || shown_by_default(d))
         .collect();
+    // Left out because its scheduler file does not parse, not because it has
+    // none: said, so that no disk drops out of the list without a word.
+    for d in devs
+        .iter()
+        .filter(|d| d.size_bytes > 0 && !d.queue.has_scheduler())
+    {
+        if let Some(dev) = root.device(&d.name)
+            && let Some((attr, why)) = device::QueueSettings::malformed(&root, &dev)
+        {
+            let _ = writeln!(
+                std::io::stderr(),
+                "blktune: warning: {}",
+                blktune_core::text::printable(&format!(
+                    "'{}': cannot read queue/{}: {why}{}",
+                    d.name,
+                    attr.label(),
+                    if a.all {
+                        ""
+                    } else {
+                        "; not listed (--all lists it)"
+                    }
+                ))
+            );
+        }
+    }
     match format {
         ListFormat::Json => {
             let ids = stable_ids(&root, &db, &devs);
