@@ -50,6 +50,20 @@ fn replay(args: &[&str], feed: impl FnOnce(&mut dyn Write) + Send + 'static) -> 
     out
 }
 
+/// Write `mib` MiB of `byte`; `false` when the reader stopped reading first.
+fn write_mib(w: &mut dyn Write, byte: u8, mib: usize) -> bool {
+    let chunk = vec![byte; 1 << 20];
+    (0..mib).all(|_| w.write_all(&chunk).is_ok())
+}
+
+/// `blktune replay PATH --summary` on a file (no limit, no stdin).
+fn summary_of(path: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["replay", path, "--summary"])
+        .output()
+        .unwrap()
+}
+
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -163,12 +177,9 @@ fn one_huge_line_is_skipped_without_being_stored() {
     let o = replay(&["/dev/stdin", "--summary"], |w| {
         let _ = writeln!(w, "{HEADER}");
         let _ = writeln!(w, "{}", sample(1.0, 1767323046.0, 10));
-        let chunk = vec![b'7'; 1 << 20];
         let _ = w.write_all(b"{\"type\":\"sample\",\"t\":");
-        for _ in 0..900 {
-            if w.write_all(&chunk).is_err() {
-                return;
-            }
+        if !write_mib(w, b'7', 900) {
+            return;
         }
         let _ = w.write_all(b"}\n");
         let _ = writeln!(w, "{}", sample(3.0, 1767323048.0, 30));
@@ -195,14 +206,9 @@ fn a_line_without_end_is_not_read_forever() {
         let _ = writeln!(w, "{HEADER}");
         let _ = writeln!(w, "{}", sample(1.0, 1767323046.0, 10));
         let _ = writeln!(w, "{}", sample(2.0, 1767323047.0, 20));
-        let chunk = vec![b'x'; 1 << 20];
         // Until the reader stops reading (the pipe breaks); 3 GiB at most, so
         // that a reader that does not stop fails the test instead of hanging.
-        for _ in 0..3072 {
-            if w.write_all(&chunk).is_err() {
-                return;
-            }
-        }
+        write_mib(w, b'x', 3072);
     });
     // That note, and that the recording has no end record.
     calm(&o, 2);
@@ -244,12 +250,7 @@ fn a_file_of_junk_is_one_line_and_exit_1() {
     }
     // No newline at all in 1 GiB: the header line alone is too long.
     let o = replay(&["/dev/stdin", "--summary"], |w| {
-        let chunk = vec![b'{'; 1 << 20];
-        for _ in 0..1024 {
-            if w.write_all(&chunk).is_err() {
-                return;
-            }
-        }
+        write_mib(w, b'{', 1024);
     });
     calm(&o, 1);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
@@ -310,10 +311,7 @@ fn names_from_the_file_cannot_forge_summary_lines() {
         sample(2.0, 1767323047.0, 20)
     );
     let path = file(dir.path(), "forged.ndjson", &text);
-    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
-        .args(["replay", &path, "--summary"])
-        .output()
-        .unwrap();
+    let o = summary_of(&path);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -336,10 +334,7 @@ fn a_header_version_that_is_no_version_is_named() {
             sample(1.0, 1767323046.0, 10)
         );
         let path = file(dir.path(), "v.ndjson", &text);
-        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .args(["replay", &path, "--summary"])
-            .output()
-            .unwrap();
+        let o = summary_of(&path);
         assert_eq!(o.status.code(), Some(1), "{v}: {}", err(&o));
         assert!(
             err(&o).contains("is not a format version (1 and up)"),
@@ -369,10 +364,7 @@ fn damaged_gzip_is_not_called_empty() {
         ),
         (empty.as_str(), "it is empty"),
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .args(["replay", path, "--summary"])
-            .output()
-            .unwrap();
+        let o = summary_of(path);
         assert_eq!(o.status.code(), Some(1), "{}", err(&o));
         assert!(err(&o).contains(says), "{}", err(&o));
     }
