@@ -291,3 +291,35 @@ fn in_flight_is_split_into_reads_and_writes() {
     assert!(t.contains("in flight r/w  3/1"), "{t}");
     insta::assert_snapshot!(term.backend());
 }
+
+/// `o`, `<` and `>` move only between the columns on screen: at 80x24 the
+/// rows were also sorted by aqu-sz, rMB/s, ... with no column to show it.
+#[test]
+fn sort_keys_move_only_between_the_columns_on_screen() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    for (w, h) in [(80, 24), (200, 50)] {
+        let shown = blktune::tui::event_loop::sort_keys_shown(w, h, &app).unwrap();
+        app.on_columns(shown.clone());
+        let mut seen = std::collections::BTreeSet::new();
+        for keys in ["o", "<", ">"] {
+            for _ in 0..40 {
+                press(&mut app, &chars(keys));
+                assert!(
+                    shown.contains(&app.sort),
+                    "{w}x{h}: {keys} sorted by {:?}, not a column on screen: {shown:?}",
+                    app.sort
+                );
+                seen.insert(format!("{:?}", app.sort));
+            }
+        }
+        // Every column on screen is reached.
+        assert_eq!(seen.len(), shown.len(), "{w}x{h}: {seen:?} of {shown:?}");
+        if w == 80 {
+            assert!(!shown.contains(&SortKey::WMbs), "{shown:?}");
+        } else {
+            assert!(shown.contains(&SortKey::WMbs), "{shown:?}");
+        }
+    }
+}

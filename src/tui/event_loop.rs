@@ -8,7 +8,7 @@
 //! [`TerminalInput`] and [`RestoreGuard`].
 
 use super::TuiError;
-use super::app::App;
+use super::app::{App, SortKey};
 use super::render;
 use super::wake::WakeFd;
 use super::worker::protocol::{ControlSink, Feed};
@@ -213,6 +213,12 @@ pub fn page_rows(width: u16, height: u16, app: &App) -> Option<usize> {
     Some(a.table.height.saturating_sub(1).max(1) as usize)
 }
 
+/// The sort keys of the columns the table shows at this terminal size.
+pub fn sort_keys_shown(width: u16, height: u16, app: &App) -> Option<Vec<SortKey>> {
+    let a = render::layout(Rect::new(0, 0, width, height), app)?;
+    Some(render::table::sort_keys_shown(a.table.width, app))
+}
+
 /// Receive, update, draw, read keys; until quit, a signal or a hang-up.
 /// Every control the app answers with goes to `ctl`.
 pub fn run_loop<B: Backend, I: Input>(
@@ -265,6 +271,9 @@ where
             // The page size is the app's to keep; drawing only borrows it.
             if let Some(rows) = page_rows(size.width, size.height, app) {
                 app.on_resize(rows);
+            }
+            if let Some(keys) = sort_keys_shown(size.width, size.height, app) {
+                app.on_columns(keys);
             }
             let mut shown = None;
             term.draw(|f| shown = render::draw_rows(f, app))

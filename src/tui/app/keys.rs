@@ -233,11 +233,7 @@ impl App {
             }
             Action::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Action::Sort | Action::SortLeft | Action::SortRight => {
-                let p99 = self.p99_shown();
-                self.sort = match a {
-                    Action::Sort => self.sort.next(p99),
-                    a => self.sort.beside(a == Action::SortLeft, p99),
-                };
+                self.sort = self.sort_step(a);
                 let order = if self.sort == SortKey::Name {
                     "A to Z"
                 } else {

@@ -152,6 +152,9 @@ pub struct App {
     /// Rows of the device table on screen (page size for PgUp/PgDn); set
     /// by the event loop through [`App::on_resize`], never by drawing.
     page_rows: usize,
+    /// Sort keys whose columns are on screen ([`App::on_columns`]); `None`
+    /// until the event loop has said (every key then).
+    columns: Option<Vec<SortKey>>,
     /// The rows on screen last told to the live worker ([`App::view_control_for`]).
     view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
@@ -218,6 +221,7 @@ impl App {
             replay: None,
             held: None,
             page_rows: 10,
+            columns: None,
             view_sent: None,
             recording: None,
             demo: None,
@@ -239,6 +243,12 @@ impl App {
     /// The device table now shows `rows` rows: the page of PgUp and PgDn.
     pub fn on_resize(&mut self, rows: usize) {
         self.page_rows = rows.max(1);
+    }
+
+    /// The sort keys of the columns the table shows at the terminal's size;
+    /// set by the event loop, as [`App::on_resize`].
+    pub fn on_columns(&mut self, keys: Vec<SortKey>) {
+        self.columns = Some(keys);
     }
 
     /// Which key bindings are in force.

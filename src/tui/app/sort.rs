@@ -291,6 +291,26 @@ pub fn hot(s: &ExtStats, baseline: Option<f64>) -> Option<Hot> {
 impl super::App {
     /// Are the p99 columns on screen (the source traces, or says why not)?
     /// Only then do `o` and `<`/`>` visit them.
+    /// Where `o` (`Action::Sort`), `<` or `>` moves the sort: the next key
+    /// in its order whose column the table shows now ([`App::on_columns`];
+    /// every key until a frame was drawn), so the rows are never ordered by
+    /// a figure that is not on screen.
+    pub fn sort_step(&self, a: crate::tui::command::Action) -> SortKey {
+        use crate::tui::command::Action;
+        let p99 = self.p99_shown();
+        let mut k = self.sort;
+        for _ in 0..TELLING_ORDER.len() {
+            k = match a {
+                Action::Sort => k.next(p99),
+                a => k.beside(a == Action::SortLeft, p99),
+            };
+            if self.columns.as_ref().is_none_or(|c| c.contains(&k)) {
+                return k;
+            }
+        }
+        k
+    }
+
     pub fn p99_shown(&self) -> bool {
         self.latency.tracing != Tracing::Unknown
     }

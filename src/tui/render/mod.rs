@@ -28,7 +28,7 @@ mod overlay;
 mod probe;
 mod processes;
 mod shootout;
-mod table;
+pub mod table;
 mod width;
 
 pub use chart::{Series, bucket};

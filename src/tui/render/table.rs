@@ -364,6 +364,18 @@ fn scale_label(max: f64) -> String {
 
 /// Draw the table into `area` (first row: headings); returns the names of
 /// the devices whose rows it drew.
+/// The sort keys whose columns a table `width` wide shows (the await
+/// sparkline's included): what `o`, `<` and `>` move between.
+pub fn sort_keys_shown(width: u16, app: &App) -> Vec<SortKey> {
+    let latency = app.latency.tracing != Tracing::Unknown;
+    let (cols, spark_w) = fit(width, latency, !app.where_io.topology.is_empty());
+    let mut keys: Vec<SortKey> = cols.iter().filter_map(|c| sort_key(c.id)).collect();
+    if spark_w >= 4 {
+        keys.push(SortKey::Await);
+    }
+    keys
+}
+
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> {
     let latency = app.latency.tracing != Tracing::Unknown;
     let (cols, spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
