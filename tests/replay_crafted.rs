@@ -369,3 +369,49 @@ fn damaged_gzip_is_not_called_empty() {
         assert!(err(&o).contains(says), "{}", err(&o));
     }
 }
+
+/// Junk after the gzip stream, or a bad checksum at its end, is damage,
+/// not a killed recorder (which only cuts the stream short).
+#[test]
+fn damage_after_the_gzip_data_is_not_called_a_killed_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    writeln!(gz, "{HEADER}").unwrap();
+    writeln!(gz, "{}", sample(1.0, 1767323046.0, 10)).unwrap();
+    writeln!(gz, "{}", sample(2.0, 1767323047.0, 20)).unwrap();
+    let good = gz.finish().unwrap();
+    let mut junk = good.clone();
+    junk.extend_from_slice(b"this is not gzip at all");
+    let mut crc = good.clone();
+    let at = crc.len() - 8;
+    crc[at] ^= 0xff;
+    let mut cut = good.clone();
+    cut.truncate(good.len() - 4);
+    for (name, bytes, says) in [
+        (
+            "junk.ndjson.gz",
+            junk,
+            "compressed data is damaged after line",
+        ),
+        (
+            "crc.ndjson.gz",
+            crc,
+            "compressed data is damaged after line",
+        ),
+        (
+            "cut.ndjson.gz",
+            cut,
+            "compressed data ends early (the recorder was killed)",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let o = summary_of(path.to_str().unwrap());
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", err(&o));
+        assert!(err(&o).contains(says), "{name}: {}", err(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("2 samples"),
+            "{name}"
+        );
+    }
+}

@@ -3,7 +3,8 @@
 //!
 //! - A last line cut off mid-write (the recorder was killed) is dropped.
 //! - A gzip stream without its end (the recorder was killed) is read up to
-//!   where the data stops.
+//!   where the data stops; one whose data goes wrong (a bad checksum, junk
+//!   after it) up to there, and the note says it is damaged.
 //! - A line in the middle that is not a valid record is skipped.
 //! - A header with a newer version than [`FORMAT_VERSION`] is an error: the
 //!   records might mean something else.
@@ -328,9 +329,17 @@ impl Iterator for RecordReader {
                 }
                 Err(e) if is_cut_off(&e) => {
                     let (name, n) = (&self.name, self.line_no);
-                    let text = format!(
-                        "{name}: the compressed data ends early (the recorder was killed); read up to line {n}"
-                    );
+                    // A stream that stops is a killed recorder; one whose
+                    // data goes wrong (a bad checksum, junk after it) is not.
+                    let text = if e.kind() == io::ErrorKind::UnexpectedEof {
+                        format!(
+                            "{name}: the compressed data ends early (the recorder was killed); read up to line {n}"
+                        )
+                    } else {
+                        format!(
+                            "{name}: the compressed data is damaged after line {n} ({e}); read up to there"
+                        )
+                    };
                     self.note(|| text);
                     if line.is_empty() {
                         self.done = true;
