@@ -136,6 +136,14 @@ fn esc_glued_to_the_confirming_key_cancels_every_dialog() {
     // The tunables list: Esc glued to Enter does not open the editor.
     press(&mut app, &chars("t"));
     assert!(matches!(app.overlay, Some(Overlay::Tunables(_))));
+    // Enter there opens the value's editor: the footer says so, as the
+    // dialog's own key line does.
+    let shown = text(&screen(&app, 80, 24));
+    let footer = shown.lines().last().unwrap();
+    assert!(
+        footer.contains("Enter edit") && !footer.contains("apply"),
+        "{footer}"
+    );
     assert!(press_events(&mut app, &[esc_then(KeyCode::Enter)]).is_empty());
     assert!(app.overlay.is_none(), "{:?}", app.overlay);
     // U's question: Esc glued to y reverts nothing.

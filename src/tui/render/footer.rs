@@ -158,6 +158,12 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
                 (Mode::ShootOut, Some(st)) => shootout_hint(st, bd.action, hint)?,
                 // What the key does now.
                 _ if bd.action == Action::Pause && app.paused => "resume",
+                // Enter in the tunables list opens the value's editor.
+                _ if bd.action == Action::Confirm
+                    && matches!(app.overlay, Some(Overlay::Tunables(_))) =>
+                {
+                    "edit"
+                }
                 _ => hint,
             };
             Some((short_key(bd.shown), hint))
