@@ -657,3 +657,31 @@ fn load_failed() -> ShootOutError {
         restore: "original settings restored (scheduler=mq-deadline)".into(),
     })
 }
+
+/// The help scrolls with Home and End too, and never past its end: Up
+/// after many Downs moves at once (the scroll used to run on unseen).
+#[test]
+fn help_scrolls_to_its_ends_and_not_past_them() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    let (w, h) = (80, 24);
+    let max = blktune::tui::render::overlay::help_max_scroll(w, h, &app).unwrap();
+    assert!(max > 0, "the help fits 80x24: nothing to test");
+    app.on_help_size(max);
+    press(&mut app, &chars("?"));
+    let top = text(&screen(&app, w, h));
+    press(&mut app, &[KeyCode::End]);
+    assert!(matches!(app.overlay, Some(Overlay::Help { scroll }) if scroll as usize == max));
+    let end = text(&screen(&app, w, h));
+    assert_ne!(end, top);
+    for _ in 0..50 {
+        press(&mut app, &[KeyCode::Down]);
+    }
+    assert_eq!(text(&screen(&app, w, h)), end);
+    press(&mut app, &[KeyCode::Up]);
+    assert!(matches!(app.overlay, Some(Overlay::Help { scroll }) if scroll as usize == max - 1));
+    assert_ne!(text(&screen(&app, w, h)), end, "Up moved nothing");
+    press(&mut app, &[KeyCode::Home]);
+    assert_eq!(text(&screen(&app, w, h)), top);
+}

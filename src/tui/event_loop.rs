@@ -275,6 +275,9 @@ where
             if let Some(keys) = sort_keys_shown(size.width, size.height, app) {
                 app.on_columns(keys);
             }
+            if let Some(max) = render::overlay::help_max_scroll(size.width, size.height, app) {
+                app.on_help_size(max);
+            }
             let mut shown = None;
             term.draw(|f| shown = render::draw_rows(f, app))
                 .map_err(term_err)?;

@@ -138,6 +138,7 @@ impl App {
                 .map(|(dev, ..)| self.nr_limit(dev))
                 .unwrap_or_default(),
             refuse: self.refuse_change(refused),
+            help_max: self.help_max,
         };
         let (next, reply) = ov.on_action(a, &ctx);
         self.overlay = next;

@@ -155,6 +155,9 @@ pub struct App {
     /// Sort keys whose columns are on screen ([`App::on_columns`]); `None`
     /// until the event loop has said (every key then).
     columns: Option<Vec<SortKey>>,
+    /// How far the help can scroll ([`App::on_help_size`]); unbounded until
+    /// the event loop has said.
+    help_max: usize,
     /// The rows on screen last told to the live worker ([`App::view_control_for`]).
     view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
@@ -222,6 +225,7 @@ impl App {
             held: None,
             page_rows: 10,
             columns: None,
+            help_max: usize::MAX,
             view_sent: None,
             recording: None,
             demo: None,
@@ -249,6 +253,12 @@ impl App {
     /// set by the event loop, as [`App::on_resize`].
     pub fn on_columns(&mut self, keys: Vec<SortKey>) {
         self.columns = Some(keys);
+    }
+
+    /// How far the help can scroll at the terminal's size; set by the event
+    /// loop, as [`App::on_resize`].
+    pub fn on_help_size(&mut self, max_scroll: usize) {
+        self.help_max = max_scroll;
     }
 
     /// Which key bindings are in force.

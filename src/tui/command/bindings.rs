@@ -395,6 +395,15 @@ pub const HELP: &[Binding] = &[
         false,
     ),
     b(
+        &[K(KeyCode::Home)],
+        "Home",
+        None,
+        "top",
+        Action::Home,
+        false,
+    ),
+    b(&[K(KeyCode::End)], "End", None, "end", Action::End, false),
+    b(
         &[K(KeyCode::Esc), C('q'), C('?')],
         "Esc",
         Some("close"),

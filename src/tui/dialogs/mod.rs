@@ -53,6 +53,8 @@ pub struct Ctx {
     pub nr: NrLimit,
     /// Why a change cannot start now (read-only, replay, busy), if it cannot.
     pub refuse: Option<String>,
+    /// How far the help can scroll at the terminal's size.
+    pub help_max: usize,
 }
 
 /// A change of one device as a dialog asks for it; the app numbers it and
@@ -139,14 +141,21 @@ impl Overlay {
             Overlay::Tunables(t) => t.on_action(a),
             Overlay::Edit(e) => e.on_action(a, ctx, &mut reply),
             Overlay::Help { scroll } => {
+                // Never past the end: Up after many Downs moves at once.
+                let max = u16::try_from(ctx.help_max).unwrap_or(u16::MAX);
+                let scroll = scroll.min(max);
                 let scroll = match a {
                     Action::Up => scroll.saturating_sub(1),
                     Action::Down => scroll.saturating_add(1),
                     Action::PageUp => scroll.saturating_sub(10),
                     Action::PageDown => scroll.saturating_add(10),
+                    Action::Home => 0,
+                    Action::End => max,
                     _ => scroll,
                 };
-                Some(Overlay::Help { scroll })
+                Some(Overlay::Help {
+                    scroll: scroll.min(max),
+                })
             }
             Overlay::Confirm { devices } if a == Action::Confirm => {
                 reply.revert = Some(devices);

@@ -24,7 +24,7 @@ mod export;
 mod footer;
 mod header;
 mod latency;
-mod overlay;
+pub mod overlay;
 mod probe;
 mod processes;
 mod shootout;

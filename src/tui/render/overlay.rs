@@ -176,7 +176,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             boxed(
                 f,
                 r,
-                "help  ↑↓ PgUp PgDn scroll  Esc close",
+                "help  ↑↓ PgUp PgDn Home End scroll  Esc close",
                 lines.into_iter().skip(skip).collect(),
                 t,
             );
@@ -247,6 +247,20 @@ pub fn text_hints() -> String {
 }
 
 /// Every line of the help: keys (from the command lists), schedulers, tunables.
+/// How far the help can scroll in a `width` x `height` terminal: its lines
+/// less the rows its box shows (as [`render`] draws it).
+pub fn help_max_scroll(width: u16, height: u16, app: &App) -> Option<usize> {
+    let a = super::layout(Rect::new(0, 0, width, height), app)?;
+    let over = height - a.status.height.saturating_sub(1);
+    // The box is inset by one row top and bottom, and has its borders.
+    let rows = over.saturating_sub(2).saturating_sub(2) as usize;
+    Some(
+        help_lines(Theme { color: false }, app.replay.is_some())
+            .len()
+            .saturating_sub(rows),
+    )
+}
+
 pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
     for b in if replay { REPLAY } else { MAIN } {
