@@ -46,7 +46,7 @@ impl App {
                 self.say(
                     StatusKind::Info,
                     format!(
-                        "Esc and '{k}' came together (or Alt+{k}): took the Esc only; press {k} again"
+                        "Esc and '{k}' came together (or Alt+{k}): took the Esc only; '{k}' did nothing"
                     ),
                 );
             }
