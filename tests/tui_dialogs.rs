@@ -666,10 +666,11 @@ fn help_scrolls_to_its_ends_and_not_past_them() {
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
     let (w, h) = (80, 24);
+    press(&mut app, &chars("?"));
+    // As the event loop does before each draw.
+    blktune::tui::event_loop::on_size(w, h, &mut app);
     let max = blktune::tui::render::overlay::help_max_scroll(w, h, &app).unwrap();
     assert!(max > 0, "the help fits 80x24: nothing to test");
-    app.on_help_size(max);
-    press(&mut app, &chars("?"));
     let top = text(&screen(&app, w, h));
     press(&mut app, &[KeyCode::End]);
     assert!(matches!(app.overlay, Some(Overlay::Help { scroll }) if scroll as usize == max));

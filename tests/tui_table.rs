@@ -300,8 +300,8 @@ fn sort_keys_move_only_between_the_columns_on_screen() {
     let mut app = m.app(None);
     m.run(&mut app, 2, &busy(4));
     for (w, h) in [(80, 24), (200, 50)] {
-        let shown = blktune::tui::event_loop::sort_keys_shown(w, h, &app).unwrap();
-        app.on_columns(shown.clone());
+        blktune::tui::event_loop::on_size(w, h, &mut app);
+        let shown = app.columns().unwrap().to_vec();
         let mut seen = std::collections::BTreeSet::new();
         for keys in ["o", "<", ">"] {
             for _ in 0..40 {

@@ -8,7 +8,7 @@
 //! [`TerminalInput`] and [`RestoreGuard`].
 
 use super::TuiError;
-use super::app::{App, SortKey};
+use super::app::{App, Overlay};
 use super::render;
 use super::wake::WakeFd;
 use super::worker::protocol::{ControlSink, Feed};
@@ -210,13 +210,27 @@ impl Input for TerminalInput {
 /// PgDn); `None` when the terminal is too small to draw.
 pub fn page_rows(width: u16, height: u16, app: &App) -> Option<usize> {
     let a = render::layout(Rect::new(0, 0, width, height), app)?;
-    Some(a.table.height.saturating_sub(1).max(1) as usize)
+    Some(table_rows(&a))
 }
 
-/// The sort keys of the columns the table shows at this terminal size.
-pub fn sort_keys_shown(width: u16, height: u16, app: &App) -> Option<Vec<SortKey>> {
-    let a = render::layout(Rect::new(0, 0, width, height), app)?;
-    Some(render::table::sort_keys_shown(a.table.width, app))
+/// Rows of devices in the table's area (its first row is the headings).
+fn table_rows(a: &render::Areas) -> usize {
+    a.table.height.saturating_sub(1).max(1) as usize
+}
+
+/// What the app keeps of the terminal's size, from one layout before each
+/// draw: the table's page size, the sort keys whose columns it shows, and,
+/// while the help is open, how far the help scrolls.
+pub fn on_size(width: u16, height: u16, app: &mut App) {
+    if let Some(a) = render::layout(Rect::new(0, 0, width, height), app) {
+        app.on_resize(table_rows(&a));
+        app.on_columns(render::table::sort_keys_shown(a.table.width, app));
+    }
+    if matches!(app.overlay, Some(Overlay::Help { .. }))
+        && let Some(max) = render::overlay::help_max_scroll(width, height, app)
+    {
+        app.on_help_size(max);
+    }
 }
 
 /// Receive, update, draw, read keys; until quit, a signal or a hang-up.
@@ -268,16 +282,9 @@ where
         }
         if dirty {
             let size = term.size().map_err(term_err)?;
-            // The page size is the app's to keep; drawing only borrows it.
-            if let Some(rows) = page_rows(size.width, size.height, app) {
-                app.on_resize(rows);
-            }
-            if let Some(keys) = sort_keys_shown(size.width, size.height, app) {
-                app.on_columns(keys);
-            }
-            if let Some(max) = render::overlay::help_max_scroll(size.width, size.height, app) {
-                app.on_help_size(max);
-            }
+            // What depends on the size is the app's to keep; drawing only
+            // borrows it.
+            on_size(size.width, size.height, app);
             let mut shown = None;
             term.draw(|f| shown = render::draw_rows(f, app))
                 .map_err(term_err)?;

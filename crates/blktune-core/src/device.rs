@@ -178,7 +178,6 @@ impl QueueSettings {
             .filter(|s| !(s.available.len() == 1 && s.active == "none"))
     }
 
-    /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
     /// The first of the files a row and a rule carry (scheduler,
     /// nr_requests, read_ahead_kb) that is there but does not read as the
     /// kernel writes it, with what is wrong: [`QueueSettings::read`] would
@@ -206,6 +205,7 @@ impl QueueSettings {
         None
     }
 
+    /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
     pub fn read_tunables(&mut self, root: &SysRoot, dev: &DeviceName) {
         // `none` has no `queue/iosched` directory: nothing to list.
         self.tunables = if self.scheduler.as_ref().is_none_or(|s| s.active == "none") {

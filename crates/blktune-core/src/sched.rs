@@ -361,15 +361,22 @@ fn refuse(what: &str, value: impl ToString, why: impl Into<String>) -> ValueErro
     }
 }
 
+/// Is `v` a decimal integer as sysfs shows a tunable: digits (at most 20),
+/// an optional minus sign, nothing else (surrounding whitespace trimmed)?
+pub fn is_integer_text(v: &str) -> bool {
+    let v = v.trim();
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Check a tunable's value: a decimal integer the kernel keeps as it is
 /// (see [`Tunable::min`]); a tunable the catalogue does not know needs only
 /// to be an integer. `Ok` is the text to write: plain decimal, as
 /// mq-deadline reads `010` as octal 8 and `0x10` as 16.
 pub fn check_tunable(name: &str, input: &str) -> Result<String, ValueError> {
     let v = input.trim();
-    let digits = v.strip_prefix('-').unwrap_or(v);
-    if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(refuse(name, input.trim(), "not an integer"));
+    if !is_integer_text(v) {
+        return Err(refuse(name, v, "not an integer"));
     }
     let n: i128 = v.parse().map_err(|_| refuse(name, v, "not an integer"))?;
     match tunable(name) {

@@ -255,6 +255,11 @@ impl App {
         self.columns = Some(keys);
     }
 
+    /// The sort keys of the columns on screen, once the event loop said.
+    pub fn columns(&self) -> Option<&[SortKey]> {
+        self.columns.as_deref()
+    }
+
     /// How far the help can scroll at the terminal's size; set by the event
     /// loop, as [`App::on_resize`].
     pub fn on_help_size(&mut self, max_scroll: usize) {

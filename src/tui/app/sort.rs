@@ -289,8 +289,6 @@ pub fn hot(s: &ExtStats, baseline: Option<f64>) -> Option<Hot> {
 }
 
 impl super::App {
-    /// Are the p99 columns on screen (the source traces, or says why not)?
-    /// Only then do `o` and `<`/`>` visit them.
     /// Where `o` (`Action::Sort`), `<` or `>` moves the sort: the next key
     /// in its order whose column the table shows now ([`App::on_columns`];
     /// every key until a frame was drawn), so the rows are never ordered by
@@ -311,6 +309,8 @@ impl super::App {
         k
     }
 
+    /// Are the p99 columns on screen (the source traces, or says why not)?
+    /// Only then do `o` and `<`/`>` visit them.
     pub fn p99_shown(&self) -> bool {
         self.latency.tracing != Tracing::Unknown
     }

@@ -246,7 +246,6 @@ pub fn text_hints() -> String {
         .join("   ")
 }
 
-/// Every line of the help: keys (from the command lists), schedulers, tunables.
 /// How far the help can scroll in a `width` x `height` terminal: its lines
 /// less the rows its box shows (as [`render`] draws it).
 pub fn help_max_scroll(width: u16, height: u16, app: &App) -> Option<usize> {
@@ -261,6 +260,7 @@ pub fn help_max_scroll(width: u16, height: u16, app: &App) -> Option<usize> {
     )
 }
 
+/// Every line of the help: keys (from the command lists), schedulers, tunables.
 pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
     for b in if replay { REPLAY } else { MAIN } {

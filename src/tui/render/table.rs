@@ -362,8 +362,6 @@ fn scale_label(max: f64) -> String {
     format!("0-{}", super::num_unit(max, "ms"))
 }
 
-/// Draw the table into `area` (first row: headings); returns the names of
-/// the devices whose rows it drew.
 /// The sort keys whose columns a table `width` wide shows (the await
 /// sparkline's included): what `o`, `<` and `>` move between.
 pub fn sort_keys_shown(width: u16, app: &App) -> Vec<SortKey> {
@@ -376,6 +374,8 @@ pub fn sort_keys_shown(width: u16, app: &App) -> Vec<SortKey> {
     keys
 }
 
+/// Draw the table into `area` (first row: headings); returns the names of
+/// the devices whose rows it drew.
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> {
     let latency = app.latency.tracing != Tracing::Unknown;
     let (cols, spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());

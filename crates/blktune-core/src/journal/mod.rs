@@ -413,10 +413,7 @@ fn implausible_original(w: &crate::tuner::Wanted) -> Option<String> {
         ));
     }
     for (k, v) in &w.tunables {
-        let number = v.trim().strip_prefix('-').unwrap_or(v.trim());
-        let plausible =
-            !number.is_empty() && number.len() <= 20 && number.bytes().all(|b| b.is_ascii_digit());
-        if !crate::os::is_plausible_tunable_name(k) || !plausible {
+        if !crate::os::is_plausible_tunable_name(k) || !crate::sched::is_integer_text(v) {
             return Some(format!(
                 "tunable '{}' = '{}' is not a tunable's name and number",
                 k.escape_debug(),

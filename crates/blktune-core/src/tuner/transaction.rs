@@ -499,7 +499,6 @@ impl Tuner {
     }
 }
 
-/// The device's diskseq now (`None`: no such file, a kernel before 5.15).
 /// A queue file that was read but says something blktune cannot parse.
 fn unexpected(dev: &DeviceName, attr: &QueueAttr, raw: &str) -> TuneError {
     TuneError::ReadFailed {
@@ -509,6 +508,7 @@ fn unexpected(dev: &DeviceName, attr: &QueueAttr, raw: &str) -> TuneError {
     }
 }
 
+/// The device's diskseq now (`None`: no such file, a kernel before 5.15).
 pub fn read_diskseq(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
     root.read_dev_attr(dev, "diskseq")
         .ok()

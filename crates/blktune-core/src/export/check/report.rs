@@ -77,7 +77,7 @@ fn same_outcome(a: &ActionCheck, b: &ActionCheck) -> bool {
 }
 
 /// `    … and 12 more matching lines (only the first 100 are listed)`.
-fn more(out: &mut String, n: usize, what: &str) {
+fn more_line(out: &mut String, n: usize, what: &str) {
     if n > 0 {
         let _ = writeln!(
             out,
@@ -119,7 +119,7 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
         for p in &a.problems {
             let _ = writeln!(out, "    problem: {p}");
         }
-        more(out, a.problems_more, "problems");
+        more_line(out, a.problems_more, "problems");
         return;
     }
     let _ = writeln!(out, "  {label}:");
@@ -152,7 +152,7 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
             let _ = writeln!(out, "      also {o}");
         }
     }
-    more(out, a.lines_more, "matching lines");
+    more_line(out, a.lines_more, "matching lines");
     if let Some(s) = &a.stopped {
         let _ = writeln!(out, "    stopped: {s}");
     }
@@ -182,5 +182,5 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
     for p in &a.problems {
         let _ = writeln!(out, "    problem: {p}");
     }
-    more(out, a.problems_more, "problems");
+    more_line(out, a.problems_more, "problems");
 }
