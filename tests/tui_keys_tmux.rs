@@ -161,3 +161,47 @@ fn the_filter_never_moves_the_selection_onto_another_device() {
     assert_eq!(a.settings(), before_a);
     assert_eq!(b.settings(), before_b);
 }
+
+/// The help at 80x24, keys typed in packets: `? End` shows its last line;
+/// Downs past the end and one Up move it back at once (the scroll ran on
+/// past the end, unseen, and Up then seemed to do nothing).
+#[test]
+fn help_end_then_downs_and_up_in_one_packet() {
+    let name = "help_end_then_downs_and_up_in_one_packet";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let last = blktune::tui::render::overlay::help_lines(
+        blktune::tui::render::Theme { color: false },
+        false,
+    )
+    .last()
+    .unwrap()
+    .to_string();
+    let last: String = last.trim().chars().take(30).collect();
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        80,
+        24,
+    );
+    t.wait("the table", |s| s.contains("DEVICE"));
+    t.keys(&["?", "End"]);
+    t.wait("the help's last line", |s| {
+        s.contains("help  ↑↓") && s.contains(&last)
+    });
+    t.keys(&["Down", "Down", "Down", "Up"]);
+    t.wait("the help one line up from its end", |s| {
+        s.contains("help  ↑↓") && !s.contains(&last)
+    });
+    t.keys(&["Home"]);
+    t.wait("the help's first lines", |s| s.contains("│Keys"));
+    t.keys(&["Escape"]);
+    t.wait("the help closed", |s| !s.contains("help  ↑↓"));
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
