@@ -285,7 +285,7 @@ impl SysRoot {
         if attr.is_empty() || attr.starts_with('/') || attr.split('/').any(|c| c == "..") {
             return Err(bad_attr());
         }
-        Ok(fs::read_to_string(dir.join(attr))?.trim_end().to_owned())
+        Ok(read_attr(&dir.join(attr))?.trim_end().to_owned())
     }
 
     /// Absolute path of a queue attribute, or `None` for a malformed tunable name.
@@ -491,10 +491,11 @@ impl QueueDir {
         use nix::sys::stat::Mode;
         let rel = attr.rel_path().ok_or_else(bad_attr)?;
         let rel = rel.strip_prefix("queue/").ok_or_else(bad_attr)?;
+        // Not blocking, as [`open_nonblocking`]: a FIFO reads as empty.
         let fd = openat(
             &self.fd,
             rel,
-            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
             Mode::empty(),
         )?;
         Ok(read_file(fs::File::from(fd))?.trim().to_owned())
@@ -600,6 +601,42 @@ mod tests {
             let e = write(QueueAttr::Tunable("read_expire".into())).unwrap_err();
             assert!(e.to_string().contains("not a regular file"), "{e}");
         }
+    }
+
+    /// Reading a hostile tree never hangs: a FIFO in an attribute's place
+    /// reads as empty (then fails to parse), by the queue directory too.
+    #[test]
+    fn a_fifo_attribute_does_not_hang_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = dir.path().join("block/sda/queue");
+        fs::create_dir_all(&q).unwrap();
+        nix::unistd::mkfifo(&q.join("nr_requests"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        nix::unistd::mkfifo(&q.join("scheduler"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let root = SysRoot::new(dir.path(), "/proc");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let dev = DeviceName("sda".into());
+            let by_dir = root.queue_dir(&dev).unwrap().read(&QueueAttr::NrRequests);
+            let by_path = root.read_queue_attr(&dev, &QueueAttr::Scheduler);
+            let _ = tx.send((by_dir.ok(), by_path.ok()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a read of a FIFO hung");
+        assert_eq!(got, (Some(String::new()), Some(String::new())));
+        // An attribute a udev rule names, read in a device's lineage.
+        let lineage = dir.path().join("devices/x");
+        fs::create_dir_all(&lineage).unwrap();
+        nix::unistd::mkfifo(&lineage.join("vendor"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let root = SysRoot::new(dir.path(), "/proc");
+        std::thread::spawn(move || {
+            let _ = tx.send(root.read_lineage_attr(&lineage, "vendor").ok());
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a lineage read of a FIFO hung");
+        assert_eq!(got, Some(String::new()));
     }
 
     #[test]

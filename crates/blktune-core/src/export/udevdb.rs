@@ -66,7 +66,7 @@ impl UdevDb {
     /// in the order of the file; empty when it has no entry.
     pub fn links(&self, major: u32, minor: u32) -> Vec<String> {
         self.file_of(major, minor)
-            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|f| crate::text::read_capped(&f, 1 << 20).ok())
             .map(|t| parse_links(&t))
             .unwrap_or_default()
     }
