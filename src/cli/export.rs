@@ -124,7 +124,8 @@ impl ExportArgs {
 /// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
 /// names separated by blanks are merged by tuned); `None` when tuned has none.
 pub fn active_tuned_profile(tuned_dir: &std::path::Path) -> Option<String> {
-    std::fs::read_to_string(tuned_dir.join("active_profile"))
+    let file = tuned_dir.join("active_profile");
+    blktune_core::text::read_capped(&file, blktune_core::export::check::MAX_TUNED_FILE)
         .ok()
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|s| !s.is_empty())
@@ -352,9 +353,7 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    // A rules file is a few KiB; anything past 4 MiB is not one (and the
-    // check's memory grows with the number of its lines).
-    let text = blktune_core::text::read_capped(file, 4 << 20)
+    let text = blktune_core::text::read_capped(file, export::check::MAX_RULES_FILE)
         .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;

@@ -70,8 +70,13 @@ impl FakeHost {
     /// Run the binary on this host: its trees, udev database and journal,
     /// and a fixed clock for generated files.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_blktune"))
-            .arg("--sysfs-root")
+        self.command(args).output().unwrap()
+    }
+
+    /// The command [`FakeHost::run`] runs.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_blktune"));
+        c.arg("--sysfs-root")
             .arg(self.path("sys"))
             .arg("--proc-root")
             .arg(self.path("proc"))
@@ -79,9 +84,8 @@ impl FakeHost {
             .arg("--udev-db")
             .arg(self.path("udev-data"))
             .env("BLKTUNE_JOURNAL_DIR", self.path("journal"))
-            .env("SOURCE_DATE_EPOCH", "1767323045")
-            .output()
-            .unwrap()
+            .env("SOURCE_DATE_EPOCH", "1767323045");
+        c
     }
 
     /// Run and require success; its stdout.

@@ -441,15 +441,31 @@ fn read_file(mut f: fs::File) -> io::Result<String> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
+/// The most read of a file of `/proc` ([`read_into`]): diskstats of ten
+/// thousand devices with their partitions is a few MiB; a file that goes on
+/// past this (a `--proc-root` tree's, linked to `/dev/zero`) is refused.
+const MAX_PROC_FILE: usize = 64 << 20;
+
 /// Append a file's whole content to `buf`, without a stat for a size hint,
 /// in reads as large as the buffer's spare room (diskstats of a thousand
-/// devices is about 100 KiB: a few reads, not twenty-five).
+/// devices is about 100 KiB: a few reads, not twenty-five); at most
+/// [`MAX_PROC_FILE`] bytes.
 fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
     let mut f = open_nonblocking(path)?;
     let mut bytes = std::mem::take(buf).into_bytes();
+    let start = bytes.len();
     let res = loop {
         let len = bytes.len();
-        let room = (bytes.capacity() - len).max(16 << 10);
+        if len - start > MAX_PROC_FILE {
+            bytes.truncate(start);
+            break Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("larger than {} MiB", MAX_PROC_FILE >> 20),
+            ));
+        }
+        let room = (bytes.capacity() - len)
+            .max(16 << 10)
+            .min(MAX_PROC_FILE + 1 - (len - start));
         bytes.resize(len + room, 0);
         match f.read(&mut bytes[len..]) {
             Ok(0) => {

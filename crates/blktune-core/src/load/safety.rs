@@ -208,7 +208,8 @@ impl Target {
 }
 
 fn read_diskseq(file: &Path) -> Option<u64> {
-    std::fs::read_to_string(file)
+    // Not blocking (a FIFO in a fake tree hung the load, past Ctrl-C).
+    crate::text::read_capped(file, 4096)
         .ok()
         .and_then(|s| s.trim().parse().ok())
 }
@@ -372,6 +373,23 @@ pub fn detect_signature(head: &[u8]) -> Option<&'static str> {
 mod tests {
     use super::*;
     use crate::fake::{FakeDisk, FakeTree};
+
+    /// A fake tree's `diskseq` that is a FIFO reads as none, at once (it
+    /// hung the load, past Ctrl-C).
+    #[test]
+    fn a_fifo_diskseq_does_not_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("diskseq");
+        nix::unistd::mkfifo(&f, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_diskseq(&f));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a read of a FIFO hung");
+        assert_eq!(got, None);
+    }
 
     fn with(off: usize, magic: &[u8]) -> Vec<u8> {
         let mut v = vec![0u8; HEAD_LEN];

@@ -85,6 +85,14 @@ pub struct ActionCheck {
 /// counted.
 pub const MAX_SHOWN: usize = 100;
 
+/// A rules file is a few KiB; anything past this is not one (and the
+/// check's memory grows with the number of its lines): refused unread.
+pub const MAX_RULES_FILE: u64 = 4 << 20;
+
+/// A tuned file (`active_profile`, a profile's `tuned.conf`) larger than
+/// this is not one.
+pub const MAX_TUNED_FILE: u64 = 1 << 20;
+
 /// Push `v` unless `list` holds [`MAX_SHOWN`] already; then count it in `more`.
 fn push_capped<T>(list: &mut Vec<T>, more: &mut usize, v: T) {
     if list.len() < MAX_SHOWN {

@@ -133,7 +133,9 @@ pub fn check_search_path(
     let mut writes: BTreeMap<String, Vec<(usize, usize, String, String)>> = BTreeMap::new();
     for path in &paths {
         let shown = path.display().to_string();
-        let Ok(text) = std::fs::read_to_string(path) else {
+        // Not blocking, and no more than a rules file can be: a FIFO or a
+        // huge file under --config-root is unreadable, not a hang.
+        let Ok(text) = crate::text::read_capped(path, super::MAX_RULES_FILE) else {
             unreadable.push(shown);
             continue;
         };
@@ -244,7 +246,8 @@ fn outcome(
 /// tuned's warning: active (`<tuned_dir>/active_profile`) with a profile
 /// that has a disk plugin, found among `profile_dirs` (following `include=`).
 pub fn tuned_warning(tuned_dir: &Path, profile_dirs: &[PathBuf]) -> Option<String> {
-    let active = std::fs::read_to_string(tuned_dir.join("active_profile")).ok()?;
+    let active =
+        crate::text::read_capped(&tuned_dir.join("active_profile"), super::MAX_TUNED_FILE).ok()?;
     let names: Vec<&str> = active.split_whitespace().collect();
     if names.is_empty() {
         return None;
@@ -265,7 +268,7 @@ pub fn tuned_warning(tuned_dir: &Path, profile_dirs: &[PathBuf]) -> Option<Strin
                     d.join("profiles").join(&p).join("tuned.conf"),
                 ]
             })
-            .find_map(|f| std::fs::read_to_string(f).ok());
+            .find_map(|f| crate::text::read_capped(&f, super::MAX_TUNED_FILE).ok());
         let Some(conf) = conf else {
             missing.push(p);
             continue;
