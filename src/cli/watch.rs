@@ -2,6 +2,7 @@
 
 use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use anyhow::Context;
+use blktune_core::device::BlockDevice;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::latency::{
     DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
@@ -165,10 +166,10 @@ impl Latency {
 
 /// A device's percentiles this interval: `None` without tracing (or on its
 /// first interval); all empty when traced without I/O.
-fn summary_of(traced: Option<&Interval>, snap: &Snapshot, name: &str) -> Option<Summary> {
+fn summary_of(traced: Option<&Interval>, dev: Option<&BlockDevice>) -> Option<Summary> {
     let interval = traced?;
     // Whole disks only: the kernel counts a partition's I/O on its disk.
-    let d = snap.device(name)?;
+    let d = dev?;
     let dev = DevId {
         major: d.major,
         minor: d.minor,
@@ -442,7 +443,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     no_data,
                     stats,
                     probe: probed.get(name).map(ProbeStats::json),
-                    latency: LatencyJson(summary_of(traced.as_ref(), &snap, name)),
+                    latency: LatencyJson(summary_of(traced.as_ref(), dev)),
                 };
                 serde_json::to_writer(&mut buf, &rec)?;
                 buf.push(b'\n');
@@ -454,7 +455,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     line = format!("{line:<w$}");
                 }
                 if a.latency {
-                    let s = summary_of(traced.as_ref(), &snap, name);
+                    let s = summary_of(traced.as_ref(), dev);
                     line.push_str(&latency_cells(s.as_ref()));
                 }
                 if probe.is_some() {

@@ -81,7 +81,7 @@ impl App {
     /// the list by the hundred and must not cut everyone's history short.
     /// Once per tick; [`App::keep_secs`] takes the answer.
     pub(super) fn all_keep_long(&self) -> bool {
-        self.devices.iter().filter(|d| d.size_bytes > 0).count() <= FULL_HISTORY_DEVICES
+        self.sized.len() <= FULL_HISTORY_DEVICES
     }
 
     /// Seconds of history to keep of a device, given [`App::all_keep_long`].
@@ -106,7 +106,10 @@ impl App {
         if !Arc::ptr_eq(&self.devices, &s.devices) {
             self.replaced = replaced_devices(&self.devices, &s.devices);
             self.devices = Arc::clone(&s.devices);
-            let devs = Arc::clone(&self.devices);
+            self.sized = (self.devices.iter())
+                .filter(|d| d.size_bytes > 0)
+                .map(|d| d.name.clone())
+                .collect();
             let replaced = self.replaced.clone();
             for name in &replaced {
                 // Its originals belong to the device that went: never undo
@@ -123,48 +126,35 @@ impl App {
                 }
             }
             // Another device's history must not go on under the same name.
-            self.histories.retain(|name, _| {
-                !replaced.contains(name) && devs.iter().any(|d| &d.name == name && d.size_bytes > 0)
-            });
-            self.in_flight
-                .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+            let sized = &self.sized;
+            self.histories
+                .retain(|name, _| !replaced.contains(name) && sized.contains(name));
+            self.in_flight.retain(|name, _| sized.contains(name));
             if let Some(p) = &mut self.probe {
-                p.history
-                    .retain(|name, _| devs.iter().any(|d| &d.name == name && d.size_bytes > 0));
+                p.history.retain(|name, _| sized.contains(name));
             }
         }
         if let Some(itv) = s.interval {
-            let devs = Arc::clone(&self.devices);
             let all_long = self.all_keep_long();
-            // Every tick, every device: one lookup of its numbers, and
+            // Every tick, every device: its numbers in the snapshot's order
+            // (no search of the snapshot per device: a thousand per tick),
             // updated in place (no allocation once a name is known).
-            for d in devs.iter().filter(|d| d.size_bytes > 0) {
-                let keep = self.keep_secs(&d.name, all_long);
-                let stat = s.stats.get(&d.name);
-                let p = Point {
-                    t: s.t,
-                    itv,
-                    stats: stat.and_then(|st| st.stats.as_ref().ok()).copied(),
-                };
-                match self.histories.get_mut(&d.name) {
-                    Some(h) => h.push(p, keep),
-                    None => self
-                        .histories
-                        .entry(d.name.clone())
-                        .or_default()
-                        .push(p, keep),
+            let mut seen = 0;
+            for (name, st) in &s.stats {
+                if self.sized.contains(name) {
+                    seen += 1;
+                    self.push_point(name, Some(st), s.t, itv, all_long);
                 }
-                let Some(n) = stat.map(|st| InFlightNow {
-                    total: st.counters.in_flight,
-                    split: st.in_flight,
-                }) else {
-                    continue;
-                };
-                match self.in_flight.get_mut(&d.name) {
-                    Some(v) => *v = n,
-                    None => {
-                        self.in_flight.insert(d.name.clone(), n);
-                    }
+            }
+            // A device with a size but no diskstats line (the moment it
+            // came): a point without data.
+            if seen < self.sized.len() {
+                let missing: Vec<String> = (self.sized.iter())
+                    .filter(|n| !s.stats.contains_key(n.as_str()))
+                    .cloned()
+                    .collect();
+                for name in missing {
+                    self.push_point(&name, None, s.t, itv, all_long);
                 }
             }
         }
@@ -188,6 +178,39 @@ impl App {
                     }
                 ),
             );
+        }
+    }
+
+    /// Add a device's numbers of the interval that ended at `t`.
+    fn push_point(
+        &mut self,
+        name: &str,
+        stat: Option<&blktune_core::sampler::DeviceStat>,
+        t: f64,
+        itv: f64,
+        all_long: bool,
+    ) {
+        let keep = self.keep_secs(name, all_long);
+        let p = Point {
+            t,
+            itv,
+            stats: stat.and_then(|st| st.stats.as_ref().ok()).copied(),
+        };
+        match self.histories.get_mut(name) {
+            Some(h) => h.push(p, keep),
+            None => (self.histories.entry(name.to_owned()).or_default()).push(p, keep),
+        }
+        let Some(n) = stat.map(|st| InFlightNow {
+            total: st.counters.in_flight,
+            split: st.in_flight,
+        }) else {
+            return;
+        };
+        match self.in_flight.get_mut(name) {
+            Some(v) => *v = n,
+            None => {
+                self.in_flight.insert(name.to_owned(), n);
+            }
         }
     }
 

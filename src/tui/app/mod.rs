@@ -43,7 +43,7 @@ use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
 use blktune_core::natural::natural_cmp;
 use blktune_core::tuner::Wanted;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,6 +125,9 @@ pub struct App {
     /// charts have no gap ([`App::resume`]).
     pub held: Option<std::collections::VecDeque<super::worker::protocol::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
+    /// The names of `devices` that have a size (the table's rows before
+    /// the filter), made when the list changes.
+    pub sized: HashSet<String>,
     pub histories: HashMap<String, DeviceHistory>,
     /// I/Os in flight now per device: diskstats' count, split into reads
     /// and writes where the source read `/sys/block/X/inflight`.
@@ -206,6 +209,7 @@ impl App {
             color: cfg.color,
             paused: false,
             devices: Arc::new(Vec::new()),
+            sized: HashSet::new(),
             histories: HashMap::new(),
             in_flight: HashMap::new(),
             marks: HashMap::new(),

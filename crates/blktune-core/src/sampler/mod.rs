@@ -79,12 +79,18 @@ pub struct DeviceStat {
 /// Used live by [`Sampler`] and by replay with recorded times.
 #[derive(Debug, Default, Clone)]
 pub struct RateTracker {
-    /// Each name's counters, the update that saw them, and its counters
-    /// at the update before that (`None`: it was not there).
-    prev: HashMap<String, (Counters, u64, Option<Counters>)>,
+    /// Each name of the last update with its counters then, in the order of
+    /// its lines (a name listed twice: once, where it came first, with its
+    /// last line's counters).
+    prev: Vec<(String, Counters)>,
+    /// Positions in `prev` in name order: the order of the output.
+    order: Vec<usize>,
+    /// Was a name listed twice in the last update?
+    dupes: bool,
+    /// Did the last update list other names than the one before (or the
+    /// same in another order)?
+    names_changed: bool,
     prev_t: Option<f64>,
-    /// Updates so far: tells the names seen this time from gone ones.
-    generation: u64,
 }
 
 impl RateTracker {
@@ -92,35 +98,73 @@ impl RateTracker {
     /// device's statistics over the interval since the previous call.
     pub fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
         let itv = self.prev_t.map(|p| t - p);
-        self.generation += 1;
-        let generation = self.generation;
+        self.prev_t = Some(t);
+        // Usually the kernel lists the same names in the same order as last
+        // time: then each line's counters before are at its own position,
+        // and the output order is known, with no lookup and no sort.
+        let same = !self.dupes
+            && lines.len() == self.prev.len()
+            && lines.iter().zip(&self.prev).all(|(l, (n, _))| l.name == *n);
+        self.names_changed = !same;
+        if !same {
+            return self.update_names(itv, lines);
+        }
+        let mut out = Vec::with_capacity(lines.len());
+        for &i in &self.order {
+            let (Some(l), Some((_, before))) = (lines.get(i), self.prev.get_mut(i)) else {
+                continue;
+            };
+            let stats = match itv {
+                Some(itv) => iostat::compute(before, &l.counters, itv),
+                None => Err(NoData::FirstSample),
+            };
+            *before = l.counters;
+            out.push((
+                l.name.clone(),
+                DeviceStat {
+                    counters: l.counters,
+                    in_flight: None,
+                    stats,
+                },
+            ));
+        }
+        // Already in order: the map is built without a search per name.
+        out.into_iter().collect()
+    }
+
+    /// [`RateTracker::update`] when the names changed: each line's
+    /// counters before are looked up by name.
+    fn update_names(
+        &mut self,
+        itv: Option<f64>,
+        lines: &[DiskStatsLine],
+    ) -> BTreeMap<String, DeviceStat> {
+        let before: HashMap<&str, &Counters> =
+            self.prev.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let mut out = BTreeMap::new();
-        let mut seen = 0;
+        let mut prev: Vec<(String, Counters)> = Vec::with_capacity(lines.len());
+        let mut at: HashMap<&str, usize> = HashMap::with_capacity(lines.len());
+        let mut dupes = false;
         for l in lines {
-            // Updated in place: no allocation for a name seen before.
-            let stats = match self.prev.get_mut(&l.name) {
-                Some((p, g, before)) => {
-                    // A name listed twice: the last line counts, against
-                    // the previous update too. Names not seen in an
-                    // update are dropped, so `g` is this update or the last.
-                    if *g != generation {
-                        *before = Some(*p);
-                        seen += 1;
-                    }
-                    *p = l.counters;
-                    *g = generation;
-                    match (before, itv) {
-                        (Some(b), Some(itv)) => iostat::compute(b, &l.counters, itv),
-                        _ => Err(NoData::FirstSample),
+            // A name listed twice: the last line counts, against the
+            // previous update too. A name not seen in the previous update
+            // (new, or back after it vanished) starts over.
+            let stats = match (before.get(l.name.as_str()), itv) {
+                (Some(b), Some(itv)) => iostat::compute(b, &l.counters, itv),
+                _ => Err(NoData::FirstSample),
+            };
+            match at.get(l.name.as_str()) {
+                Some(&j) => {
+                    dupes = true;
+                    if let Some((_, c)) = prev.get_mut(j) {
+                        *c = l.counters;
                     }
                 }
                 None => {
-                    seen += 1;
-                    self.prev
-                        .insert(l.name.clone(), (l.counters, generation, None));
-                    Err(NoData::FirstSample)
+                    at.insert(&l.name, prev.len());
+                    prev.push((l.name.clone(), l.counters));
                 }
-            };
+            }
             out.insert(
                 l.name.clone(),
                 DeviceStat {
@@ -130,12 +174,19 @@ impl RateTracker {
                 },
             );
         }
-        // Devices that vanished simply drop out; if they come back they start over.
-        if seen != self.prev.len() {
-            self.prev.retain(|_, (_, g, _)| *g == generation);
-        }
-        self.prev_t = Some(t);
+        let mut order: Vec<usize> = (0..prev.len()).collect();
+        order.sort_by(|&a, &b| prev[a].0.cmp(&prev[b].0));
+        drop(before);
+        self.prev = prev;
+        self.order = order;
+        self.dupes = dupes;
         out
+    }
+
+    /// Did the last [`RateTracker::update`] see other names than the one
+    /// before it (or the same in another order, or a name listed twice)?
+    pub fn names_changed(&self) -> bool {
+        self.names_changed
     }
 
     /// Seconds between the last two updates.
@@ -268,8 +319,6 @@ pub struct Sampler {
     rates: RateTracker,
     entries: BTreeMap<String, Entry>,
     devices: Arc<Vec<BlockDevice>>,
-    /// Diskstats names of the last tick: a change means a rescan.
-    names: BTreeSet<String>,
     refresh_every: Duration,
     /// The rows a screen shows now ([`Sampler::set_in_view`]); `None`: every
     /// row counts as shown.
@@ -330,7 +379,6 @@ impl Sampler {
             rates: RateTracker::default(),
             entries: BTreeMap::new(),
             devices: Arc::new(Vec::new()),
-            names: BTreeSet::new(),
             refresh_every: SETTINGS_REFRESH,
             in_view: None,
             dirty_all: false,
@@ -649,11 +697,7 @@ impl Sampler {
 
         // A name that came or went in diskstats is hot-plug too (and all
         // there is when events cannot be heard).
-        let names_changed =
-            stats.len() != self.names.len() || stats.keys().zip(&self.names).any(|(a, b)| a != b);
-        if names_changed {
-            self.names = stats.keys().cloned().collect();
-        }
+        let names_changed = self.rates.names_changed();
         let mut changed = false;
         let lost = std::mem::take(&mut self.rescan);
         // Entries made or read again this tick take their device numbers
@@ -801,8 +845,12 @@ impl Sampler {
     /// busy ones cost one small file each.
     fn split_in_flight(&self, stats: &mut BTreeMap<String, DeviceStat>) {
         for (name, st) in stats.iter_mut() {
+            // Idle: no lookup either (a thousand per tick otherwise).
+            if st.counters.in_flight == 0 {
+                st.in_flight = Some(InFlight::default());
+                continue;
+            }
             st.in_flight = match self.entries.get(name) {
-                _ if st.counters.in_flight == 0 => Some(InFlight::default()),
                 Some(e) if e.info.size_bytes > 0 => self.root.read_inflight(&e.dev).ok(),
                 _ => None,
             };

@@ -67,6 +67,89 @@ fn recreated_device_with_smaller_counters_is_no_data() {
     assert_eq!(out["a"].stats.unwrap().r_s, 10.0);
 }
 
+/// The tracker as it was before it kept the last update's order: every
+/// line looked up by name. The reference its answers must equal.
+#[derive(Default)]
+struct ByName {
+    prev: HashMap<String, (Counters, u64, Option<Counters>)>,
+    prev_t: Option<f64>,
+    generation: u64,
+}
+
+impl ByName {
+    fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
+        let itv = self.prev_t.map(|p| t - p);
+        self.generation += 1;
+        let generation = self.generation;
+        let mut out = BTreeMap::new();
+        for l in lines {
+            let stats = match self.prev.get_mut(&l.name) {
+                Some((p, g, before)) => {
+                    if *g != generation {
+                        *before = Some(*p);
+                    }
+                    *p = l.counters;
+                    *g = generation;
+                    match (before, itv) {
+                        (Some(b), Some(itv)) => iostat::compute(b, &l.counters, itv),
+                        _ => Err(NoData::FirstSample),
+                    }
+                }
+                None => {
+                    self.prev
+                        .insert(l.name.clone(), (l.counters, generation, None));
+                    Err(NoData::FirstSample)
+                }
+            };
+            out.insert(
+                l.name.clone(),
+                DeviceStat {
+                    counters: l.counters,
+                    in_flight: None,
+                    stats,
+                },
+            );
+        }
+        self.prev.retain(|_, (_, g, _)| *g == generation);
+        self.prev_t = Some(t);
+        out
+    }
+}
+
+proptest::proptest! {
+    /// Names that stay, come, go, come back, move and are listed twice,
+    /// with counters that grow or reset: the same statistics as looking
+    /// every line up by name, and a change of names is reported.
+    #[test]
+    fn the_same_answers_as_a_lookup_by_name(
+        updates in proptest::collection::vec(
+            proptest::collection::vec((0usize..5, 0u64..1000), 0..7), 1..12),
+        keep in proptest::collection::vec(proptest::bool::ANY, 12),
+    ) {
+        let names = ["a", "b", "loop10", "loop2", "sda"];
+        let mut fast = RateTracker::default();
+        let mut slow = ByName::default();
+        let mut last: Option<Vec<String>> = Some(Vec::new());
+        let mut prev_lines: Vec<DiskStatsLine> = Vec::new();
+        for (k, u) in updates.iter().enumerate() {
+            // Often the same names in the same order again, as the kernel lists them.
+            let lines: Vec<DiskStatsLine> = if keep[k] && !prev_lines.is_empty() {
+                prev_lines.iter().map(|l| line(&l.name, l.counters.rd_ios + 7, 3)).collect()
+            } else {
+                u.iter().map(|&(n, ios)| line(names[n], ios, (ios / 2) as u32)).collect()
+            };
+            let t = k as f64;
+            proptest::prop_assert_eq!(fast.update(t, &lines), slow.update(t, &lines));
+            let now: Vec<String> = lines.iter().map(|l| l.name.clone()).collect();
+            if last.as_ref() != Some(&now) {
+                proptest::prop_assert!(fast.names_changed());
+            }
+            last = Some(now);
+            prev_lines = lines;
+        }
+    }
+}
+
 mod cache {
     use super::super::*;
     use crate::fake::{FakeDisk, FakeTree};
