@@ -89,12 +89,15 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     };
     let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
     // The rows a screen shows first; the rest over the first ticks.
+    // ... and the device it is told to select, wherever its row is.
+    let opts = SamplerOptions {
+        first: a.device.clone(),
+        ..SamplerOptions::screen()
+    };
     let sampler =
-        Sampler::with_options(root.clone(), SamplerOptions::screen()).map_err(|source| {
-            TuiError::Diskstats {
-                proc_root: root.procfs().to_path_buf(),
-                source,
-            }
+        Sampler::with_options(root.clone(), opts).map_err(|source| TuiError::Diskstats {
+            proc_root: root.procfs().to_path_buf(),
+            source,
         })?;
     let journal = Journal::for_root(&root);
     let tuner = read_only

@@ -252,6 +252,10 @@ pub struct SamplerOptions {
     /// ticks, [`FILL_PER_TICK`] at a time; `None` reads every one at once
     /// (recordings, whose first facts must be whole).
     pub first_rows: Option<usize>,
+    /// With `first_rows`: this device is read in full before the first
+    /// snapshot too, wherever its row is (the TUI's `--device`, the one a
+    /// change key acts on at once).
+    pub first: Option<String>,
 }
 
 impl Default for SamplerOptions {
@@ -261,6 +265,7 @@ impl Default for SamplerOptions {
             identity: true,
             hotplug: HotPlug::Auto,
             first_rows: None,
+            first: None,
         }
     }
 }
@@ -439,7 +444,9 @@ impl Sampler {
         shown.sort_by(|a, b| natural_cmp(a, b));
         let n = shown.len().max(1) as u32;
         for (i, name) in shown.iter().enumerate() {
-            let full_now = !self.opts.identity || self.opts.first_rows.is_none_or(|f| i < f);
+            let full_now = !self.opts.identity
+                || self.opts.first_rows.is_none_or(|f| i < f)
+                || self.opts.first.as_deref() == Some(name.as_str());
             if let Some(e) = self.entries.get_mut(name) {
                 // Spread the round-robin over one period.
                 e.next_check = now + self.refresh_every * (i as u32 + 1) / n;

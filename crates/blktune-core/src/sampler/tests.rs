@@ -503,6 +503,21 @@ mod cache {
         // The rows a table shows first: loop0..loop63 in natural order.
         assert!(first.device("loop63").unwrap().hw_queue_depth.is_some());
         assert!(first.device("loop64").unwrap().hw_queue_depth.is_none());
+        // A device named to be selected is read before the first frame too,
+        // wherever its row is: a change key may act on it at once.
+        let mut named = Sampler::with_options(
+            t.root(),
+            SamplerOptions {
+                hotplug: HotPlug::Manual,
+                first: Some("loop250".into()),
+                ..SamplerOptions::screen()
+            },
+        )
+        .unwrap();
+        let named = named.take_baseline().unwrap();
+        assert_eq!(read(&named), FIRST_ROWS + 1);
+        assert!(!named.device("loop250").unwrap().queue.is_unread());
+        assert!(named.device("loop249").unwrap().queue.is_unread());
         let mut snap = s.tick().unwrap();
         for _ in 0..3 {
             snap = s.tick().unwrap();
@@ -552,6 +567,7 @@ mod cache {
             identity: false,
             hotplug: HotPlug::Manual,
             first_rows: None,
+            first: None,
         };
         let mut s = Sampler::with_options(t.root(), opts).unwrap();
         let snap = s.tick().unwrap();
