@@ -347,3 +347,15 @@ pub fn diskstats_line(name: &str, major: u32, minor: u32, c: &Counters) -> Strin
         f.ticks
     )
 }
+
+/// Run `f` on a thread of its own and return its answer, or panic saying
+/// `what` hung after 10 s: for reads that must never block (a FIFO in a
+/// hostile tree), where the old code blocks for ever.
+pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("{what} hung"))
+}

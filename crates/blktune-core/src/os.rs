@@ -629,29 +629,21 @@ mod tests {
         nix::unistd::mkfifo(&q.join("nr_requests"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         nix::unistd::mkfifo(&q.join("scheduler"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let root = SysRoot::new(dir.path(), "/proc");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        let got = crate::fake::within("a read of a FIFO", move || {
             let dev = DeviceName("sda".into());
             let by_dir = root.queue_dir(&dev).unwrap().read(&QueueAttr::NrRequests);
             let by_path = root.read_queue_attr(&dev, &QueueAttr::Scheduler);
-            let _ = tx.send((by_dir.ok(), by_path.ok()));
+            (by_dir.ok(), by_path.ok())
         });
-        let got = rx
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("a read of a FIFO hung");
         assert_eq!(got, (Some(String::new()), Some(String::new())));
         // An attribute a udev rule names, read in a device's lineage.
         let lineage = dir.path().join("devices/x");
         fs::create_dir_all(&lineage).unwrap();
         nix::unistd::mkfifo(&lineage.join("vendor"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
         let root = SysRoot::new(dir.path(), "/proc");
-        std::thread::spawn(move || {
-            let _ = tx.send(root.read_lineage_attr(&lineage, "vendor").ok());
+        let got = crate::fake::within("a lineage read of a FIFO", move || {
+            root.read_lineage_attr(&lineage, "vendor").ok()
         });
-        let got = rx
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("a lineage read of a FIFO hung");
         assert_eq!(got, Some(String::new()));
     }
 
