@@ -874,3 +874,33 @@ fn check_flags_values_the_device_would_refuse() {
     assert!(!out.contains("problem: line 7"), "{out}");
     assert!(out.contains("6 problems found"), "{out}");
 }
+
+/// The file to check may be a pipe whose writer is slower than blktune
+/// (`--check /dev/stdin`, `--check <(...)`): read as it comes, to its end.
+#[test]
+fn check_reads_a_slow_pipe_to_its_end() {
+    use std::io::Write;
+    let h = host();
+    let mut child = h
+        .command(&["export", "--check", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // More than a pipe holds, so that the reader must wait for the writer.
+    let rules = "ACTION==\"add|change\", KERNEL==\"sdb\", ATTR{queue/scheduler}=\"bfq\"\n";
+    for _ in 0..2000 {
+        stdin.write_all(rules.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(&o).contains("sdb"), "{}", stdout(&o));
+}

@@ -1062,3 +1062,18 @@ fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
     assert!(press(&mut app, &chars("P")).is_empty());
     assert!(app.probe.is_some(), "P did nothing in the replay");
 }
+
+/// A device with a size but no line in diskstats (the moment it came)
+/// still gets its interval, without data, next to the others' figures.
+#[test]
+fn a_device_missing_from_diskstats_gets_a_point_without_data() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    let mut s = m.step(1.0, &busy(4));
+    s.stats.remove("sdb");
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    let last = |name: &str| app.histories[name].last().cloned().unwrap();
+    assert!(last("sdb").stats.is_none());
+    assert_eq!(last("sdb").t, last("sda").t);
+    assert!(last("sda").stats.is_some());
+}

@@ -323,3 +323,19 @@ fn sort_keys_move_only_between_the_columns_on_screen() {
         }
     }
 }
+
+/// Sorted by in flight, the rows with more I/Os in flight come first (a
+/// row's count is looked up only under this sort).
+#[test]
+fn sorted_by_in_flight_the_busiest_queue_is_first() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    let mut s = m.step(1.0, &[]);
+    s.stats.get_mut("sdb").unwrap().counters.in_flight = 9;
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    let names =
+        |app: &App| -> Vec<String> { app.visible().iter().map(|d| d.name.clone()).collect() };
+    assert_eq!(names(&app)[0], "sda", "by %util, ties in name order");
+    app.sort = SortKey::InFlight;
+    assert_eq!(names(&app)[0], "sdb");
+}

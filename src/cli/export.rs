@@ -353,7 +353,9 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    let text = blktune_core::text::read_capped(file, export::check::MAX_RULES_FILE)
+    // The user's file, maybe a pipe (`--check /dev/stdin`): read as it comes.
+    let text = std::fs::File::open(file)
+        .and_then(|f| blktune_core::text::read_capped_from(f, export::check::MAX_RULES_FILE))
         .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;

@@ -248,8 +248,9 @@ impl DiskStatsLine {
 /// Parse a whole diskstats file. Malformed lines are returned as errors
 /// beside the good ones, so one bad line never hides the other devices.
 pub fn parse(text: &str) -> (Vec<DiskStatsLine>, Vec<(usize, ParseError)>) {
-    // Lines are 60 to 200 bytes: room for all at once, without growing.
-    let mut good = Vec::with_capacity(text.len() / 48);
+    // Lines are 50 to 200 bytes: room for about all at once (a hostile
+    // file's size reserves no more than a few MiB).
+    let mut good = Vec::with_capacity((text.len() / 40).min(1 << 16));
     let mut bad = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

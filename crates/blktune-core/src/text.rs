@@ -47,17 +47,24 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
 /// Read a text file of at most `max` bytes; a bigger one is an error
 /// (`InvalidData`) without being read whole, so a huge or endless file
 /// (a rules file, a udev database entry in a fake tree) costs no memory.
+/// For files found under a tree or root: it never blocks, so a FIFO in a
+/// file's place reads as empty. A file the user names (which may be a
+/// pipe) is read with [`read_capped_from`].
 pub fn read_capped(path: &std::path::Path, max: u64) -> std::io::Result<String> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut s = String::new();
-    // Not blocking: a FIFO in a file's place reads as empty, never hangs.
-    std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)?
-        .take(max + 1)
-        .read_to_string(&mut s)?;
+        .open(path)?;
+    read_capped_from(f, max)
+}
+
+/// [`read_capped`] of an open file or stream, as it reads: a pipe is read
+/// until its writer ends it.
+pub fn read_capped_from(f: impl std::io::Read, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    f.take(max + 1).read_to_string(&mut s)?;
     if s.len() as u64 > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

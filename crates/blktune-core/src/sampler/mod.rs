@@ -88,7 +88,7 @@ pub struct RateTracker {
     /// Was a name listed twice in the last update?
     dupes: bool,
     /// Did the last update list other names than the one before (or the
-    /// same in another order)?
+    /// same in another order)? Each name counted once.
     names_changed: bool,
     prev_t: Option<f64>,
 }
@@ -177,6 +177,10 @@ impl RateTracker {
         let mut order: Vec<usize> = (0..prev.len()).collect();
         order.sort_by(|&a, &b| prev[a].0.cmp(&prev[b].0));
         drop(before);
+        // The names once each, as they came: a name listed twice on every
+        // tick (takes this path every time) is no change of names.
+        self.names_changed =
+            prev.len() != self.prev.len() || prev.iter().zip(&self.prev).any(|(a, b)| a.0 != b.0);
         self.prev = prev;
         self.order = order;
         self.dupes = dupes;
@@ -184,7 +188,8 @@ impl RateTracker {
     }
 
     /// Did the last [`RateTracker::update`] see other names than the one
-    /// before it (or the same in another order, or a name listed twice)?
+    /// before it (or the same in another order; a name listed twice counts
+    /// once)?
     pub fn names_changed(&self) -> bool {
         self.names_changed
     }
