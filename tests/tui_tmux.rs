@@ -190,7 +190,9 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         "sudo BLKTUNE_JOURNAL_DIR={} blktune revert {dev}",
         journal.display()
     );
-    assert!(s.contains(&format!("to revert: {cmd}")), "{s}");
+    // Whole, however the terminal wrapped it (a long journal path or name).
+    let joined = t.capture_joined();
+    assert!(joined.contains(&format!("to revert: {cmd}")), "{joined}");
     assert_eq!(lo.active_scheduler(), "kyber", "quitting keeps the change");
     // Run it as printed (we are root already; the binary is not on PATH),
     // with nothing of the test's environment.

@@ -136,6 +136,16 @@ impl Tmux {
         self.capture_of(SESSION)
     }
 
+    /// The screen with the lines the terminal wrapped joined again, as a
+    /// user copying a long command out of it gets it.
+    pub fn capture_joined(&self) -> String {
+        let o = self
+            .tmux(&["capture-pane", "-p", "-J", "-t", SESSION])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
     /// The screen of the pane `target` (e.g. `"e2e:other"`, a window of [`SESSION`]).
     pub fn capture_of(&self, target: &str) -> String {
         let o = self
