@@ -8,22 +8,30 @@ use common::tmux::{Tmux, blktune_bin};
 use common::*;
 use std::time::Duration;
 
+/// The real binary, `--read-only` with a private journal (held by the
+/// returned directory) and a 250 ms interval, in a `w`x`h` tmux pane;
+/// `env` goes before the journal variable, `args` after `--read-only`.
+fn read_only(env: &str, args: &str, w: u16, h: u16) -> (tempfile::TempDir, Tmux) {
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        &format!(
+            "env {env}BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only {args} --interval 250ms",
+            journal.path().display(),
+            blktune_bin()
+        ),
+        w,
+        h,
+    );
+    (journal, t)
+}
+
 #[test]
 fn o_and_the_angle_keys_move_the_sort_arrow_along_the_headings() {
     let name = "o_and_the_angle_keys_move_the_sort_arrow_along_the_headings";
     if !require_tool(name, "tmux") {
         return;
     }
-    let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --interval 250ms",
-            journal.path().display(),
-            blktune_bin()
-        ),
-        120,
-        40,
-    );
+    let (_journal, t) = read_only("", "", 120, 40);
     // The default: by %util, the arrow on its heading from the start.
     let s = t.wait("the table sorted by %util", |s| {
         headings(s).contains("↓%util") && s.contains("every 250ms")
@@ -78,18 +86,9 @@ fn the_p99_columns_sort_with_o_and_the_angle_keys_and_rows_without_a_p99_go_last
     // And one of our own that stays idle: a row without a p99 whatever
     // else the machine has (zram0 may have no size, and so no row).
     let _idle = TestLoop::new(16);
-    let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --interval 250ms",
-            journal.path().display(),
-            blktune_bin()
-        ),
-        // Tall: room for the rows without a p99 too (zram0, idle ones)
-        // when other loop devices are busy.
-        120,
-        60,
-    );
+    // Tall: room for the rows without a p99 too (zram0, idle ones)
+    // when other loop devices are busy.
+    let (_journal, t) = read_only("", "", 120, 60);
     // Other tests' loop devices may be on screen too: wait for the
     // column and any p99 in it.
     t.wait("the r_p99 column with a read p99", |s| {
@@ -135,16 +134,7 @@ fn a_busy_selected_device_says_so_in_its_title_without_colour() {
     let lo = TestLoop::new(64);
     let dev = lo.name().to_string();
     let _load = FioLoad::busy_writes(&dev);
-    let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env NO_COLOR=1 BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --device {dev} --interval 250ms",
-            journal.path().display(),
-            blktune_bin()
-        ),
-        80,
-        24,
-    );
+    let (_journal, t) = read_only("NO_COLOR=1 ", &format!("--device {dev}"), 80, 24);
     let s = t.wait("the selected row busy, said in the title", |s| {
         s.contains(&format!("─ ! busy  {dev} ")) && s.contains(&format!("▶{dev} "))
     });
@@ -171,16 +161,7 @@ fn wide_columns_at_200x50_show_throughput_sizes_in_flight_and_mount() {
     // And one of our own that stays idle: a row without a p99 whatever
     // else the machine has (zram0 may have no size, and so no row).
     let _idle = TestLoop::new(16);
-    let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --device {dev} --interval 250ms",
-            journal.path().display(),
-            blktune_bin()
-        ),
-        200,
-        50,
-    );
+    let (_journal, t) = read_only("", &format!("--device {dev}"), 200, 50);
     // The row under load: reads per second and MB/s.
     let s = t.wait("the wide row with reads", |s| {
         column(s, "rMB/s", 7)
@@ -350,16 +331,7 @@ fn at_80x24_o_sorts_only_by_columns_on_screen() {
     if !require_tool(name, "tmux") {
         return;
     }
-    let journal = tempfile::tempdir().unwrap();
-    let t = Tmux::start(
-        &format!(
-            "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --interval 250ms",
-            journal.path().display(),
-            blktune_bin()
-        ),
-        80,
-        24,
-    );
+    let (_journal, t) = read_only("", "", 80, 24);
     t.wait("the table sorted by %util", |s| {
         headings(s).contains("↓%util")
     });
