@@ -3,6 +3,8 @@
 //! tree exactly as it was. (Not-root and real-device cases: `set_real.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use blktune_core::fake::{FakeDisk, FakeTree};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -464,7 +466,7 @@ fn a_fifo_in_a_fake_tree_never_hangs_a_command() {
         &["list", "--json"],
         &["watch", "-c", "1", "-i", "100ms"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        let child = Command::new(env!("CARGO_BIN_EXE_blktune"))
             .args(args)
             .arg("--sysfs-root")
             .arg(root.join("sys"))
@@ -475,16 +477,11 @@ fn a_fifo_in_a_fake_tree_never_hangs_a_command() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{args:?} hangs on a FIFO");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let o = child.wait_with_output().unwrap();
+        let o = common::output_within(
+            child,
+            std::time::Duration::from_secs(30),
+            &format!("{args:?} on a FIFO"),
+        );
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.lines().count() <= 1, "{args:?}: {err}");
     }

@@ -8,7 +8,7 @@ use nix::sys::stat::Mode;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
@@ -25,21 +25,13 @@ fn fifo(path: &Path) {
 
 /// Run `c`, killed and failed if it takes over 30 s.
 fn run_within(mut c: Command) -> Output {
-    let mut child = c
+    let what = format!("{c:?}");
+    let child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{c:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    common::output_within(child, Duration::from_secs(30), &what)
 }
 
 #[test]

@@ -220,21 +220,17 @@ fn a_line_without_end_is_not_read_forever() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 samples"));
     // The first line: refused at its limit, not read to an end it has not.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_blktune"))
+    let child = Command::new(env!("CARGO_BIN_EXE_blktune"))
         .args(["replay", "/dev/zero", "--summary"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("replay /dev/zero --summary still reading after 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = common::output_within(
+        child,
+        std::time::Duration::from_secs(60),
+        "replay /dev/zero --summary",
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(
         err(&o).contains("its first line is longer than 4 MiB"),

@@ -15,6 +15,21 @@ use std::time::{Duration, Instant};
 /// seconds, and waits poll, so an idle machine never waits this long.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Wait for `child` to end and take its output; if it runs past `limit`,
+/// kill it and fail saying `what` (a command that must never hang).
+pub fn output_within(mut child: std::process::Child, limit: Duration, what: &str) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// Poll `cond` until it holds (true) or `timeout` has passed (false).
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
