@@ -168,6 +168,73 @@ impl FromStr for DiskStatsLine {
     }
 }
 
+/// Counters as the numbers of a diskstats line after the name.
+pub fn counters_to_fields(c: &Counters) -> Vec<u64> {
+    let mut v = vec![
+        c.rd_ios,
+        c.rd_merges,
+        c.rd_sectors,
+        u64::from(c.rd_ticks),
+        c.wr_ios,
+        c.wr_merges,
+        c.wr_sectors,
+        u64::from(c.wr_ticks),
+        c.in_flight,
+        u64::from(c.io_ticks),
+        u64::from(c.time_in_queue),
+    ];
+    if let Some(d) = c.discard {
+        v.extend([d.ios, d.merges, d.sectors, u64::from(d.ticks)]);
+        if let Some(f) = c.flush {
+            v.extend([f.ios, u64::from(f.ticks)]);
+        }
+    }
+    v
+}
+
+/// The inverse of [`counters_to_fields`]; the ms fields must fit in 32 bits
+/// (the kernel prints them with `%u`, `Documentation/admin-guide/iostats.rst`).
+pub fn fields_to_counters(v: &[u64]) -> Result<Counters, String> {
+    if !matches!(v.len(), 11 | 15 | 17) {
+        return Err(format!("expected 11, 15 or 17 counters, found {}", v.len()));
+    }
+    let ms = |i: usize| {
+        u32::try_from(v[i])
+            .map_err(|_| format!("counter {} ({}) is not a 32-bit value", i + 1, v[i]))
+    };
+    Ok(Counters {
+        rd_ios: v[0],
+        rd_merges: v[1],
+        rd_sectors: v[2],
+        rd_ticks: ms(3)?,
+        wr_ios: v[4],
+        wr_merges: v[5],
+        wr_sectors: v[6],
+        wr_ticks: ms(7)?,
+        in_flight: v[8],
+        io_ticks: ms(9)?,
+        time_in_queue: ms(10)?,
+        discard: if v.len() >= 15 {
+            Some(DiscardCounters {
+                ios: v[11],
+                merges: v[12],
+                sectors: v[13],
+                ticks: ms(14)?,
+            })
+        } else {
+            None
+        },
+        flush: if v.len() == 17 {
+            Some(FlushCounters {
+                ios: v[15],
+                ticks: ms(16)?,
+            })
+        } else {
+            None
+        },
+    })
+}
+
 impl DiskStatsLine {
     /// The usual line (14, 18 or 20 columns of plain decimal digits but the
     /// name) in one pass over its bytes; `None` for anything else, which
@@ -207,35 +274,7 @@ impl DiskStatsLine {
             return None;
         }
         let small = |i: usize| u32::try_from(nums[i]).ok();
-        let mut counters = Counters {
-            rd_ios: nums[3],
-            rd_merges: nums[4],
-            rd_sectors: nums[5],
-            rd_ticks: small(6)?,
-            wr_ios: nums[7],
-            wr_merges: nums[8],
-            wr_sectors: nums[9],
-            wr_ticks: small(10)?,
-            in_flight: nums[11],
-            io_ticks: small(12)?,
-            time_in_queue: small(13)?,
-            discard: None,
-            flush: None,
-        };
-        if col >= 18 {
-            counters.discard = Some(DiscardCounters {
-                ios: nums[14],
-                merges: nums[15],
-                sectors: nums[16],
-                ticks: small(17)?,
-            });
-        }
-        if col == 20 {
-            counters.flush = Some(FlushCounters {
-                ios: nums[18],
-                ticks: small(19)?,
-            });
-        }
+        let counters = fields_to_counters(nums.get(3..col)?).ok()?;
         Some(DiskStatsLine {
             major: small(0)?,
             minor: small(1)?,

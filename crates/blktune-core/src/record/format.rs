@@ -3,7 +3,7 @@
 
 use super::latency::{DeviceLat, LatencyFacts};
 use crate::device::{BlockDevice, DeviceKind, QueueSettings};
-use crate::diskstats::{Counters, DiscardCounters, FlushCounters};
+
 use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -226,76 +226,13 @@ pub struct EndRecord {
     pub samples: u64,
 }
 
-/// Counters as the numbers of a diskstats line after the name.
-pub fn counters_to_fields(c: &Counters) -> Vec<u64> {
-    let mut v = vec![
-        c.rd_ios,
-        c.rd_merges,
-        c.rd_sectors,
-        u64::from(c.rd_ticks),
-        c.wr_ios,
-        c.wr_merges,
-        c.wr_sectors,
-        u64::from(c.wr_ticks),
-        c.in_flight,
-        u64::from(c.io_ticks),
-        u64::from(c.time_in_queue),
-    ];
-    if let Some(d) = c.discard {
-        v.extend([d.ios, d.merges, d.sectors, u64::from(d.ticks)]);
-        if let Some(f) = c.flush {
-            v.extend([f.ios, u64::from(f.ticks)]);
-        }
-    }
-    v
-}
-
-/// The inverse of [`counters_to_fields`]; the ms fields must fit in 32 bits
-/// (the kernel prints them with `%u`, `Documentation/admin-guide/iostats.rst`).
-pub fn fields_to_counters(v: &[u64]) -> Result<Counters, String> {
-    if !matches!(v.len(), 11 | 15 | 17) {
-        return Err(format!("expected 11, 15 or 17 counters, found {}", v.len()));
-    }
-    let ms = |i: usize| {
-        u32::try_from(v[i])
-            .map_err(|_| format!("counter {} ({}) is not a 32-bit value", i + 1, v[i]))
-    };
-    Ok(Counters {
-        rd_ios: v[0],
-        rd_merges: v[1],
-        rd_sectors: v[2],
-        rd_ticks: ms(3)?,
-        wr_ios: v[4],
-        wr_merges: v[5],
-        wr_sectors: v[6],
-        wr_ticks: ms(7)?,
-        in_flight: v[8],
-        io_ticks: ms(9)?,
-        time_in_queue: ms(10)?,
-        discard: if v.len() >= 15 {
-            Some(DiscardCounters {
-                ios: v[11],
-                merges: v[12],
-                sectors: v[13],
-                ticks: ms(14)?,
-            })
-        } else {
-            None
-        },
-        flush: if v.len() == 17 {
-            Some(FlushCounters {
-                ios: v[15],
-                ticks: ms(16)?,
-            })
-        } else {
-            None
-        },
-    })
-}
+// The counters of a sample are a diskstats line's numbers after the name.
+pub use crate::diskstats::{counters_to_fields, fields_to_counters};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diskstats::{Counters, DiscardCounters, FlushCounters};
 
     #[test]
     fn counters_round_trip_for_every_kernel_layout() {
