@@ -121,16 +121,6 @@ impl ExportArgs {
     }
 }
 
-/// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
-/// names separated by blanks are merged by tuned); `None` when tuned has none.
-pub fn active_tuned_profile(tuned_dir: &std::path::Path) -> Option<String> {
-    let file = tuned_dir.join("active_profile");
-    blktune_core::text::read_capped(&file, blktune_core::export::check::MAX_TUNED_FILE)
-        .ok()
-        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|s| !s.is_empty())
-}
-
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
 pub(super) fn cli_error(e: ExportError) -> anyhow::Error {
     match e {
@@ -208,7 +198,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         output: a.output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
-        tuned_include: active_tuned_profile(&a.tuned_dir()),
+        tuned_include: export::check::search::active_tuned_profile(&a.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
     if let (Some(path), Format::Udev) = (&a.output, a.format)

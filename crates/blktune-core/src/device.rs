@@ -92,15 +92,14 @@ impl SchedulerState {
         let mut available = Vec::new();
         // Elevator names are short identifiers (`mq-deadline`, `bfq`); anything
         // else means the file is not what we think it is.
-        let plausible = is_plausible_scheduler_name;
         for word in line.split_ascii_whitespace() {
             if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-                if active.is_some() || !plausible(inner) {
+                if active.is_some() || !is_plausible_scheduler_name(inner) {
                     return None;
                 }
                 active = Some(inner.to_owned());
                 available.push(inner.to_owned());
-            } else if plausible(word) {
+            } else if is_plausible_scheduler_name(word) {
                 available.push(word.to_owned());
             } else {
                 return None;

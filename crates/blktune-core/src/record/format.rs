@@ -3,7 +3,6 @@
 
 use super::latency::{DeviceLat, LatencyFacts};
 use crate::device::{BlockDevice, DeviceKind, QueueSettings};
-
 use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

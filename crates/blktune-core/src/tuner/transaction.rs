@@ -177,11 +177,6 @@ impl Tuner {
         Ok(())
     }
 
-    /// Save the device's original settings before its first change.
-    /// Returns whether a new entry was written. An entry left from an
-    /// earlier incarnation of the device (another boot, another diskseq) is
-    /// replaced: it is not this device's original. `seq` is the diskseq read
-    /// at the start of the change, `q` its settings.
     /// Every number this change writes, itself or through a scheduler
     /// switch (which resets nr_requests), must have been read first: its
     /// original could not be journalled, nor the change undone, and the
@@ -223,6 +218,11 @@ impl Tuner {
         Ok(())
     }
 
+    /// Save the device's original settings before its first change.
+    /// Returns whether a new entry was written. An entry left from an
+    /// earlier incarnation of the device (another boot, another diskseq) is
+    /// replaced: it is not this device's original. `seq` is the diskseq read
+    /// at the start of the change, `q` its settings.
     fn journal_original(
         &self,
         j: &Journal,

@@ -243,16 +243,21 @@ fn outcome(
     }
 }
 
+/// The active tuned profile(s), from `<tuned_dir>/active_profile` (several
+/// names separated by blanks are merged by tuned), one blank between them;
+/// `None` when tuned has none.
+pub fn active_tuned_profile(tuned_dir: &Path) -> Option<String> {
+    crate::text::read_capped(&tuned_dir.join("active_profile"), super::MAX_TUNED_FILE)
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
+}
+
 /// tuned's warning: active (`<tuned_dir>/active_profile`) with a profile
 /// that has a disk plugin, found among `profile_dirs` (following `include=`).
 pub fn tuned_warning(tuned_dir: &Path, profile_dirs: &[PathBuf]) -> Option<String> {
-    let active =
-        crate::text::read_capped(&tuned_dir.join("active_profile"), super::MAX_TUNED_FILE).ok()?;
-    let names: Vec<&str> = active.split_whitespace().collect();
-    if names.is_empty() {
-        return None;
-    }
-    let mut todo: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
+    let active = active_tuned_profile(tuned_dir)?;
+    let mut todo: Vec<String> = active.split(' ').map(str::to_owned).collect();
     let mut seen = Vec::new();
     let mut missing = Vec::new();
     while let Some(p) = todo.pop() {
