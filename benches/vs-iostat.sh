@@ -61,14 +61,21 @@ attach_to() {
 
 # CPU seconds (user+sys, from getrusage: GNU time prints only hundredths)
 # and peak RSS in KiB (from GNU time, whose child execs the command at once;
-# a child forked by python would count python's pages).
+# a child forked by python would count python's pages). The CPU is the
+# difference of getrusage(RUSAGE_CHILDREN) over the run: what python's
+# children used before it counts too (a python3 that is a version manager's
+# shim script has waited for about 60 ms of its own helpers by then, which
+# used to be added to both tools' figures).
 cpu_of() {
     local rss="$DIR/rss.$1"; shift
     python3 -c '
 import resource, subprocess, sys
+def used():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+before = used()
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print("%.3f" % (r.ru_utime + r.ru_stime))' /usr/bin/time -f %M -o "$rss" "$@"
+print("%.3f" % (used() - before))' /usr/bin/time -f %M -o "$rss" "$@"
     cat "$rss"
 }
 
