@@ -292,6 +292,26 @@ fn in_flight_is_split_into_reads_and_writes() {
     insta::assert_snapshot!(term.backend());
 }
 
+/// What is in flight is the newest sample's: shown from the first sample
+/// (a stuck queue at once, not an interval later), and a device whose line
+/// is gone from diskstats shows none, never the count it had.
+#[test]
+fn in_flight_is_the_newest_samples() {
+    let mut m = machine();
+    let mut app = m.app_before_baseline(None, Some("sdb".into()));
+    let mut first = m.step(1.0, &[]);
+    first.interval = None;
+    first.stats.get_mut("sdb").unwrap().counters.in_flight = 7;
+    app.on_feed(Feed::Snapshot(Box::new(first)));
+    let t = text(&screen(&app, 200, 50));
+    assert!(t.contains("in flight  7"), "{t}");
+    let mut s = m.step(1.0, &[]);
+    s.stats.remove("sdb");
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    let t = text(&screen(&app, 200, 50));
+    assert!(!t.contains("in flight"), "{t}");
+}
+
 /// `o`, `<` and `>` move only between the columns on screen: at 80x24 the
 /// rows were also sorted by aqu-sz, rMB/s, ... with no column to show it.
 #[test]

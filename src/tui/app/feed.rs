@@ -3,8 +3,7 @@
 //! answers to the changes it asked for (one at a time, or a whole `U`).
 
 use super::{
-    App, FULL_HISTORY_DEVICES, InFlightNow, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind,
-    replaced_devices,
+    App, FULL_HISTORY_DEVICES, KEEP_SECS, RevertBatch, SHORT_POINTS, StatusKind, replaced_devices,
 };
 use crate::tui::worker::protocol::{ApplyKind, ApplyReport, Feed};
 use blktune_core::history::{ChangeMark, Point};
@@ -35,7 +34,7 @@ impl App {
             return;
         }
         match feed {
-            Feed::Snapshot(s) => self.on_snapshot(&s),
+            Feed::Snapshot(s) => self.on_snapshot(*s),
             Feed::Change(mark) => self.add_mark(mark),
             Feed::Applied(r) => self.on_applied(*r),
             Feed::Position(p) => self.on_position(p),
@@ -95,7 +94,7 @@ impl App {
         }
     }
 
-    fn on_snapshot(&mut self, s: &Snapshot) {
+    fn on_snapshot(&mut self, s: Snapshot) {
         self.now = s.t;
         if self.status.as_ref().is_some_and(|st| st.expired(self.now)) {
             self.status = None;
@@ -129,7 +128,6 @@ impl App {
             let sized = &self.sized;
             self.histories
                 .retain(|name, _| !replaced.contains(name) && sized.contains(name));
-            self.in_flight.retain(|name, _| sized.contains(name));
             if let Some(p) = &mut self.probe {
                 p.history.retain(|name, _| sized.contains(name));
             }
@@ -141,9 +139,8 @@ impl App {
             // updated in place (no allocation once a name is known).
             let mut seen = 0;
             for (name, st) in &s.stats {
-                if self.sized.contains(name) {
+                if self.push_point(name, Some(st), s.t, itv, all_long) {
                     seen += 1;
-                    self.push_point(name, Some(st), s.t, itv, all_long);
                 }
             }
             // A device with a size but no diskstats line (the moment it
@@ -158,7 +155,9 @@ impl App {
                 }
             }
         }
-        if self.top_pick && s.interval.is_some() {
+        let rates = s.interval.is_some();
+        self.now_stats = s.stats;
+        if self.top_pick && rates {
             self.top_pick = false;
             if self.selected.is_some() && self.overlay.is_none() {
                 self.selected = self.visible().first().map(|d| d.name.clone());
@@ -181,7 +180,10 @@ impl App {
         }
     }
 
-    /// Add a device's numbers of the interval that ended at `t`.
+    /// Add a device's numbers of the interval that ended at `t`, if it is a
+    /// row of the table (it has a size); false if not. One lookup per
+    /// device per tick where it can: a device with a history has a size
+    /// (the history of one that lost it goes with the device list).
     fn push_point(
         &mut self,
         name: &str,
@@ -189,7 +191,7 @@ impl App {
         t: f64,
         itv: f64,
         all_long: bool,
-    ) {
+    ) -> bool {
         let keep = self.keep_secs(name, all_long);
         let p = Point {
             t,
@@ -198,20 +200,12 @@ impl App {
         };
         match self.histories.get_mut(name) {
             Some(h) => h.push(p, keep),
-            None => (self.histories.entry(name.to_owned()).or_default()).push(p, keep),
-        }
-        let Some(n) = stat.map(|st| InFlightNow {
-            total: st.counters.in_flight,
-            split: st.in_flight,
-        }) else {
-            return;
-        };
-        match self.in_flight.get_mut(name) {
-            Some(v) => *v = n,
-            None => {
-                self.in_flight.insert(name.to_owned(), n);
+            None if self.sized.contains(name) => {
+                (self.histories.entry(name.to_owned()).or_default()).push(p, keep)
             }
+            None => return false,
         }
+        true
     }
 
     fn on_applied(&mut self, r: ApplyReport) {

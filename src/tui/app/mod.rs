@@ -42,8 +42,9 @@ use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
 use blktune_core::natural::natural_cmp;
+use blktune_core::sampler::DeviceStat;
 use blktune_core::tuner::Wanted;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,9 +130,10 @@ pub struct App {
     /// the filter), made when the list changes.
     pub sized: HashSet<String>,
     pub histories: HashMap<String, DeviceHistory>,
-    /// I/Os in flight now per device: diskstats' count, split into reads
-    /// and writes where the source read `/sys/block/X/inflight`.
-    pub in_flight: HashMap<String, InFlightNow>,
+    /// The newest snapshot's statistics, by name: what is in flight now
+    /// ([`App::in_flight`]). Kept as the snapshot made it (no copy per
+    /// device per tick); replaced by the next one.
+    pub now_stats: BTreeMap<String, DeviceStat>,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
@@ -211,7 +213,7 @@ impl App {
             devices: Arc::new(Vec::new()),
             sized: HashSet::new(),
             histories: HashMap::new(),
-            in_flight: HashMap::new(),
+            now_stats: BTreeMap::new(),
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,
@@ -407,6 +409,16 @@ impl App {
             .find(|d| d.name == name)
             .map(NrLimit::of)
             .unwrap_or_default()
+    }
+
+    /// I/Os in flight now on a device: diskstats' count, split into reads
+    /// and writes where the source read `/sys/block/X/inflight`; `None`
+    /// when the newest snapshot has no line of it.
+    pub fn in_flight(&self, name: &str) -> Option<InFlightNow> {
+        self.now_stats.get(name).map(|st| InFlightNow {
+            total: st.counters.in_flight,
+            split: st.in_flight,
+        })
     }
 
     /// The newest statistics of a device.

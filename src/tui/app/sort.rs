@@ -337,7 +337,7 @@ impl super::App {
             stats: self.latest(&d.name),
             // Only its own sort looks at it (one lookup less per row).
             in_flight: (self.sort == SortKey::InFlight)
-                .then(|| self.in_flight.get(&d.name).map(|n| n.total))
+                .then(|| self.in_flight(&d.name).map(|n| n.total))
                 .flatten(),
             nr: d.queue.nr_requests,
             ra: d.queue.read_ahead_kb,

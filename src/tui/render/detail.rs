@@ -348,7 +348,7 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     let mut lines = Vec::new();
     // The queue right now, beside the charts' averages; only while I/O is
     // in flight (an idle device's 0/0 would push the rest down for nothing).
-    if let Some(n) = app.in_flight.get(&d.name).filter(|n| n.total > 0) {
+    if let Some(n) = app.in_flight(&d.name).filter(|n| n.total > 0) {
         let text = match n.split {
             Some(_) => format!("in flight r/w  {}", n.label()),
             None => format!("in flight  {}", n.label()),

@@ -12,7 +12,7 @@
 //! arrow; every sparkline shares one scale, given in its heading.
 
 use super::{Theme, num, put};
-use crate::tui::app::{App, Hot, InFlightNow, SortKey, Tracing};
+use crate::tui::app::{App, Hot, SortKey, Tracing};
 use blktune_core::device::{BlockDevice, DeviceKind, human_size};
 use blktune_core::iostat::ExtStats;
 use blktune_core::latency::Dir;
@@ -472,9 +472,8 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
                     false,
                 ),
                 ColId::InFlight => (
-                    app.in_flight
-                        .get(&d.name)
-                        .map_or_else(|| "-".into(), InFlightNow::label),
+                    app.in_flight(&d.name)
+                        .map_or_else(|| "-".into(), |n| n.label()),
                     false,
                 ),
                 id => (cell(d, s, id), false),
