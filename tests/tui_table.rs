@@ -344,6 +344,32 @@ fn sort_keys_move_only_between_the_columns_on_screen() {
     }
 }
 
+/// A window made narrower while the rows are sorted by a column it no
+/// longer shows: the rows go back to the first sort, whose arrow is on
+/// screen, and the status says why (they were ordered by a hidden column).
+#[test]
+fn a_resize_that_hides_the_sort_column_sorts_by_util_again() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    blktune::tui::event_loop::on_size(200, 50, &mut app);
+    for _ in 0..40 {
+        if app.sort == SortKey::WMbs {
+            break;
+        }
+        press(&mut app, &chars("o"));
+    }
+    assert_eq!(app.sort, SortKey::WMbs);
+    blktune::tui::event_loop::on_size(80, 24, &mut app);
+    assert_eq!(app.sort, SortKey::Util);
+    let t = text(&screen(&app, 80, 24));
+    assert!(
+        t.contains("sorted by %util: the wMB/s column is not shown"),
+        "{t}"
+    );
+    assert!(t.lines().nth(1).unwrap().contains("↓%util"), "{t}");
+}
+
 /// Sorted by in flight, the rows with more I/Os in flight come first (a
 /// row's count is looked up only under this sort).
 #[test]

@@ -256,8 +256,27 @@ impl App {
     }
 
     /// The sort keys of the columns the table shows at the terminal's size;
-    /// set by the event loop, as [`App::on_resize`].
+    /// set by the event loop, as [`App::on_resize`]. A sort by a column the
+    /// terminal no longer shows (the window was made narrower) would order
+    /// the rows with nothing on screen to say by what: it goes back to the
+    /// first sort (or the first column there is), and the status says why.
     pub fn on_columns(&mut self, keys: Vec<SortKey>) {
+        if !keys.is_empty() && !keys.contains(&self.sort) {
+            let hidden = self.sort;
+            self.sort = if keys.contains(&SortKey::default()) {
+                SortKey::default()
+            } else {
+                keys[0]
+            };
+            self.say(
+                StatusKind::Info,
+                format!(
+                    "sorted by {}: the {} column is not shown at this width",
+                    self.sort.label(),
+                    hidden.label()
+                ),
+            );
+        }
         self.columns = Some(keys);
     }
 
