@@ -201,6 +201,41 @@ fn stdout_export_of_live_settings() {
     insta::assert_snapshot!("cli_live_sda_sdb_loop0", text);
 }
 
+/// `export` reads each of a device's settings once: the rule, and the
+/// refusal of a file that does not parse, come from the same read (a second
+/// read could find something else, and give the rule and its message
+/// different grounds).
+#[test]
+fn export_reads_each_setting_once() {
+    let t = "export_reads_each_setting_once";
+    if !common::require_tool(t, "strace") {
+        return;
+    }
+    let h = host();
+    let log = h.path("strace.log");
+    let cmd = h.command(&["export", "sda"]);
+    let o = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=open,openat", "-o"])
+        .arg(&log)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let opens = fs::read_to_string(&log).unwrap();
+    for file in ["scheduler", "nr_requests", "read_ahead_kb"] {
+        // sda's: `-y` names the directory of a relative open.
+        let n = (opens.lines())
+            .filter(|l| {
+                l.contains(&format!("/sda/queue>, \"{file}\""))
+                    || l.contains(&format!("/sda/queue/{file}\""))
+            })
+            .count();
+        assert_eq!(n, 1, "{file} opened {n} times:\n{opens}");
+    }
+}
+
 #[test]
 fn overrides_replace_live_values() {
     let h = host();

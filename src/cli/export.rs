@@ -163,6 +163,9 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         nr_requests: a.nr_requests,
         read_ahead_kb: a.read_ahead_kb,
     };
+    // Every device read once: the named ones' rules and the host's devices
+    // (what the rules' matches are checked against) come from one read.
+    let host_devices = device::discover(&root).unwrap_or_default();
     let mut items = Vec::new();
     let mut notes = Vec::new();
     for name in &names {
@@ -174,21 +177,24 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             .into());
         }
         notes.extend(multipath_note(&root, &dev));
+        let d = match host_devices.iter().find(|d| d.name == dev.as_str()) {
+            Some(d) => d.clone(),
+            None => BlockDevice::read(&root, &dev),
+        };
         // A rule made from a file that did not parse would leave its
         // setting out without a word.
-        if let Some((attr, why)) = blktune_core::device::QueueSettings::malformed(&root, &dev) {
+        if let Some((attr, why)) = d.queue.unread.first() {
             anyhow::bail!(
-                "'{name}': cannot read queue/{}: {why}; nothing exported",
-                attr.label()
+                "'{name}': cannot read queue/{}: {}; nothing exported",
+                attr.label(),
+                why.message()
             );
         }
-        let d = BlockDevice::read(&root, &dev);
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }
-    let host_devices = device::discover(&root).unwrap_or_default();
     let opts = RenderOptions {
         strategy: a.strategy,
         format: a.format,

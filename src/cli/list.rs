@@ -448,16 +448,15 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         .iter()
         .filter(|d| d.size_bytes > 0 && !d.queue.has_scheduler())
     {
-        if let Some(dev) = root.device(&d.name)
-            && let Some((attr, why)) = device::QueueSettings::malformed(&root, &dev)
-        {
+        if let Some((attr, why)) = d.queue.unread.first() {
             let _ = writeln!(
                 std::io::stderr(),
                 "blktune: warning: {}",
                 blktune_core::text::printable(&format!(
-                    "'{}': cannot read queue/{}: {why}{}",
+                    "'{}': cannot read queue/{}: {}{}",
                     d.name,
                     attr.label(),
+                    why.message(),
                     if a.all {
                         ""
                     } else {

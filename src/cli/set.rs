@@ -470,6 +470,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            ..QueueSettings::default()
         }
     }
 

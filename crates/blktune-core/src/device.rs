@@ -123,6 +123,77 @@ pub struct QueueSettings {
     pub read_ahead_kb: Option<u64>,
     /// The active scheduler's tunables (`queue/iosched/*`), name to value.
     pub tunables: BTreeMap<String, String>,
+    /// The files above that are there but gave no value, with why, in the
+    /// order read (scheduler, nr_requests, read_ahead_kb): kept from the one
+    /// read, so that a change refused, `export` and `list` say what that
+    /// read saw and never open the files again to find out. Not recorded.
+    #[serde(skip)]
+    pub unread: Vec<(QueueAttr, Unread)>,
+}
+
+/// Why a queue setting's file that is there gave no value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    /// It could not be read.
+    Failed {
+        kind: std::io::ErrorKind,
+        message: String,
+    },
+    /// It does not read as the kernel writes it: what it said.
+    Unexpected(String),
+}
+
+impl Unread {
+    /// What is wrong, for a message after "cannot read queue/X: ".
+    pub fn message(&self) -> String {
+        match self {
+            Unread::Failed { message, .. } => message.clone(),
+            Unread::Unexpected(raw) => unexpected_content(raw),
+        }
+    }
+
+    /// The same as an I/O error (unexpected content is invalid data).
+    pub fn to_io_error(&self) -> std::io::Error {
+        match self {
+            Unread::Failed { kind, message } => std::io::Error::new(*kind, message.clone()),
+            Unread::Unexpected(_) => {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, self.message())
+            }
+        }
+    }
+}
+
+/// The scheduler line read once: the state, `None` for a queue without a
+/// scheduler (no file, or a lone `none`), or why the file gave nothing.
+pub type SchedulerRead = Result<Option<SchedulerState>, Unread>;
+
+/// A setting's file read once: its value, `None` when the file is not
+/// there, or why it gave nothing (a read error, or content `parse` refuses).
+fn settle<T>(
+    read: std::io::Result<String>,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>, Unread> {
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unread::Failed {
+            kind: e.kind(),
+            message: e.to_string(),
+        }),
+        Ok(raw) => match parse(&raw) {
+            Some(v) => Ok(Some(v)),
+            None => Err(Unread::Unexpected(raw)),
+        },
+    }
+}
+
+fn settle_scheduler(read: std::io::Result<String>) -> SchedulerRead {
+    // "none" without brackets and without a choice means no blk-mq queue.
+    settle(read, SchedulerState::parse)
+        .map(|s| s.filter(|s| !(s.available.len() == 1 && s.active == "none")))
+}
+
+fn settle_num(read: std::io::Result<String>) -> Result<Option<u64>, Unread> {
+    settle(read, |raw| raw.trim().parse::<u64>().ok())
 }
 
 impl QueueSettings {
@@ -140,68 +211,62 @@ impl QueueSettings {
         let Ok(q) = root.queue_dir(dev) else {
             return Self::read_basic_with(root, dev, Self::read_scheduler(root, dev));
         };
-        let num = |a: QueueAttr| q.read(&a).ok().and_then(|v| v.parse::<u64>().ok());
-        Self {
-            scheduler: q
-                .read(&QueueAttr::Scheduler)
-                .ok()
-                .and_then(|l| SchedulerState::parse(&l))
-                .filter(|s| !(s.available.len() == 1 && s.active == "none")),
-            nr_requests: num(QueueAttr::NrRequests),
-            read_ahead_kb: num(QueueAttr::ReadAheadKb),
-            tunables: BTreeMap::new(),
-        }
+        Self::from_reads(
+            settle_scheduler(q.read(&QueueAttr::Scheduler)),
+            settle_num(q.read(&QueueAttr::NrRequests)),
+            settle_num(q.read(&QueueAttr::ReadAheadKb)),
+        )
     }
 
     /// [`QueueSettings::read_basic`] with the scheduler line already read.
-    pub fn read_basic_with(
-        root: &SysRoot,
-        dev: &DeviceName,
-        scheduler: Option<SchedulerState>,
+    pub fn read_basic_with(root: &SysRoot, dev: &DeviceName, scheduler: SchedulerRead) -> Self {
+        let num = |a: QueueAttr| settle_num(root.read_queue_attr(dev, &a));
+        Self::from_reads(
+            scheduler,
+            num(QueueAttr::NrRequests),
+            num(QueueAttr::ReadAheadKb),
+        )
+    }
+
+    fn from_reads(
+        scheduler: SchedulerRead,
+        nr_requests: Result<Option<u64>, Unread>,
+        read_ahead_kb: Result<Option<u64>, Unread>,
     ) -> Self {
+        let mut unread = Vec::new();
+        let scheduler = scheduler.unwrap_or_else(|why| {
+            unread.push((QueueAttr::Scheduler, why));
+            None
+        });
+        let mut keep = |attr: QueueAttr, r: Result<Option<u64>, Unread>| {
+            r.unwrap_or_else(|why| {
+                unread.push((attr, why));
+                None
+            })
+        };
+        let nr_requests = keep(QueueAttr::NrRequests, nr_requests);
+        let read_ahead_kb = keep(QueueAttr::ReadAheadKb, read_ahead_kb);
         Self {
             scheduler,
-            nr_requests: read_num(root, dev, QueueAttr::NrRequests),
-            read_ahead_kb: read_num(root, dev, QueueAttr::ReadAheadKb),
+            nr_requests,
+            read_ahead_kb,
             tunables: BTreeMap::new(),
+            unread,
         }
     }
 
     /// Just the scheduler line (one read): the cheapest sign that someone
     /// else changed a device.
-    pub fn read_scheduler(root: &SysRoot, dev: &DeviceName) -> Option<SchedulerState> {
-        root.read_queue_attr(dev, &QueueAttr::Scheduler)
-            .ok()
-            .and_then(|l| SchedulerState::parse(&l))
-            // "none" without brackets and without a choice means no blk-mq queue.
-            .filter(|s| !(s.available.len() == 1 && s.active == "none"))
+    pub fn read_scheduler(root: &SysRoot, dev: &DeviceName) -> SchedulerRead {
+        settle_scheduler(root.read_queue_attr(dev, &QueueAttr::Scheduler))
     }
 
-    /// The first of the files a row and a rule carry (scheduler,
-    /// nr_requests, read_ahead_kb) that is there but does not read as the
-    /// kernel writes it, with what is wrong: [`QueueSettings::read`] would
-    /// take it for a device without that setting. `None` when each file is
-    /// absent or reads as expected.
-    pub fn malformed(root: &SysRoot, dev: &DeviceName) -> Option<(QueueAttr, String)> {
-        for attr in [
-            QueueAttr::Scheduler,
-            QueueAttr::NrRequests,
-            QueueAttr::ReadAheadKb,
-        ] {
-            let raw = match root.read_queue_attr(dev, &attr) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Some((attr, e.to_string())),
-                Ok(raw) => raw,
-            };
-            let ok = match attr {
-                QueueAttr::Scheduler => SchedulerState::parse(&raw).is_some(),
-                _ => raw.trim().parse::<u64>().is_ok(),
-            };
-            if !ok {
-                return Some((attr, unexpected_content(&raw)));
-            }
-        }
-        None
+    /// Why `attr`'s file, there, gave no value in the read these settings
+    /// came from (`None`: it gave one, or it is not there).
+    pub fn unread_of(&self, attr: &QueueAttr) -> Option<&Unread> {
+        (self.unread.iter())
+            .find(|(a, _)| a == attr)
+            .map(|(_, why)| why)
     }
 
     /// (Re-)read the active scheduler's tunables (`queue/iosched/*`).
@@ -243,12 +308,6 @@ impl QueueSettings {
     pub fn is_unread(&self) -> bool {
         self.scheduler.is_none() && self.nr_requests.is_none() && self.read_ahead_kb.is_none()
     }
-}
-
-fn read_num(root: &SysRoot, dev: &DeviceName, a: QueueAttr) -> Option<u64> {
-    root.read_queue_attr(dev, &a)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// The hardware queue depth of a blk-mq device: the smallest
@@ -427,10 +486,17 @@ pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<Blo
             if d.size_bytes == 0 {
                 return d;
             }
-            let Some(sched) = QueueSettings::read_scheduler(root, dev) else {
-                return d;
-            };
-            d.queue = QueueSettings::read_basic_with(root, dev, Some(sched));
+            match QueueSettings::read_scheduler(root, dev) {
+                Ok(Some(sched)) => {
+                    d.queue = QueueSettings::read_basic_with(root, dev, Ok(Some(sched)));
+                }
+                Ok(None) => return d,
+                // Not listed, and why, for the warning `list` gives.
+                Err(why) => {
+                    d.queue.unread.push((QueueAttr::Scheduler, why));
+                    return d;
+                }
+            }
             d.read_identity(root, dev, what);
             if what == Identity::Full {
                 d.queue.read_tunables(root, dev);
@@ -468,6 +534,42 @@ pub fn unexpected_content(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A setting's file that is there but gives no value keeps why in the
+    /// settings read (its content, or the read's error); a file that is
+    /// not there, and a lone `none`, are no problem.
+    #[test]
+    fn the_one_read_keeps_why_a_setting_is_unknown() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(dir.path()).unwrap();
+        tree.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+        tree.add(&FakeDisk::new("zram0").dev(252, 0).no_queue())
+            .unwrap();
+        let root = tree.root();
+        let queue = tree.dev_dir("sda").join("queue");
+        std::fs::write(queue.join("nr_requests"), "lots\n").unwrap();
+        std::fs::remove_file(queue.join("read_ahead_kb")).unwrap();
+        std::fs::create_dir(queue.join("read_ahead_kb")).unwrap();
+        let sda = root.device("sda").unwrap();
+        for q in [
+            QueueSettings::read(&root, &sda),
+            QueueSettings::read_basic_with(&root, &sda, QueueSettings::read_scheduler(&root, &sda)),
+        ] {
+            assert!(q.scheduler.is_some());
+            assert_eq!((q.nr_requests, q.read_ahead_kb), (None, None));
+            assert_eq!(
+                q.unread_of(&QueueAttr::NrRequests),
+                Some(&Unread::Unexpected("lots".into()))
+            );
+            let why = q.unread_of(&QueueAttr::ReadAheadKb).unwrap();
+            assert!(matches!(why, Unread::Failed { .. }), "{why:?}");
+            assert_eq!(q.unread_of(&QueueAttr::Scheduler), None);
+            assert_eq!(q.unread.len(), 2);
+        }
+        let zram = root.device("zram0").unwrap();
+        assert_eq!(QueueSettings::read(&root, &zram).unread, []);
+    }
 
     #[test]
     fn scheduler_line_parses() {

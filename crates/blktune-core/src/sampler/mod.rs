@@ -778,7 +778,9 @@ impl Sampler {
                 e.checks += 1;
             }
             let sched = QueueSettings::read_scheduler(&self.root, &e.dev);
-            if sched != e.info.queue.scheduler || e.checks >= full_every {
+            let moved =
+                sched.as_ref().ok().and_then(Option::as_ref) != e.info.queue.scheduler.as_ref();
+            if moved || e.checks >= full_every {
                 let mut q = QueueSettings::read_basic_with(&self.root, &e.dev, sched);
                 if identity {
                     q.read_tunables(&self.root, &e.dev);

@@ -13,7 +13,7 @@
 
 use super::diff::{add_requested_tunables, stored_otherwise};
 use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
-use crate::device::{QueueSettings, SchedulerState, read_dev_numbers, unexpected_content};
+use crate::device::{QueueSettings, SchedulerState, Unread, read_dev_numbers};
 use crate::error::TuneError;
 use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
 use crate::os::{DeviceName, QueueAttr, SysRoot};
@@ -47,23 +47,14 @@ impl Tuner {
         let before = QueueSettings::read(&self.root, &dev);
         let needs_scheduler =
             want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
-        if needs_scheduler && before.scheduler.is_none() {
+        if needs_scheduler
+            && before.scheduler.is_none()
+            && let Some(why) = before.unread_of(&QueueAttr::Scheduler)
+        {
             // The file is there but says something we cannot parse (or
             // cannot be read): do not pretend the device has no scheduler,
             // and touch nothing. A lone `none` is a queue without one.
-            match self.root.read_queue_attr(&dev, &QueueAttr::Scheduler) {
-                Ok(raw) if SchedulerState::parse(&raw).is_none() => {
-                    return Err(unexpected(&dev, &QueueAttr::Scheduler, &raw));
-                }
-                Err(source) if source.kind() != io::ErrorKind::NotFound => {
-                    return Err(TuneError::ReadFailed {
-                        dev: dev.to_string(),
-                        attr: "queue/scheduler".into(),
-                        source,
-                    });
-                }
-                _ => {}
-            }
+            return Err(unread(&dev, &QueueAttr::Scheduler, why));
         }
         let checked;
         let want = if strict {
@@ -192,7 +183,7 @@ impl Tuner {
             .scheduler
             .as_ref()
             .is_some_and(|s| before.scheduler.as_ref().is_none_or(|b| &b.active != s));
-        let unread = [
+        let needed = [
             (
                 QueueAttr::NrRequests,
                 (want.nr_requests.is_some() || switch) && before.nr_requests.is_none(),
@@ -202,16 +193,17 @@ impl Tuner {
                 want.read_ahead_kb.is_some() && before.read_ahead_kb.is_none(),
             ),
         ];
-        for (attr, missing) in unread {
+        for (attr, missing) in needed {
             if !missing {
                 continue;
             }
-            return Err(match self.root.read_queue_attr(dev, &attr) {
-                Ok(raw) => unexpected(dev, &attr, &raw),
-                Err(source) => TuneError::ReadFailed {
+            return Err(match before.unread_of(&attr) {
+                Some(why) => unread(dev, &attr, why),
+                // Not there at all.
+                None => TuneError::ReadFailed {
                     dev: dev.to_string(),
                     attr: format!("queue/{}", attr.label()),
-                    source,
+                    source: io::Error::from_raw_os_error(nix::libc::ENOENT),
                 },
             });
         }
@@ -499,12 +491,13 @@ impl Tuner {
     }
 }
 
-/// A queue file that was read but says something blktune cannot parse.
-fn unexpected(dev: &DeviceName, attr: &QueueAttr, raw: &str) -> TuneError {
+/// A change refused because a setting's file gave no value in the read
+/// before it ([`QueueSettings::unread`]).
+fn unread(dev: &DeviceName, attr: &QueueAttr, why: &Unread) -> TuneError {
     TuneError::ReadFailed {
         dev: dev.to_string(),
         attr: format!("queue/{}", attr.label()),
-        source: io::Error::new(io::ErrorKind::InvalidData, unexpected_content(raw)),
+        source: why.to_io_error(),
     }
 }
 
