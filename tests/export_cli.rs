@@ -869,6 +869,19 @@ fn a_malformed_queue_file_is_named_and_nothing_exported() {
         );
         assert!(o.stdout.is_empty(), "{}", stdout(&o));
     }
+    // A file that cannot be read at all: the read's own error.
+    let h = host();
+    let ra = h.path("sys/block/sda/queue/read_ahead_kb");
+    fs::remove_file(&ra).unwrap();
+    fs::create_dir(&ra).unwrap();
+    let o = h.run(&["export", "sda", "--match", "kernel"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "blktune: 'sda': cannot read queue/read_ahead_kb: Is a directory (os error 21); \
+         nothing exported\n"
+    );
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
 }
 
 /// Values the kernel would refuse on the device: a scheduler it does not

@@ -113,6 +113,38 @@ fn export_dialog_cycles_strategies_and_previews_live() {
     assert!(app.overlay.is_none());
 }
 
+/// A setting whose file did not read (here nr_requests says `lots`): the
+/// export dialog does not open on a rule that would leave it out without a
+/// word, and the status says which file and why, as `blktune export` does.
+/// A device none of whose settings read says why too, not "not read yet".
+#[test]
+fn export_refuses_a_device_whose_setting_did_not_read() {
+    let (mut m, mut app) = started();
+    let queue = m.tree.dev_dir("sda").join("queue");
+    std::fs::write(queue.join("nr_requests"), "lots\n").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    assert!(press(&mut app, &chars("e")).is_empty());
+    assert!(app.overlay.is_none(), "{:?}", app.overlay);
+    assert_eq!(
+        status(&app),
+        "'sda': cannot read queue/nr_requests: unexpected content 'lots'; nothing exported"
+    );
+
+    for file in ["scheduler", "read_ahead_kb"] {
+        std::fs::write(queue.join(file), "?\n").unwrap();
+    }
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    press(&mut app, &[KeyCode::Esc]);
+    assert!(press(&mut app, &chars("n")).is_empty());
+    assert_eq!(
+        status(&app),
+        "'sda': cannot read queue/scheduler: unexpected content '?'"
+    );
+}
+
 #[test]
 fn enter_writes_and_an_existing_file_is_asked_about() {
     let (_m, mut app) = started();

@@ -364,10 +364,39 @@ fn a_resize_that_hides_the_sort_column_sorts_by_util_again() {
     assert_eq!(app.sort, SortKey::Util);
     let t = text(&screen(&app, 80, 24));
     assert!(
-        t.contains("sorted by %util: the wMB/s column is not shown"),
+        t.contains("sorted by %util: the wMB/s column is not on screen"),
         "{t}"
     );
     assert!(t.lines().nth(1).unwrap().contains("↓%util"), "{t}");
+
+    // An error on the status line stays until read: the sort goes back
+    // without a word rather than over it.
+    blktune::tui::event_loop::on_size(200, 50, &mut app);
+    for _ in 0..40 {
+        if app.sort == SortKey::WMbs {
+            break;
+        }
+        press(&mut app, &chars("o"));
+    }
+    for key in ["j", "j", "k", "k", "k"] {
+        if app.selected.as_deref() == Some("sdb") {
+            break;
+        }
+        press(&mut app, &chars(key));
+    }
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    m.tree.remove("sdb").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    let error = app
+        .status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default();
+    assert!(error.contains("sdb"), "{error}");
+    blktune::tui::event_loop::on_size(80, 24, &mut app);
+    assert_eq!(app.sort, SortKey::Util);
+    assert_eq!(app.status.as_ref().map(|s| s.text.clone()), Some(error));
 }
 
 /// Sorted by in flight, the rows with more I/Os in flight come first (a

@@ -183,7 +183,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         };
         // A rule made from a file that did not parse would leave its
         // setting out without a word.
-        if let Some((attr, why)) = d.queue.unread.first() {
+        if let Some((attr, why)) = d.queue.unreadable.first() {
             anyhow::bail!(
                 "'{name}': cannot read queue/{}: {}; nothing exported",
                 attr.label(),

@@ -448,7 +448,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         .iter()
         .filter(|d| d.size_bytes > 0 && !d.queue.has_scheduler())
     {
-        if let Some((attr, why)) = d.queue.unread.first() {
+        if let Some((attr, why)) = d.queue.unreadable.first() {
             let _ = writeln!(
                 std::io::stderr(),
                 "blktune: warning: {}",

@@ -114,8 +114,10 @@ impl SchedulerState {
     }
 }
 
-/// A device's queue settings: what blktune shows and may change.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// A device's queue settings: what blktune shows and may change. Two are
+/// equal when their settings are ([`QueueSettings::unreadable`] is not a
+/// setting: a file that fails one way and then another is no change).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct QueueSettings {
     /// `None` when the device has no `queue/scheduler` (zram, md, bio-based dm).
     pub scheduler: Option<SchedulerState>,
@@ -128,12 +130,23 @@ pub struct QueueSettings {
     /// read, so that a change refused, `export` and `list` say what that
     /// read saw and never open the files again to find out. Not recorded.
     #[serde(skip)]
-    pub unread: Vec<(QueueAttr, Unread)>,
+    pub unreadable: Vec<(QueueAttr, Unreadable)>,
 }
+
+impl PartialEq for QueueSettings {
+    fn eq(&self, other: &Self) -> bool {
+        self.scheduler == other.scheduler
+            && self.nr_requests == other.nr_requests
+            && self.read_ahead_kb == other.read_ahead_kb
+            && self.tunables == other.tunables
+    }
+}
+
+impl Eq for QueueSettings {}
 
 /// Why a queue setting's file that is there gave no value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unread {
+pub enum Unreadable {
     /// It could not be read.
     Failed {
         kind: std::io::ErrorKind,
@@ -143,20 +156,20 @@ pub enum Unread {
     Unexpected(String),
 }
 
-impl Unread {
+impl Unreadable {
     /// What is wrong, for a message after "cannot read queue/X: ".
     pub fn message(&self) -> String {
         match self {
-            Unread::Failed { message, .. } => message.clone(),
-            Unread::Unexpected(raw) => unexpected_content(raw),
+            Unreadable::Failed { message, .. } => message.clone(),
+            Unreadable::Unexpected(raw) => unexpected_content(raw),
         }
     }
 
     /// The same as an I/O error (unexpected content is invalid data).
     pub fn to_io_error(&self) -> std::io::Error {
         match self {
-            Unread::Failed { kind, message } => std::io::Error::new(*kind, message.clone()),
-            Unread::Unexpected(_) => {
+            Unreadable::Failed { kind, message } => std::io::Error::new(*kind, message.clone()),
+            Unreadable::Unexpected(_) => {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, self.message())
             }
         }
@@ -165,23 +178,23 @@ impl Unread {
 
 /// The scheduler line read once: the state, `None` for a queue without a
 /// scheduler (no file, or a lone `none`), or why the file gave nothing.
-pub type SchedulerRead = Result<Option<SchedulerState>, Unread>;
+pub type SchedulerRead = Result<Option<SchedulerState>, Unreadable>;
 
 /// A setting's file read once: its value, `None` when the file is not
 /// there, or why it gave nothing (a read error, or content `parse` refuses).
 fn settle<T>(
     read: std::io::Result<String>,
     parse: impl Fn(&str) -> Option<T>,
-) -> Result<Option<T>, Unread> {
+) -> Result<Option<T>, Unreadable> {
     match read {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Unread::Failed {
+        Err(e) => Err(Unreadable::Failed {
             kind: e.kind(),
             message: e.to_string(),
         }),
         Ok(raw) => match parse(&raw) {
             Some(v) => Ok(Some(v)),
-            None => Err(Unread::Unexpected(raw)),
+            None => Err(Unreadable::Unexpected(raw)),
         },
     }
 }
@@ -192,7 +205,7 @@ fn settle_scheduler(read: std::io::Result<String>) -> SchedulerRead {
         .map(|s| s.filter(|s| !(s.available.len() == 1 && s.active == "none")))
 }
 
-fn settle_num(read: std::io::Result<String>) -> Result<Option<u64>, Unread> {
+fn settle_num(read: std::io::Result<String>) -> Result<Option<u64>, Unreadable> {
     settle(read, |raw| raw.trim().parse::<u64>().ok())
 }
 
@@ -230,17 +243,17 @@ impl QueueSettings {
 
     fn from_reads(
         scheduler: SchedulerRead,
-        nr_requests: Result<Option<u64>, Unread>,
-        read_ahead_kb: Result<Option<u64>, Unread>,
+        nr_requests: Result<Option<u64>, Unreadable>,
+        read_ahead_kb: Result<Option<u64>, Unreadable>,
     ) -> Self {
-        let mut unread = Vec::new();
+        let mut unreadable = Vec::new();
         let scheduler = scheduler.unwrap_or_else(|why| {
-            unread.push((QueueAttr::Scheduler, why));
+            unreadable.push((QueueAttr::Scheduler, why));
             None
         });
-        let mut keep = |attr: QueueAttr, r: Result<Option<u64>, Unread>| {
+        let mut keep = |attr: QueueAttr, r: Result<Option<u64>, Unreadable>| {
             r.unwrap_or_else(|why| {
-                unread.push((attr, why));
+                unreadable.push((attr, why));
                 None
             })
         };
@@ -251,7 +264,7 @@ impl QueueSettings {
             nr_requests,
             read_ahead_kb,
             tunables: BTreeMap::new(),
-            unread,
+            unreadable,
         }
     }
 
@@ -261,10 +274,16 @@ impl QueueSettings {
         settle_scheduler(root.read_queue_attr(dev, &QueueAttr::Scheduler))
     }
 
+    /// These files were read again (after a write): why the first read
+    /// got no value from them no longer holds.
+    pub fn read_again(&mut self, attrs: &[QueueAttr]) {
+        self.unreadable.retain(|(a, _)| !attrs.contains(a));
+    }
+
     /// Why `attr`'s file, there, gave no value in the read these settings
     /// came from (`None`: it gave one, or it is not there).
-    pub fn unread_of(&self, attr: &QueueAttr) -> Option<&Unread> {
-        (self.unread.iter())
+    pub fn why_unreadable(&self, attr: &QueueAttr) -> Option<&Unreadable> {
+        (self.unreadable.iter())
             .find(|(a, _)| a == attr)
             .map(|(_, why)| why)
     }
@@ -475,7 +494,9 @@ pub fn discover(root: &SysRoot) -> std::io::Result<Vec<BlockDevice>> {
 /// Read only what a listing of the default devices (a scheduler and a size)
 /// needs: every device's `size`, the scheduler of those with one, and then
 /// `what` and the queue settings of the devices that pass. The others stay
-/// as [`BlockDevice::unread`] with their size. In natural order.
+/// as [`BlockDevice::unread`] with their size (and, where the scheduler
+/// file is there but gave nothing, why, in [`QueueSettings::unreadable`]).
+/// In natural order.
 pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<BlockDevice>> {
     Ok(root
         .block_names()?
@@ -493,7 +514,7 @@ pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<Blo
                 Ok(None) => return d,
                 // Not listed, and why, for the warning `list` gives.
                 Err(why) => {
-                    d.queue.unread.push((QueueAttr::Scheduler, why));
+                    d.queue.unreadable.push((QueueAttr::Scheduler, why));
                     return d;
                 }
             }
@@ -559,16 +580,24 @@ mod tests {
             assert!(q.scheduler.is_some());
             assert_eq!((q.nr_requests, q.read_ahead_kb), (None, None));
             assert_eq!(
-                q.unread_of(&QueueAttr::NrRequests),
-                Some(&Unread::Unexpected("lots".into()))
+                q.why_unreadable(&QueueAttr::NrRequests),
+                Some(&Unreadable::Unexpected("lots".into()))
             );
-            let why = q.unread_of(&QueueAttr::ReadAheadKb).unwrap();
-            assert!(matches!(why, Unread::Failed { .. }), "{why:?}");
-            assert_eq!(q.unread_of(&QueueAttr::Scheduler), None);
-            assert_eq!(q.unread.len(), 2);
+            let why = q.why_unreadable(&QueueAttr::ReadAheadKb).unwrap();
+            assert!(matches!(why, Unreadable::Failed { .. }), "{why:?}");
+            assert_eq!(q.why_unreadable(&QueueAttr::Scheduler), None);
+            assert_eq!(q.unreadable.len(), 2);
         }
         let zram = root.device("zram0").unwrap();
-        assert_eq!(QueueSettings::read(&root, &zram).unread, []);
+        assert_eq!(QueueSettings::read(&root, &zram).unreadable, []);
+        // Why is not a setting: the same values failing otherwise are the
+        // same settings (no change to report, record or republish).
+        let a = QueueSettings::read(&root, &sda);
+        let mut b = a.clone();
+        b.unreadable.clear();
+        assert_eq!(a, b);
+        b.nr_requests = Some(64);
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -48,8 +48,22 @@ impl App {
 
     /// Open the export dialog for `name` (prefilled with a shoot-out winner).
     pub(super) fn open_export(&mut self, name: &str, winner: Option<(Wanted, String)>) {
-        // A rule of settings not read yet would set nothing it says it does.
+        // A rule of settings not read yet would set nothing it says it does;
+        // one made from a file that did not read would leave its setting out
+        // without a word (as `blktune export` refuses it).
         if self.refuse_unread(name) {
+            return;
+        }
+        if let Some((attr, why)) = (self.devices.iter())
+            .find(|d| d.name == name)
+            .and_then(|d| d.queue.unreadable.first())
+        {
+            let text = format!(
+                "'{name}': cannot read queue/{}: {}; nothing exported",
+                attr.label(),
+                why.message()
+            );
+            self.say(StatusKind::Error, text);
             return;
         }
         let Some(one) = self.candidate(name, winner.as_ref()) else {

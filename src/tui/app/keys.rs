@@ -130,17 +130,28 @@ impl App {
     /// the shoot-out or an export would act on settings it does not know,
     /// and never is it that the device has no scheduler.
     pub(super) fn refuse_unread(&mut self, name: &str) -> bool {
-        let unread = self
+        let Some(q) = self
             .devices
             .iter()
-            .any(|d| d.name == name && d.queue.is_unread());
-        if unread {
-            self.say(
-                StatusKind::Error,
-                format!("'{name}': its queue settings are not read yet; try again in a moment"),
-            );
+            .find(|d| d.name == name)
+            .map(|d| &d.queue)
+        else {
+            return false;
+        };
+        if !q.is_unread() {
+            return false;
         }
-        unread
+        // Read, but nothing in it could be: that is why, not "not yet".
+        let text = match q.unreadable.first() {
+            Some((attr, why)) => format!(
+                "'{name}': cannot read queue/{}: {}",
+                attr.label(),
+                why.message()
+            ),
+            None => format!("'{name}': its queue settings are not read yet; try again in a moment"),
+        };
+        self.say(StatusKind::Error, text);
+        true
     }
 
     /// A change of `device` as the user chose it: `diskseq` is the one it

@@ -140,7 +140,8 @@ pub struct App {
     pub undo: HashMap<String, Vec<ChangeMark>>,
     pub selected: Option<String>,
     selected_pos: usize,
-    /// %util until `o`, `<`, `>` or F6 picks another ([`SortKey::default`]).
+    /// %util until `o`, `<`, `>` or F6 picks another ([`SortKey::default`]),
+    /// and again when its column leaves the screen ([`App::on_columns`]).
     pub sort: SortKey,
     pub filter: String,
     pub filter_typing: bool,
@@ -257,9 +258,11 @@ impl App {
 
     /// The sort keys of the columns the table shows at the terminal's size;
     /// set by the event loop, as [`App::on_resize`]. A sort by a column the
-    /// terminal no longer shows (the window was made narrower) would order
-    /// the rows with nothing on screen to say by what: it goes back to the
-    /// first sort (or the first column there is), and the status says why.
+    /// table no longer shows (the window was made narrower, or the p99
+    /// columns came and took its room) would order the rows with nothing on
+    /// screen to say by what: it goes back to the first sort (or the first
+    /// column there is), and the status says why, unless it holds an error,
+    /// which must stay until read.
     pub fn on_columns(&mut self, keys: Vec<SortKey>) {
         if !keys.is_empty() && !keys.contains(&self.sort) {
             let hidden = self.sort;
@@ -268,14 +271,20 @@ impl App {
             } else {
                 keys[0]
             };
-            self.say(
-                StatusKind::Info,
-                format!(
-                    "sorted by {}: the {} column is not shown at this width",
-                    self.sort.label(),
-                    hidden.label()
-                ),
-            );
+            if self
+                .status
+                .as_ref()
+                .is_none_or(|st| st.kind != StatusKind::Error)
+            {
+                self.say(
+                    StatusKind::Info,
+                    format!(
+                        "sorted by {}: the {} column is not on screen",
+                        self.sort.label(),
+                        hidden.label()
+                    ),
+                );
+            }
         }
         self.columns = Some(keys);
     }

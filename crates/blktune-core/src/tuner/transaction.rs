@@ -13,7 +13,7 @@
 
 use super::diff::{add_requested_tunables, stored_otherwise};
 use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
-use crate::device::{QueueSettings, SchedulerState, Unread, read_dev_numbers};
+use crate::device::{QueueSettings, SchedulerState, Unreadable, read_dev_numbers};
 use crate::error::TuneError;
 use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
 use crate::os::{DeviceName, QueueAttr, SysRoot};
@@ -49,12 +49,12 @@ impl Tuner {
             want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some();
         if needs_scheduler
             && before.scheduler.is_none()
-            && let Some(why) = before.unread_of(&QueueAttr::Scheduler)
+            && let Some(why) = before.why_unreadable(&QueueAttr::Scheduler)
         {
             // The file is there but says something we cannot parse (or
             // cannot be read): do not pretend the device has no scheduler,
             // and touch nothing. A lone `none` is a queue without one.
-            return Err(unread(&dev, &QueueAttr::Scheduler, why));
+            return Err(refused_unreadable(&dev, &QueueAttr::Scheduler, why));
         }
         let checked;
         let want = if strict {
@@ -197,8 +197,8 @@ impl Tuner {
             if !missing {
                 continue;
             }
-            return Err(match before.unread_of(&attr) {
-                Some(why) => unread(dev, &attr, why),
+            return Err(match before.why_unreadable(&attr) {
+                Some(why) => refused_unreadable(dev, &attr, why),
                 // Not there at all.
                 None => TuneError::ReadFailed {
                     dev: dev.to_string(),
@@ -277,6 +277,7 @@ impl Tuner {
             now.scheduler = SchedulerState::parse(&got);
             // The switch reset nr_requests and the tunables: read those.
             now.nr_requests = self.read_number(dev, &QueueAttr::NrRequests);
+            now.read_again(&[QueueAttr::Scheduler, QueueAttr::NrRequests]);
             now.tunables = QueueSettings::tunables_of(&self.root, dev);
         }
         for (name, value) in &want.tunables {
@@ -311,6 +312,7 @@ impl Tuner {
             };
             let got = self.step(dev, &step, seq, now, kt)?;
             now.nr_requests = got.trim().parse().ok();
+            now.read_again(&[QueueAttr::NrRequests]);
             // mq-deadline's async_depth follows nr_requests: read the tunables.
             if now.scheduler.is_some() {
                 now.tunables = QueueSettings::tunables_of(&self.root, dev);
@@ -325,6 +327,7 @@ impl Tuner {
             };
             let got = self.step(dev, &step, seq, now, kt)?;
             now.read_ahead_kb = got.trim().parse().ok();
+            now.read_again(&[QueueAttr::ReadAheadKb]);
         }
         Ok(())
     }
@@ -492,8 +495,8 @@ impl Tuner {
 }
 
 /// A change refused because a setting's file gave no value in the read
-/// before it ([`QueueSettings::unread`]).
-fn unread(dev: &DeviceName, attr: &QueueAttr, why: &Unread) -> TuneError {
+/// before it ([`QueueSettings::unreadable`]).
+fn refused_unreadable(dev: &DeviceName, attr: &QueueAttr, why: &Unreadable) -> TuneError {
     TuneError::ReadFailed {
         dev: dev.to_string(),
         attr: format!("queue/{}", attr.label()),
