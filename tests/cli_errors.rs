@@ -602,4 +602,14 @@ fn list_says_why_a_disk_with_a_malformed_scheduler_file_is_left_out() {
         "{err}"
     );
     assert!(!String::from_utf8_lossy(&o.stdout).contains("sda "));
+    // `--all` lists it, with the same reason, from the read it listed.
+    let o = f.run(&["list", "--all"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err,
+        "blktune: warning: 'sda': cannot read queue/scheduler: unexpected content \
+         'none mq-deadline kyber'\n"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sda "));
 }
