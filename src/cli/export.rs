@@ -183,12 +183,8 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         };
         // A rule made from a file that did not parse would leave its
         // setting out without a word.
-        if let Some((attr, why)) = d.queue.unreadable.first() {
-            anyhow::bail!(
-                "'{name}': cannot read queue/{}: {}; nothing exported",
-                attr.label(),
-                why.message()
-            );
+        if let Some(why) = d.queue.unreadable_text() {
+            anyhow::bail!("'{name}': {why}; nothing exported");
         }
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
         let settings = export::with_overrides(&export::live_settings(&d), &over);

@@ -448,15 +448,13 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         .iter()
         .filter(|d| d.size_bytes > 0 && !d.queue.has_scheduler())
     {
-        if let Some((attr, why)) = d.queue.unreadable.first() {
+        if let Some(why) = d.queue.unreadable_text() {
             let _ = writeln!(
                 std::io::stderr(),
                 "blktune: warning: {}",
                 blktune_core::text::printable(&format!(
-                    "'{}': cannot read queue/{}: {}{}",
+                    "'{}': {why}{}",
                     d.name,
-                    attr.label(),
-                    why.message(),
                     if a.all {
                         ""
                     } else {

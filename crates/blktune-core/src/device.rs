@@ -152,7 +152,9 @@ pub enum Unreadable {
         kind: std::io::ErrorKind,
         message: String,
     },
-    /// It does not read as the kernel writes it: what it said.
+    /// It does not read as the kernel writes it: what it said (its first
+    /// 64 characters, all a message shows: a thousand hostile files of a
+    /// page each are not kept).
     Unexpected(String),
 }
 
@@ -194,7 +196,7 @@ fn settle<T>(
         }),
         Ok(raw) => match parse(&raw) {
             Some(v) => Ok(Some(v)),
-            None => Err(Unreadable::Unexpected(raw)),
+            None => Err(Unreadable::Unexpected(raw.chars().take(64).collect())),
         },
     }
 }
@@ -278,6 +280,17 @@ impl QueueSettings {
     /// got no value from them no longer holds.
     pub fn read_again(&mut self, attrs: &[QueueAttr]) {
         self.unreadable.retain(|(a, _)| !attrs.contains(a));
+    }
+
+    /// The first file that gave no value and why, as every message puts
+    /// it: `cannot read queue/nr_requests: unexpected content 'lots'`.
+    pub fn unreadable_text(&self) -> Option<String> {
+        let (attr, why) = self.unreadable.first()?;
+        Some(format!(
+            "cannot read queue/{}: {}",
+            attr.label(),
+            why.message()
+        ))
     }
 
     /// Why `attr`'s file, there, gave no value in the read these settings

@@ -54,16 +54,14 @@ impl App {
         if self.refuse_unread(name) {
             return;
         }
-        if let Some((attr, why)) = (self.devices.iter())
+        if let Some(why) = (self.devices.iter())
             .find(|d| d.name == name)
-            .and_then(|d| d.queue.unreadable.first())
+            .and_then(|d| d.queue.unreadable_text())
         {
-            let text = format!(
-                "'{name}': cannot read queue/{}: {}; nothing exported",
-                attr.label(),
-                why.message()
+            self.say(
+                StatusKind::Error,
+                format!("'{name}': {why}; nothing exported"),
             );
-            self.say(StatusKind::Error, text);
             return;
         }
         let Some(one) = self.candidate(name, winner.as_ref()) else {

@@ -142,12 +142,8 @@ impl App {
             return false;
         }
         // Read, but nothing in it could be: that is why, not "not yet".
-        let text = match q.unreadable.first() {
-            Some((attr, why)) => format!(
-                "'{name}': cannot read queue/{}: {}",
-                attr.label(),
-                why.message()
-            ),
+        let text = match q.unreadable_text() {
+            Some(why) => format!("'{name}': {why}"),
             None => format!("'{name}': its queue settings are not read yet; try again in a moment"),
         };
         self.say(StatusKind::Error, text);
