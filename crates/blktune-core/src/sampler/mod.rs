@@ -74,6 +74,18 @@ pub struct DeviceStat {
     pub stats: Result<ExtStats, NoData>,
 }
 
+impl DeviceStat {
+    /// A line's counters and the interval's rates; the in-flight split is
+    /// the sampler's to read.
+    pub fn new(counters: Counters, stats: Result<ExtStats, NoData>) -> Self {
+        Self {
+            counters,
+            in_flight: None,
+            stats,
+        }
+    }
+}
+
 /// Pure rate computation over a stream of diskstats samples at monotonic times.
 ///
 /// Used live by [`Sampler`] and by replay with recorded times.
@@ -119,14 +131,7 @@ impl RateTracker {
                 None => Err(NoData::FirstSample),
             };
             *before = l.counters;
-            out.push((
-                l.name.clone(),
-                DeviceStat {
-                    counters: l.counters,
-                    in_flight: None,
-                    stats,
-                },
-            ));
+            out.push((l.name.clone(), DeviceStat::new(l.counters, stats)));
         }
         // Already in order: the map is built without a search per name.
         out.into_iter().collect()
@@ -165,14 +170,7 @@ impl RateTracker {
                     prev.push((l.name.clone(), l.counters));
                 }
             }
-            out.insert(
-                l.name.clone(),
-                DeviceStat {
-                    counters: l.counters,
-                    in_flight: None,
-                    stats,
-                },
-            );
+            out.insert(l.name.clone(), DeviceStat::new(l.counters, stats));
         }
         let mut order: Vec<usize> = (0..prev.len()).collect();
         order.sort_by(|&a, &b| prev[a].0.cmp(&prev[b].0));

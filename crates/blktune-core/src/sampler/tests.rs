@@ -101,14 +101,7 @@ impl ByName {
                     Err(NoData::FirstSample)
                 }
             };
-            out.insert(
-                l.name.clone(),
-                DeviceStat {
-                    counters: l.counters,
-                    in_flight: None,
-                    stats,
-                },
-            );
+            out.insert(l.name.clone(), DeviceStat::new(l.counters, stats));
         }
         self.prev.retain(|_, (_, g, _)| *g == generation);
         self.prev_t = Some(t);
