@@ -514,6 +514,31 @@ fn detached_nodes_do_not_shorten_the_history_of_the_devices_shown() {
     );
 }
 
+/// The histories are the table's rows: one per device with a size, none
+/// for a partition's line, and again after a replay's reset, before the
+/// device list comes anew (the next interval's points have a home).
+#[test]
+fn every_row_and_only_a_row_has_a_history_also_after_a_reset() {
+    let mut m = Machine::new(&[blktune_core::fake::FakeDisk::new("sda")
+        .dev(8, 0)
+        .partitions(&["sda1"])]);
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    let names = |app: &blktune::tui::app::App| {
+        let mut v: Vec<String> = app.histories.keys().cloned().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&app), ["sda"]);
+    assert_eq!(app.histories["sda"].points().len(), 2);
+    app.on_feed(Feed::Reset);
+    let s = m.step(1.0, &busy(4));
+    assert!(std::sync::Arc::ptr_eq(&s.devices, &app.devices));
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    assert_eq!(names(&app), ["sda"]);
+    assert_eq!(app.histories["sda"].points().len(), 1);
+}
+
 #[test]
 fn a_vanished_selected_device_leaves_nothing_selected() {
     let mut m = Machine::three();

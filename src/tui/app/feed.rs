@@ -131,6 +131,7 @@ impl App {
             if let Some(p) = &mut self.probe {
                 p.history.retain(|name, _| sized.contains(name));
             }
+            self.seed_histories();
         }
         if let Some(itv) = s.interval {
             let all_long = self.all_keep_long();
@@ -180,10 +181,21 @@ impl App {
         }
     }
 
+    /// Give every device with a size a history (empty until its first
+    /// interval): then the histories are exactly the table's rows, and a
+    /// diskstats line needs one lookup per tick to find its row or to
+    /// learn it has none (a partition, a detached loop node).
+    pub(super) fn seed_histories(&mut self) {
+        for name in &self.sized {
+            if !self.histories.contains_key(name) {
+                self.histories.insert(name.clone(), Default::default());
+            }
+        }
+    }
+
     /// Add a device's numbers of the interval that ended at `t`, if it is a
-    /// row of the table (it has a size); false if not. One lookup per
-    /// device per tick where it can: a device with a history has a size
-    /// (the history of one that lost it goes with the device list).
+    /// row of the table (it has a size, so a history:
+    /// [`App::seed_histories`]); false if not.
     fn push_point(
         &mut self,
         name: &str,
@@ -198,13 +210,10 @@ impl App {
             itv,
             stats: stat.and_then(|st| st.stats.as_ref().ok()).copied(),
         };
-        match self.histories.get_mut(name) {
-            Some(h) => h.push(p, keep),
-            None if self.sized.contains(name) => {
-                (self.histories.entry(name.to_owned()).or_default()).push(p, keep)
-            }
-            None => return false,
-        }
+        let Some(h) = self.histories.get_mut(name) else {
+            return false;
+        };
+        h.push(p, keep);
         true
     }
 

@@ -26,6 +26,7 @@ impl App {
     /// Forget every sample and mark (a replay seeks back and refeeds).
     pub fn reset(&mut self) {
         self.histories.clear();
+        self.seed_histories();
         self.now_stats.clear();
         // The kernel's histograms too: the refed window is earlier than them.
         self.latency.history.clear();
