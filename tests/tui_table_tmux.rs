@@ -357,3 +357,45 @@ fn at_80x24_o_sorts_only_by_columns_on_screen() {
     t.keys(&["q"]);
     t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
+
+/// Sorted by in flight on a wide window, then the window is made 80x24,
+/// which leaves that column out: the rows go back to %util, its arrow on
+/// the heading, and the status line says why (the rows stayed ordered by a
+/// column nothing on screen named). `<` typed in a packet of two.
+#[test]
+fn a_narrower_window_sorts_by_util_again_and_says_why() {
+    let name = "a_narrower_window_sorts_by_util_again_and_says_why";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let (_journal, t) = read_only("", "", 200, 50);
+    t.wait("the table sorted by %util", |s| {
+        headings(s).contains("↓%util")
+    });
+    // From %util, two columns to the left: aqu-sz, then in flight.
+    t.keys(&["<", "<"]);
+    t.wait("the table sorted by in flight", |s| {
+        headings(s).contains("↓inflight") && s.contains("sorted by inflight")
+    });
+    let ok = t
+        .tmux(&[
+            "resize-window",
+            "-t",
+            common::tmux::SESSION,
+            "-x",
+            "80",
+            "-y",
+            "24",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tmux resize-window");
+    let s = t.wait("the sort back on %util, and why", |s| {
+        headings(s).contains("↓%util")
+            && s.contains("sorted by %util: the inflight column is not on screen")
+    });
+    assert!(!headings(&s).contains("inflight"), "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+}
