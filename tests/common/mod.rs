@@ -18,14 +18,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 /// Wait for `child` to end and take its output; if it runs past `limit`,
 /// kill it and fail saying `what` (a command that must never hang).
 pub fn output_within(mut child: std::process::Child, limit: Duration, what: &str) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !wait_until(limit, || child.try_wait().unwrap().is_some()) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what}: still running after {limit:?}");
     }
     child.wait_with_output().unwrap()
 }
