@@ -213,17 +213,8 @@ fn export_reads_each_setting_once() {
     }
     let h = host();
     let log = h.path("strace.log");
-    let cmd = h.command(&["export", "sda"]);
-    let o = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-e", "trace=open,openat", "-o"])
-        .arg(&log)
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .output()
-        .unwrap();
+    let (o, opens) = common::strace(&h.command(&["export", "sda"]), "open,openat", &log);
     assert!(o.status.success(), "{}", stderr(&o));
-    let opens = fs::read_to_string(&log).unwrap();
     for file in ["scheduler", "nr_requests", "read_ahead_kb"] {
         // sda's: `-y` names the directory of a relative open.
         let n = (opens.lines())

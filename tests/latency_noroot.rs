@@ -12,12 +12,8 @@ use std::process::{Command, Output};
 
 /// Run `cmd` under `strace -f -e trace=bpf`; its output and the bpf() calls seen.
 fn traced(cmd: Command, log: &Path) -> (Output, Vec<String>) {
-    let mut s = Command::new("strace");
-    s.args(["-f", "-qq", "-e", "trace=bpf", "-o"]).arg(log);
-    s.arg(cmd.get_program()).args(cmd.get_args());
-    let out = s.output().expect("strace");
-    let calls = std::fs::read_to_string(log)
-        .unwrap_or_default()
+    let (out, calls) = common::strace(&cmd, "bpf", log);
+    let calls = calls
         .lines()
         .filter(|l| l.contains("bpf("))
         .map(str::to_string)

@@ -176,6 +176,21 @@ pub fn blktune(args: &[&str], journal: &std::path::Path) -> Output {
         .expect("run blktune")
 }
 
+/// Run `cmd` (its program, arguments and environment) under
+/// `strace -f -qq -y -e trace=TRACE`; its output, and the calls strace saw,
+/// one per line (`-y`: file descriptors with their paths).
+pub fn strace(cmd: &Command, trace: &str, log: &Path) -> (Output, String) {
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", &format!("trace={trace}"), "-o"])
+        .arg(log)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .expect("run strace");
+    (out, std::fs::read_to_string(log).unwrap_or_default())
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
