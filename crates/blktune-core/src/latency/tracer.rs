@@ -168,11 +168,9 @@ impl Tracer {
         // Declared first: the loader borrows them.
         let (part, whole): (Btf, Btf);
         let mut masks = (0u64, 0u32);
-        // aya 0.14's loader parses all of the kernel's BTF when it is made,
-        // whatever it is given later (about 127,000 types here): drop that
-        // at once, before reading our own, so the two are never held together.
+        // blktune's copy of aya (vendor/README.md) makes a loader without
+        // parsing the kernel's BTF; the one it relocates against is ours.
         let mut loader = EbpfLoader::new();
-        loader.btf(None);
         // The relocations and the attach points need only a prefix of the
         // types; the whole is used if the prefix is not enough.
         let mut bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
