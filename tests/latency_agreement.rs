@@ -251,10 +251,10 @@ fn agreement(test: &str, scheduler: &str, issue_times: IssueTimes) {
         IssueTimes::Own => Tracer::start_timing_every_issue(false, true),
     }
     .expect("the BPF program loads as root");
-    // Loaded against a prefix of the kernel's BTF (the cheap load), and the
-    // figures below agree with bpftrace's all the same.
+    // Loaded against the slim blob of the kernel's BTF (the cheap load), and
+    // the figures below agree with bpftrace's all the same.
     assert!(
-        tracer.btf_prefix().is_some(),
+        tracer.slim_btf().is_some(),
         "the load needed all of the BTF"
     );
     // This kernel's BTF names the flags that say when it times an issue

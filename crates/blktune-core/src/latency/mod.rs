@@ -16,7 +16,7 @@
 //! between them; [`Summary`] gives p50/p90/p99/p99.9/max with the count, and
 //! shows a count instead of a p99 below [`MIN_IOS_FOR_P99`] I/Os.
 
-mod btf_prefix;
+mod btf_slim;
 pub mod hist;
 mod intervals;
 mod sparse;

@@ -5,7 +5,7 @@
 //! committed, so a build needs only Rust. Its programs are BTF tracepoints
 //! (`tp_btf`), relocated against `/sys/kernel/btf/vmlinux` (CO-RE).
 
-use super::btf_prefix::{CORE_STRUCTS, prefix, set_type_len};
+use super::btf_slim::{CORE_STRUCTS, slim};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use aya::maps::{HashMap, MapData, PerCpuArray};
@@ -17,8 +17,8 @@ use std::path::Path;
 
 /// The committed object, 8-byte aligned for the ELF parser.
 #[repr(C, align(8))]
-struct Aligned<B: ?Sized>(B);
-static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/latency.bpf.o"));
+pub(super) struct Aligned<B: ?Sized>(pub(super) B);
+pub(super) static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/latency.bpf.o"));
 
 /// The programs and the tracepoints they attach to.
 const PROGRAMS: [(&str, &str); 2] = [
@@ -62,9 +62,9 @@ pub struct Tracer {
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
     /// One slot per CPU: completions that found no histogram.
     lost: PerCpuArray<MapData, u64>,
-    /// How many of the kernel's BTF types the load needed, when a prefix of
-    /// them was enough ([`prefix`]); `None`: all of them.
-    btf_prefix: Option<u32>,
+    /// The number of type ids of the slim BTF blob the load used
+    /// ([`slim`]); `None`: it needed the whole BTF.
+    slim_btf: Option<u32>,
     /// See [`Tracer::kernel_issue_times`].
     kernel_issue_times: bool,
     /// The completion program's fd (owned by `_bpf`): its `fdinfo` counts
@@ -82,7 +82,7 @@ impl fmt::Debug for Tracer {
         f.debug_struct("Tracer")
             .field("bpf", &self._bpf)
             .field("hists", &self.hists)
-            .field("btf_prefix", &self.btf_prefix)
+            .field("slim_btf", &self.slim_btf)
             .field("kernel_issue_times", &self.kernel_issue_times)
             .finish_non_exhaustive()
     }
@@ -171,23 +171,20 @@ impl Tracer {
         // blktune's copy of aya (vendor/README.md) makes a loader without
         // parsing the kernel's BTF; the one it relocates against is ours.
         let mut loader = EbpfLoader::new();
-        // The relocations and the attach points need only a prefix of the
-        // types; the whole is used if the prefix is not enough.
-        let mut bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
+        // The relocations and the attach points need only a few of the
+        // types; the whole is used if those are not enough.
+        let bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
         let tracepoints = PROGRAMS.map(|(_, tp)| tp);
-        if let Some(p) = prefix(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
+        if let Some(s) = slim(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
             // Found in the same walk; unset (0) the program times every issue.
             if kernel_times {
-                masks = stats_masks(&p.enumerators);
+                masks = stats_masks(&s.enumerators);
             }
-            if let Some(len) = set_type_len(&mut bytes, p.type_len) {
-                if let Ok(btf) = Btf::parse(&bytes, Endianness::default()) {
-                    part = btf;
-                    if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks) {
-                        return Self::from_loaded(bpf, Some(p.types), masks);
-                    }
+            if let Ok(btf) = Btf::parse(&s.blob, Endianness::default()) {
+                part = btf;
+                if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks) {
+                    return Self::from_loaded(bpf, Some(s.types), masks);
                 }
-                set_type_len(&mut bytes, len);
             }
         }
         whole =
@@ -224,7 +221,7 @@ impl Tracer {
 
     fn from_loaded(
         mut bpf: Ebpf,
-        btf_prefix: Option<u32>,
+        slim_btf: Option<u32>,
         masks: (u64, u32),
     ) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
@@ -242,7 +239,7 @@ impl Tracer {
             _bpf: bpf,
             hists,
             lost,
-            btf_prefix,
+            slim_btf,
             kernel_issue_times: masks.1 != 0,
             complete_fd,
             skipped: 0,
@@ -257,10 +254,10 @@ impl Tracer {
         self.kernel_issue_times
     }
 
-    /// How many of the kernel's BTF types the load needed, when a prefix of
-    /// them was enough (`None`: it used them all).
-    pub fn btf_prefix(&self) -> Option<u32> {
-        self.btf_prefix
+    /// The number of type ids of the slim BTF blob the load relocated and
+    /// attached against (`btf_slim.rs`); `None`: it needed the whole BTF.
+    pub fn slim_btf(&self) -> Option<u32> {
+        self.slim_btf
     }
 
     /// Completions the kernel did not run the completion program for, so
