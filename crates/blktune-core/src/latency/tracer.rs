@@ -8,6 +8,7 @@
 use super::btf_slim::{CORE_STRUCTS, slim};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
+use crate::os::ImmutableFile;
 use aya::maps::{HashMap, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
@@ -173,7 +174,9 @@ impl Tracer {
         let mut loader = EbpfLoader::new();
         // The relocations and the attach points need only a few of the
         // types; the whole is used if those are not enough.
-        let bytes = std::fs::read(BTF_PATH).map_err(|e| format!("kernel BTF: {e}"))?;
+        // Mapped, not copied, where the kernel allows it (6.16 on).
+        let bytes =
+            ImmutableFile::open(Path::new(BTF_PATH)).map_err(|e| format!("kernel BTF: {e}"))?;
         let tracepoints = PROGRAMS.map(|(_, tp)| tp);
         if let Some(s) = slim(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
             // Found in the same walk; unset (0) the program times every issue.
