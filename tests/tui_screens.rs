@@ -121,11 +121,18 @@ fn read_only_footer_offers_no_change_keys() {
     let mut app = m.app(Some("not root"));
     m.run(&mut app, 3, &busy(4));
     let f = footer(&app, 80, 24);
-    assert_eq!(f, "o sort  / filter  p pause  i procs  ? help  q quit");
+    // Export, record and the probe change no setting: offered.
+    assert_eq!(
+        f,
+        "e export  R record  P probe  o sort  / filter  p pause  i procs  ? help  q quit"
+    );
     let mut app = m.app(None);
     m.run(&mut app, 3, &busy(4));
     let f = footer(&app, 160, 24);
-    assert!(f.starts_with("s sched  n nr  r ra  t tun  u undo"), "{f}");
+    assert!(
+        f.starts_with("s sched  n nr  r ra  t tun  u undo  U undo all  e export  b shoot-out"),
+        "{f}"
+    );
 }
 
 #[test]

@@ -180,7 +180,7 @@ pub const MAIN: &[Binding] = &[
     b(
         &[C('U')],
         "U",
-        None,
+        Some("undo all"),
         "revert every change of this session",
         Action::RevertAll,
         true,
@@ -188,7 +188,7 @@ pub const MAIN: &[Binding] = &[
     b(
         &[C('e')],
         "e",
-        None,
+        Some("export"),
         "export the settings as a udev rule",
         Action::Export,
         false,
@@ -196,15 +196,15 @@ pub const MAIN: &[Binding] = &[
     b(
         &[C('b')],
         "b",
-        None,
+        Some("shoot-out"),
         "scheduler shoot-out on this device",
         Action::ShootOut,
-        false,
+        true,
     ),
     b(
         &[C('R')],
         "R",
-        None,
+        Some("record"),
         "record this session to a file",
         Action::Record,
         false,
@@ -212,7 +212,7 @@ pub const MAIN: &[Binding] = &[
     b(
         &[C('P')],
         "P",
-        None,
+        Some("probe"),
         "latency probe of this device on/off (a few read-only reads/s)",
         Action::ToggleProbe,
         false,
