@@ -494,34 +494,41 @@ fn read_into(path: &Path, buf: &mut String) -> io::Result<()> {
     }
 }
 
-/// The bytes of a file that never changes while blktune runs (the kernel's
-/// BTF): mapped read-only where the kernel allows it, which costs no copy
-/// and no fresh pages (about 4 ms of CPU for the 5.5 MB of
-/// `/sys/kernel/btf/vmlinux`, which kernels from 6.16 on let be mapped);
-/// else read whole.
+/// The bytes of the kernel's BTF, which never change while the system runs:
+/// mapped read-only where the kernel allows it (6.16 on), which costs no copy
+/// and no fresh pages (about 5 ms of CPU for the 5.5 MB of
+/// `/sys/kernel/btf/vmlinux` here); else read whole.
 #[derive(Debug)]
-pub enum ImmutableFile {
+pub(crate) enum ImmutableFile {
     Mapped(Mapping),
     Read(Vec<u8>),
 }
 
 impl ImmutableFile {
-    /// Open `path` and map it, or read it when it cannot be mapped. Only for
-    /// files whose content is fixed for as long as the system runs: a
-    /// mapped file that changed would change these bytes under their reader.
-    pub fn open(path: &Path) -> io::Result<Self> {
+    /// `/sys/kernel/btf/vmlinux`.
+    pub(crate) fn kernel_btf() -> io::Result<Self> {
+        Self::open(Path::new("/sys/kernel/btf/vmlinux"))
+    }
+
+    /// Read `path`; map it instead only when it is a regular file on sysfs,
+    /// whose files the kernel owns (no process can change or shorten them
+    /// under the mapping). Private: the only sysfs file mapped is the
+    /// kernel's BTF ([`Self::kernel_btf`]), whose content is fixed for as
+    /// long as the system runs.
+    fn open(path: &Path) -> io::Result<Self> {
         let file = fs::File::open(path)?;
-        let len = file.metadata()?.len();
-        match usize::try_from(len)
+        let meta = file.metadata()?;
+        let on_sysfs = nix::sys::statfs::fstatfs(&file)
+            .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::SYSFS_MAGIC);
+        let len = usize::try_from(meta.len())
             .ok()
-            .and_then(std::num::NonZeroUsize::new)
+            .and_then(std::num::NonZeroUsize::new);
+        if let (Some(len), true, true) = (len, meta.is_file(), on_sysfs)
+            && let Ok(m) = Mapping::new(&file, len)
         {
-            Some(len) if file.metadata()?.is_file() => match Mapping::new(&file, len) {
-                Ok(m) => Ok(Self::Mapped(m)),
-                Err(_) => read_file_bytes(file).map(Self::Read),
-            },
-            _ => read_file_bytes(file).map(Self::Read),
+            return Ok(Self::Mapped(m));
         }
+        read_file_bytes(file).map(Self::Read)
     }
 }
 
@@ -543,7 +550,7 @@ fn read_file_bytes(mut file: fs::File) -> io::Result<Vec<u8>> {
 
 /// A private read-only mapping of a whole file, unmapped on drop.
 #[derive(Debug)]
-pub struct Mapping {
+pub(crate) struct Mapping {
     at: std::ptr::NonNull<std::ffi::c_void>,
     len: std::num::NonZeroUsize,
 }
@@ -572,10 +579,9 @@ impl Mapping {
     fn bytes(&self) -> &[u8] {
         // SAFETY: `len` bytes mapped readable at `at` for as long as `self`
         // lives (unmapped only in `drop`); their content does not change:
-        // `ImmutableFile::open`'s contract, and pages of a private mapping
-        // are never written by this process. A file shorter than its
-        // mapping would fault on the missing pages, which a file whose size
-        // is fixed cannot be.
+        // `ImmutableFile::open` maps only the kernel's BTF, a sysfs file no
+        // process can write or shorten, and pages of a private read-only
+        // mapping are never written by this process.
         unsafe { std::slice::from_raw_parts(self.at.as_ptr().cast::<u8>(), self.len.get()) }
     }
 }
@@ -629,45 +635,50 @@ pub fn is_root() -> bool {
 mod tests {
     use super::*;
 
-    /// A regular file is mapped, and reads as its bytes; one of size 0 (a
-    /// procfs file says 0 whatever it holds) and an empty one are read.
+    /// A file not on sysfs is read, never mapped (another process could
+    /// change it under the mapping); so are procfs and empty files.
     #[test]
-    fn immutable_files_are_mapped_or_read_with_the_same_bytes() {
+    fn only_sysfs_files_are_mapped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let content: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         fs::write(&path, &content).unwrap();
         let f = ImmutableFile::open(&path).unwrap();
-        assert!(matches!(f, ImmutableFile::Mapped(_)), "{f:?}");
+        assert!(matches!(f, ImmutableFile::Read(_)), "{f:?}");
         assert_eq!(&*f, &content[..]);
-        drop(f);
-
         fs::write(&path, b"").unwrap();
         let f = ImmutableFile::open(&path).unwrap();
         assert!(
             matches!(&f, ImmutableFile::Read(v) if v.is_empty()),
             "{f:?}"
         );
-
         let f = ImmutableFile::open(Path::new("/proc/self/stat")).unwrap();
         assert!(matches!(f, ImmutableFile::Read(_)));
         assert!(f.starts_with(std::process::id().to_string().as_bytes()));
-
         assert!(ImmutableFile::open(&dir.path().join("missing")).is_err());
     }
 
-    /// This kernel (6.18) lets its BTF be mapped: the tracer's load reads
-    /// it without a copy.
+    /// The kernel's BTF reads as its bytes, mapped on kernels from 6.16 on
+    /// (older ones refuse the mapping, and it is read).
     #[test]
-    fn the_kernels_btf_is_mapped_here() {
-        let path = Path::new("/sys/kernel/btf/vmlinux");
-        let Ok(read) = fs::read(path) else {
-            eprintln!("skipped: no {}", path.display());
+    fn the_kernels_btf_is_mapped_from_6_16_on() {
+        let Ok(read) = fs::read("/sys/kernel/btf/vmlinux") else {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
             return;
         };
-        let f = ImmutableFile::open(path).unwrap();
-        assert!(matches!(f, ImmutableFile::Mapped(_)), "not mapped");
+        let f = ImmutableFile::kernel_btf().unwrap();
         assert!(*f == *read);
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut v = release
+            .split(['.', '-'])
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let version = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+        if version >= (6, 16) {
+            assert!(
+                matches!(f, ImmutableFile::Mapped(_)),
+                "not mapped on {release}"
+            );
+        }
     }
 
     #[test]

@@ -175,8 +175,7 @@ impl Tracer {
         // The relocations and the attach points need only a few of the
         // types; the whole is used if those are not enough.
         // Mapped, not copied, where the kernel allows it (6.16 on).
-        let bytes =
-            ImmutableFile::open(Path::new(BTF_PATH)).map_err(|e| format!("kernel BTF: {e}"))?;
+        let bytes = ImmutableFile::kernel_btf().map_err(|e| format!("kernel BTF: {e}"))?;
         let tracepoints = PROGRAMS.map(|(_, tp)| tp);
         if let Some(s) = slim(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
             // Found in the same walk; unset (0) the program times every issue.
