@@ -52,6 +52,13 @@ const KIND_ENUM64: u32 = 19;
 /// structs within structs; more is a loop.
 const MAX_CHAIN: usize = 32;
 
+/// The ids [`slim`] keeps, and the structs whose members it has walked.
+#[derive(Default)]
+struct Keep {
+    ids: BTreeSet<u32>,
+    walked: BTreeSet<u32>,
+}
+
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     let s = b.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
@@ -166,29 +173,35 @@ impl<'a> Types<'a> {
     }
 
     /// Add the ids on the way from `id` through typedefs, modifiers and
-    /// arrays (element and index) to the type a member's value is, that type
-    /// included (a pointer's target is not followed: CO-RE reads it as a
-    /// pointer). An anonymous struct or union at the end is kept whole, as
-    /// the struct itself: CO-RE looks for a member's name in it too.
-    /// Each id is followed once (a type kept is done, or being done up the
-    /// stack: a loop ends there); `depth` bounds the nesting.
-    fn keep_chain(&self, mut id: u32, keep: &mut BTreeSet<u32>, depth: usize) -> Option<()> {
-        if depth > MAX_CHAIN {
-            return None;
-        }
+    /// array elements (and the array's index type) to the type a member's
+    /// value is, that type included (a pointer's target is not followed:
+    /// CO-RE reads it as a pointer). The struct or union a nameless member
+    /// (`anonymous`) ends at, or a struct or union without a name, has its
+    /// members kept too: CO-RE looks for a member's name in it as well.
+    /// More than [`MAX_CHAIN`] steps is a loop: `None`.
+    fn keep_chain(
+        &self,
+        mut id: u32,
+        anonymous: bool,
+        keep: &mut Keep,
+        depth: usize,
+    ) -> Option<()> {
         for _ in 0..MAX_CHAIN {
-            if id == 0 || !keep.insert(id) {
+            if id == 0 {
                 return Some(());
             }
+            keep.ids.insert(id);
             let (kind, _, next) = self.head(id)?;
             id = match kind {
                 KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => next,
                 KIND_ARRAY => {
                     let at = self.start(id)? + TYPE_LEN;
-                    self.keep_chain(u32_at(self.section, at + 4)?, keep, depth + 1)?;
+                    keep.ids.insert(u32_at(self.section, at + 4)?);
                     u32_at(self.section, at)?
                 }
-                KIND_STRUCT | KIND_UNION if u32_at(self.section, self.start(id)?)? == 0 => {
+                KIND_STRUCT | KIND_UNION
+                    if anonymous || u32_at(self.section, self.start(id)?)? == 0 =>
+                {
                     return self.keep_members(id, keep, depth + 1);
                 }
                 _ => return Some(()),
@@ -198,22 +211,26 @@ impl<'a> Types<'a> {
     }
 
     /// Add a struct's id and the chains of all its members.
-    /// (A member of another struct kept may have added the id already,
-    /// without its members.)
-    fn keep_struct(&self, id: u32, keep: &mut BTreeSet<u32>) -> Option<()> {
-        keep.insert(id);
+    fn keep_struct(&self, id: u32, keep: &mut Keep) -> Option<()> {
+        keep.ids.insert(id);
         self.keep_members(id, keep, 0)
     }
 
-    /// Add the chains of the members of struct or union `id` (kept already).
-    fn keep_members(&self, id: u32, keep: &mut BTreeSet<u32>, depth: usize) -> Option<()> {
+    /// Add the chains of the members of struct or union `id`, once per
+    /// struct (so the work is bounded by the members of the blob).
+    fn keep_members(&self, id: u32, keep: &mut Keep, depth: usize) -> Option<()> {
         if depth > MAX_CHAIN {
             return None;
+        }
+        if !keep.walked.insert(id) {
+            return Some(());
         }
         let (_, vlen, _) = self.head(id)?;
         let members = self.start(id)? + TYPE_LEN;
         for m in 0..vlen {
-            self.keep_chain(u32_at(self.section, members + m * 12 + 4)?, keep, depth)?;
+            let at = members + m * 12;
+            let nameless = u32_at(self.section, at)? == 0;
+            self.keep_chain(u32_at(self.section, at + 4)?, nameless, keep, depth)?;
         }
         Some(())
     }
@@ -316,13 +333,15 @@ pub(crate) fn slim(
     let strings = btf.get(strings_at..strings_at.checked_add(str_len)?)?;
     let types = Types::walk(section, strings)?;
 
-    let mut keep = BTreeSet::new();
+    let mut keep = Keep::default();
     for tp in tracepoints {
-        keep.insert(types.find(KIND_TYPEDEF, &format!("btf_trace_{tp}"))?);
+        keep.ids
+            .insert(types.find(KIND_TYPEDEF, &format!("btf_trace_{tp}"))?);
     }
     for s in structs {
         types.keep_struct(types.find(KIND_STRUCT, s)?, &mut keep)?;
     }
+    let keep = keep.ids;
     let (type_section, string_section) = types.write_slim(&keep)?;
     let mut blob = Vec::with_capacity(HEADER_LEN + type_section.len() + string_section.len());
     blob.extend_from_slice(btf.get(..4)?); // magic, version, flags
@@ -409,7 +428,7 @@ mod tests {
 
     /// The type and string sections of a blob [`slim`] wrote, walked.
     fn walked(blob: &[u8]) -> Types<'_> {
-        assert_eq!(&blob[..4], &[0x9f, 0xeb, 1, 0]);
+        assert_eq!(&blob[..2], &[0x9f, 0xeb]);
         let (tl, so, sl) = (
             u32_at(blob, 12).unwrap() as usize,
             u32_at(blob, 16).unwrap() as usize,
@@ -589,18 +608,17 @@ mod tests {
         assert_eq!(slim(&short, &["block_rq_issue"], &[], &[]), None);
     }
 
-    /// A typedef loop ends where it comes back (each type is followed
-    /// once); anonymous structs nested deeper than any kernel's are refused.
+    /// A typedef loop, and anonymous structs nested deeper than any
+    /// kernel's, are refused.
     #[test]
-    fn loops_end_and_deep_nesting_is_refused() {
+    fn loops_and_deep_nesting_are_refused() {
         let mut b = Blob::new();
         // 1 -> 2 -> 1
         b.ty("a", KIND_TYPEDEF, 0, 2, &[]);
         b.ty("b", KIND_TYPEDEF, 0, 1, &[]);
         b.strukt("request", &[("q", 1)]);
         b.ty("btf_trace_x", KIND_TYPEDEF, 0, 1, &[]);
-        let s = slim(&b.bytes(), &["x"], &["request"], &[]).unwrap();
-        assert_eq!((s.types, s.kept), (4, 4));
+        assert_eq!(slim(&b.bytes(), &["x"], &["request"], &[]), None);
 
         let mut b = Blob::new();
         let int = b.ty("int", KIND_INT, 0, 4, &[32]);
@@ -611,6 +629,23 @@ mod tests {
         b.strukt("request", &[("", inner)]);
         b.ty("btf_trace_x", KIND_TYPEDEF, 0, int, &[]);
         assert_eq!(slim(&b.bytes(), &["x"], &["request"], &[]), None);
+    }
+
+    /// A nameless member of a named struct type (`-fms-extensions`) is
+    /// searched by CO-RE too: that struct's members are kept, also when a
+    /// named member of the same type came first.
+    #[test]
+    fn a_nameless_member_of_a_named_struct_keeps_its_members() {
+        let mut b = Blob::new();
+        let u64_ = b.ty("u64", KIND_INT, 0, 8, &[64]);
+        let td = b.ty("__u64", KIND_TYPEDEF, 0, u64_, &[]);
+        let times = b.strukt("times", &[("start_time_ns", td)]);
+        b.strukt("request", &[("named", times), ("", times)]);
+        b.ty("btf_trace_x", KIND_TYPEDEF, 0, u64_, &[]);
+        let s = slim(&b.bytes(), &["x"], &["request"], &[]).unwrap();
+        let t = walked(&s.blob);
+        assert_eq!(member_names(&t, times, 12), ["start_time_ns"]);
+        assert_eq!(name_of(&t, td), "__u64");
     }
 
     #[test]
@@ -697,6 +732,19 @@ mod tests {
             }
             b.extend_from_slice(&body);
             if let Some(s) = slim(&b, &["x"], &["request"], &[]) {
+                prop_assert_eq!(walked(&s.blob).count(), s.types);
+            }
+        }
+
+        /// A valid blob with bytes changed anywhere: the same.
+        #[test]
+        fn changed_bytes_never_panic(changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+            let mut b = kernel_like().bytes();
+            for (at, v) in changes {
+                let i = at.index(b.len());
+                b[i] = v;
+            }
+            if let Some(s) = slim(&b, &["block_rq_issue"], &["request"], &[]) {
                 prop_assert_eq!(walked(&s.blob).count(), s.types);
             }
         }
