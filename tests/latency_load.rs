@@ -1,7 +1,7 @@
 //! What loading the kernel latency tracer reads (issue 12: `watch --json`'s
-//! CPU at start): the kernel's BTF is read once, by blktune, which parses
-//! only the prefix it needs. aya 0.14's loader read and parsed all of it once
-//! more when it was made (vendor/README.md).
+//! CPU at start): the kernel's BTF is read once, by blktune, which has aya
+//! parse only the slim blob of the types it needs. aya 0.14's loader read
+//! and parsed all of it once more when it was made (vendor/README.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;

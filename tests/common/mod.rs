@@ -180,14 +180,18 @@ pub fn blktune(args: &[&str], journal: &std::path::Path) -> Output {
 /// `strace -f -qq -y -e trace=TRACE`; its output, and the calls strace saw,
 /// one per line (`-y`: file descriptors with their paths).
 pub fn strace(cmd: &Command, trace: &str, log: &Path) -> (Output, String) {
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-e", &format!("trace={trace}"), "-o"])
+    let mut s = Command::new("strace");
+    s.args(["-f", "-qq", "-y", "-e", &format!("trace={trace}"), "-o"])
         .arg(log)
         .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .output()
-        .expect("run strace");
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => s.env(k, v),
+            None => s.env_remove(k),
+        };
+    }
+    let out = s.output().expect("run strace");
     (out, std::fs::read_to_string(log).unwrap_or_default())
 }
 
