@@ -577,16 +577,23 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
     press(&mut app, &chars("o"));
     m.run(&mut app, 3, &busy(4));
     assert_eq!(app.selected, None);
-    let screen = text(&screen(&app, 80, 24));
-    assert!(!screen.contains('▶'), "no row is marked:\n{screen}");
+    let small = text(&screen(&app, 80, 24));
+    assert!(!small.contains('▶'), "no row is marked:\n{small}");
     assert!(
-        screen.contains("─ no device selected: ↑/↓ selects one"),
-        "{screen}"
+        small.contains("─ no device selected: ↑/↓ selects one"),
+        "{small}"
     );
-    let footer = screen.lines().nth(23).unwrap();
+    let footer = small.lines().nth(23).unwrap();
     assert!(
         !footer.contains("sched") && footer.contains("? help  q quit"),
         "no change keys offered: {footer}"
+    );
+    // Wide enough for every hint: nor export and the probe, which need a device.
+    let wide = text(&screen(&app, 160, 48));
+    let footer = wide.lines().nth(47).unwrap();
+    assert!(
+        !footer.contains("export") && !footer.contains("probe") && footer.contains("record"),
+        "no device keys offered: {footer}"
     );
     // Down takes the row now where sdb was; from then on keys work again.
     press(&mut app, &[KeyCode::Home]);

@@ -139,7 +139,8 @@ fn fit_hints(
 
 /// The footer's (key, hint) pairs: the mode's hinted bindings that do
 /// something now. Read-only mode, and a screen with no device selected,
-/// leave out the change keys; the shoot-out
+/// leave out the change keys; no device selected also leaves out export and
+/// turning the probe on; the shoot-out
 /// shows only the keys of its stage.
 fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
     let stage = match &app.overlay {
@@ -152,6 +153,15 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
             let hint = bd.hint?;
             let no_device = app.selected_device().is_none() && app.samples > 0;
             if mode == Mode::Main && bd.changes && (app.read_only.is_some() || no_device) {
+                return None;
+            }
+            // Export and turning the probe on act on the selected device too.
+            let on_device = match bd.action {
+                Action::Export => true,
+                Action::ToggleProbe => app.probe.is_none(),
+                _ => false,
+            };
+            if mode == Mode::Main && on_device && no_device {
                 return None;
             }
             let hint = match (mode, stage) {
