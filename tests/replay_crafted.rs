@@ -289,6 +289,38 @@ fn the_full_screen_replay_refuses_a_pipe_it_would_have_to_read_twice() {
     assert!(err(&o).contains("--summary reads it once"), "{}", err(&o));
 }
 
+/// Without a terminal there is nothing to play on: said before the file is
+/// opened, so a long recording is not indexed first (and a damaged one is
+/// not reported for nothing).
+#[test]
+fn the_full_screen_replay_without_a_terminal_does_not_read_the_file_first() {
+    let d = tempfile::tempdir().unwrap();
+    // A header cut short, then junk: opening it would note the damage.
+    let f = file(
+        d.path(),
+        "cut.ndjson",
+        &format!("{}\n{{junk\n", &HEADER[..60]),
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["replay", &f])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    calm(&o, 1);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("needs a terminal"), "{}", err(&o));
+    assert!(err(&o).contains("--summary"), "{}", err(&o));
+    // A file that is not there is still named as such.
+    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["replay", &format!("{f}.missing")])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    calm(&o, 1);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("No such file"), "{}", err(&o));
+}
+
 /// A newline in a recorded host, kernel or model name would forge lines of
 /// the summary (an ESC was already escaped): shown as `\u000a`.
 #[test]

@@ -135,23 +135,16 @@ fn run_file(
         )
         .into());
     }
-    if std::fs::metadata(file).is_ok_and(|m| !m.is_file()) {
+    let meta = std::fs::metadata(file).map_err(|e| anyhow::anyhow!("'{}': {e}", file.display()))?;
+    if !meta.is_file() {
         return Err(UsageError(format!(
             "'{}' is not a regular file: the full-screen replay reads it more than once; save it to a file first (--summary reads it once)",
             file.display()
         ))
         .into());
     }
-    let rec = Arc::new(Recording::open(file)?);
-    print_notes(&rec);
-    check_start(a, file, &rec)?;
-    if rec.samples() == 0 {
-        return Err(anyhow::anyhow!(
-            "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
-            file.display(),
-            file.display()
-        ));
-    }
+    // Before the file is opened: indexing a long recording takes a while,
+    // and without a terminal there is nothing to play it on.
     if !std::io::stdout().is_terminal() {
         let again = if a.demo {
             "--demo".to_string()
@@ -161,6 +154,16 @@ fn run_file(
         return Err(anyhow::anyhow!(
             "the full-screen replay of '{}' needs a terminal; for text use 'blktune replay {again} --summary'",
             file.display(),
+        ));
+    }
+    let rec = Arc::new(Recording::open(file)?);
+    print_notes(&rec);
+    check_start(a, file, &rec)?;
+    if rec.samples() == 0 {
+        return Err(anyhow::anyhow!(
+            "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
+            file.display(),
+            file.display()
         ));
     }
     let start = a.start.map_or(0.0, |s| s.as_secs_f64());
