@@ -434,10 +434,7 @@ impl BlockDevice {
 
     /// Re-read `diskseq` (kernel 5.15+).
     pub fn read_diskseq(&mut self, root: &SysRoot, dev: &DeviceName) {
-        self.diskseq = root
-            .read_dev_attr(dev, "diskseq")
-            .ok()
-            .and_then(|s| s.parse().ok());
+        self.diskseq = root.read_diskseq(dev);
     }
 
     /// Read `queue/rotational` and classify again (it only matters for

@@ -185,6 +185,13 @@ impl SysRoot {
         Ok(read_attr(&self.dev_path(dev, rel))?.trim().to_owned())
     }
 
+    /// A device's `diskseq`: the kernel's number of this disk, new each
+    /// time a name is reused (a loop device re-attached). `None` on a
+    /// kernel before 5.15, or when the file does not read as a number.
+    pub fn read_diskseq(&self, dev: &DeviceName) -> Option<u64> {
+        self.read_dev_attr(dev, "diskseq").ok()?.parse().ok()
+    }
+
     /// A device's I/Os in flight now, reads and writes (`inflight`).
     pub fn read_inflight(&self, dev: &DeviceName) -> io::Result<crate::diskstats::InFlight> {
         self.read_dev_attr(dev, "inflight")?

@@ -12,7 +12,7 @@
 use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::os::SysRoot;
-use crate::tuner::{Tuner, Wanted, read_diskseq};
+use crate::tuner::{Tuner, Wanted};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ impl QueueRestore {
             root: root.clone(),
             name: name.to_owned(),
             file: file.to_owned(),
-            diskseq: dev.as_ref().and_then(|d| read_diskseq(root, d)),
+            diskseq: dev.as_ref().and_then(|d| root.read_diskseq(d)),
             original,
         }
     }
@@ -119,7 +119,7 @@ impl QueueRestore {
             .root
             .read_dev_attr(&dev, "loop/backing_file")
             .is_ok_and(|b| sweep::backing_path(b.trim_end_matches('\n')) == self.file);
-        bound_to_ours && self.diskseq == read_diskseq(&self.root, &dev)
+        bound_to_ours && self.diskseq == self.root.read_diskseq(&dev)
     }
 
     /// Put the settings back and detach, if the node is still ours; an error

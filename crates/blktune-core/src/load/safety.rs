@@ -111,7 +111,8 @@ pub struct Target {
     /// The device's `diskseq` when the target was made, and where to read it
     /// again: a load never starts on another device that took the name.
     diskseq: Option<u64>,
-    diskseq_file: PathBuf,
+    root: SysRoot,
+    dev: DeviceName,
 }
 
 impl Target {
@@ -147,15 +148,15 @@ impl Target {
                 size,
             });
         }
-        let diskseq_file = root.device_dir(dev).join("diskseq");
         Ok(Self {
             name: dev.to_string(),
             path: PathBuf::from("/dev").join(dev.as_str()),
             size,
             logical_block,
             writes_allowed,
-            diskseq: read_diskseq(&diskseq_file),
-            diskseq_file,
+            diskseq: root.read_diskseq(dev),
+            root: root.clone(),
+            dev: dev.clone(),
         })
     }
 
@@ -196,7 +197,7 @@ impl Target {
         let Some(seen) = self.diskseq else {
             return Ok(());
         };
-        match read_diskseq(&self.diskseq_file) {
+        match self.root.read_diskseq(&self.dev) {
             Some(now) if now == seen => Ok(()),
             now => Err(LoadError::Replaced {
                 dev: self.name.clone(),
@@ -205,13 +206,6 @@ impl Target {
             }),
         }
     }
-}
-
-fn read_diskseq(file: &Path) -> Option<u64> {
-    // Not blocking (a FIFO in a fake tree hung the load, past Ctrl-C).
-    crate::text::read_capped(file, 4096)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
 }
 
 /// A whole device or a partition name under sysfs.
@@ -379,9 +373,12 @@ mod tests {
     #[test]
     fn a_fifo_diskseq_does_not_hang() {
         let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("diskseq");
-        nix::unistd::mkfifo(&f, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let got = crate::fake::within("a read of a FIFO", move || read_diskseq(&f));
+        let dev_dir = dir.path().join("sys/block/sdq");
+        std::fs::create_dir_all(&dev_dir).unwrap();
+        nix::unistd::mkfifo(&dev_dir.join("diskseq"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let root = SysRoot::new(dir.path().join("sys"), dir.path().join("proc"));
+        let dev = root.device("sdq").unwrap();
+        let got = crate::fake::within("a read of a FIFO", move || root.read_diskseq(&dev));
         assert_eq!(got, None);
     }
 

@@ -126,7 +126,7 @@ impl DwellTracer {
         Ok(Self {
             tracer,
             dev: id,
-            diskseq: crate::tuner::read_diskseq(root, dev),
+            diskseq: root.read_diskseq(dev),
             intervals: Intervals::new(),
         })
     }

@@ -252,7 +252,7 @@ pub fn run_traced(
     }
     // Every switch, the winner and the restore write only to the device seen
     // now: one detached and re-attached under the name is another device.
-    let seq = tuner::read_diskseq(root, &dev);
+    let seq = root.read_diskseq(&dev);
     if let (Some(l), Some(s)) = (&cfg.load, seq)
         && l.target.diskseq().is_some_and(|t| t != s)
     {
@@ -585,10 +585,7 @@ fn measure_all(
         // A dwell that ended on another device measured nothing of this one.
         let seen = held.seen_diskseq();
         if let Some(s) = seen
-            && root
-                .device(&cfg.device)
-                .and_then(|d| tuner::read_diskseq(root, &d))
-                != Some(s)
+            && root.device(&cfg.device).and_then(|d| root.read_diskseq(&d)) != Some(s)
         {
             return Err(Stop::Replaced(format!(
                 "'{}' was re-created during the measurement of {sched} (diskseq {s} changed: detached and re-attached); its figures are another device's",

@@ -21,7 +21,7 @@ mod validate;
 
 pub use crate::device::hw_queue_depth;
 pub use diff::{Outcome, Stored, ValueChange, diff, is_no_op};
-pub use transaction::{boot_id, read_diskseq};
+pub use transaction::boot_id;
 pub use validate::validate;
 
 use crate::device::QueueSettings;

@@ -37,7 +37,7 @@ impl Tuner {
         let strict = kind == Kind::Change;
         let dev = resolve(&self.root, name)?;
         // The incarnation every write below must still find (see `expecting`).
-        let seq = read_diskseq(&self.root, &dev);
+        let seq = self.root.read_diskseq(&dev);
         if let Some((_, seen)) = self.seen.as_ref().filter(|(n, _)| n == dev.as_str())
             && seq != Some(*seen)
         {
@@ -353,7 +353,7 @@ impl Tuner {
         // Never write to another device that took the name since the change
         // began (a loop device detached and re-attached: new diskseq).
         if let Some(seen) = seq {
-            let now = read_diskseq(&self.root, dev);
+            let now = self.root.read_diskseq(dev);
             if now != Some(seen) && self.root.device_dir(dev).exists() {
                 return Err(replaced(dev, seen, now));
             }
@@ -457,11 +457,11 @@ impl Tuner {
         let original = Wanted::snapshot_of(before);
         let (note, restored) = if !self.root.device_dir(dev).exists() {
             ("nothing to roll back: the device is gone".to_string(), None)
-        } else if let Some(s) = seq.filter(|s| read_diskseq(&self.root, dev) != Some(*s)) {
+        } else if let Some(s) = seq.filter(|s| self.root.read_diskseq(dev) != Some(*s)) {
             (
                 format!(
                     "nothing rolled back: another device has the name now (diskseq {s}, now {})",
-                    diskseq_text(read_diskseq(&self.root, dev))
+                    diskseq_text(self.root.read_diskseq(dev))
                 ),
                 None,
             )
@@ -505,12 +505,6 @@ fn refused_unreadable(dev: &DeviceName, attr: &QueueAttr, why: &Unreadable) -> T
 }
 
 /// The device's diskseq now (`None`: no such file, a kernel before 5.15).
-pub fn read_diskseq(root: &SysRoot, dev: &DeviceName) -> Option<u64> {
-    root.read_dev_attr(dev, "diskseq")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-}
-
 fn diskseq_text(seq: Option<u64>) -> String {
     seq.map_or_else(|| "none".into(), |s| s.to_string())
 }
