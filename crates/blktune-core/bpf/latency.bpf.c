@@ -15,13 +15,17 @@
  * atomic adds in a hash map that userspace reads once per tick. Nothing is
  * sent to userspace per I/O; no loops.
  *
- * Cost per I/O, the figure benches/latency/overhead.sh measures: two
- * programs; one clock read and one lookup (the value holding both spans of
- * the disk and direction) where the kernel times the issue; else one more
- * clock read and a lookup on issue and on completion (the issue time). No
- * map update or delete on the hot path: the issue time is written in place
- * into an entry that lives as long as the request struct it is keyed by
- * (blk-mq preallocates those and reuses them), see `issued`.
+ * Cost per I/O, the figure benches/latency/overhead.sh measures: one
+ * clock read and one lookup (the value holding both spans of the disk and
+ * direction) where the kernel times the issue; else one more clock read and
+ * a lookup on issue and on completion (the issue time). No map update or
+ * delete on the hot path: the issue time is written in place into an entry
+ * that lives as long as the request struct it is keyed by (blk-mq
+ * preallocates those and reuses them), see `issued`. The issue program is
+ * attached only once it has something to do: blktune attaches it when
+ * `untimed` counts a completion that had no issue time, so where every
+ * queue times its issues itself (the usual case) each I/O runs one
+ * program, not two.
  *
  * The bucket layout is mirrored in crates/blktune-core/src/latency/hist.rs
  * (a test there reads the defines below).
@@ -131,6 +135,17 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
+/* Completions with no issue time, kernel's or ours: the queue keeps no
+ * statistics and on_issue was not attached yet (or had not seen the issue).
+ * Userspace attaches on_issue when this moves; their device span is not
+ * counted. One slot per CPU, touched only on that path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} untimed SEC(".maps");
+
 /* All zeros: the first value of a new histogram (too big for the stack). */
 static __u64 empty[SPANS_LEN];
 
@@ -181,6 +196,17 @@ static __always_inline void count_lost(void)
 {
 	__u32 zero = 0;
 	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* Count a completion without an issue time (see `untimed`); atomic for the
+ * same reason as count_lost. */
+static __always_inline void count_untimed(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&untimed, &zero);
 
 	if (n)
 		__sync_fetch_and_add(n, 1);
@@ -264,6 +290,8 @@ int on_complete(__u64 *ctx)
 		 * kernel's) left its entry unread. */
 		if (issue && issue < start)
 			issue = 0;
+		if (!issue)
+			count_untimed();
 	}
 	key.id = ((__u64)disk->major << 20 | (__u32)disk->first_minor) << 8 | dir;
 	key.diskseq = disk->diskseq;

@@ -23,9 +23,13 @@ pub(super) static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/l
 
 /// The programs and the tracepoints they attach to.
 const PROGRAMS: [(&str, &str); 2] = [
-    ("on_issue", "block_rq_issue"),
+    (ISSUE, "block_rq_issue"),
     ("on_complete", "block_rq_complete"),
 ];
+
+/// The issue program: loaded (and so verified) at start, attached only when
+/// the program must keep issue times itself (see [`Tracer::read`]).
+const ISSUE: &str = "on_issue";
 
 /// The enumerators whose bits say that the kernel times a request's issue
 /// itself: the queue flag that turns its statistics on, and the request
@@ -63,6 +67,11 @@ pub struct Tracer {
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
     /// One slot per CPU: completions that found no histogram.
     lost: PerCpuArray<MapData, u64>,
+    /// One slot per CPU: completions with no issue time (the program's
+    /// `untimed`): the sign that the issue program is needed.
+    untimed: PerCpuArray<MapData, u64>,
+    /// See [`Tracer::issue_program`].
+    issue: IssueProgram,
     /// The number of type ids of the slim BTF blob the load used
     /// ([`slim`]); `None`: it needed the whole BTF.
     slim_btf: Option<u32>,
@@ -85,7 +94,48 @@ impl fmt::Debug for Tracer {
             .field("hists", &self.hists)
             .field("slim_btf", &self.slim_btf)
             .field("kernel_issue_times", &self.kernel_issue_times)
+            .field("issue", &self.issue)
             .finish_non_exhaustive()
+    }
+}
+
+/// Whether the issue program (`on_issue`, on `block_rq_issue`) runs.
+///
+/// It has work only on a queue that does not time its issues itself (no
+/// `QUEUE_FLAG_STATS`: write throttling, kyber and others turn them on, and
+/// most queues have them). So it is attached at start only when the program
+/// must keep every issue time; otherwise at the first read after a
+/// completion came without an issue time. Until then each I/O runs one
+/// program instead of two; the device span of a queue without statistics
+/// starts with the I/Os issued after the attach (its count says so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IssueProgram {
+    /// Not attached: no completion has needed it yet.
+    Waiting,
+    Attached,
+    /// The attach failed (never retried): no device span where the kernel
+    /// does not time the issue.
+    Failed(String),
+}
+
+/// Where issue times come from: the kernel where it keeps them, else the
+/// program ([`Tracer::start`]); always the program, its issue program
+/// attached at start or lazily (tests and benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Issues {
+    Kernel,
+    Program,
+    ProgramLazily,
+}
+
+/// Is the issue program attached at start? When the program keeps every
+/// issue time (the kernel's flags not found, or asked to), unless asked to
+/// wait; else it waits for a completion without an issue time.
+fn attach_issue_at_start(issues: Issues, masks: &(u64, u32)) -> bool {
+    match issues {
+        Issues::ProgramLazily => false,
+        Issues::Program => true,
+        Issues::Kernel => masks.1 == 0,
     }
 }
 
@@ -138,18 +188,26 @@ impl Tracer {
     /// sysfs tree: the kernel's devices are not the ones shown), not root,
     /// no BTF or lockdown; then no BPF call is made at all.
     pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
-        Self::start_with(no_bpf, live, true)
+        Self::start_with(no_bpf, live, Issues::Kernel)
     }
 
     /// [`Tracer::start`], but the program times every issue itself, as on a
     /// queue that keeps no statistics (the kernel's own issue times unused):
     /// how tests and benchmarks check and measure that path on queues that
-    /// keep them.
+    /// keep them. The issue program is attached at start.
     pub fn start_timing_every_issue(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
-        Self::start_with(no_bpf, live, false)
+        Self::start_with(no_bpf, live, Issues::Program)
     }
 
-    fn start_with(no_bpf: bool, live: bool, kernel_times: bool) -> Result<Self, Unavailable> {
+    /// [`Tracer::start_timing_every_issue`], but with the issue program
+    /// attached as on a queue without statistics found while tracing: at
+    /// the first read after a completion had no issue time. How tests check
+    /// that path on a kernel whose queues all time their issues.
+    pub fn start_timing_every_issue_lazily(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
+        Self::start_with(no_bpf, live, Issues::ProgramLazily)
+    }
+
+    fn start_with(no_bpf: bool, live: bool, issues: Issues) -> Result<Self, Unavailable> {
         let lockdown = std::fs::read_to_string(LOCKDOWN_PATH).ok();
         precheck(
             no_bpf,
@@ -158,14 +216,14 @@ impl Tracer {
             Path::new(BTF_PATH).exists(),
             lockdown.as_deref(),
         )?;
-        Self::load(kernel_times).map_err(|e| match lockdown.as_deref().map(str::trim) {
+        Self::load(issues).map_err(|e| match lockdown.as_deref().map(str::trim) {
             // Integrity mode may refuse some programs too: say it is on.
             Some(l) if !l.contains("[none]") => Unavailable::Load(format!("{e} (lockdown: {l})")),
             _ => Unavailable::Load(e),
         })
     }
 
-    fn load(kernel_times: bool) -> Result<Self, String> {
+    fn load(issues: Issues) -> Result<Self, String> {
         // Declared first: the loader borrows them.
         let (part, whole): (Btf, Btf);
         let mut masks = (0u64, 0u32);
@@ -179,28 +237,31 @@ impl Tracer {
         let tracepoints = PROGRAMS.map(|(_, tp)| tp);
         if let Some(s) = slim(&bytes, &tracepoints, &CORE_STRUCTS, &STATS_FLAGS) {
             // Found in the same walk; unset (0) the program times every issue.
-            if kernel_times {
+            if issues == Issues::Kernel {
                 masks = stats_masks(&s.enumerators);
             }
             if let Ok(btf) = Btf::parse(&s.blob, Endianness::default()) {
                 part = btf;
-                if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks) {
-                    return Self::from_loaded(bpf, Some(s.types), masks);
+                if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks, issues) {
+                    return Self::from_loaded(bpf, Some(s.types), masks, issues);
                 }
             }
         }
         whole =
             Btf::parse(&bytes, Endianness::default()).map_err(|e| format!("kernel BTF: {e}"))?;
         drop(bytes);
-        Self::from_loaded(Self::load_with(&mut loader, &whole, &masks)?, None, masks)
+        let bpf = Self::load_with(&mut loader, &whole, &masks, issues)?;
+        Self::from_loaded(bpf, None, masks, issues)
     }
 
     /// Load the object and attach its programs, relocated against `btf`,
-    /// with the flag masks of [`stats_masks`].
+    /// with the flag masks of [`stats_masks`]; the issue program only when
+    /// [`attach_issue_at_start`].
     fn load_with<'b>(
         loader: &mut EbpfLoader<'b>,
         btf: &'b Btf,
         masks: &'b (u64, u32),
+        issues: Issues,
     ) -> Result<Ebpf, String> {
         let mut bpf = loader
             .btf(Some(btf))
@@ -216,7 +277,9 @@ impl Tracer {
                 .map_err(|e| format!("{name}: {e}"))?;
             prog.load(tracepoint, btf)
                 .map_err(|e| format!("{tracepoint}: {e}"))?;
-            prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+            if name != ISSUE || attach_issue_at_start(issues, masks) {
+                prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+            }
         }
         Ok(bpf)
     }
@@ -225,11 +288,19 @@ impl Tracer {
         mut bpf: Ebpf,
         slim_btf: Option<u32>,
         masks: (u64, u32),
+        issues: Issues,
     ) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
         let map = bpf.take_map("lost").ok_or("no map lost")?;
         let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
+        let map = bpf.take_map("untimed").ok_or("no map untimed")?;
+        let untimed = PerCpuArray::try_from(map).map_err(|e| format!("map untimed: {e}"))?;
+        let issue = if attach_issue_at_start(issues, &masks) {
+            IssueProgram::Attached
+        } else {
+            IssueProgram::Waiting
+        };
         let complete_fd = bpf
             .program("on_complete")
             .and_then(|p| p.fd().ok())
@@ -241,6 +312,8 @@ impl Tracer {
             _bpf: bpf,
             hists,
             lost,
+            untimed,
+            issue,
             slim_btf,
             kernel_issue_times: masks.1 != 0,
             complete_fd,
@@ -254,6 +327,39 @@ impl Tracer {
     /// issue time.
     pub fn kernel_issue_times(&self) -> bool {
         self.kernel_issue_times
+    }
+
+    /// Whether the issue program runs ([`IssueProgram`]).
+    pub fn issue_program(&self) -> &IssueProgram {
+        &self.issue
+    }
+
+    /// Attach the issue program if it waits and a completion came without
+    /// an issue time.
+    fn attach_issue_if_needed(&mut self) -> Result<(), String> {
+        if self.issue != IssueProgram::Waiting {
+            return Ok(());
+        }
+        let per_cpu = self
+            .untimed
+            .get(&0, 0)
+            .map_err(|e| format!("map untimed: {e}"))?;
+        if sum_cpus(&per_cpu) == 0 {
+            return Ok(());
+        }
+        let attached = self
+            ._bpf
+            .program_mut(ISSUE)
+            .ok_or_else(|| format!("no program {ISSUE}"))
+            .and_then(|p| {
+                let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{ISSUE}: {e}"))?;
+                p.attach().map_err(|e| format!("block_rq_issue: {e}"))
+            });
+        self.issue = match attached {
+            Ok(_) => IssueProgram::Attached,
+            Err(e) => IssueProgram::Failed(e),
+        };
+        Ok(())
     }
 
     /// The number of type ids of the slim BTF blob the load relocated and
@@ -277,6 +383,7 @@ impl Tracer {
     /// lower diskseq) are dropped from the map, so they are neither read
     /// again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
+        self.attach_issue_if_needed()?;
         let per_cpu = self.lost.get(&0, 0).map_err(|e| format!("map lost: {e}"))?;
         if let Some(n) = self.skipped_completions() {
             self.skipped = n;
@@ -361,6 +468,16 @@ mod tests {
 
     /// Both flags or neither: a bit out of range (a hostile or odd BTF) or
     /// one missing leaves the program keeping every issue time itself.
+    #[test]
+    fn the_issue_program_is_attached_at_start_only_when_the_program_keeps_every_issue_time() {
+        let found = (1 << 3, 1 << 20);
+        assert!(!attach_issue_at_start(Issues::Kernel, &found));
+        // The kernel's flags not found: the program times every issue.
+        assert!(attach_issue_at_start(Issues::Kernel, &(0, 0)));
+        assert!(attach_issue_at_start(Issues::Program, &(0, 0)));
+        assert!(!attach_issue_at_start(Issues::ProgramLazily, &(0, 0)));
+    }
+
     #[test]
     fn stats_masks_are_both_or_neither() {
         assert_eq!(stats_masks(&[Some(7), Some(11)]), (1 << 7, 1 << 11));

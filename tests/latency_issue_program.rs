@@ -1,0 +1,153 @@
+//! The issue program runs only where it has work: on a queue that times its
+//! issues itself (most: write throttling turns the kernel's statistics on)
+//! each I/O runs the completion program alone; a completion without an
+//! issue time attaches the issue program at the next read (issue 14's cost
+//! per I/O).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use blktune_core::latency::{DevId, Dir, Intervals, IssueProgram, Span, Tracer};
+use common::{require_root, require_tool};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A loop device of this test over a file in /dev/shm, scheduler `none`;
+/// detached and the file removed on drop.
+struct OwnLoop {
+    file: PathBuf,
+    path: String,
+    dev: DevId,
+}
+
+impl OwnLoop {
+    fn new() -> Self {
+        let file = PathBuf::from(format!(
+            "/dev/shm/blktune-issue-program-{}",
+            std::process::id()
+        ));
+        std::fs::write(&file, vec![0u8; 16 << 20]).expect("backing file");
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&file)
+            .output()
+            .expect("losetup");
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut own = Self {
+            file,
+            path,
+            dev: DevId { major: 0, minor: 0 },
+        };
+        assert!(out.status.success(), "losetup failed");
+        let name = own.path.trim_start_matches("/dev/").to_string();
+        std::fs::write(format!("/sys/block/{name}/queue/scheduler"), "none").unwrap();
+        let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap();
+        let (major, minor) = dev.trim().split_once(':').unwrap();
+        own.dev = DevId {
+            major: major.parse().unwrap(),
+            minor: minor.parse().unwrap(),
+        };
+        own
+    }
+
+    /// `n` direct 4 KiB reads, one at a time.
+    fn read(&self, n: u32) {
+        let st = Command::new("dd")
+            .arg(format!("if={}", self.path))
+            .args(["of=/dev/null", "bs=4k", "iflag=direct", "status=none"])
+            .arg(format!("count={n}"))
+            .status()
+            .expect("dd");
+        assert!(st.success());
+    }
+}
+
+impl Drop for OwnLoop {
+    fn drop(&mut self) {
+        if self.path.starts_with("/dev/loop") {
+            let _ = Command::new("losetup").args(["-d", &self.path]).status();
+        }
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// This process's BPF links on tracepoints (`/proc/self/fdinfo`): one per
+/// attached program.
+fn tracepoint_links() -> usize {
+    std::fs::read_dir("/proc/self/fdinfo")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .filter(|t| t.contains("link_type:\traw_tracepoint"))
+        .count()
+}
+
+/// Reads of `dev` in `span` of an interval.
+fn reads(i: &blktune_core::latency::Interval, dev: DevId, span: Span) -> u64 {
+    i.summary(dev, None).get(span, Dir::Read).map_or(0, |p| p.n)
+}
+
+/// Both cases in one test: the links are counted per process, and two
+/// tracers at once would count each other's.
+#[test]
+fn the_issue_program_runs_only_once_a_completion_lacks_an_issue_time() {
+    let t = "the_issue_program_runs_only_once_a_completion_lacks_an_issue_time";
+    if !require_root(t) || !require_tool(t, "losetup") || !require_tool(t, "dd") {
+        return;
+    }
+    let own = OwnLoop::new();
+    where_the_kernel_times_every_issue_only_the_completion_program_runs(&own);
+    assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
+    a_completion_without_an_issue_time_attaches_the_issue_program(&own);
+    assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
+}
+
+fn where_the_kernel_times_every_issue_only_the_completion_program_runs(own: &OwnLoop) {
+    let mut tracer = Tracer::start(false, true).expect("the BPF program loads as root");
+    assert!(
+        tracer.kernel_issue_times(),
+        "this kernel's BTF names QUEUE_FLAG_STATS and __RQF_STATS"
+    );
+    let mut intervals = Intervals::new();
+    intervals.next(tracer.read().expect("read"));
+    own.read(300);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    // The kernel timed every issue: each read has both spans.
+    assert!(reads(&i, own.dev, Span::Total) >= 290, "{}", i.lost);
+    assert_eq!(
+        reads(&i, own.dev, Span::Device),
+        reads(&i, own.dev, Span::Total)
+    );
+    // Every block queue on this machine keeps statistics (write throttling
+    // turns them on), so no completion anywhere asked for the issue program.
+    assert_eq!(tracer.issue_program(), &IssueProgram::Waiting);
+    assert_eq!(tracepoint_links(), 1, "only block_rq_complete's program");
+}
+
+fn a_completion_without_an_issue_time_attaches_the_issue_program(own: &OwnLoop) {
+    // As on a queue without statistics: the program must time every issue,
+    // and its issue program waits until a completion shows it is needed.
+    let mut tracer = Tracer::start_timing_every_issue_lazily(false, true).expect("loads as root");
+    assert_eq!(tracer.issue_program(), &IssueProgram::Waiting);
+    assert_eq!(tracepoint_links(), 1);
+    let mut intervals = Intervals::new();
+    // Any completion on the machine since the load (another process's I/O)
+    // has no issue time either: then this first read attaches already.
+    intervals.next(tracer.read().expect("read"));
+    let waited = tracer.issue_program() == &IssueProgram::Waiting;
+    own.read(300);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    assert_eq!(tracer.issue_program(), &IssueProgram::Attached);
+    assert_eq!(tracepoint_links(), 2);
+    assert!(reads(&i, own.dev, Span::Total) >= 290, "{}", i.lost);
+    if waited {
+        // Issued before the attach: in the total span, not the device's.
+        assert_eq!(reads(&i, own.dev, Span::Device), 0);
+    }
+    // From the next interval on, every read has its device span.
+    own.read(200);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    let total = reads(&i, own.dev, Span::Total);
+    assert!(total >= 190, "{total} of 200, {} lost", i.lost);
+    assert_eq!(reads(&i, own.dev, Span::Device), total);
+}
