@@ -23,9 +23,9 @@
  * that lives as long as the request struct it is keyed by (blk-mq
  * preallocates those and reuses them), see `issued`. The issue program is
  * attached only once it has something to do: blktune attaches it when
- * `untimed` counts a completion that had no issue time, so where every
- * queue times its issues itself (the usual case) each I/O runs one
- * program, not two.
+ * `untimed` counts a completion without an issue time on a queue that does
+ * not time its issues, so where every queue times them (the usual case)
+ * each I/O runs one program, not two.
  *
  * The bucket layout is mirrored in crates/blktune-core/src/latency/hist.rs
  * (a test there reads the defines below).
@@ -135,10 +135,14 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* Completions with no issue time, kernel's or ours: the queue keeps no
- * statistics and on_issue was not attached yet (or had not seen the issue).
+/* Completions with no issue time, kernel's or ours, on a queue that does
+ * not time its issues (or of any queue when the kernel's flags are not
+ * known): on_issue was not attached yet, or had not seen the issue.
  * Userspace attaches on_issue when this moves; their device span is not
- * counted. One slot per CPU, touched only on that path. */
+ * counted. A request of a queue that times its issues but was never issued
+ * itself (an empty flush: the kernel issues a flush request of its own,
+ * then ends it) is not counted: on_issue would do nothing for it. One slot
+ * per CPU, touched only on that path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -250,9 +254,10 @@ int on_complete(__u64 *ctx)
 	__u32 nr_bytes = (__u32)ctx[2];
 	__u64 addr = ctx[0];
 	__u64 now, start, issue = 0;
+	struct request_queue *q;
 	struct gendisk *disk;
 	struct hist_key key;
-	__u64 *t, *h;
+	__u64 *t, *h, qflags;
 	int dir;
 
 	/* A partial completion: the request goes on; count it at its end. */
@@ -262,7 +267,9 @@ int on_complete(__u64 *ctx)
 	 * pointer with a search of the kernel's whole BTF, once for every path
 	 * that reaches it, and the paths below multiply (most of the load's
 	 * cost once, at tens of ms). */
-	disk = rq->q->disk;
+	q = rq->q;
+	disk = q->disk;
+	qflags = q->queue_flags;
 	dir = direction(rq);
 	if (dir < 0 || !disk)
 		return 0;
@@ -290,7 +297,7 @@ int on_complete(__u64 *ctx)
 		 * kernel's) left its entry unread. */
 		if (issue && issue < start)
 			issue = 0;
-		if (!issue)
+		if (!issue && !(rq_stats_mask && (qflags & queue_stats_mask)))
 			count_untimed();
 	}
 	key.id = ((__u64)disk->major << 20 | (__u32)disk->first_minor) << 8 | dir;

@@ -62,7 +62,7 @@ pub enum Unavailable {
 /// The loaded, attached program; detached when dropped.
 pub struct Tracer {
     /// Owns the programs and their links: dropping it detaches them.
-    _bpf: Ebpf,
+    bpf: Ebpf,
     /// Key: `[map_id, diskseq]`; value: both spans' histograms ([`SPANS_LEN`]).
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
     /// One slot per CPU: completions that found no histogram.
@@ -77,7 +77,7 @@ pub struct Tracer {
     slim_btf: Option<u32>,
     /// See [`Tracer::kernel_issue_times`].
     kernel_issue_times: bool,
-    /// The completion program's fd (owned by `_bpf`): its `fdinfo` counts
+    /// The completion program's fd (owned by `bpf`): its `fdinfo` counts
     /// the runs the kernel skipped (a completion that came while the
     /// program ran on the same CPU), which are lost completions too.
     complete_fd: Option<i32>,
@@ -90,7 +90,7 @@ pub struct Tracer {
 impl fmt::Debug for Tracer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tracer")
-            .field("bpf", &self._bpf)
+            .field("bpf", &self.bpf)
             .field("hists", &self.hists)
             .field("slim_btf", &self.slim_btf)
             .field("kernel_issue_times", &self.kernel_issue_times)
@@ -309,7 +309,7 @@ impl Tracer {
                 fd.as_fd().as_raw_fd()
             });
         Ok(Self {
-            _bpf: bpf,
+            bpf,
             hists,
             lost,
             untimed,
@@ -335,20 +335,19 @@ impl Tracer {
     }
 
     /// Attach the issue program if it waits and a completion came without
-    /// an issue time.
-    fn attach_issue_if_needed(&mut self) -> Result<(), String> {
+    /// an issue time. A failed read of the count tries again at the next
+    /// read (the histograms are read all the same).
+    fn attach_issue_if_needed(&mut self) {
         if self.issue != IssueProgram::Waiting {
-            return Ok(());
+            return;
         }
-        let per_cpu = self
-            .untimed
-            .get(&0, 0)
-            .map_err(|e| format!("map untimed: {e}"))?;
-        if sum_cpus(&per_cpu) == 0 {
-            return Ok(());
+        // Unreadable: tried again at the next read.
+        let needed = self.untimed.get(&0, 0).is_ok_and(|n| sum_cpus(&n) > 0);
+        if !needed {
+            return;
         }
         let attached = self
-            ._bpf
+            .bpf
             .program_mut(ISSUE)
             .ok_or_else(|| format!("no program {ISSUE}"))
             .and_then(|p| {
@@ -359,7 +358,6 @@ impl Tracer {
             Ok(_) => IssueProgram::Attached,
             Err(e) => IssueProgram::Failed(e),
         };
-        Ok(())
     }
 
     /// The number of type ids of the slim BTF blob the load relocated and
@@ -383,7 +381,7 @@ impl Tracer {
     /// lower diskseq) are dropped from the map, so they are neither read
     /// again nor mistaken for the new one's.
     pub fn read(&mut self) -> Result<Readings, String> {
-        self.attach_issue_if_needed()?;
+        self.attach_issue_if_needed();
         let per_cpu = self.lost.get(&0, 0).map_err(|e| format!("map lost: {e}"))?;
         if let Some(n) = self.skipped_completions() {
             self.skipped = n;
@@ -466,8 +464,6 @@ mod tests {
     use super::super::{Dir, map_id};
     use super::*;
 
-    /// Both flags or neither: a bit out of range (a hostile or odd BTF) or
-    /// one missing leaves the program keeping every issue time itself.
     #[test]
     fn the_issue_program_is_attached_at_start_only_when_the_program_keeps_every_issue_time() {
         let found = (1 << 3, 1 << 20);
@@ -478,6 +474,8 @@ mod tests {
         assert!(!attach_issue_at_start(Issues::ProgramLazily, &(0, 0)));
     }
 
+    /// Both flags or neither: a bit out of range (a hostile or odd BTF) or
+    /// one missing leaves the program keeping every issue time itself.
     #[test]
     fn stats_masks_are_both_or_neither() {
         assert_eq!(stats_masks(&[Some(7), Some(11)]), (1 << 7, 1 << 11));
