@@ -566,11 +566,12 @@ fn a_vanished_selected_device_leaves_nothing_selected() {
     );
     assert!(!app.histories.contains_key("sdb"));
     // Enter is `s` in the main view: it must not open a picker for another device.
-    for k in ["s", "n", "r", "t", "u", "b", "e"] {
+    for k in ["s", "n", "r", "t", "u", "b", "e", "P"] {
         assert!(press(&mut app, &chars(k)).is_empty(), "{k}");
         assert!(app.overlay.is_none(), "{k} opened {:?}", app.overlay);
         assert!(status(&app).contains("no device selected"), "{k}");
     }
+    assert!(app.probe.is_none(), "P turned on a probe of no device");
     assert!(press(&mut app, &[KeyCode::Enter, KeyCode::Enter]).is_empty());
     assert!(app.overlay.is_none());
     // More samples (and a re-sort) do not pick a device on their own.

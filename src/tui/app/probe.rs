@@ -135,6 +135,11 @@ impl App {
             self.say(StatusKind::Info, "probe off");
             return vec![LiveControl::Probe(None).into()];
         }
+        // It reads the selected device: with none, it would read nothing.
+        if self.selected_device().is_none() {
+            self.say(StatusKind::Error, self.no_selection());
+            return Vec::new();
+        }
         self.enable_probe(self.probe_rate);
         let dev = self.selected.as_deref().unwrap_or("the selected device");
         let msg = format!(
