@@ -4,7 +4,7 @@
 
 use super::{Global, Out, UsageError};
 use blktune_core::host::HostInfo;
-use blktune_core::record::{Recording, is_stdio, summarize_file};
+use blktune_core::record::{RecordError, Recording, is_stdio, summarize_file};
 use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration};
 use std::io::IsTerminal;
@@ -135,7 +135,7 @@ fn run_file(
         )
         .into());
     }
-    let meta = std::fs::metadata(file).map_err(|e| anyhow::anyhow!("'{}': {e}", file.display()))?;
+    let meta = std::fs::metadata(file).map_err(|e| RecordError::io(file, e))?;
     if !meta.is_file() {
         return Err(UsageError(format!(
             "'{}' is not a regular file: the full-screen replay reads it more than once; save it to a file first (--summary reads it once)",

@@ -504,7 +504,7 @@ fn refused_unreadable(dev: &DeviceName, attr: &QueueAttr, why: &Unreadable) -> T
     }
 }
 
-/// The device's diskseq now (`None`: no such file, a kernel before 5.15).
+/// A diskseq for a message: the number, or `none` (no file, a kernel before 5.15).
 fn diskseq_text(seq: Option<u64>) -> String {
     seq.map_or_else(|| "none".into(), |s| s.to_string())
 }
