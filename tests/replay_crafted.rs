@@ -301,24 +301,25 @@ fn the_full_screen_replay_without_a_terminal_does_not_read_the_file_first() {
         "cut.ndjson",
         &format!("{}\n{{junk\n", &HEADER[..60]),
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
-        .args(["replay", &f])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    calm(&o, 1);
-    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(err(&o).contains("needs a terminal"), "{}", err(&o));
-    assert!(err(&o).contains("--summary"), "{}", err(&o));
+    // `blktune replay PATH` with no terminal: one line on stderr, exit 1.
+    let refused = |path: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(["replay", path])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        calm(&o, 1);
+        assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+        err(&o)
+    };
+    let e = refused(&f);
+    assert!(
+        e.contains("needs a terminal") && e.contains("--summary"),
+        "{e}"
+    );
     // A file that is not there is still named as such.
-    let o = Command::new(env!("CARGO_BIN_EXE_blktune"))
-        .args(["replay", &format!("{f}.missing")])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    calm(&o, 1);
-    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(err(&o).contains("No such file"), "{}", err(&o));
+    let e = refused(&format!("{f}.missing"));
+    assert!(e.contains("No such file"), "{e}");
 }
 
 /// A newline in a recorded host, kernel or model name would forge lines of
