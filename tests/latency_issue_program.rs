@@ -9,46 +9,36 @@
 mod common;
 
 use blktune_core::latency::{DevId, Dir, Intervals, IssueProgram, Span, Tracer};
-use common::{require_root, require_tool};
-use std::path::PathBuf;
+use common::{TestLoop, require_root, require_tool};
 use std::process::Command;
 
-/// A loop device of this test over a file in /dev/shm, scheduler `none`;
-/// detached and the file removed on drop.
+/// The test's own loop device ([`TestLoop`]: scheduler `none`, detached on
+/// drop) and its device numbers.
 struct OwnLoop {
-    file: PathBuf,
-    path: String,
+    lo: TestLoop,
     dev: DevId,
 }
 
 impl OwnLoop {
     fn new() -> Self {
-        let file = PathBuf::from(format!(
-            "/dev/shm/blktune-issue-program-{}",
-            std::process::id()
-        ));
-        std::fs::write(&file, vec![0u8; 16 << 20]).expect("backing file");
-        let out = Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(&file)
-            .output()
-            .expect("losetup");
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let mut own = Self {
-            file,
-            path,
-            dev: DevId { major: 0, minor: 0 },
-        };
-        assert!(out.status.success(), "losetup failed");
-        let name = own.path.trim_start_matches("/dev/").to_string();
-        std::fs::write(format!("/sys/block/{name}/queue/scheduler"), "none").unwrap();
-        let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap();
+        let lo = TestLoop::new(16);
+        let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", lo.name())).unwrap();
         let (major, minor) = dev.trim().split_once(':').unwrap();
-        own.dev = DevId {
+        let dev = DevId {
             major: major.parse().unwrap(),
             minor: minor.parse().unwrap(),
         };
-        own
+        Self { lo, dev }
+    }
+
+    /// `dd` on the device with these operands.
+    fn dd(&self, args: &[&str]) {
+        let st = Command::new("dd")
+            .args(args)
+            .args(["bs=4k", "status=none"])
+            .status()
+            .expect("dd");
+        assert!(st.success(), "dd {args:?}");
     }
 
     /// One direct 4 KiB write and an fsync of the device: with a write
@@ -56,33 +46,25 @@ impl OwnLoop {
     /// which the kernel completes without issuing it (it issues a flush
     /// request of its own).
     fn write_and_flush(&self) {
-        let st = Command::new("dd")
-            .arg(format!("of={}", self.path))
-            .args(["if=/dev/zero", "bs=4k", "count=1", "oflag=direct"])
-            .args(["conv=fsync,notrunc", "status=none"])
-            .status()
-            .expect("dd");
-        assert!(st.success());
+        let of = format!("of=/dev/{}", self.lo.name());
+        self.dd(&[
+            &of,
+            "if=/dev/zero",
+            "count=1",
+            "oflag=direct",
+            "conv=fsync,notrunc",
+        ]);
     }
 
     /// `n` direct 4 KiB reads, one at a time.
     fn read(&self, n: u32) {
-        let st = Command::new("dd")
-            .arg(format!("if={}", self.path))
-            .args(["of=/dev/null", "bs=4k", "iflag=direct", "status=none"])
-            .arg(format!("count={n}"))
-            .status()
-            .expect("dd");
-        assert!(st.success());
-    }
-}
-
-impl Drop for OwnLoop {
-    fn drop(&mut self) {
-        if self.path.starts_with("/dev/loop") {
-            let _ = Command::new("losetup").args(["-d", &self.path]).status();
-        }
-        let _ = std::fs::remove_file(&self.file);
+        let input = format!("if=/dev/{}", self.lo.name());
+        self.dd(&[
+            &input,
+            "of=/dev/null",
+            "iflag=direct",
+            &format!("count={n}"),
+        ]);
     }
 }
 
