@@ -22,14 +22,12 @@ pub(super) struct Aligned<B: ?Sized>(pub(super) B);
 pub(super) static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/latency.bpf.o"));
 
 /// The programs and the tracepoints they attach to.
-const PROGRAMS: [(&str, &str); 2] = [
-    (ISSUE, "block_rq_issue"),
-    ("on_complete", "block_rq_complete"),
-];
+const PROGRAMS: [(&str, &str); 2] = [ISSUE, ("on_complete", "block_rq_complete")];
 
-/// The issue program: loaded (and so verified) at start, attached only when
-/// the program must keep issue times itself (see [`Tracer::read`]).
-const ISSUE: &str = "on_issue";
+/// The issue program and its tracepoint: loaded (and so verified) at start,
+/// attached only when the program must keep issue times itself (see
+/// [`Tracer::read`]).
+const ISSUE: (&str, &str) = ("on_issue", "block_rq_issue");
 
 /// The enumerators whose bits say that the kernel times a request's issue
 /// itself: the queue flag that turns its statistics on, and the request
@@ -277,7 +275,7 @@ impl Tracer {
                 .map_err(|e| format!("{name}: {e}"))?;
             prog.load(tracepoint, btf)
                 .map_err(|e| format!("{tracepoint}: {e}"))?;
-            if name != ISSUE || attach_issue_at_start(issues, masks) {
+            if name != ISSUE.0 || attach_issue_at_start(issues, masks) {
                 prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
             }
         }
@@ -346,13 +344,14 @@ impl Tracer {
         if !needed {
             return;
         }
+        let (name, tracepoint) = ISSUE;
         let attached = self
             .bpf
-            .program_mut(ISSUE)
-            .ok_or_else(|| format!("no program {ISSUE}"))
+            .program_mut(name)
+            .ok_or_else(|| format!("no program {name}"))
             .and_then(|p| {
-                let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{ISSUE}: {e}"))?;
-                p.attach().map_err(|e| format!("block_rq_issue: {e}"))
+                let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
+                p.attach().map_err(|e| format!("{tracepoint}: {e}"))
             });
         self.issue = match attached {
             Ok(_) => IssueProgram::Attached,
