@@ -6,6 +6,7 @@ use blktune_core::device::BlockDevice;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::latency::{
     DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
+    no_device_span_note,
 };
 use blktune_core::probe::{MIN_IOS_FOR_P99, Probe, ProbeJson, ProbeStats};
 use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
@@ -154,7 +155,12 @@ impl Latency {
     fn tick(&mut self) -> Option<Interval> {
         let tracer = self.tracer.as_mut().ok()?;
         match tracer.read() {
-            Ok(r) => self.intervals.next(r),
+            Ok(r) => {
+                if let Some(why) = tracer.take_issue_failure() {
+                    eprintln!("blktune: {}", no_device_span_note(&why));
+                }
+                self.intervals.next(r)
+            }
             Err(e) => {
                 eprintln!("blktune: no kernel latency percentiles: {e}");
                 self.tracer = Err(Unavailable::Read(e));

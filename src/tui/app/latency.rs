@@ -9,10 +9,13 @@
 //! between windows of enough I/Os and intervals ([`delta_of`]).
 
 use super::{App, BEFORE_WINDOW};
+use crate::tui::status::StatusKind;
 use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
 use blktune_core::device::BlockDevice;
 use blktune_core::history::{Delta, Side, delta_of};
-use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary};
+use blktune_core::latency::{
+    Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary, no_device_span_note,
+};
 use std::collections::{HashMap, VecDeque};
 
 /// Most intervals kept per device, whatever the interval: 10 minutes at
@@ -57,6 +60,9 @@ pub struct LatencyState {
     /// Completions the kernel could not count since tracing started (of
     /// any device: the counts and percentiles may be short by as many).
     pub lost: u64,
+    /// The issue program could not be attached: no device span where the
+    /// kernel does not time the issue.
+    pub no_device_span: bool,
     /// The device list `history` was last pruned against (gone and
     /// replaced devices dropped): pruned again when it changes.
     pruned_for: Option<std::sync::Arc<Vec<BlockDevice>>>,
@@ -252,8 +258,13 @@ impl App {
                 self.latency.tracing = Tracing::Off(why);
                 self.latency.history.clear();
                 self.latency.lost = 0;
+                self.latency.no_device_span = false;
             }
             LatencyFeed::Sample(s) => self.push_latency(s),
+            LatencyFeed::NoDeviceSpan(why) => {
+                self.latency.no_device_span = true;
+                self.say(StatusKind::Error, no_device_span_note(&why));
+            }
         }
     }
 

@@ -27,6 +27,8 @@ enum Part {
     NoP99,
     /// I/Os the kernel could not count (`lost 3 I/Os`), when there were any.
     Lost,
+    /// The issue program could not be attached (`no dev span`).
+    NoDevSpan,
 }
 
 /// One way to make the header shorter.
@@ -41,10 +43,10 @@ enum Shorten {
 
 /// Cheapest losses first: the kernel and the uptime, then the recording's
 /// directory and the middle of its file name (which repeats the hostname),
-/// the hostname, iowait, and last why there are no p99s or how many I/Os
-/// they lost. The program name, the mode, the recording marker, the
+/// the hostname, iowait, and last why there are no p99s, that there is no
+/// device span, or how many I/Os they lost. The program name, the mode, the recording marker, the
 /// interval and PAUSED stay.
-const SHORTEN: [Shorten; 9] = [
+const SHORTEN: [Shorten; 10] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
     Shorten::RecBasename,
@@ -53,6 +55,7 @@ const SHORTEN: [Shorten; 9] = [
     Shorten::Drop(Part::Iowait),
     Shorten::RecEllipsis(5),
     Shorten::Drop(Part::NoP99),
+    Shorten::Drop(Part::NoDevSpan),
     Shorten::Drop(Part::Lost),
 ];
 
@@ -119,6 +122,9 @@ pub fn header_text(app: &App, width: usize) -> String {
     // The p99s rest on every I/O but these: say so once there were any.
     if app.latency.lost > 0 {
         parts.push((Part::Lost, format!("lost {} I/Os", app.latency.lost)));
+    }
+    if app.latency.no_device_span {
+        parts.push((Part::NoDevSpan, "no dev span".into()));
     }
     // Each part with its separator, plus a margin of two.
     let len = |parts: &[(Part, String)]| -> usize {
@@ -298,6 +304,26 @@ mod tests {
         // Tracing stopped: no percentiles left to be short.
         app.on_latency(LatencyFeed::Unavailable("BPF read failed".into()));
         assert!(!header_text(&app, 200).contains("lost"));
+    }
+
+    #[test]
+    fn a_failed_issue_program_is_said_on_the_status_line_and_in_the_header() {
+        use crate::tui::worker::latency::LatencyFeed;
+        let mut app = app(None);
+        app.on_latency(LatencyFeed::Tracing);
+        assert!(!header_text(&app, 200).contains("dev span"));
+        app.on_latency(LatencyFeed::NoDeviceSpan("block_rq_issue: EPERM".into()));
+        let t = header_text(&app, 200);
+        assert!(t.ends_with(" │ every 250ms │ no dev span"), "{t}");
+        let status = app.status.as_ref().map(|s| s.text.as_str()).unwrap_or("");
+        assert!(
+            status.starts_with("no device span (r_dev_p99, w_dev_p99) "),
+            "{status}"
+        );
+        assert!(status.ends_with(": block_rq_issue: EPERM"), "{status}");
+        // Tracing stopped: nothing left to be without.
+        app.on_latency(LatencyFeed::Unavailable("BPF read failed".into()));
+        assert!(!header_text(&app, 200).contains("dev span"));
     }
 
     #[test]

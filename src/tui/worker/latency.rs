@@ -99,6 +99,9 @@ pub enum LatencyFeed {
     Unavailable(String),
     /// One interval's histograms.
     Sample(LatencySample),
+    /// The issue program could not be attached (why): queues that do not
+    /// time their issues themselves get no device span. Sent once.
+    NoDeviceSpan(String),
 }
 
 /// The header's few words for why there are no percentiles.
@@ -237,6 +240,12 @@ impl LiveLatency {
         }
         let readings = self.read()?;
         Ok(self.intervals.next(readings))
+    }
+
+    /// Why the issue program could not be attached, once
+    /// ([`Tracer::take_issue_failure`]); a shoot-out's read may have tried.
+    pub fn take_issue_failure(&self) -> Option<String> {
+        self.tracer.lock().ok()?.take_issue_failure()
     }
 
     /// The tracer, for a shoot-out to read too (the program is loaded once).

@@ -210,6 +210,14 @@ impl LiveSource {
                 let (interval, latency) = match self.latency.as_mut().map(|l| l.tick(&s)) {
                     None | Some(Ok(None)) => (None, None),
                     Some(Ok(Some(i))) => {
+                        let failed = self.latency.as_ref().and_then(|l| l.take_issue_failure());
+                        if let Some(why) = failed
+                            && feed
+                                .send(Feed::Latency(LatencyFeed::NoDeviceSpan(why)))
+                                .is_err()
+                        {
+                            return false;
+                        }
                         let sample = sample_of(&i, &s).map(LatencyFeed::Sample);
                         (Some(i), sample)
                     }

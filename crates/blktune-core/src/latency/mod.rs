@@ -29,7 +29,7 @@ pub use sparse::{SparseError, SparseHist};
 pub use summary::{
     IoLatency, KernelFigures, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail,
 };
-pub use tracer::{IssueProgram, Tracer, Unavailable};
+pub use tracer::{IssueProgram, Tracer, Unavailable, no_device_span_note};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -70,6 +70,9 @@ pub struct Tracer {
     untimed: PerCpuArray<MapData, u64>,
     /// See [`Tracer::issue_program`].
     issue: IssueProgram,
+    /// [`IssueProgram::Failed`] was handed out by
+    /// [`Tracer::take_issue_failure`].
+    issue_failure_taken: bool,
     /// The number of type ids of the slim BTF blob the load used
     /// ([`slim`]); `None`: it needed the whole BTF.
     slim_btf: Option<u32>,
@@ -116,6 +119,16 @@ pub enum IssueProgram {
     Failed(String),
 }
 
+/// What to say, once, when the issue program could not be attached: the
+/// device span of a queue that does not time its issues itself stays empty.
+pub fn no_device_span_note(why: &str) -> String {
+    format!(
+        "no device span (r_dev_p99, w_dev_p99) on queues that do not time their issues \
+         themselves: the issue program could not be attached: {}",
+        crate::text::printable(why)
+    )
+}
+
 /// Where issue times come from: the kernel where it keeps them, else the
 /// program ([`Tracer::start`]); always the program, its issue program
 /// attached at start or lazily (tests and benchmarks).
@@ -124,6 +137,34 @@ enum Issues {
     Kernel,
     Program,
     ProgramLazily,
+}
+
+/// The issue program's next state, if it changes: a waiting one is
+/// attached once `needed` says a completion came without an issue time.
+/// Neither is called otherwise (attached or failed: never retried).
+fn next_issue_program(
+    now: &IssueProgram,
+    needed: impl FnOnce() -> bool,
+    attach: impl FnOnce() -> Result<(), String>,
+) -> Option<IssueProgram> {
+    if *now != IssueProgram::Waiting || !needed() {
+        return None;
+    }
+    Some(match attach() {
+        Ok(()) => IssueProgram::Attached,
+        Err(e) => IssueProgram::Failed(e),
+    })
+}
+
+/// A failure's words the first time they are asked for.
+fn take_failure(issue: &IssueProgram, taken: &mut bool) -> Option<String> {
+    match issue {
+        IssueProgram::Failed(e) if !*taken => {
+            *taken = true;
+            Some(e.clone())
+        }
+        _ => None,
+    }
 }
 
 /// Is the issue program attached at start? When the program keeps every
@@ -312,6 +353,7 @@ impl Tracer {
             lost,
             untimed,
             issue,
+            issue_failure_taken: false,
             slim_btf,
             kernel_issue_times: masks.1 != 0,
             complete_fd,
@@ -332,31 +374,38 @@ impl Tracer {
         &self.issue
     }
 
+    /// Why the issue program could not be attached, once: the first call
+    /// after it failed, `None` before and after. How `watch` and the TUI
+    /// say, once, that a queue without statistics has no device span.
+    pub fn take_issue_failure(&mut self) -> Option<String> {
+        take_failure(&self.issue, &mut self.issue_failure_taken)
+    }
+
     /// Attach the issue program if it waits and a completion came without
     /// an issue time. A failed read of the count tries again at the next
     /// read (the histograms are read all the same).
     fn attach_issue_if_needed(&mut self) {
-        if self.issue != IssueProgram::Waiting {
-            return;
-        }
+        let Tracer {
+            bpf,
+            untimed,
+            issue,
+            ..
+        } = self;
         // Unreadable: tried again at the next read.
-        let needed = self.untimed.get(&0, 0).is_ok_and(|n| sum_cpus(&n) > 0);
-        if !needed {
-            return;
-        }
-        let (name, tracepoint) = ISSUE;
-        let attached = self
-            .bpf
-            .program_mut(name)
-            .ok_or_else(|| format!("no program {name}"))
-            .and_then(|p| {
-                let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
-                p.attach().map_err(|e| format!("{tracepoint}: {e}"))
-            });
-        self.issue = match attached {
-            Ok(_) => IssueProgram::Attached,
-            Err(e) => IssueProgram::Failed(e),
+        let needed = || untimed.get(&0, 0).is_ok_and(|n| sum_cpus(&n) > 0);
+        let attach = || {
+            let (name, tracepoint) = ISSUE;
+            let p = bpf
+                .program_mut(name)
+                .ok_or_else(|| format!("no program {name}"))?;
+            let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
+            p.attach()
+                .map(drop)
+                .map_err(|e| format!("{tracepoint}: {e}"))
         };
+        if let Some(next) = next_issue_program(issue, needed, attach) {
+            *issue = next;
+        }
     }
 
     /// The number of type ids of the slim BTF blob the load relocated and
@@ -462,6 +511,42 @@ fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (BTreeMap<DevId, DeviceHists>, Vec
 mod tests {
     use super::super::{Dir, map_id};
     use super::*;
+
+    #[test]
+    fn a_failed_issue_program_is_named_with_the_fields_it_empties() {
+        let n = no_device_span_note("block_rq_issue: EPERM\x1b[2J");
+        assert!(
+            n.starts_with("no device span (r_dev_p99, w_dev_p99) "),
+            "{n}"
+        );
+        assert!(n.contains("block_rq_issue: EPERM"), "{n}");
+        assert!(!n.contains('\x1b'), "{n}");
+    }
+
+    #[test]
+    fn a_waiting_issue_program_is_attached_once_needed_and_a_failure_is_said_once() {
+        let never = || -> Result<(), String> { panic!("attached when not needed") };
+        let w = IssueProgram::Waiting;
+        assert_eq!(next_issue_program(&w, || false, never), None);
+        assert_eq!(
+            next_issue_program(&w, || true, || Ok(())),
+            Some(IssueProgram::Attached)
+        );
+        let failed = next_issue_program(&w, || true, || Err("EPERM".into())).unwrap();
+        assert_eq!(failed, IssueProgram::Failed("EPERM".into()));
+        // Attached or failed: not looked at again, never retried.
+        let unasked = || -> bool { panic!("asked again") };
+        assert_eq!(next_issue_program(&failed, unasked, never), None);
+        assert_eq!(
+            next_issue_program(&IssueProgram::Attached, unasked, never),
+            None
+        );
+
+        let mut taken = false;
+        assert_eq!(take_failure(&w, &mut taken), None);
+        assert_eq!(take_failure(&failed, &mut taken), Some("EPERM".into()));
+        assert_eq!(take_failure(&failed, &mut taken), None);
+    }
 
     #[test]
     fn the_issue_program_is_attached_at_start_only_when_the_program_keeps_every_issue_time() {
