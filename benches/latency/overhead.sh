@@ -5,12 +5,15 @@
 # /dev/shm, scheduler none. No assertions: figures for the README and reviews.
 # Root only.
 #
-#   benches/latency/overhead.sh [ROUNDS] [SECONDS]      (default 12 rounds of 4 s)
+#   benches/latency/overhead.sh [ROUNDS] [SECONDS]      (default 40 rounds, windows of 2 s)
 #
 # Two phases, so that measuring does not inflate what is measured:
 #  1. IOPS, with kernel.bpf_stats_enabled OFF (with it on, every BPF program
-#     call is timed with two extra clock reads). Each round runs fio once per
-#     contender, interleaved, starting from a different one each round:
+#     call is timed with two extra clock reads). One fio run goes on the whole
+#     phase; the tracers are started and stopped under it, and its IOPS are
+#     counted (from /proc/diskstats) over windows of SECONDS with no tracer
+#     and with each tracer in turn, every tracer's window between two windows
+#     without one, in an order that rotates each round:
 #       none      no tracing;
 #       ours      `blktune watch --json -i 1s DEV`: the real tool, so the BPF
 #                 programs plus blktune's own sampling (diskstats, sysfs and
@@ -18,14 +21,19 @@
 #       before    the same with the binary in $BLKTUNE_BEFORE, if set (to
 #                 compare two builds in one run);
 #       bpftrace  bpftrace-hist.bt.
-#     Per round, each contender's loss is against that round's `none`; the
-#     summary gives medians, a 95% bootstrap interval of the median and the
-#     spread of the per-round losses. Each run
-#     also gives the machine's busy CPU time (user+system+irq, not steal) per
-#     I/O: with fio CPU-bound, the share of IOPS a tracer costs, and steadier
-#     than IOPS on a VM whose host takes a varying part of the CPUs.
+#     A tracer's window counts only once it has attached (and its start-up
+#     is over); a window without one starts after the last has exited. Each
+#     tracer window's loss is against the mean of the windows either side of
+#     it, so the VM's drift (its IOPS move by 10% from one fio run to the
+#     next, and a few percent from second to second) cancels out in pairs;
+#     the summary gives the median and the mean of those losses, each with a
+#     95% bootstrap interval. Each window also gives the machine's busy CPU
+#     time (user+system+irq, not steal) per I/O. (Until 2026-11-24 each
+#     contender ran fio runs of its own, 4 s each, paired by round: those
+#     runs' IOPS spread so widely that 16 rounds gave intervals 8 to 11
+#     points wide; benches/latency/runs/ keeps their output.)
 #  2. Run time in BPF per I/O, with bpf_stats ON, in separate short fio runs
-#     (3 s, ROUNDS times per tracer): the programs' total run time over the
+#     (3 s, COST_ROUNDS times per tracer, default 12): the programs' total run time over the
 #     calls of the busiest one (one call per I/O). With bpf_stats on, the
 #     kernel reads the clock around every program call, and part of that
 #     reading lands inside the time it records: an empty program measures
@@ -40,9 +48,10 @@
 # BLKTUNE (default target/release/blktune) and BLKTUNE_BEFORE name the binaries.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-rounds=${1:-12}
-secs=${2:-4}
+rounds=${1:-40}
+secs=${2:-2}
 cost_secs=3
+cost_rounds=${COST_ROUNDS:-12}
 bin=${BLKTUNE:-$here/../../target/release/blktune}
 before=${BLKTUNE_BEFORE:-}
 [ "$(id -u)" -eq 0 ] || { echo "needs root" >&2; exit 1; }
@@ -56,8 +65,10 @@ stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
 dev=""
 bg=""
 out=""
+load=""
 cleanup() {
   if [ -n "$bg" ]; then kill "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true; fi
+  if [ -n "$load" ]; then kill "$load" 2>/dev/null || true; wait "$load" 2>/dev/null || true; fi
   [ -n "$dev" ] && losetup -d "$dev" || true
   rm -f "$img" "$fio_out" ${out:+"$out"}
   echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled
@@ -172,27 +183,53 @@ prog_stats() {
 contenders=(none ours)
 [ -n "$before" ] && contenders+=(before)
 contenders+=(bpftrace)
-nc=${#contenders[@]}
-declare -A res cpu
-echo "IOPS, bpf_stats off: $rounds rounds of $secs s, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
+tracers=("${contenders[@]:1}")
+nt=${#tracers[@]}
+
+# The device's completed reads so far (diskstats' 4th field).
+reads() { awk -v d="$name" '$3 == d { print $4; exit }' /proc/diskstats; }
+
+# fio's IOPS over a window of $secs s of the fio run going on, and the
+# machine's busy CPU time per I/O in ns over it: "IOPS NS".
+window() {
+  local r0 r1 b0 b1 t0 t1
+  r0=$(reads); b0=$(busy); t0=$(date +%s%N)
+  sleep "$secs"
+  r1=$(reads); b1=$(busy); t1=$(date +%s%N)
+  awk -v r="$((r1 - r0))" -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%d %d\n", r * 1e9 / t, (r > 0 ? b / hz * 1e9 / r : 0) }'
+}
+
+declare -A res cpu before_none after_none
+echo "IOPS, bpf_stats off: $rounds rounds of windows of $secs s in one fio run, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
+fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
+  --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
+  --time_based --runtime=1000000 --output=/dev/null & load=$!
+sleep 3
+read -r none_iops none_cpu < <(window)
+nones=("$none_iops")
+nones_cpu=("$none_cpu")
 for r in $(seq "$rounds"); do
-  line="round $r:"
-  for i in $(seq 0 $((nc - 1))); do
-    c=${contenders[$(((i + r - 1) % nc))]}
-    [ "$c" = none ] || start "$c"
-    read -r res[$c,$r] cpu[$c,$r] < <(iops "$secs")
-    [ "$c" = none ] || stop "$c"
-  done
-  for c in "${contenders[@]}"; do
-    line+=" $c ${res[$c,$r]} (${cpu[$c,$r]} ns CPU/I/O"
-    [ "$c" = none ] || line+=", $(python3 -c "print(f'{100*(1-${res[$c,$r]}/${res[none,$r]}):.1f} % fewer IOPS, {100*(${cpu[$c,$r]}/${cpu[none,$r]}-1):+.1f} % CPU/I/O')")"
-    line+=")"
+  line="round $r: none $none_iops"
+  for i in $(seq 0 $((nt - 1))); do
+    c=${tracers[$(((i + r - 1) % nt))]}
+    start "$c"
+    read -r res[$c,$r] cpu[$c,$r] < <(window)
+    stop "$c"
+    sleep 0.3
+    before_none[$c,$r]="$none_iops $none_cpu"
+    read -r none_iops none_cpu < <(window)
+    nones+=("$none_iops")
+    nones_cpu+=("$none_cpu")
+    after_none[$c,$r]="$none_iops $none_cpu"
+    line+=" $c ${res[$c,$r]} none $none_iops"
   done
   echo "$line"
 done
+kill "$load"; wait "$load" 2>/dev/null || true; load=""
 
-echo "BPF run time per I/O, bpf_stats on: $rounds runs of $cost_secs s per tracer"
+echo "BPF run time per I/O, bpf_stats on: $cost_rounds runs of $cost_secs s per tracer"
 # ns[$c,$r]: "RUN_TIME_PER_IO CALLS_PER_IO" of tracer c in run r.
 declare -A ns
 for c in "${contenders[@]}" empty; do
@@ -200,7 +237,7 @@ for c in "${contenders[@]}" empty; do
   start "$c"
   echo 1 > /proc/sys/kernel/bpf_stats_enabled
   line=""
-  for r in $(seq "$rounds"); do
+  for r in $(seq "$cost_rounds"); do
     # The counters are cumulative: the difference over one fio run; the
     # programs' total run time and calls over the calls of the busiest one
     # (one call per I/O).
@@ -225,20 +262,22 @@ PY
 done
 
 args=()
-for c in "${contenders[@]}"; do
+for c in "${tracers[@]}"; do
+  # Per round "ON_IOPS:ON_CPU:BEFORE_IOPS:BEFORE_CPU:AFTER_IOPS:AFTER_CPU".
   v="$c"
-  for r in $(seq "$rounds"); do v+=" ${res[$c,$r]}"; done
+  for r in $(seq "$rounds"); do
+    v+=" ${res[$c,$r]}:${cpu[$c,$r]}:$(tr ' ' : <<< "${before_none[$c,$r]}"):$(tr ' ' : <<< "${after_none[$c,$r]}")"
+  done
   v+=" |"
-  for r in $(seq "$rounds"); do v+=" $(tr ' ' : <<< "${ns[$c,$r]:-nan nan}")"; done
-  v+=" |"
-  for r in $(seq "$rounds"); do v+=" ${cpu[$c,$r]}"; done
+  for r in $(seq "$cost_rounds"); do v+=" $(tr ' ' : <<< "${ns[$c,$r]:-nan nan}")"; done
   args+=("$v")
 done
 empty=""
-for r in $(seq "$rounds"); do empty+=" $(tr ' ' : <<< "${ns[empty,$r]:-nan nan}")"; done
-python3 - "$rounds" "$secs" "$empty" "${args[@]}" <<'PY'
+for r in $(seq "$cost_rounds"); do empty+=" $(tr ' ' : <<< "${ns[empty,$r]:-nan nan}")"; done
+nones_arg="${nones[*]}|${nones_cpu[*]}"
+python3 - "$rounds" "$secs" "$empty" "$nones_arg" "${args[@]}" <<'PY'
 import random, statistics as st, sys
-rounds, secs = int(sys.argv[1]), int(sys.argv[2])
+rounds, secs = int(sys.argv[1]), float(sys.argv[2])
 
 def runs(text):
     """(run time per I/O, program calls per I/O) of each bpf_stats run."""
@@ -259,27 +298,25 @@ def ci(xs, f=st.median, n=2000):
 # an empty program's time per call.
 empty = runs(sys.argv[3])
 per_call = st.median(t / calls for t, calls in empty) if empty else float("nan")
-iops, ns, cpu = {}, {}, {}
-for a in sys.argv[4:]:
-    head, tail, cpus = a.split("|")
+none_iops, none_cpu = ([int(x) for x in part.split()] for part in sys.argv[4].split("|"))
+pairs, ns = {}, {}
+for a in sys.argv[5:]:
+    head, tail = a.split("|")
     name, *vals = head.split()
-    iops[name] = list(map(int, vals))
+    pairs[name] = [tuple(map(int, v.split(":"))) for v in vals]
     ns[name] = runs(tail)
-    cpu[name] = list(map(int, cpus.split()))
-none = iops["none"]
-nm = st.median(none)
-cpu_none = st.median(cpu["none"])
-print(f"median IOPS: none {nm:.0f}; busy CPU per I/O: none {cpu_none:.0f} ns")
+cpu_none = st.median(none_cpu)
+print(f"IOPS without tracing: median {st.median(none_iops):.0f} over {len(none_iops)} windows "
+      f"({min(none_iops)} .. {max(none_iops)}); busy CPU per I/O: median {cpu_none:.0f} ns")
 print(f"bpf_stats' own cost inside each recorded program call (bpftrace, empty probes): "
       f"{per_call:.0f} ns")
 parts = []
-for c in iops:
-    if c == "none":
-        continue
-    loss = [100 * (1 - o / n) for o, n in zip(iops[c], none)]
-    more = [100 * (o / n - 1) for o, n in zip(cpu[c], cpu["none"])]
-    lo, hi = ci(loss)
-    m = st.median(iops[c])
+for c, ps in pairs.items():
+    # Against the mean of the windows without tracing either side.
+    loss = [100 * (1 - on / ((b + a) / 2)) for on, _, b, _, a, _ in ps]
+    more = [100 * (oc / ((bc + ac) / 2) - 1) for _, oc, _, bc, _, ac in ps]
+    mlo, mhi = ci(loss)
+    alo, ahi = ci(loss, st.mean)
     if ns[c]:
         raw = st.median(t for t, _ in ns[c])
         net = st.median(t - calls * per_call for t, calls in ns[c])
@@ -287,15 +324,18 @@ for c in iops:
                 f"({100 * net / cpu_none:.1f} % of none's CPU per I/O)")
     else:
         cost = "BPF ns n/a"
-    print(f"  {c:8s} {m:.0f} ({m/nm:.3f} of none); per round loss median {st.median(loss):.1f} % "
-          f"(95% interval of the median {lo:.1f} .. {hi:.1f}; rounds {min(loss):.1f} .. {max(loss):.1f}); "
-          f"busy CPU per I/O {st.median(more):+.1f} % (rounds {min(more):+.1f} .. {max(more):+.1f}); {cost}")
-    parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS (95% {lo:.1f} .. {hi:.1f}), "
+    print(f"  {c:8s} loss per window: median {st.median(loss):.1f} % (95% {mlo:.1f} .. {mhi:.1f}), "
+          f"mean {st.mean(loss):.1f} % (95% {alo:.1f} .. {ahi:.1f}), windows {min(loss):.1f} .. "
+          f"{max(loss):.1f}; busy CPU per I/O median {st.median(more):+.1f} %, mean "
+          f"{st.mean(more):+.1f} %; {cost}")
+    parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS (median, 95% {mlo:.1f} .. {mhi:.1f}; "
+                 f"mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}), "
                  f"{st.median(more):+.1f} % CPU per I/O, {cost}")
 print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
       "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
-      "CPU per I/O: the machine's user+system+irq time over fio's I/Os, steal excluded: "
-      "what a CPU-bound fio loses in IOPS, less moved by the VM's neighbours than IOPS)")
-print(f"summary ({rounds} x {secs} s, median of per-round loss vs none, 95% interval): "
+      "Loss: a tracer's window against the mean of the windows without tracing either side, in "
+      "one fio run. CPU per I/O: the machine's user+system+irq time over fio's I/Os, steal "
+      "excluded)")
+print(f"summary ({rounds} rounds of {secs} s windows): "
       + "; ".join(parts) + " [target: ours under 3 % and below bpftrace]")
 PY

@@ -12,12 +12,14 @@
  *           throttling, kyber, ...), that time is used; elsewhere (bfq, which
  *           turns write throttling off) the program keeps it, see `issued`.
  * Each I/O adds 1 to a bucket and its nanoseconds to a sum of each span, with
- * atomic adds in a hash map that userspace reads once per tick. Nothing is
+ * atomic adds in an array or a hash map (see `fast`) that userspace reads
+ * once per tick. Nothing is
  * sent to userspace per I/O; no loops.
  *
  * Cost per I/O, the figure benches/latency/overhead.sh measures: one
- * clock read and one lookup (the value holding both spans of the disk and
- * direction) where the kernel times the issue; else one more clock read and
+ * clock read and two array lookups, inlined (the slot's owner, then the
+ * value holding both spans of the disk and direction), where the kernel
+ * times the issue and the disk has a slot in `fast`; else one more clock read and
  * a lookup on issue and on completion (the issue time). No map update or
  * delete on the hot path: the issue time is written in place into an entry
  * that lives as long as the request struct it is keyed by (blk-mq
@@ -45,6 +47,7 @@ struct gendisk {
 struct request_queue {
 	struct gendisk *disk;
 	unsigned long queue_flags;
+	int id;
 } __attribute__((preserve_access_index));
 
 struct request {
@@ -107,6 +110,37 @@ struct {
 	__type(key, struct hist_key);
 	__type(value, __u64[SPANS_LEN]);
 } hists SEC(".maps");
+
+/* The reads and writes of the first disks to complete one, by request
+ * queue id (small numbers the kernel hands out from 0 and reuses), in
+ * arrays: an array lookup is a few inlined instructions, where the hash
+ * map's costs two calls (hashing the key, comparing it), a third of the
+ * program's time per I/O. Slot (id % FAST_QUEUES) * 2 + direction belongs
+ * to the first disk and direction to complete an I/O there, for as long as
+ * the program is loaded: never given back, so an owner once seen never
+ * changes. A disk whose slot another owns (a colliding id, or the same
+ * disk with a newer diskseq: a re-attached loop device) uses `hists`;
+ * userspace adds the two up by key. `fast_owners` holds each slot's owner:
+ * its hist_key id | FAST_OWNED, then its diskseq (0 until set, right after
+ * the owner's compare-and-swap: until then the owner's I/Os go to `hists`
+ * too). */
+#define FAST_QUEUES 32
+#define FAST_SLOTS (FAST_QUEUES * 2)
+#define FAST_OWNED (1ULL << 63)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[2 * FAST_SLOTS]);
+} fast_owners SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FAST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64[SPANS_LEN]);
+} fast SEC(".maps");
 
 /* Issue time of each request in the driver that the kernel does not time,
  * keyed by its address; 0 once it completed. Request structs are preallocated per tag set and reused, so
@@ -216,6 +250,33 @@ static __always_inline void count_untimed(void)
 		__sync_fetch_and_add(n, 1);
 }
 
+/* The disk's histograms of a read or write in `fast`, claiming its slot
+ * if free; NULL: another owns it (or its diskseq is not set yet), or not a
+ * read or write: then `hists`. */
+static __always_inline __u64 *fast_hist(const struct hist_key *key, int dir, int qid)
+{
+	__u64 tag = key->id | FAST_OWNED;
+	__u32 zero = 0, i;
+	__u64 *owners;
+
+	if (dir != DIR_READ && dir != DIR_WRITE)
+		return NULL;
+	i = ((__u32)qid % FAST_QUEUES) * 2 + dir;
+	if (i >= FAST_SLOTS)
+		return NULL;
+	owners = bpf_map_lookup_elem(&fast_owners, &zero);
+	if (!owners)
+		return NULL;
+	if (owners[2 * i] != tag) {
+		if (owners[2 * i] || __sync_val_compare_and_swap(&owners[2 * i], 0, tag))
+			return NULL;
+		owners[2 * i + 1] = key->diskseq;
+	} else if (owners[2 * i + 1] != key->diskseq) {
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&fast, &i);
+}
+
 /* Count one latency in a span's histogram of a map value. */
 static __always_inline void add(__u64 *h, __u32 span, __u64 ns)
 {
@@ -258,7 +319,7 @@ int on_complete(__u64 *ctx)
 	struct gendisk *disk;
 	struct hist_key key;
 	__u64 *t, *h, qflags;
-	int dir;
+	int dir, qid;
 
 	/* A partial completion: the request goes on; count it at its end. */
 	if (nr_bytes < rq->__data_len)
@@ -270,6 +331,7 @@ int on_complete(__u64 *ctx)
 	q = rq->q;
 	disk = q->disk;
 	qflags = q->queue_flags;
+	qid = q->id;
 	dir = direction(rq);
 	if (dir < 0 || !disk)
 		return 0;
@@ -302,7 +364,9 @@ int on_complete(__u64 *ctx)
 	}
 	key.id = ((__u64)disk->major << 20 | (__u32)disk->first_minor) << 8 | dir;
 	key.diskseq = disk->diskseq;
-	h = bpf_map_lookup_elem(&hists, &key);
+	h = fast_hist(&key, dir, qid);
+	if (!h)
+		h = bpf_map_lookup_elem(&hists, &key);
 	if (!h) {
 		/* BPF_NOEXIST: two CPUs racing to create it both end up adding
 		 * to the one that won. */

@@ -142,6 +142,16 @@ impl Hist {
         self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
     }
 
+    /// Add another cumulative reading kept apart (the program's two maps
+    /// of one disk): like [`Hist::add`], but the sum adds modulo 2^64, as
+    /// the kernel's wraps, so that [`Hist::since`] stays exact across a wrap.
+    pub fn add_reading(&mut self, other: &Hist) {
+        for (a, &b) in self.slots.iter_mut().zip(other.slots.iter()) {
+            *a = a.saturating_add(b);
+        }
+        self.sum_ns = self.sum_ns.wrapping_add(other.sum_ns);
+    }
+
     /// What happened between an earlier cumulative reading and this one.
     ///
     /// Counts only grow; one that shrank means the histogram was re-created

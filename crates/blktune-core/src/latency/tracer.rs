@@ -9,7 +9,7 @@ use super::btf_slim::{CORE_STRUCTS, slim};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use crate::os::ImmutableFile;
-use aya::maps::{HashMap, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 use std::collections::BTreeMap;
@@ -33,6 +33,13 @@ const ISSUE: (&str, &str) = ("on_issue", "block_rq_issue");
 /// itself: the queue flag that turns its statistics on, and the request
 /// flag it then sets (the program's `queue_stats_mask`, `rq_stats_mask`).
 const STATS_FLAGS: [&str; 2] = ["QUEUE_FLAG_STATS", "__RQF_STATS"];
+
+/// The program's `fast` array: its slots (`FAST_SLOTS`), and the bit that
+/// marks a slot's owner in `fast_owners` (`FAST_OWNED`).
+const FAST_SLOTS: usize = 64;
+const FAST_OWNED: u64 = 1 << 63;
+// A slot per bit of `Tracer::fast_gone`.
+const _: () = assert!(FAST_SLOTS <= 64);
 
 const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
 const LOCKDOWN_PATH: &str = "/sys/kernel/security/lockdown";
@@ -63,6 +70,13 @@ pub struct Tracer {
     bpf: Ebpf,
     /// Key: `[map_id, diskseq]`; value: both spans' histograms ([`SPANS_LEN`]).
     hists: HashMap<MapData, [u64; 2], [u64; SPANS_LEN]>,
+    /// The owner of each slot of `fast` (`map_id | FAST_OWNED`, diskseq).
+    fast_owners: Array<MapData, [u64; 2 * FAST_SLOTS]>,
+    /// The histograms of the disks that own a slot, read and write.
+    fast: Array<MapData, [u64; SPANS_LEN]>,
+    /// Slots whose owner was found replaced by a newer diskseq of its
+    /// device: it can have no more I/O, so it is not read again.
+    fast_gone: u64,
     /// One slot per CPU: completions that found no histogram.
     lost: PerCpuArray<MapData, u64>,
     /// One slot per CPU: completions with no issue time (the program's
@@ -331,6 +345,10 @@ impl Tracer {
     ) -> Result<Self, String> {
         let map = bpf.take_map("hists").ok_or("no map hists")?;
         let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
+        let map = bpf.take_map("fast_owners").ok_or("no map fast_owners")?;
+        let fast_owners = Array::try_from(map).map_err(|e| format!("map fast_owners: {e}"))?;
+        let map = bpf.take_map("fast").ok_or("no map fast")?;
+        let fast = Array::try_from(map).map_err(|e| format!("map fast: {e}"))?;
         let map = bpf.take_map("lost").ok_or("no map lost")?;
         let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
         let map = bpf.take_map("untimed").ok_or("no map untimed")?;
@@ -350,6 +368,9 @@ impl Tracer {
         Ok(Self {
             bpf,
             hists,
+            fast_owners,
+            fast,
+            fast_gone: 0,
             lost,
             untimed,
             issue,
@@ -436,6 +457,19 @@ impl Tracer {
         }
         let lost = sum_cpus(&per_cpu).wrapping_add(self.skipped);
         let mut raw: Vec<([u64; 2], Span, Hist)> = Vec::new();
+        let owners = self
+            .fast_owners
+            .get(&0, 0)
+            .map_err(|e| format!("map fast_owners: {e}"))?;
+        let mut fast_keys = Vec::new();
+        for (slot, key) in fast_slots(&owners, self.fast_gone) {
+            let value = self
+                .fast
+                .get(&(slot as u32), 0)
+                .map_err(|e| format!("map fast: {e}"))?;
+            raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
+            fast_keys.push((slot, key));
+        }
         for item in self.hists.iter() {
             // A key deleted between listing and lookup is skipped.
             let Ok((key, value)) = item else { continue };
@@ -443,7 +477,10 @@ impl Tracer {
         }
         let (devices, stale) = group(raw);
         for key in stale {
-            // Already gone is fine.
+            if let Some(&(slot, _)) = fast_keys.iter().find(|(_, k)| *k == key) {
+                self.fast_gone |= 1 << slot;
+            }
+            // Already gone (or only in `fast`) is fine.
             let _ = self.hists.remove(&key);
         }
         Ok(Readings { devices, lost })
@@ -462,6 +499,19 @@ fn split_value(value: &[u64; SPANS_LEN]) -> impl Iterator<Item = (Span, Hist)> +
         .filter(|(_, h)| !h.is_empty())
 }
 
+/// The slots of `fast` that have an owner with its diskseq set, and not
+/// `gone` (a bit per slot), with the owner's key as `hists` has it.
+fn fast_slots(
+    owners: &[u64; 2 * FAST_SLOTS],
+    gone: u64,
+) -> impl Iterator<Item = (usize, [u64; 2])> + '_ {
+    owners
+        .chunks_exact(2)
+        .enumerate()
+        .filter(move |&(slot, o)| o[0] & FAST_OWNED != 0 && o[1] != 0 && gone & (1 << slot) == 0)
+        .map(|(slot, o)| (slot, [o[0] & !FAST_OWNED, o[1]]))
+}
+
 /// A number field of an fd's `fdinfo` (`name:\t123`).
 fn fdinfo_field(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|l| {
@@ -477,7 +527,8 @@ fn sum_cpus(per_cpu: &[u64]) -> u64 {
 }
 
 /// Group raw map entries by device, keeping only each device's newest
-/// diskseq; also returns the keys of the older ones (once each).
+/// diskseq and adding up the entries of one key; also returns the keys of
+/// the older ones (once each).
 fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (BTreeMap<DevId, DeviceHists>, Vec<[u64; 2]>) {
     let mut newest: BTreeMap<DevId, u64> = BTreeMap::new();
     for (key, _, _) in &raw {
@@ -502,7 +553,11 @@ fn group(raw: Vec<([u64; 2], Span, Hist)>) -> (BTreeMap<DevId, DeviceHists>, Vec
             diskseq: key[1],
             hists: BTreeMap::new(),
         });
-        d.hists.insert((span, dir), h);
+        // A disk's I/Os can be in both maps (`fast` and `hists`): added up.
+        d.hists
+            .entry((span, dir))
+            .and_modify(|sum: &mut Hist| sum.add_reading(&h))
+            .or_insert(h);
     }
     (out, stale)
 }
@@ -639,6 +694,59 @@ mod tests {
         assert_eq!(d.diskseq, 9);
         assert_eq!(d.hists.len(), 1);
         assert_eq!(d.hists[&(Span::Total, Dir::Read)], new);
+    }
+
+    #[test]
+    fn a_disks_entries_in_both_maps_are_added_up_sum_modulo_2_64() {
+        let dev = DevId { major: 7, minor: 3 };
+        let r = map_id(dev, Dir::Read);
+        let (mut fast, mut hash) = (Hist::empty(), Hist::empty());
+        fast.record(u64::MAX - 10);
+        fast.record(1_000);
+        hash.record(2_000);
+        let (readings, stale) = group(vec![
+            ([r, 4], Span::Total, fast.clone()),
+            ([r, 4], Span::Total, hash.clone()),
+        ]);
+        assert!(stale.is_empty());
+        let h = &readings[&dev].hists[&(Span::Total, Dir::Read)];
+        assert_eq!(h.count(), 3);
+        assert_eq!(h.sum_ns(), (u64::MAX - 10).wrapping_add(3_000));
+        // So an interval's difference stays exact across the wrap.
+        let mut later = h.clone();
+        later.record(500);
+        assert_eq!(later.since(h).unwrap().sum_ns(), 500);
+    }
+
+    #[test]
+    fn only_owned_slots_with_a_diskseq_and_not_gone_are_read() {
+        let mut owners = [0u64; 2 * FAST_SLOTS];
+        let id = map_id(DevId { major: 7, minor: 3 }, Dir::Write);
+        // Slot 0: owned, diskseq set. Slot 1: owned, diskseq not yet set.
+        // Slot 5: owned, gone. Slot 63: owned. The rest: free.
+        for (slot, seq) in [(0, 4), (1, 0), (5, 6), (63, 7)] {
+            owners[2 * slot] = id | FAST_OWNED;
+            owners[2 * slot + 1] = seq;
+        }
+        let got: Vec<_> = fast_slots(&owners, 1 << 5).collect();
+        assert_eq!(got, vec![(0, [id, 4]), (63, [id, 7])]);
+    }
+
+    #[test]
+    fn the_fast_arrays_sizes_are_the_programs() {
+        let src = include_str!("../../bpf/latency.bpf.c");
+        let define = |name: &str| -> String {
+            src.lines()
+                .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("#define {name} not found"))
+                .trim()
+                .to_owned()
+        };
+        let queues: usize = define("FAST_QUEUES").parse().unwrap();
+        assert_eq!(define("FAST_SLOTS"), "(FAST_QUEUES * 2)");
+        assert_eq!(queues * 2, FAST_SLOTS);
+        assert_eq!(define("FAST_OWNED"), "(1ULL << 63)");
+        assert_eq!(FAST_OWNED, 1 << 63);
     }
 
     /// A map value is the total span's histogram, then the device span's;
