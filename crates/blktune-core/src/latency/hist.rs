@@ -231,12 +231,10 @@ mod tests {
     /// The BPF program's defines, so the two layouts cannot drift apart.
     #[test]
     fn layout_matches_the_bpf_program() {
-        let src = include_str!("../../bpf/latency.bpf.c");
         let define = |name: &str| -> u32 {
-            src.lines()
-                .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("#define {name} not found"))
+            let v = super::super::bpf_define(name);
+            v.parse()
+                .unwrap_or_else(|_| panic!("#define {name} {v}: not a number"))
         };
         assert_eq!(define("SUB_BITS"), SUB_BITS);
         assert_eq!(define("MIN_EXP"), MIN_EXP);
@@ -244,11 +242,7 @@ mod tests {
         // The tracer splits a map value at VALUE_LEN: total first, then device.
         assert_eq!(define("SPAN_TOTAL"), 0);
         assert_eq!(define("SPAN_DEVICE"), 1);
-        assert_eq!(
-            src.lines()
-                .find_map(|l| l.strip_prefix("#define SPANS_LEN ")),
-            Some("(2 * VALUE_LEN)")
-        );
+        assert_eq!(super::super::bpf_define("SPANS_LEN"), "(2 * VALUE_LEN)");
     }
 
     #[test]

@@ -127,6 +127,17 @@ pub fn parse_map_id(id: u64) -> Option<(DevId, Dir)> {
     Some((DevId::from_kernel(id >> 8), dir))
 }
 
+/// The value of a `#define` in the BPF program's source, for the tests
+/// that keep Rust's constants in step with the program's.
+#[cfg(test)]
+fn bpf_define(name: &str) -> &'static str {
+    include_str!("../../bpf/latency.bpf.c")
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("#define {name} not found"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -734,14 +734,7 @@ mod tests {
 
     #[test]
     fn the_fast_arrays_sizes_are_the_programs() {
-        let src = include_str!("../../bpf/latency.bpf.c");
-        let define = |name: &str| -> String {
-            src.lines()
-                .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("#define {name} not found"))
-                .trim()
-                .to_owned()
-        };
+        let define = super::super::bpf_define;
         let queues: usize = define("FAST_QUEUES").parse().unwrap();
         assert_eq!(define("FAST_SLOTS"), "(FAST_QUEUES * 2)");
         assert_eq!(queues * 2, FAST_SLOTS);
