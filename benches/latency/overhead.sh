@@ -317,6 +317,7 @@ for c, ps in pairs.items():
     more = [100 * (oc / ((bc + ac) / 2) - 1) for _, oc, _, bc, _, ac in ps]
     mlo, mhi = ci(loss)
     alo, ahi = ci(loss, st.mean)
+    clo, chi = ci(more, st.mean)
     if ns[c]:
         raw = st.median(t for t, _ in ns[c])
         net = st.median(t - calls * per_call for t, calls in ns[c])
@@ -327,10 +328,10 @@ for c, ps in pairs.items():
     print(f"  {c:8s} loss per window: median {st.median(loss):.1f} % (95% {mlo:.1f} .. {mhi:.1f}), "
           f"mean {st.mean(loss):.1f} % (95% {alo:.1f} .. {ahi:.1f}), windows {min(loss):.1f} .. "
           f"{max(loss):.1f}; busy CPU per I/O median {st.median(more):+.1f} %, mean "
-          f"{st.mean(more):+.1f} %; {cost}")
+          f"{st.mean(more):+.1f} % (95% {clo:+.1f} .. {chi:+.1f}); {cost}")
     parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS (median, 95% {mlo:.1f} .. {mhi:.1f}; "
                  f"mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}), "
-                 f"{st.median(more):+.1f} % CPU per I/O, {cost}")
+                 f"{st.mean(more):+.1f} % CPU per I/O (mean, 95% {clo:+.1f} .. {chi:+.1f}), {cost}")
 print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
       "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
       "Loss: a tracer's window against the mean of the windows without tracing either side, in "
