@@ -259,7 +259,9 @@ static __always_inline __u64 *fast_hist(const struct hist_key *key, int dir, int
 	__u32 zero = 0, i;
 	__u64 *owners;
 
-	if (dir != DIR_READ && dir != DIR_WRITE)
+	/* A diskseq of 0 (none: never on 5.15 on) is an owner's not set yet:
+	 * userspace reads no slot with it. */
+	if ((dir != DIR_READ && dir != DIR_WRITE) || !key->diskseq)
 		return NULL;
 	i = ((__u32)qid % FAST_QUEUES) * 2 + dir;
 	if (i >= FAST_SLOTS)
