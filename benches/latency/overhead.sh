@@ -27,10 +27,11 @@
 #     it, so the VM's drift (its IOPS move by 10% from one fio run to the
 #     next, and a few percent from second to second) cancels out in pairs;
 #     the summary gives the median and the mean of those losses, each with a
-#     95% bootstrap interval. Each window also gives the machine's busy CPU
+#     95% bootstrap interval (of runs of three consecutive windows: a window
+#     shares its neighbours without tracing with the windows next to it). Each window also gives the machine's busy CPU
 #     time (user+system+irq, not steal) per I/O. (Until 2026-11-24 each
 #     contender ran fio runs of its own, 4 s each, paired by round: those
-#     runs' IOPS spread so widely that 16 rounds gave intervals 8 to 11
+#     runs' IOPS spread so widely that 16 rounds gave intervals 5 to 11
 #     points wide; benches/latency/runs/ keeps their output.)
 #  2. Run time in BPF per I/O, with bpf_stats ON, in separate short fio runs
 #     (3 s, COST_ROUNDS times per tracer, default 12): the programs' total run time over the
@@ -110,7 +111,7 @@ PY
 attached() {
   local n=-1 m i stable=0
   for i in $(seq 200); do
-    kill -0 "$bg" 2>/dev/null || { echo "the tracer exited" >&2; exit 1; }
+    alive
     m=$(prog_stats | wc -l)
     if [ "$m" -ge "$1" ] && [ "$m" -eq "$n" ]; then
       stable=$((stable + 1))
@@ -125,6 +126,9 @@ attached() {
   exit 1
 }
 
+# Fail if the tracer in the background has exited.
+alive() { kill -0 "$bg" 2>/dev/null || { echo "the tracer exited" >&2; exit 1; }; }
+
 # Start a tracer in the background ($bg) and wait until it is attached.
 start() {
   case $1 in
@@ -137,7 +141,7 @@ start() {
     bpftrace)
       out=$(mktemp)
       BPFTRACE_MAP_KEYS_MAX=200000 bpftrace "$here/bpftrace-hist.bt" > "$out" 2>/dev/null & bg=$!
-      until grep -q Attaching "$out"; do sleep 0.2; done
+      until grep -q Attaching "$out"; do alive; sleep 0.2; done
       # It says so before it has loaded them all.
       attached 3
       ;;
@@ -145,7 +149,7 @@ start() {
       out=$(mktemp)
       bpftrace -e 'tracepoint:block:block_rq_issue {} tracepoint:block:block_rq_complete {}' \
         > "$out" 2>/dev/null & bg=$!
-      until grep -q Attaching "$out"; do sleep 0.2; done
+      until grep -q Attaching "$out"; do alive; sleep 0.2; done
       attached 2
       ;;
   esac
@@ -288,10 +292,22 @@ def runs(text):
             out.append((float(t), float(calls)))
     return out
 
-def ci(xs, f=st.median, n=2000):
-    """A 95% bootstrap interval of f(xs), seeded so a rerun prints the same."""
+def ci(xs, f=st.median, n=2000, block=3):
+    """A 95% bootstrap interval of f(xs), seeded so a rerun prints the same.
+    Resampled in runs of `block` consecutive windows (a moving-block
+    bootstrap): a tracer's windows share their neighbours without tracing
+    with the windows next to them, so they are not independent."""
     rng = random.Random(1)
-    ys = sorted(f(rng.choices(xs, k=len(xs))) for _ in range(n))
+    k = len(xs)
+    b = max(1, min(block, k))
+    ys = []
+    for _ in range(n):
+        sample = []
+        while len(sample) < k:
+            i = rng.randrange(k - b + 1)
+            sample.extend(xs[i:i + b])
+        ys.append(f(sample[:k]))
+    ys.sort()
     return ys[int(0.025 * n)], ys[int(0.975 * n) - 1]
 
 # The clock reading bpf_stats adds inside each program call's recorded time:
