@@ -44,8 +44,8 @@ enum Shorten {
 /// Cheapest losses first: the kernel and the uptime, then the recording's
 /// directory and the middle of its file name (which repeats the hostname),
 /// the hostname, iowait, and last why there are no p99s, that there is no
-/// device span, or how many I/Os they lost. The program name, the mode, the recording marker, the
-/// interval and PAUSED stay.
+/// device span, or how many I/Os they lost. The program name, the mode, the
+/// recording marker, the interval and PAUSED stay.
 const SHORTEN: [Shorten; 10] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
