@@ -6,6 +6,7 @@
 
 mod common;
 
+use blktune_core::device::QueueSettings;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::{Sampler, Snapshot};
 use common::{TestLoop, require_root};
@@ -93,4 +94,36 @@ fn a_scheduler_switched_behind_blktunes_back_shows_within_5_s() {
     let seen = seen.expect("the switch never showed in 7 ticks at 1 s");
     // Five ticks at 1 s, plus the time the ticks themselves take.
     assert!(seen <= Duration::from_millis(5_500), "shown after {seen:?}");
+}
+
+/// The round-robin reads a scheduler line through the file kept open since
+/// the first read: on real sysfs each read from the start shows the value
+/// now, every switch made since (and none of them made through it).
+#[test]
+fn a_held_scheduler_file_shows_every_switch_on_sysfs() {
+    if !require_root("a_held_scheduler_file_shows_every_switch_on_sysfs") {
+        return;
+    }
+    let lo = TestLoop::new(16);
+    let root = SysRoot::default();
+    let dev = root.device(lo.name()).unwrap();
+    let mut held = None;
+    let active = |held: &mut Option<_>| {
+        QueueSettings::read_scheduler_holding(&root, &dev, held, true)
+            .unwrap()
+            .map(|s| s.active)
+    };
+    assert_eq!(active(&mut held).as_deref(), Some("none"));
+    assert!(held.is_some(), "held from the first read");
+    for s in ["kyber", "mq-deadline", "bfq", "none"] {
+        lo.set_queue("scheduler", s);
+        assert_eq!(active(&mut held).as_deref(), Some(s));
+    }
+    let h = held.as_ref().unwrap();
+    lo.set_queue("scheduler", "kyber");
+    assert_eq!(
+        h.read().unwrap(),
+        "none mq-deadline [kyber] bfq",
+        "the whole line"
+    );
 }

@@ -3,7 +3,8 @@
 //! Attribute meanings: kernel `Documentation/ABI/stable/sysfs-block`.
 
 use crate::os::{
-    DeviceName, QueueAttr, SysRoot, is_plausible_scheduler_name, is_plausible_tunable_name,
+    DeviceName, HeldAttr, QueueAttr, SysRoot, is_plausible_scheduler_name,
+    is_plausible_tunable_name,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -201,6 +202,38 @@ fn settle<T>(
     }
 }
 
+/// Read a file through `held` when it is open and reads; else open it with
+/// `open` and keep it when `hold` (and it reads), or read it once with `once`.
+fn read_held(
+    held: &mut Option<HeldAttr>,
+    hold: bool,
+    open: impl FnOnce() -> std::io::Result<HeldAttr>,
+    once: impl FnOnce() -> std::io::Result<String>,
+) -> std::io::Result<String> {
+    if let Some(h) = held {
+        match h.read() {
+            Ok(s) => return Ok(s),
+            // Removed and perhaps made again: the file anew, below.
+            Err(_) => *held = None,
+        }
+    }
+    if !hold {
+        return once();
+    }
+    match open() {
+        Ok(h) => {
+            let read = h.read();
+            if read.is_ok() {
+                *held = Some(h);
+            }
+            read
+        }
+        // Not a regular file (a hostile tree): read once, as before.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => once(),
+        Err(e) => Err(e),
+    }
+}
+
 fn settle_scheduler(read: std::io::Result<String>) -> SchedulerRead {
     // "none" without brackets and without a choice means no blk-mq queue.
     settle(read, SchedulerState::parse)
@@ -222,12 +255,30 @@ impl QueueSettings {
     /// Scheduler, nr_requests and read_ahead_kb only (three reads): what a
     /// table row shows. The tunables are left empty.
     pub fn read_basic(root: &SysRoot, dev: &DeviceName) -> Self {
+        Self::read_basic_holding(root, dev, &mut None, false)
+    }
+
+    /// [`QueueSettings::read_basic`] with the scheduler line read as
+    /// [`QueueSettings::read_scheduler_holding`] reads it.
+    pub fn read_basic_holding(
+        root: &SysRoot,
+        dev: &DeviceName,
+        held: &mut Option<HeldAttr>,
+        hold: bool,
+    ) -> Self {
         // Three reads through one open `queue/`: short lookups.
         let Ok(q) = root.queue_dir(dev) else {
-            return Self::read_basic_with(root, dev, Self::read_scheduler(root, dev));
+            let sched = Self::read_scheduler_holding(root, dev, held, hold);
+            return Self::read_basic_with(root, dev, sched);
         };
+        let sched = read_held(
+            held,
+            hold,
+            || q.hold(&QueueAttr::Scheduler),
+            || q.read(&QueueAttr::Scheduler),
+        );
         Self::from_reads(
-            settle_scheduler(q.read(&QueueAttr::Scheduler)),
+            settle_scheduler(sched),
             settle_num(q.read(&QueueAttr::NrRequests)),
             settle_num(q.read(&QueueAttr::ReadAheadKb)),
         )
@@ -274,6 +325,24 @@ impl QueueSettings {
     /// else changed a device.
     pub fn read_scheduler(root: &SysRoot, dev: &DeviceName) -> SchedulerRead {
         settle_scheduler(root.read_queue_attr(dev, &QueueAttr::Scheduler))
+    }
+
+    /// The scheduler line from `held` when it is open (the cheap read of a
+    /// round-robin), else from the file, which is kept in `held` when
+    /// `hold`. A held file that fails is dropped and the file opened again.
+    pub fn read_scheduler_holding(
+        root: &SysRoot,
+        dev: &DeviceName,
+        held: &mut Option<HeldAttr>,
+        hold: bool,
+    ) -> SchedulerRead {
+        let attr = QueueAttr::Scheduler;
+        settle_scheduler(read_held(
+            held,
+            hold,
+            || root.hold_queue_attr(dev, &attr),
+            || root.read_queue_attr(dev, &attr),
+        ))
     }
 
     /// These files were read again (after a write): why the first read
@@ -565,6 +634,44 @@ pub fn unexpected_content(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler line through a held file: kept when asked, not when
+    /// not; a held file that fails is dropped and the file opened again; a
+    /// file that is not regular is read once and never held.
+    #[test]
+    fn a_scheduler_file_is_held_when_asked_and_opened_again_when_it_fails() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(dir.path()).unwrap();
+        tree.add(&FakeDisk::new("sda").dev(8, 0).active("kyber"))
+            .unwrap();
+        let root = tree.root();
+        let sda = root.device("sda").unwrap();
+        let active = |r: SchedulerRead| r.unwrap().unwrap().active;
+        let mut held = None;
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, false);
+        assert_eq!((active(r).as_str(), held.is_some()), ("kyber", false));
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        assert_eq!((active(r).as_str(), held.is_some()), ("kyber", true));
+        let q = QueueSettings::read_basic_holding(&root, &sda, &mut held, true);
+        assert_eq!((q.active_label(), held.is_some()), ("kyber", true));
+
+        let mut held = Some(HeldAttr::failing());
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        assert_eq!(active(r), "kyber", "read again from the file");
+        assert!(held.as_ref().is_some_and(|h| h.read().is_ok()), "held anew");
+        let mut held = Some(HeldAttr::failing());
+        let q = QueueSettings::read_basic_holding(&root, &sda, &mut held, false);
+        assert_eq!((q.active_label(), held.is_some()), ("kyber", false));
+
+        let sched = tree.dev_dir("sda").join("queue/scheduler");
+        std::fs::remove_file(&sched).unwrap();
+        nix::unistd::mkfifo(&sched, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let mut held = None;
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        assert!(matches!(r, Err(Unreadable::Unexpected(_))), "{r:?}");
+        assert!(held.is_none());
+    }
 
     /// A setting's file that is there but gives no value keeps why in the
     /// settings read (its content, or the read's error); a file that is

@@ -16,12 +16,12 @@
 //! more than diskstats (about 18 ms against 0.2 ms for 200 devices), which is
 //! why none of them is read every tick.
 
-use crate::device::{BlockDevice, Identity, QueueSettings};
+use crate::device::{BlockDevice, Identity, QueueSettings, SchedulerRead};
 use crate::diskstats::{self, Counters, DiskStatsLine, InFlight};
 use crate::host::CpuTimes;
 use crate::iostat::{self, ExtStats, NoData};
 use crate::natural::natural_cmp;
-use crate::os::{DeviceName, SysRoot};
+use crate::os::{DeviceName, HeldAttr, SysRoot, spare_descriptors};
 use crate::uevent::{Action, Uevent, UeventSocket};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io;
@@ -316,6 +316,58 @@ struct Entry {
     last_check: Option<Instant>,
     /// Round-robin checks since its settings were last read in full.
     checks: u32,
+    /// Its scheduler file, kept open for the round-robin's reads.
+    sched_file: Option<HeldAttr>,
+}
+
+/// The scheduler files kept open ([`HeldAttr`]: a round-robin check reads
+/// one with a `pread` instead of opening it), within a budget of
+/// descriptors; the devices past it are read by path.
+#[derive(Debug)]
+struct Holding {
+    open: usize,
+    cap: usize,
+}
+
+impl Holding {
+    fn new() -> Self {
+        Self {
+            open: 0,
+            cap: spare_descriptors(),
+        }
+    }
+
+    /// `e`'s scheduler line, from its held file when it has one.
+    fn read_scheduler(&mut self, root: &SysRoot, e: &mut Entry) -> SchedulerRead {
+        let had = e.sched_file.is_some();
+        let hold = had || self.open < self.cap;
+        let read = QueueSettings::read_scheduler_holding(root, &e.dev, &mut e.sched_file, hold);
+        self.count(had, e);
+        read
+    }
+
+    /// `e`'s settings as [`QueueSettings::read_basic`] reads them, its
+    /// scheduler line as [`Holding::read_scheduler`] does.
+    fn read_basic(&mut self, root: &SysRoot, e: &mut Entry) -> QueueSettings {
+        let had = e.sched_file.is_some();
+        let hold = had || self.open < self.cap;
+        let q = QueueSettings::read_basic_holding(root, &e.dev, &mut e.sched_file, hold);
+        self.count(had, e);
+        q
+    }
+
+    fn count(&mut self, had: bool, e: &Entry) {
+        match (had, e.sched_file.is_some()) {
+            (false, true) => self.open += 1,
+            (true, false) => self.open -= 1,
+            _ => {}
+        }
+    }
+
+    /// After entries went: count again.
+    fn recount<'a>(&mut self, entries: impl Iterator<Item = &'a Entry>) {
+        self.open = entries.filter(|e| e.sched_file.is_some()).count();
+    }
 }
 
 /// Live sampler over a [`SysRoot`].
@@ -349,6 +401,7 @@ pub struct Sampler {
     baseline: Option<Snapshot>,
     text: String,
     cpu: Option<CpuTimes>,
+    holding: Holding,
 }
 
 impl Sampler {
@@ -399,6 +452,7 @@ impl Sampler {
             baseline: None,
             text: String::new(),
             cpu: None,
+            holding: Holding::new(),
         };
         s.discover()?;
         // Nothing more is read before the first frame: the rest of the
@@ -440,6 +494,7 @@ impl Sampler {
                     next_check: now,
                     last_check: None,
                     checks: 0,
+                    sched_file: None,
                 },
             );
         }
@@ -454,7 +509,7 @@ impl Sampler {
                 // Spread the round-robin over one period.
                 e.next_check = now + self.refresh_every * (i as u32 + 1) / n;
                 if full_now {
-                    read_entry(&self.root, e, self.opts.identity);
+                    read_entry(&self.root, e, self.opts.identity, &mut self.holding);
                 }
             }
             if !full_now {
@@ -568,7 +623,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true);
+                read_entry(&self.root, e, true, &mut self.holding);
                 changed = true;
             }
         }
@@ -633,6 +688,9 @@ impl Sampler {
         let before = self.entries.len();
         self.entries.retain(|n, _| now.contains(n));
         let mut changed = self.entries.len() != before;
+        if changed {
+            self.holding.recount(self.entries.values());
+        }
         for n in now {
             if !self.entries.contains_key(&n) {
                 self.pending.insert(n);
@@ -647,7 +705,11 @@ impl Sampler {
     /// Hot-plug named `name`: re-read what may have changed.
     fn reload(&mut self, name: &str, now: Instant) -> bool {
         let Some(dev) = self.root.device(name) else {
-            return self.entries.remove(name).is_some();
+            let gone = self.entries.remove(name);
+            if gone.as_ref().is_some_and(|e| e.sched_file.is_some()) {
+                self.holding.open -= 1;
+            }
+            return gone.is_some();
         };
         let e = self
             .entries
@@ -659,6 +721,7 @@ impl Sampler {
                 next_check: now + SETTINGS_REFRESH,
                 last_check: None,
                 checks: 0,
+                sched_file: None,
             });
         let before = e.info.clone();
         e.info.read_size(&self.root, &e.dev);
@@ -669,7 +732,7 @@ impl Sampler {
             }
         }
         if e.info.size_bytes > 0 {
-            read_entry(&self.root, e, self.opts.identity);
+            read_entry(&self.root, e, self.opts.identity, &mut self.holding);
         }
         e.info != before
     }
@@ -765,7 +828,7 @@ impl Sampler {
             e.last_check = Some(now);
             if asked || e.identity_for.is_none() && identity {
                 let before = e.info.queue.clone();
-                read_entry(&self.root, e, identity);
+                read_entry(&self.root, e, identity, &mut self.holding);
                 changed |= e.info.queue != before;
                 continue;
             }
@@ -775,7 +838,7 @@ impl Sampler {
             if shown {
                 e.checks += 1;
             }
-            let sched = QueueSettings::read_scheduler(&self.root, &e.dev);
+            let sched = self.holding.read_scheduler(&self.root, e);
             let moved =
                 sched.as_ref().ok().and_then(Option::as_ref) != e.info.queue.scheduler.as_ref();
             if moved || e.checks >= full_every {
@@ -814,7 +877,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true);
+                read_entry(&self.root, e, true, &mut self.holding);
                 filled += 1;
                 changed = true;
             }
@@ -872,16 +935,17 @@ impl Sampler {
 
 /// Read a device's settings, and its identity when wanted and not yet read
 /// for its `diskseq`.
-fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool) {
+fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, holding: &mut Holding) {
     if identity {
         if e.identity_for.is_none() {
             e.info.read_size(root, &e.dev);
             e.info.read_identity(root, &e.dev, Identity::Full);
             e.identity_for = Some(e.info.diskseq);
         }
-        e.info.queue = QueueSettings::read(root, &e.dev);
+        e.info.queue = holding.read_basic(root, e);
+        e.info.queue.read_tunables(root, &e.dev);
     } else {
-        e.info.queue = QueueSettings::read_basic(root, &e.dev);
+        e.info.queue = holding.read_basic(root, e);
         let n = &e.info.name;
         if n.starts_with("sd") || n.starts_with("hd") {
             e.info.read_rotational(root, &e.dev);

@@ -558,6 +558,61 @@ mod cache {
         assert!(q.tunables.contains_key("read_lat_nsec"), "{:?}", q.tunables);
     }
 
+    /// Each scheduler line is read through a file kept open from the first
+    /// read, as many as the descriptor budget allows (the rest by path); a
+    /// change made since shows through it; a device gone gives its back.
+    #[test]
+    fn scheduler_files_are_held_within_the_budget() {
+        let (_d, t) = two_disks();
+        let mut s = manual(&t);
+        assert_eq!(s.holding.open, 2, "held from the first read");
+        assert!(s.entries.values().all(|e| e.sched_file.is_some()));
+        s.set_refresh_every(Duration::from_millis(50));
+        // sysfs shows a write through an open file, as a fake tree's
+        // in-place write does.
+        let switch = |d: &str, to: &str| {
+            std::fs::write(t.dev_dir(d).join("queue/scheduler"), format!("{to}\n")).unwrap();
+            t.settle(d, &["none", "mq-deadline", "kyber", "bfq"], 256)
+                .unwrap();
+        };
+        switch("sdb", "kyber");
+        std::thread::sleep(Duration::from_millis(60));
+        let snap = s.tick().unwrap();
+        assert_eq!(snap.device("sdb").unwrap().queue.active_label(), "kyber");
+        assert_eq!(s.holding.open, 2, "no file opened twice");
+
+        // A budget of one: the other device is read by path, and still seen.
+        s.holding.cap = 1;
+        for e in s.entries.values_mut() {
+            e.sched_file = None;
+        }
+        s.holding.recount(s.entries.values());
+        s.invalidate();
+        s.tick().unwrap();
+        assert_eq!(s.holding.open, 1);
+        switch("sda", "bfq");
+        switch("sdb", "bfq");
+        std::thread::sleep(Duration::from_millis(60));
+        let snap = s.tick().unwrap();
+        for d in ["sda", "sdb"] {
+            assert_eq!(snap.device(d).unwrap().queue.active_label(), "bfq", "{d}");
+        }
+        assert_eq!(s.holding.open, 1);
+
+        // Gone: its held file, if any, is counted out.
+        let held = s
+            .entries
+            .values()
+            .filter(|e| e.sched_file.is_some())
+            .count();
+        t.remove("sda").unwrap();
+        t.remove("sdb").unwrap();
+        s.push_uevent(change("sda", 7));
+        s.push_uevent(change("sdb", 8));
+        s.tick().unwrap();
+        assert_eq!((held, s.holding.open), (1, 0));
+    }
+
     #[test]
     fn a_named_device_is_all_that_is_read() {
         let (_d, t) = two_disks();
