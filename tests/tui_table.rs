@@ -414,3 +414,31 @@ fn sorted_by_in_flight_the_busiest_queue_is_first() {
     app.sort = SortKey::InFlight;
     assert_eq!(names(&app)[0], "sdb");
 }
+
+/// Under load the count in flight at the tick is often 0: the detail
+/// pane's line stays while the device did I/O in the interval (the pane
+/// below it does not jump each second), and goes once it is idle.
+#[test]
+fn the_in_flight_line_stays_while_the_device_is_busy() {
+    let (mut m, mut app) = incident_app();
+    let mut s = m.step(1.0, &incident(9));
+    let sda = s.stats.get_mut("sda").unwrap();
+    sda.counters.in_flight = 0;
+    sda.in_flight = Some(InFlight::default());
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    while app.selected.as_deref() != Some("sda") {
+        press(&mut app, &chars("k"));
+    }
+    assert!(app.latest("sda").unwrap().r_s > 0.0, "sda did I/O");
+    let t = text(&screen(&app, 200, 50));
+    assert!(t.contains("in flight r/w  0/0"), "{t}");
+    // Idle: nothing done, nothing in flight.
+    let mut s = m.step(1.0, &[]);
+    let sda = s.stats.get_mut("sda").unwrap();
+    sda.counters.in_flight = 0;
+    sda.in_flight = Some(InFlight::default());
+    app.on_feed(Feed::Snapshot(Box::new(s)));
+    assert_eq!(app.latest("sda").unwrap().r_s, 0.0, "sda idle");
+    let t = text(&screen(&app, 200, 50));
+    assert!(!t.contains("in flight"), "{t}");
+}

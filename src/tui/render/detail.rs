@@ -346,9 +346,18 @@ pub fn before_after(
 
 fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Theme) {
     let mut lines = Vec::new();
-    // The queue right now, beside the charts' averages; only while I/O is
-    // in flight (an idle device's 0/0 would push the rest down for nothing).
-    if let Some(n) = app.in_flight(&d.name).filter(|n| n.total > 0) {
+    // The queue right now, beside the charts' averages; while the device
+    // is busy: I/O in flight, or done in the last interval (under load the
+    // count at the tick is often 0, and a line that came and went each
+    // second made the pane below it jump). An idle device's 0/0 would push
+    // the rest down for nothing.
+    let busy = |n: &crate::tui::app::InFlightNow| {
+        n.total > 0
+            || app
+                .latest(&d.name)
+                .is_some_and(|s| s.r_s + s.w_s + s.d_s + s.f_s > 0.0)
+    };
+    if let Some(n) = app.in_flight(&d.name).filter(busy) {
         let text = match n.split {
             Some(_) => format!("in flight r/w  {}", n.label()),
             None => format!("in flight  {}", n.label()),
