@@ -664,7 +664,17 @@ mod tests {
         let q = QueueSettings::read_basic_holding(&root, &sda, &mut held, false);
         assert_eq!((q.active_label(), held.is_some()), ("kyber", false));
 
+        // Renamed over: the new file is read, and held.
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        assert_eq!((active(r).as_str(), held.is_some()), ("kyber", true));
         let sched = tree.dev_dir("sda").join("queue/scheduler");
+        let new = tree.dev_dir("sda").join("queue/.scheduler");
+        std::fs::write(&new, "none [bfq]\n").unwrap();
+        std::fs::rename(&new, &sched).unwrap();
+        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        assert_eq!(active(r), "bfq");
+        assert!(held.as_ref().is_some_and(|h| h.read().is_ok()), "held anew");
+
         std::fs::remove_file(&sched).unwrap();
         nix::unistd::mkfifo(&sched, nix::sys::stat::Mode::S_IRWXU).unwrap();
         let mut held = None;

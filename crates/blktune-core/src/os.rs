@@ -466,9 +466,18 @@ impl HeldAttr {
         Self { file }
     }
 
-    /// The file's content now, trimmed.
+    /// The file's content now, trimmed. A file that no longer has a name
+    /// (renamed over, or removed and made again: a tree that is not sysfs,
+    /// whose files change in place) is an error: its holder opens the name
+    /// again.
     pub fn read(&self) -> io::Result<String> {
-        use std::os::unix::fs::FileExt;
+        use std::os::unix::fs::{FileExt, MetadataExt};
+        if self.file.metadata()?.nlink() == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "replaced since it was opened",
+            ));
+        }
         Ok(read_page(|buf, at| self.file.read_at(buf, at as u64))?
             .trim()
             .to_owned())
@@ -896,6 +905,11 @@ mod tests {
         assert_eq!(held.read().unwrap(), "[none]");
         let by_dir = root.queue_dir(&dev).unwrap().hold(&QueueAttr::Scheduler);
         assert_eq!(by_dir.unwrap().read().unwrap(), "[none]");
+        // Replaced by another file (renamed over, as a tool that writes a
+        // captured tree atomically does): never the old file's content.
+        fs::write(q.join(".new"), "[bfq]\n").unwrap();
+        fs::rename(q.join(".new"), q.join("scheduler")).unwrap();
+        assert_eq!(held.read().unwrap_err().kind(), io::ErrorKind::NotFound);
 
         nix::unistd::mkfifo(&q.join("nr_requests"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let got = crate::fake::within("holding a FIFO", move || {
