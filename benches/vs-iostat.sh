@@ -15,6 +15,7 @@
 #
 # BLKTUNE=path picks the binary (default: target/release/blktune);
 # TUI_SECONDS=n how long the TUI's idle CPU is measured (default 30);
+# ROUNDS=n how many times watch and iostat run side by side (default 3);
 # BASELINE=path another build whose TUI runs idle beside it over the same
 # seconds (same size, also --read-only): its CPU is printed next to it, so a
 # change's effect is seen in one run on a noisy machine.
@@ -22,6 +23,7 @@ set -euo pipefail
 
 BLKTUNE=${BLKTUNE:-$(dirname "$0")/../target/release/blktune}
 TUI_SECONDS=${TUI_SECONDS:-30}
+ROUNDS=${ROUNDS:-3}
 BASELINE=${BASELINE:-}
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(200 1000)
@@ -92,15 +94,26 @@ printf '%7s %8s %12s %12s %7s %10s %11s %11s %12s %11s %9s %15s\n' \
 for n in "${SIZES[@]}"; do
     attach_to "$n"
     total=$(ls /sys/block | wc -l)
-    # Side by side: both start together and sample the same devices.
-    cpu_of watch "$BLKTUNE" watch --json -i 1 -c 6 >"$DIR/watch.res" &
-    wpid=$!
-    cpu_of iostat iostat -x -d 1 6 >"$DIR/iostat.res" &
-    ipid=$!
-    wait "$wpid" "$ipid"
-    { read -r wcpu; read -r wrss; } <"$DIR/watch.res"
-    { read -r icpu; read -r irss; } <"$DIR/iostat.res"
-    ratio=$(awk -v a="$wcpu" -v b="$icpu" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+    # Side by side: both start together and sample the same devices;
+    # ROUNDS times (the kernel accounts CPU in ticks of a few ms: one run of
+    # 80 ms moves by a tenth). The figures are means, the ratio that of the
+    # sums, and each round's ratio is printed below the row.
+    wsum=0 isum=0 ratios=""
+    for _ in $(seq 1 "$ROUNDS"); do
+        cpu_of watch "$BLKTUNE" watch --json -i 1 -c 6 >"$DIR/watch.res" &
+        wpid=$!
+        cpu_of iostat iostat -x -d 1 6 >"$DIR/iostat.res" &
+        ipid=$!
+        wait "$wpid" "$ipid"
+        { read -r wcpu; read -r wrss; } <"$DIR/watch.res"
+        { read -r icpu; read -r irss; } <"$DIR/iostat.res"
+        wsum=$(awk -v a="$wsum" -v b="$wcpu" 'BEGIN { print a + b }')
+        isum=$(awk -v a="$isum" -v b="$icpu" 'BEGIN { print a + b }')
+        ratios="$ratios $(awk -v a="$wcpu" -v b="$icpu" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+    done
+    wcpu=$(awk -v a="$wsum" -v n="$ROUNDS" 'BEGIN { printf "%.3f", a / n }')
+    icpu=$(awk -v a="$isum" -v n="$ROUNDS" 'BEGIN { printf "%.3f", a / n }')
+    ratio=$(awk -v a="$wsum" -v b="$isum" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
     # The same watch without the BPF tracer, alone (not side by side).
     { read -r ncpu; read -r _; } < <(cpu_of nobpf "$BLKTUNE" --no-bpf watch --json -i 1 -c 6)
 
@@ -147,11 +160,13 @@ for n in "${SIZES[@]}"; do
 
     printf '%7s %8s %12s %12s %7s %10s %9sKi %9sKi %12s %11s %7sKi %15s\n' \
         "$n" "$total" "$wcpu" "$icpu" "$ratio" "$ncpu" "$wrss" "$irss" "$first" "$core" "$trss" "$(load)"
+    [ "$ROUNDS" = 1 ] || echo "        watch/iostat ratio of each round:$ratios"
     [ -z "$BASELINE" ] || echo "        TUI core% beside it, over the same seconds: $bcore ($BASELINE)"
 done
 echo
 echo "devices: loop devices attached by this script; all: entries in /sys/block (both tools"
-echo "read every one); CPU: user+sys of the whole run (6 samples at 1 s), from getrusage;"
+echo "read every one); CPU: user+sys of the whole run (6 samples at 1 s), from getrusage,"
+echo "the mean of $ROUNDS runs side by side (ratio: of the sums);"
 echo "TUI 1st ms: start to the first frame with device rows (tmux polling, ~5 ms resolution);"
 echo "no-BPF s: the same watch with --no-bpf, run alone after the pair (the rest of watch's"
 echo "CPU is loading the kernel latency tracer); TUI core%: CPU over ${TUI_SECONDS} s at a 1 s"
