@@ -2,10 +2,13 @@
 //! and 4000 fake devices, the time to sample and compute (Sampler::tick on a
 //! FakeTree), to take the snapshot into the app, and to render one frame
 //! (TestBackend), plus the share of one core that costs at a 1 s interval.
+//! The kernel tracer runs (idle devices: empty histograms each tick), so the
+//! frame draws the selected device's latency chart too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use blktune::tui::app::{App, Config};
 use blktune::tui::render;
+use blktune::tui::worker::latency::{LatencyFeed, LatencySample};
 use blktune::tui::worker::protocol::Feed;
 use blktune_core::diskstats::Counters;
 use blktune_core::fake::{FakeDisk, FakeTree};
@@ -111,9 +114,20 @@ fn main() {
             write_stats(&tree, &names, step);
             snaps.push(sampler.tick().unwrap());
         }
+        // As live with the kernel tracer running: each snapshot is followed
+        // by its interval's histograms (none: the devices did no I/O).
+        app.on_feed(Feed::Latency(LatencyFeed::Tracing));
         let mut it = snaps.into_iter();
         let ingest = time_ms(history as u32 - 1, || {
-            app.on_feed(Feed::Snapshot(Box::new(it.next().unwrap())))
+            let s = it.next().unwrap();
+            let latency = LatencySample {
+                t: s.t,
+                itv: s.interval.unwrap_or(1.0),
+                devices: Default::default(),
+                lost: 0,
+            };
+            app.on_feed(Feed::Snapshot(Box::new(s)));
+            app.on_feed(Feed::Latency(LatencyFeed::Sample(latency)));
         });
         let frame = |w, h| {
             let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();

@@ -49,15 +49,15 @@ pub fn bucket(
     cols: usize,
     dir: Dir,
 ) -> LatencySeries {
+    // A pool only for a column with I/O: a column without has no
+    // percentiles either way, and an idle device's chart (redrawn every
+    // tick) then costs no pool of its own per column.
     let mut pools: Vec<Option<Pool>> = vec![None; cols];
     for p in points {
-        let Some(c) = column(p.t, now, span, cols) else {
+        let (Some(c), Some(h)) = (column(p.t, now, span, cols), p.dev.get(Span::Total, dir)) else {
             continue;
         };
-        let pool = pools[c].get_or_insert_with(Pool::default);
-        if let Some(h) = p.dev.get(Span::Total, dir) {
-            pool.add(h);
-        }
+        pools[c].get_or_insert_with(Pool::default).add(h);
     }
     let mut s = LatencySeries {
         p50: vec![None; cols],
