@@ -96,6 +96,8 @@ fn the_issue_program_runs_only_once_a_completion_lacks_an_issue_time() {
     assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
     a_completion_without_an_issue_time_attaches_the_issue_program(&own);
     assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
+    a_shoot_outs_dwell_begins_with_the_issue_program_attached(&own);
+    assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
 }
 
 fn where_the_kernel_times_every_issue_only_the_completion_program_runs(own: &OwnLoop) {
@@ -148,4 +150,51 @@ fn a_completion_without_an_issue_time_attaches_the_issue_program(own: &OwnLoop) 
     let total = reads(&i, own.dev, Span::Total);
     assert!(total >= 190, "{total} of 200, {} lost", i.lost);
     assert_eq!(reads(&i, own.dev, Span::Device), total);
+}
+
+/// A dwell whose I/O began only once it had: its device span counts every
+/// read all the same (the issue program is attached as the dwell begins,
+/// not at its end, the first read to find a completion without an issue
+/// time).
+fn a_shoot_outs_dwell_begins_with_the_issue_program_attached(own: &OwnLoop) {
+    use blktune_core::shootout::{self, Config, Tracing};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+    let tracer = Tracer::start_timing_every_issue_lazily(false, true).expect("loads as root");
+    let tracer = Arc::new(Mutex::new(tracer));
+    let cfg = Config {
+        schedulers: vec!["none".into()],
+        rounds: 1,
+        settle: std::time::Duration::ZERO,
+        dwell: std::time::Duration::from_millis(1500),
+        ..Config::passive(own.lo.name())
+    };
+    let root = blktune_core::os::SysRoot::default();
+    let cancel = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        // The device's I/O starts well inside the dwell.
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            own.read(300);
+        });
+        shootout::run_traced(
+            &root,
+            None,
+            &cfg,
+            Tracing::Shared(Arc::clone(&tracer)),
+            |_| {},
+            &cancel,
+        )
+        .expect("the shoot-out runs")
+    });
+    assert_eq!(
+        tracer.lock().unwrap().issue_program(),
+        &IssueProgram::Attached
+    );
+    let k = result.measurements[0].kernel.clone().expect("traced");
+    let n = |l: Option<blktune_core::latency::IoLatency>| l.map_or(0, |l| l.n);
+    let total = n(k.reads);
+    assert!(total >= 290, "{total} of 300 reads in the dwell");
+    assert_eq!(n(k.dev_reads), total, "the device span of every read");
+    assert_eq!(own.lo.active_scheduler(), "none", "restored");
 }

@@ -402,10 +402,24 @@ impl Tracer {
         take_failure(&self.issue, &mut self.issue_failure_taken)
     }
 
+    /// Attach the issue program now if it waits: a measurement that starts
+    /// (a shoot-out's dwell) then has the device span of every I/O issued
+    /// in it, on any queue, instead of those after the first read that
+    /// found a completion without an issue time (a dwell's end, where the
+    /// I/O began only once the dwell had). Not retried after a failure.
+    pub fn attach_issue_program(&mut self) {
+        self.attach_issue_when(true);
+    }
+
     /// Attach the issue program if it waits and a completion came without
     /// an issue time. A failed read of the count tries again at the next
     /// read (the histograms are read all the same).
     fn attach_issue_if_needed(&mut self) {
+        self.attach_issue_when(false);
+    }
+
+    /// [`Tracer::attach_issue_if_needed`], or at once with `now`.
+    fn attach_issue_when(&mut self, now: bool) {
         let Tracer {
             bpf,
             untimed,
@@ -413,7 +427,7 @@ impl Tracer {
             ..
         } = self;
         // Unreadable: tried again at the next read.
-        let needed = || untimed.get(&0, 0).is_ok_and(|n| sum_cpus(&n) > 0);
+        let needed = || now || untimed.get(&0, 0).is_ok_and(|n| sum_cpus(&n) > 0);
         let attach = || {
             let (name, tracepoint) = ISSUE;
             let p = bpf

@@ -131,9 +131,14 @@ impl DwellTracer {
         })
     }
 
-    /// The reading at the start of a dwell.
+    /// The reading at the start of a dwell, with the issue program
+    /// attached ([`Tracer::attach_issue_program`]): the dwell's device span
+    /// covers every I/O issued in it.
     pub fn begin(&mut self) {
         self.intervals = Intervals::new();
+        if let Ok(mut t) = self.tracer.lock() {
+            t.attach_issue_program();
+        }
         if let Some(r) = self.read() {
             self.intervals.next(r);
         }
