@@ -191,7 +191,7 @@ fn a_shoot_outs_dwell_begins_with_the_issue_program_attached(own: &OwnLoop) {
         tracer.lock().unwrap().issue_program(),
         &IssueProgram::Attached
     );
-    let k = result.measurements[0].kernel.clone().expect("traced");
+    let k = result.measurements[0].kernel.expect("traced");
     let n = |l: Option<blktune_core::latency::IoLatency>| l.map_or(0, |l| l.n);
     let total = n(k.reads);
     assert!(total >= 290, "{total} of 300 reads in the dwell");
