@@ -155,7 +155,7 @@ fn a_completion_without_an_issue_time_attaches_the_issue_program(own: &OwnLoop) 
 /// A dwell whose I/O began only once it had: its device span counts every
 /// read all the same (the issue program is attached as the dwell begins,
 /// not at its end, the first read to find a completion without an issue
-/// time).
+/// time), and it is detached when the shoot-out ends.
 fn a_shoot_outs_dwell_begins_with_the_issue_program_attached(own: &OwnLoop) {
     use blktune_core::shootout::{self, Config, Tracing};
     use std::sync::atomic::AtomicBool;
@@ -187,10 +187,13 @@ fn a_shoot_outs_dwell_begins_with_the_issue_program_attached(own: &OwnLoop) {
         )
         .expect("the shoot-out runs")
     });
+    // Detached again when the shoot-out ended: a shared tracer's every
+    // I/O does not pay for it afterwards.
     assert_eq!(
         tracer.lock().unwrap().issue_program(),
-        &IssueProgram::Attached
+        &IssueProgram::Waiting
     );
+    assert_eq!(tracepoint_links(), 1, "only block_rq_complete's program");
     let k = result.measurements[0].kernel.expect("traced");
     let n = |l: Option<blktune_core::latency::IoLatency>| l.map_or(0, |l| l.n);
     let total = n(k.reads);

@@ -11,6 +11,7 @@ use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use crate::os::ImmutableFile;
 use aya::maps::{Array, HashMap, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
+use aya::programs::tp_btf::BtfTracePointLinkId;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -84,6 +85,9 @@ pub struct Tracer {
     untimed: PerCpuArray<MapData, u64>,
     /// See [`Tracer::issue_program`].
     issue: IssueProgram,
+    /// The link of an issue program attached after the start (lazily, or
+    /// by [`Tracer::attach_issue_program`]): what detaches it.
+    issue_link: Option<BtfTracePointLinkId>,
     /// [`IssueProgram::Failed`] was handed out by
     /// [`Tracer::take_issue_failure`].
     issue_failure_taken: bool,
@@ -375,6 +379,7 @@ impl Tracer {
             untimed,
             issue,
             issue_failure_taken: false,
+            issue_link: None,
             slim_btf,
             kernel_issue_times: masks.1 != 0,
             complete_fd,
@@ -407,8 +412,31 @@ impl Tracer {
     /// in it, on any queue, instead of those after the first read that
     /// found a completion without an issue time (a dwell's end, where the
     /// I/O began only once the dwell had). Not retried after a failure.
-    pub fn attach_issue_program(&mut self) {
+    /// True when this call attached it: its caller detaches it when done
+    /// ([`Tracer::detach_issue_program`]), so that every I/O does not pay
+    /// for it afterwards.
+    pub fn attach_issue_program(&mut self) -> bool {
+        let waited = self.issue == IssueProgram::Waiting;
         self.attach_issue_when(true);
+        waited && self.issue == IssueProgram::Attached
+    }
+
+    /// Detach an issue program attached after the start, back to waiting
+    /// for a completion without an issue time (seen at a read: one
+    /// already counted attaches it again at the next). Nothing to do
+    /// otherwise; a failed detach leaves it attached.
+    pub fn detach_issue_program(&mut self) {
+        let Some(link) = self.issue_link.take() else {
+            return;
+        };
+        let detached = self
+            .bpf
+            .program_mut(ISSUE.0)
+            .and_then(|p| <&mut BtfTracePoint>::try_from(p).ok())
+            .is_some_and(|p| p.detach(link).is_ok());
+        if detached {
+            self.issue = IssueProgram::Waiting;
+        }
     }
 
     /// Attach the issue program if it waits and a completion came without
@@ -424,6 +452,7 @@ impl Tracer {
             bpf,
             untimed,
             issue,
+            issue_link,
             ..
         } = self;
         // Unreadable: tried again at the next read.
@@ -434,9 +463,8 @@ impl Tracer {
                 .program_mut(name)
                 .ok_or_else(|| format!("no program {name}"))?;
             let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
-            p.attach()
-                .map(drop)
-                .map_err(|e| format!("{tracepoint}: {e}"))
+            *issue_link = Some(p.attach().map_err(|e| format!("{tracepoint}: {e}"))?);
+            Ok(())
         };
         if let Some(next) = next_issue_program(issue, needed, attach) {
             *issue = next;

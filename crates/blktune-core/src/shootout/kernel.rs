@@ -95,6 +95,9 @@ pub(super) struct DwellTracer {
     dev: DevId,
     diskseq: Option<u64>,
     intervals: Intervals,
+    /// A dwell attached the issue program: detached when the shoot-out
+    /// ends, so that a shared tracer's every I/O does not pay for it after.
+    attached_issue: bool,
 }
 
 impl DwellTracer {
@@ -128,16 +131,17 @@ impl DwellTracer {
             dev: id,
             diskseq: root.read_diskseq(dev),
             intervals: Intervals::new(),
+            attached_issue: false,
         })
     }
 
     /// The reading at the start of a dwell, with the issue program
-    /// attached ([`Tracer::attach_issue_program`]): the dwell's device span
-    /// covers every I/O issued in it.
+    /// attached ([`Tracer::attach_issue_program`]; detached again when the
+    /// shoot-out ends): the dwell's device span covers every I/O issued in it.
     pub fn begin(&mut self) {
         self.intervals = Intervals::new();
         if let Ok(mut t) = self.tracer.lock() {
-            t.attach_issue_program();
+            self.attached_issue |= t.attach_issue_program();
         }
         if let Some(r) = self.read() {
             self.intervals.next(r);
@@ -160,6 +164,17 @@ impl DwellTracer {
                 .map(DwellHists::of)
                 .unwrap_or_default(),
         )
+    }
+}
+
+/// The shoot-out is over: the issue program a dwell attached is detached.
+impl Drop for DwellTracer {
+    fn drop(&mut self) {
+        if self.attached_issue
+            && let Ok(mut t) = self.tracer.lock()
+        {
+            t.detach_issue_program();
+        }
     }
 }
 
