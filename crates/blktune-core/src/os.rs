@@ -435,8 +435,8 @@ fn open_nonblocking(path: &Path) -> io::Result<fs::File> {
 
 /// An attribute file kept open: read again with one `pread` from its start
 /// instead of a path walk, an open and a close (in a loop on one device
-/// here, about 1 µs against 5 to 8; `watch` at 1000 devices took 14% less
-/// CPU). Only sysfs files are kept: sysfs makes the value anew for each
+/// here, about 1 µs against 5 to 8; `watch` at 1000 devices took a tenth
+/// less CPU). Only sysfs files are kept: sysfs makes the value anew for each
 /// read from offset 0 and never moves a file, so a held file shows every
 /// change made since, and a device removed makes its reads fail (`ENODEV`:
 /// the holder opens the file again). A tree given with `--sysfs-root` is
