@@ -339,34 +339,41 @@ impl Holding {
 
     /// `e`'s scheduler line, from its held file when it has one.
     fn read_scheduler(&mut self, root: &SysRoot, e: &mut Entry) -> SchedulerRead {
-        let had = e.sched_file.is_some();
-        let hold = had || self.open < self.cap;
-        let read = QueueSettings::read_scheduler_holding(root, &e.dev, &mut e.sched_file, hold);
-        self.count(had, e);
-        read
+        self.with_file(&mut e.sched_file, |file, hold| {
+            QueueSettings::read_scheduler_holding(root, &e.dev, file, hold)
+        })
     }
 
     /// `e`'s settings as [`QueueSettings::read_basic`] reads them, its
     /// scheduler line as [`Holding::read_scheduler`] does.
     fn read_basic(&mut self, root: &SysRoot, e: &mut Entry) -> QueueSettings {
-        let had = e.sched_file.is_some();
-        let hold = had || self.open < self.cap;
-        let q = QueueSettings::read_basic_holding(root, &e.dev, &mut e.sched_file, hold);
-        self.count(had, e);
-        q
+        self.with_file(&mut e.sched_file, |file, hold| {
+            QueueSettings::read_basic_holding(root, &e.dev, file, hold)
+        })
     }
 
-    fn count(&mut self, had: bool, e: &Entry) {
-        match (had, e.sched_file.is_some()) {
+    /// Run a read through a device's held file, allowed to open one while
+    /// the budget lasts, and count what it kept or dropped.
+    fn with_file<T>(
+        &mut self,
+        file: &mut Option<HeldAttr>,
+        read: impl FnOnce(&mut Option<HeldAttr>, bool) -> T,
+    ) -> T {
+        let had = file.is_some();
+        let out = read(file, had || self.open < self.cap);
+        match (had, file.is_some()) {
             (false, true) => self.open += 1,
             (true, false) => self.open -= 1,
             _ => {}
         }
+        out
     }
 
-    /// After entries went: count again.
-    fn recount<'a>(&mut self, entries: impl Iterator<Item = &'a Entry>) {
-        self.open = entries.filter(|e| e.sched_file.is_some()).count();
+    /// An entry that went: its held file, if any, is no longer counted.
+    fn forget(&mut self, e: &Entry) {
+        if e.sched_file.is_some() {
+            self.open -= 1;
+        }
     }
 }
 
@@ -686,11 +693,15 @@ impl Sampler {
             .filter(|n| self.in_scope(n))
             .collect();
         let before = self.entries.len();
-        self.entries.retain(|n, _| now.contains(n));
+        let holding = &mut self.holding;
+        self.entries.retain(|n, e| {
+            let keep = now.contains(n);
+            if !keep {
+                holding.forget(e);
+            }
+            keep
+        });
         let mut changed = self.entries.len() != before;
-        if changed {
-            self.holding.recount(self.entries.values());
-        }
         for n in now {
             if !self.entries.contains_key(&n) {
                 self.pending.insert(n);
@@ -706,8 +717,8 @@ impl Sampler {
     fn reload(&mut self, name: &str, now: Instant) -> bool {
         let Some(dev) = self.root.device(name) else {
             let gone = self.entries.remove(name);
-            if gone.as_ref().is_some_and(|e| e.sched_file.is_some()) {
-                self.holding.open -= 1;
+            if let Some(e) = &gone {
+                self.holding.forget(e);
             }
             return gone.is_some();
         };

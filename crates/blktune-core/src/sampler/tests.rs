@@ -586,7 +586,7 @@ mod cache {
         for e in s.entries.values_mut() {
             e.sched_file = None;
         }
-        s.holding.recount(s.entries.values());
+        s.holding.open = 0;
         s.invalidate();
         s.tick().unwrap();
         assert_eq!(s.holding.open, 1);
