@@ -8,6 +8,7 @@ use blktune::tui::app::{App, Hot, SortKey};
 use blktune::tui::worker::protocol::Feed;
 use blktune_core::diskstats::InFlight;
 use blktune_core::fake::FakeDisk;
+use blktune_core::sampler::Snapshot;
 use blktune_core::topology::{DeviceNode, Mount, Topology};
 use crossterm::event::KeyCode;
 use ratatui::style::{Color, Modifier};
@@ -260,6 +261,13 @@ fn table_200x50() {
     insta::assert_snapshot!(term.backend());
 }
 
+/// Set a device's I/Os in flight in a sample: diskstats' total and the split.
+fn in_flight(s: &mut Snapshot, dev: &str, total: u64, split: Option<InFlight>) {
+    let st = s.stats.get_mut(dev).unwrap();
+    st.counters.in_flight = total;
+    st.in_flight = split;
+}
+
 /// `/sys/block/X/inflight`'s two numbers, reads then writes: the wide
 /// table's inflight column reads `3/1`, the detail pane `in flight r/w 3/1`;
 /// where the split is not known (a replay) the total alone.
@@ -267,15 +275,16 @@ fn table_200x50() {
 fn in_flight_is_split_into_reads_and_writes() {
     let (mut m, mut app) = incident_app();
     let mut s = m.step(1.0, &incident(9));
-    let sda = s.stats.get_mut("sda").unwrap();
-    sda.counters.in_flight = 4;
-    sda.in_flight = Some(InFlight {
-        reads: 3,
-        writes: 1,
-    });
-    let sdb = s.stats.get_mut("sdb").unwrap();
-    sdb.counters.in_flight = 7;
-    sdb.in_flight = None;
+    in_flight(
+        &mut s,
+        "sda",
+        4,
+        Some(InFlight {
+            reads: 3,
+            writes: 1,
+        }),
+    );
+    in_flight(&mut s, "sdb", 7, None);
     app.on_feed(Feed::Snapshot(Box::new(s)));
     while app.selected.as_deref() != Some("sda") {
         press(&mut app, &chars("k"));
@@ -422,9 +431,7 @@ fn sorted_by_in_flight_the_busiest_queue_is_first() {
 fn the_in_flight_line_stays_while_the_device_is_busy() {
     let (mut m, mut app) = incident_app();
     let mut s = m.step(1.0, &incident(9));
-    let sda = s.stats.get_mut("sda").unwrap();
-    sda.counters.in_flight = 0;
-    sda.in_flight = Some(InFlight::default());
+    in_flight(&mut s, "sda", 0, Some(InFlight::default()));
     app.on_feed(Feed::Snapshot(Box::new(s)));
     while app.selected.as_deref() != Some("sda") {
         press(&mut app, &chars("k"));
@@ -434,9 +441,7 @@ fn the_in_flight_line_stays_while_the_device_is_busy() {
     assert!(t.contains("in flight r/w  0/0"), "{t}");
     // Idle: nothing done, nothing in flight.
     let mut s = m.step(1.0, &[]);
-    let sda = s.stats.get_mut("sda").unwrap();
-    sda.counters.in_flight = 0;
-    sda.in_flight = Some(InFlight::default());
+    in_flight(&mut s, "sda", 0, Some(InFlight::default()));
     app.on_feed(Feed::Snapshot(Box::new(s)));
     assert_eq!(app.latest("sda").unwrap().r_s, 0.0, "sda idle");
     let t = text(&screen(&app, 200, 50));
