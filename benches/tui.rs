@@ -1,5 +1,5 @@
-//! Cost of the TUI per sample: `cargo bench --bench tui` prints, for 1, 200
-//! and 4000 fake devices, the time to sample and compute (Sampler::tick on a
+//! Cost of the TUI per sample: `cargo bench --bench tui` prints, for 1, 200,
+//! 1000 and 4000 fake devices, the time to sample and compute (Sampler::tick on a
 //! FakeTree), to take the snapshot into the app, and to render one frame
 //! (TestBackend), plus the share of one core that costs at a 1 s interval.
 //! The kernel tracer runs (idle devices: empty histograms each tick), so the
@@ -71,7 +71,7 @@ fn main() {
         "{:>7} {:>10} {:>13} {:>10} {:>12} {:>13} {:>11}",
         "devices", "tick ms", "refresh ms", "ingest ms", "frame 80x24", "frame 160x48", "core @1s"
     );
-    for n in [1usize, 200, 4000] {
+    for n in [1usize, 200, 1000, 4000] {
         let (_dir, tree, names) = tree(n);
         write_stats(&tree, &names, 1);
         // As on the real machine: hot-plug is heard, not polled.

@@ -6,6 +6,8 @@ mod tui_fixture;
 use blktune::tui::app::App;
 use blktune::tui::worker::latency::LatencyFeed;
 use blktune::tui::worker::protocol::Feed;
+use blktune_core::fake::FakeDisk;
+use blktune_core::latency::{Dir, Span};
 use tui_fixture::*;
 
 /// sda's reads under mq-deadline: p50 4 ms, 3% held to 12 ms by the
@@ -156,4 +158,104 @@ fn without_a_word_from_the_source_there_is_no_column() {
     m.run(&mut app, 10, &busy(4));
     let s = text(&screen(&app, 160, 48));
     assert!(!s.contains("r_p99") && !s.contains("no p99"), "{s}");
+}
+
+/// The count of reads of each interval of a device's latency history.
+fn read_counts(app: &App, name: &str) -> Vec<u64> {
+    let h = app.latency_points(name).unwrap();
+    // One interval after the other, none twice, none missing.
+    assert!(
+        h.iter()
+            .zip(h.iter().skip(1))
+            .all(|(a, b)| (b.t - a.t - 1.0).abs() < 1e-9),
+        "{name}: {:?}",
+        h.iter().map(|p| p.t).collect::<Vec<_>>()
+    );
+    h.iter()
+        .map(|p| p.dev.get(Span::Total, Dir::Read).map_or(0, |c| c.count()))
+        .collect()
+}
+
+/// Each device's history holds every traced interval from its first on:
+/// its histograms where it did I/O, none where it did not (the worker
+/// sends only devices with I/O), and no interval of a device without a
+/// request queue.
+#[test]
+fn a_latency_history_has_every_traced_interval_busy_or_idle() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run_traced(&mut app, 3, &busy(1), &slow());
+    m.run_traced(&mut app, 2, &[], &[]);
+    m.run_traced(&mut app, 1, &busy(1), &slow());
+    assert_eq!(read_counts(&app, "sda"), [800, 800, 800, 0, 0, 800]);
+    assert_eq!(read_counts(&app, "sdb"), [20, 20, 20, 0, 0, 20]);
+    assert!(app.latency_points("zram0").is_none());
+    let n = |app: &App| app.latency_now("sda", Dir::Read);
+    assert_eq!(n(&app).unwrap().unwrap().n, 800);
+    // An idle interval: traced, without reads (not "untraced").
+    m.run_traced(&mut app, 1, &[], &[]);
+    assert_eq!(n(&app), Some(None));
+    // Before/after a change pools the same intervals, idle ones counted.
+    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
+    m.run_traced(&mut app, 2, &busy(1), &fast());
+    let (before, after) = app.latency_compare("sda", 0).unwrap();
+    let (before, after) = (before.unwrap(), after.unwrap());
+    assert_eq!((before.intervals, after.intervals), (7, 2));
+    let reads = |w: &blktune::tui::app::Window| w.count(Span::Total, Dir::Read);
+    assert_eq!((reads(&before), reads(&after)), (3200, 1600));
+}
+
+/// Past 64 devices only the selected (and changed) devices keep long
+/// histories; the others keep the last 24 intervals. A device whose busy
+/// intervals were dropped while it kept the short history never shows
+/// those intervals as idle when it is selected later.
+#[test]
+fn a_short_latency_history_never_shows_dropped_io_as_idle() {
+    let disks: Vec<FakeDisk> = (0..70)
+        .map(|i| FakeDisk::new(&format!("d{i}")).dev(8, i * 16))
+        .collect();
+    let mut m = Machine::new(&disks);
+    let mut app = m.app(None);
+    assert_eq!(app.selected.as_deref(), Some("d0"));
+    let lat = |reads| Lat {
+        reads,
+        r_ms: 1.0,
+        r_tail: 0.0,
+        r_tail_ms: 0.0,
+        r_dev_ms: 0.5,
+        writes: 0,
+        w_ms: 0.0,
+    };
+    // d1 does I/O throughout; d2 for the first 10 intervals only.
+    for i in 0..100 {
+        let mut l = vec![("d0", lat(5)), ("d1", lat(7))];
+        if i < 10 {
+            l.push(("d2", lat(9)));
+        }
+        m.run_traced(&mut app, 1, &[], &l);
+    }
+    assert_eq!(read_counts(&app, "d0"), vec![5; 100]);
+    let d1 = read_counts(&app, "d1");
+    assert!((24..=26).contains(&d1.len()), "{}", d1.len());
+    assert!(d1.iter().all(|&n| n == 7), "{d1:?}");
+    // Selected now, d2 shows what it kept: its reads of the first 10
+    // intervals (t = 1..10) were dropped, so those intervals are not
+    // part of its history (never shown as idle); the rest are idle.
+    app.selected = Some("d2".into());
+    let d2 = read_counts(&app, "d2");
+    assert!(d2.len() >= 24, "{}", d2.len());
+    assert!(d2.iter().all(|&n| n == 0), "{d2:?}");
+    let first = app.latency_points("d2").unwrap()[0].t;
+    assert!(first > 10.0, "{first}");
+    // Short again for an unselected device that did I/O in the last
+    // intervals: its busy intervals are all there.
+    app.selected = Some("d0".into());
+    for _ in 0..3 {
+        m.run_traced(&mut app, 1, &[], &[("d2", lat(9))]);
+    }
+    let d2 = read_counts(&app, "d2");
+    assert!((24..=26).contains(&d2.len()), "{}", d2.len());
+    assert_eq!(d2[d2.len() - 3..], [9, 9, 9]);
+    assert!(d2[..d2.len() - 3].iter().all(|&n| n == 0), "{d2:?}");
 }

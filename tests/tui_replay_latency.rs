@@ -239,7 +239,7 @@ fn a_seek_back_refeeds_the_histograms_of_the_window_only() {
     let at = replay.now;
     assert!((at - (BEFORE + AFTER - 10) as f64).abs() < 1e-9, "{at}");
     // Every point once, none after the new position.
-    let h = &replay.latency.history["sda"];
+    let h = replay.latency_points("sda").unwrap();
     assert!(h.iter().all(|p| p.t <= at + 1e-9));
     assert!(h.iter().zip(h.iter().skip(1)).all(|(a, b)| a.t < b.t));
     let (b, a) = replay.latency_compare("sda", 0).unwrap();
@@ -271,7 +271,7 @@ fn a_recording_without_histograms_says_they_were_not_recorded() {
     let (app, _, _) = replayed(&p);
     let s = text(&screen(&app, 160, 48));
     assert!(s.contains("no p99: not recorded"), "{s}");
-    assert!(app.latency.history.is_empty());
+    assert!(app.latency.is_empty());
     let dev = &rec.devices()[0].name;
     assert!(!row(&app, dev).contains("n="), "{}", row(&app, dev));
 }
@@ -297,7 +297,7 @@ fn an_untraced_recording_gives_the_recorders_reason() {
     let (app, _, _) = replayed(&file);
     let s = text(&screen(&app, 160, 48));
     assert!(s.contains("no p99: not recorded (needs root)"), "{s}");
-    assert!(app.latency.history.is_empty());
+    assert!(app.latency.is_empty());
 }
 
 /// Tracing stopped while `R` recorded (the live worker then has no interval
@@ -340,7 +340,7 @@ fn intervals_recorded_after_tracing_stopped_replay_as_not_traced() {
         None,
         "not traced, not idle"
     );
-    let h = &app.latency.history["sda"];
+    let h = app.latency_points("sda").unwrap();
     assert!(h.back().unwrap().t <= traced_until + 1e-9, "no point after");
     // The first sample has no rates in a replay (nothing before it to
     // compare): its interval is not shown, nor its lost completions.

@@ -8,7 +8,7 @@
 //! than [`MIN_IOS_FOR_P99`] I/Os not at all, and a percent change only
 //! between windows of enough I/Os and intervals ([`delta_of`]).
 
-use super::{App, BEFORE_WINDOW};
+use super::{App, BEFORE_WINDOW, KEEP_SECS, SHORT_POINTS};
 use crate::tui::status::StatusKind;
 use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
 use blktune_core::device::BlockDevice;
@@ -16,7 +16,8 @@ use blktune_core::history::{Delta, Side, delta_of};
 use blktune_core::latency::{
     Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary, no_device_span_note,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Most intervals kept per device, whatever the interval: 10 minutes at
 /// 1 s, 5 minutes at 100 ms (a busy interval's histograms take a few KiB).
@@ -40,8 +41,9 @@ pub struct LatencyPoint {
     /// End of the interval (the snapshot's clock).
     pub t: f64,
     pub itv: f64,
-    /// Its histograms (none of a direction: no I/O of it).
-    pub dev: DeviceLatency,
+    /// Its histograms (none of a direction: no I/O of it); shared, so a
+    /// history is handed out without copying them.
+    pub dev: Arc<DeviceLatency>,
 }
 
 impl LatencyPoint {
@@ -51,27 +53,151 @@ impl LatencyPoint {
     }
 }
 
+/// An interval without I/O.
+static IDLE: DeviceLatency = DeviceLatency {
+    diskseq: None,
+    hists: BTreeMap::new(),
+};
+
+/// Ticks between two prunings of every traced device's kept intervals
+/// (a busy device's are pruned as they come): bounds what an idle device
+/// keeps of its last busy minutes.
+const PRUNE_EVERY: usize = 64;
+
+/// One device the source traces.
+#[derive(Debug, Clone)]
+struct Traced {
+    /// The device its intervals are of (another under the same name has
+    /// another diskseq).
+    diskseq: Option<u64>,
+    /// End of its first traced interval.
+    since: f64,
+    /// Intervals that ended before this may have lost their I/O to pruning
+    /// (the device kept less history then): not part of its history.
+    floor: f64,
+    /// Its intervals with I/O, oldest first.
+    busy: VecDeque<LatencyPoint>,
+}
+
+impl Traced {
+    /// Drop what is older than `keep` seconds before `t`, or beyond
+    /// [`MAX_LATENCY_POINTS`].
+    fn prune(&mut self, t: f64, keep: f64) {
+        self.floor = self.floor.max(t - keep);
+        while self.busy.len() > MAX_LATENCY_POINTS
+            || self.busy.front().is_some_and(|f| f.t < self.floor)
+        {
+            self.busy.pop_front();
+        }
+    }
+}
+
 /// The kernel latency as the app sees it.
+///
+/// A traced device's history is every traced interval from its first on,
+/// with the device's histograms where it did I/O and none where it did not.
+/// Stored sparsely: the intervals once ([`LatencyState::ticks`]), and per
+/// device only those with I/O, so a tick costs the devices that did I/O,
+/// not every device (a thousand idle ones were a tenth of the screen's
+/// idle cost).
 #[derive(Debug, Clone, Default)]
 pub struct LatencyState {
     pub tracing: Tracing,
-    /// Per device, oldest first.
-    pub history: HashMap<String, VecDeque<LatencyPoint>>,
+    /// Every traced interval (end, length), oldest first.
+    ticks: VecDeque<(f64, f64)>,
+    /// The devices traced, by name.
+    traced: HashMap<String, Traced>,
+    /// Ticks since every device's intervals were last pruned.
+    unpruned: usize,
     /// Completions the kernel could not count since tracing started (of
     /// any device: the counts and percentiles may be short by as many).
     pub lost: u64,
     /// The issue program could not be attached: no device span where the
     /// kernel does not time the issue.
     pub no_device_span: bool,
-    /// The device list `history` was last pruned against (gone and
-    /// replaced devices dropped): pruned again when it changes.
-    pruned_for: Option<std::sync::Arc<Vec<BlockDevice>>>,
+    /// The device list the traced devices were last taken from (gone and
+    /// replaced devices dropped, new ones added): again when it changes.
+    pruned_for: Option<Arc<Vec<BlockDevice>>>,
 }
 
 impl LatencyState {
-    /// The newest point of a device, if it ended at `now` (the last snapshot).
-    pub fn current(&self, name: &str, now: f64) -> Option<&LatencyPoint> {
-        self.history.get(name)?.back().filter(|p| p.t >= now - 1e-9)
+    /// The newest interval of a device, if it ended at `now` (the last
+    /// snapshot) and the device was traced in it.
+    pub fn current(&self, name: &str, now: f64) -> Option<&DeviceLatency> {
+        let tr = self.traced.get(name)?;
+        let &(t, _) = self.ticks.back()?;
+        if t < now - 1e-9 || t < tr.since {
+            return None;
+        }
+        Some(match tr.busy.back() {
+            Some(p) if p.t == t => &p.dev,
+            _ => &IDLE,
+        })
+    }
+
+    /// A device's history of the last `keep` seconds, oldest first; `None`
+    /// when it is not traced.
+    pub fn points(&self, name: &str, keep: f64) -> Option<VecDeque<LatencyPoint>> {
+        let tr = self.traced.get(name)?;
+        let &(last, _) = self.ticks.back()?;
+        let from = tr.since.max(tr.floor).max(last - keep);
+        let idle = Arc::new(IDLE.clone());
+        let mut busy = tr.busy.iter().peekable();
+        let mut out: VecDeque<LatencyPoint> = (self.ticks.iter())
+            .filter(|(t, _)| *t >= from)
+            .map(|&(t, itv)| {
+                while busy.next_if(|p| p.t < t).is_some() {}
+                let dev = match busy.next_if(|p| p.t == t) {
+                    Some(p) => Arc::clone(&p.dev),
+                    None => Arc::clone(&idle),
+                };
+                LatencyPoint { t, itv, dev }
+            })
+            .collect();
+        while out.len() > MAX_LATENCY_POINTS {
+            out.pop_front();
+        }
+        Some(out)
+    }
+
+    /// No device has an interval.
+    pub fn is_empty(&self) -> bool {
+        self.ticks.is_empty() || self.traced.is_empty()
+    }
+
+    /// Forget every interval.
+    pub fn clear(&mut self) {
+        self.ticks.clear();
+        self.traced.clear();
+        self.pruned_for = None;
+    }
+
+    /// Take the traced devices from the device list: gone, emptied and
+    /// replaced ones lose their history, new ones start at the interval
+    /// ending at `t`. Only devices with a request queue are traced (the
+    /// others show `-`, never a count of 0).
+    fn track(&mut self, devs: &Arc<Vec<BlockDevice>>, t: f64) {
+        let traced: HashMap<&str, &BlockDevice> = (devs.iter())
+            .filter(|d| d.size_bytes > 0 && d.queue.has_scheduler())
+            .map(|d| (d.name.as_str(), d))
+            .collect();
+        self.traced.retain(|name, tr| {
+            traced
+                .get(name.as_str())
+                .is_some_and(|d| d.diskseq == tr.diskseq)
+        });
+        for (name, d) in traced {
+            if !self.traced.contains_key(name) {
+                let tr = Traced {
+                    diskseq: d.diskseq,
+                    since: t,
+                    floor: t,
+                    busy: VecDeque::new(),
+                };
+                self.traced.insert(name.to_string(), tr);
+            }
+        }
+        self.pruned_for = Some(Arc::clone(devs));
     }
 }
 
@@ -256,7 +382,7 @@ impl App {
             LatencyFeed::Tracing => self.latency.tracing = Tracing::On,
             LatencyFeed::Unavailable(why) => {
                 self.latency.tracing = Tracing::Off(why);
-                self.latency.history.clear();
+                self.latency.clear();
                 self.latency.lost = 0;
                 self.latency.no_device_span = false;
             }
@@ -270,57 +396,56 @@ impl App {
 
     fn push_latency(&mut self, s: LatencySample) {
         self.latency.lost = self.latency.lost.saturating_add(s.lost);
-        let devs = std::sync::Arc::clone(&self.devices);
-        // Devices gone, or replaced under their name (another diskseq), lose
-        // their history: looked at only when the device list changed (a
-        // point is only ever added for its device's diskseq). By name in one
-        // map: a search of the list per history is a million comparisons per
-        // tick at 1000 devices.
-        if !self
-            .latency
-            .pruned_for
-            .as_ref()
-            .is_some_and(|p| std::sync::Arc::ptr_eq(p, &devs))
-        {
-            let by_name: HashMap<&str, &BlockDevice> =
-                devs.iter().map(|d| (d.name.as_str(), d)).collect();
-            self.latency.history.retain(|name, h| {
-                by_name.get(name.as_str()).is_some_and(|d| {
-                    d.size_bytes > 0 && h.back().is_none_or(|p| p.dev.diskseq == d.diskseq)
-                })
-            });
-            self.latency.pruned_for = Some(std::sync::Arc::clone(&devs));
+        if !(self.latency.pruned_for.as_ref()).is_some_and(|p| Arc::ptr_eq(p, &self.devices)) {
+            let devs = Arc::clone(&self.devices);
+            self.latency.track(&devs, s.t);
         }
         let all_long = self.all_keep_long();
-        // Only devices with a request queue are traced: the others get no
-        // points, so they show `-`, never a count of 0.
-        for d in devs
-            .iter()
-            .filter(|d| d.size_bytes > 0 && d.queue.has_scheduler())
+        // The longest any device keeps.
+        let longest = KEEP_SECS.max(SHORT_POINTS * self.interval.as_secs_f64());
+        let ticks = &mut self.latency.ticks;
+        ticks.push_back((s.t, s.itv));
+        while ticks.len() > MAX_LATENCY_POINTS || ticks.front().is_some_and(|f| f.0 < s.t - longest)
         {
-            let dev = s.devices.get(&d.name).cloned().unwrap_or(DeviceLatency {
-                diskseq: d.diskseq,
-                hists: Default::default(),
-            });
-            if dev.diskseq != d.diskseq {
+            ticks.pop_front();
+        }
+        // The devices that did I/O (an interval of the device the app
+        // knows under that name).
+        for (name, dev) in s.devices {
+            let keep = self.keep_secs(&name, all_long);
+            let Some(tr) = self.latency.traced.get_mut(&name) else {
+                continue;
+            };
+            if dev.diskseq != tr.diskseq {
                 continue;
             }
-            let keep = self.keep_secs(&d.name, all_long);
-            let point = LatencyPoint {
+            tr.busy.push_back(LatencyPoint {
                 t: s.t,
                 itv: s.itv,
-                dev,
-            };
-            // No name copy once a device has a history.
-            let h = match self.latency.history.get_mut(&d.name) {
-                Some(h) => h,
-                None => self.latency.history.entry(d.name.clone()).or_default(),
-            };
-            h.push_back(point);
-            while h.len() > MAX_LATENCY_POINTS || h.front().is_some_and(|f| f.t < s.t - keep) {
-                h.pop_front();
+                dev: Arc::new(dev),
+            });
+            tr.prune(s.t, keep);
+        }
+        self.latency.unpruned += 1;
+        if self.latency.unpruned >= PRUNE_EVERY {
+            self.latency.unpruned = 0;
+            let keeps: Vec<(String, f64)> = (self.latency.traced.keys())
+                .map(|n| (n.clone(), self.keep_secs(n, all_long)))
+                .collect();
+            for (name, keep) in keeps {
+                if let Some(tr) = self.latency.traced.get_mut(&name) {
+                    tr.prune(s.t, keep);
+                }
             }
         }
+    }
+
+    /// A device's latency history as the app keeps it (the selected and
+    /// changed devices long, the others short at a thousand devices),
+    /// oldest first; `None` when the device is not traced.
+    pub fn latency_points(&self, name: &str) -> Option<VecDeque<LatencyPoint>> {
+        let keep = self.keep_secs(name, self.all_keep_long());
+        self.latency.points(name, keep)
     }
 
     /// The newest interval's read (total) percentiles of a device for the
@@ -328,7 +453,7 @@ impl App {
     /// interval yet); `Some(None)` when traced without reads.
     pub fn latency_now(&self, name: &str, dir: Dir) -> Option<Option<Percentiles>> {
         let p = self.latency.current(name, self.now)?;
-        Some(p.dev.get(Span::Total, dir).and_then(|c| {
+        Some(p.get(Span::Total, dir).and_then(|c| {
             let mut pool = Pool::default();
             pool.add(c);
             Percentiles::of(&pool.hist())
@@ -342,12 +467,12 @@ impl App {
         name: &str,
         i: usize,
     ) -> Option<(Option<Window>, Option<Window>)> {
-        let points = self.latency.history.get(name)?;
+        let points = self.latency_points(name)?;
         let marks = self.marks.get(name)?;
         let m = marks.get(i)?;
         let prev = i.checked_sub(1).map(|j| marks[j].t);
         let next = marks.get(i + 1).map(|n| n.t);
-        Some(compare_windows(points, m.t, BEFORE_WINDOW, prev, next))
+        Some(compare_windows(&points, m.t, BEFORE_WINDOW, prev, next))
     }
 }
 
@@ -380,7 +505,8 @@ mod tests {
                     ((Span::Total, Dir::Read), SparseHist::from(&h)),
                     ((Span::Device, Dir::Read), SparseHist::from(&dev)),
                 ]),
-            },
+            }
+            .into(),
         }
     }
 

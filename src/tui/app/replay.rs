@@ -29,7 +29,7 @@ impl App {
         self.seed_histories();
         self.now_stats.clear();
         // The kernel's histograms too: the refed window is earlier than them.
-        self.latency.history.clear();
+        self.latency.clear();
         self.latency.lost = 0;
         self.marks.clear();
         self.undo.clear();

@@ -147,8 +147,9 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App, name: &str, t: Theme) 
     let rows = area.height - 1;
     // The kernel's p50/p99 of reads below r_await while it traces this
     // device; of writes below w_await when every chart keeps four rows.
+    let points = app.latency_points(name);
     let lat = |dir| {
-        let points = app.latency.history.get(name)?;
+        let points = points.as_ref()?;
         let mut l = super::latency::bucket(points, app.now, span, cols, dir);
         l.last = app.latency_now(name, dir).flatten();
         Some(l)

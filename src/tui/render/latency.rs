@@ -306,7 +306,8 @@ mod tests {
                     ((Span::Total, Dir::Read), hist(ms)),
                     ((Span::Device, Dir::Read), hist(dev_ms)),
                 ]),
-            },
+            }
+            .into(),
         }
     }
 
