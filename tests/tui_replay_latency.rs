@@ -88,6 +88,12 @@ struct Session {
 /// The live worker's order per tick: the snapshot, then the histograms of
 /// its interval; the recorder gets the very interval the app is sent.
 fn live_session() -> Session {
+    session(None)
+}
+
+/// [`live_session`], where the issue program's attach fails before tick
+/// `fail_at` (as the live worker tells both: the app and the recorder).
+fn session(fail_at: Option<usize>) -> Session {
     let mut m = Machine::three();
     let mut live = m.app(None);
     live.on_feed(Feed::Latency(LatencyFeed::Tracing));
@@ -111,7 +117,12 @@ fn live_session() -> Session {
         live.on_feed(Feed::Snapshot(Box::new(s)));
         live.on_feed(Feed::Latency(LatencyFeed::Sample(sample)));
     };
-    for _ in 0..BEFORE {
+    for i in 0..BEFORE {
+        if fail_at == Some(i) {
+            let why = "block_rq_issue: EPERM".to_string();
+            rec.no_device_span(&why);
+            live.on_feed(Feed::Latency(LatencyFeed::NoDeviceSpan(why)));
+        }
         tick(&mut m, &mut live, &mut rec, false);
     }
     let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
@@ -347,4 +358,89 @@ fn intervals_recorded_after_tracing_stopped_replay_as_not_traced() {
     assert_eq!(app.latency.lost, 18);
     let s = text(&screen(&app, 160, 48));
     assert!(s.contains("lost 18 I/Os"), "{s}");
+}
+
+/// The issue program's failure is in the recording, once, with the sample
+/// after it; a replay says `no dev span` in its header from there on, as
+/// the live view did, also after a seek back (the frames after it carry
+/// it); a recording without the failure says nothing of it.
+#[test]
+fn a_failed_issue_program_is_recorded_and_replayed() {
+    let s = session(Some(30));
+    let text_of = std::process::Command::new("zcat")
+        .arg(&s.file)
+        .output()
+        .unwrap()
+        .stdout;
+    let text_of = String::from_utf8(text_of).unwrap();
+    let said: Vec<&str> = (text_of.lines())
+        .filter(|l| l.contains("no_dev_span"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(r#""no_dev_span":"block_rq_issue: EPERM""#),
+        "{}",
+        said[0]
+    );
+    let header = |app: &App| {
+        text(&screen(app, 160, 48))
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        header(&s.live).contains("no dev span"),
+        "{}",
+        header(&s.live)
+    );
+
+    let (mut replay, mut src, end) = replayed(&s.file);
+    assert!(replay.latency.no_device_span);
+    assert!(
+        header(&replay).contains("no dev span"),
+        "{}",
+        header(&replay)
+    );
+    // ← from the end: the window refed from 10 s before it still says it.
+    let a = action_for(
+        replay.mode(),
+        &KeyEvent::new(KeyCode::Left, KeyModifiers::NONE),
+    )
+    .unwrap();
+    for c in replay.on_action(a) {
+        for f in src.control(&c.to_replay().unwrap(), end) {
+            replay.on_feed(f);
+        }
+    }
+    assert!(replay.latency.no_device_span);
+
+    // `blktune replay`'s summary says it too, in text and JSON.
+    let (_, sum) = blktune_core::record::summarize_file(&s.file, None).unwrap();
+    assert!(
+        sum.to_text().contains(
+            "no device span from some point on: the issue program could \
+             not be attached (block_rq_issue: EPERM)"
+        ),
+        "{}",
+        sum.to_text()
+    );
+    let v = serde_json::to_value(&sum).unwrap();
+    assert_eq!(v["latency_no_dev_span"], "block_rq_issue: EPERM");
+
+    let clean_session = live_session();
+    let (_, sum) = blktune_core::record::summarize_file(&clean_session.file, None).unwrap();
+    assert!(
+        serde_json::to_value(&sum)
+            .unwrap()
+            .get("latency_no_dev_span")
+            .is_none()
+    );
+    let (clean, _, _) = replayed(&clean_session.file);
+    assert!(!clean.latency.no_device_span);
+    assert!(
+        !header(&clean).contains("no dev span"),
+        "{}",
+        header(&clean)
+    );
 }

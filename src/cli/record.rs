@@ -165,16 +165,20 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         let snap = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        let mut failed = None;
         let traced = tracer.as_mut().ok().and_then(|t| {
             let r = t.read().ok();
-            if let Some(why) = t.take_issue_failure() {
-                eprintln_quiet(&format!(
-                    "blktune: {}",
-                    blktune_core::latency::no_device_span_note(&why)
-                ));
-            }
+            failed = t.take_issue_failure();
             r
         });
+        if let Some(why) = failed {
+            eprintln_quiet(&format!(
+                "blktune: {}",
+                blktune_core::latency::no_device_span_note(&why)
+            ));
+            // A replay says it too, from this sample on.
+            rec.no_device_span(&why);
+        }
         let traced = traced.and_then(|r| intervals.next(r));
         rec.snapshot_traced(&snap, traced.as_ref())?;
     };

@@ -387,9 +387,11 @@ impl App {
                 self.latency.no_device_span = false;
             }
             LatencyFeed::Sample(s) => self.push_latency(s),
+            // Said once (a replay repeats it with every frame after it).
             LatencyFeed::NoDeviceSpan(why) => {
-                self.latency.no_device_span = true;
-                self.say(StatusKind::Error, no_device_span_note(&why));
+                if !std::mem::replace(&mut self.latency.no_device_span, true) {
+                    self.say(StatusKind::Error, no_device_span_note(&why));
+                }
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use blktune_core::latency::hist::{Hist, NR_SLOTS, VALUE_LEN};
 use blktune_core::latency::{
-    DevId, Dir, Interval, Intervals, Span, SparseHist, Tracer, Unavailable,
+    DevId, Dir, Interval, Intervals, IssueProgram, Span, SparseHist, Tracer, Unavailable,
 };
 use blktune_core::record::latency::{DeviceLat, LatencyFacts, parse_key};
 use blktune_core::sampler::Snapshot;
@@ -246,6 +246,15 @@ impl LiveLatency {
     /// ([`Tracer::take_issue_failure`]); a shoot-out's read may have tried.
     pub fn take_issue_failure(&self) -> Option<String> {
         self.tracer.lock().ok()?.take_issue_failure()
+    }
+
+    /// Why the issue program could not be attached, however often asked
+    /// (a recording started after the failure says it too).
+    pub fn issue_failure(&self) -> Option<String> {
+        match self.tracer.lock().ok()?.issue_program() {
+            IssueProgram::Failed(why) => Some(why.clone()),
+            _ => None,
+        }
     }
 
     /// The tracer, for a shoot-out to read too (the program is loaded once).

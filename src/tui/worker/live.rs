@@ -211,12 +211,14 @@ impl LiveSource {
                     None | Some(Ok(None)) => (None, None),
                     Some(Ok(Some(i))) => {
                         let failed = self.latency.as_ref().and_then(|l| l.take_issue_failure());
-                        if let Some(why) = failed
-                            && feed
+                        if let Some(why) = failed {
+                            self.recorder.no_device_span(&why);
+                            if feed
                                 .send(Feed::Latency(LatencyFeed::NoDeviceSpan(why)))
                                 .is_err()
-                        {
-                            return false;
+                            {
+                                return false;
+                            }
                         }
                         let sample = sample_of(&i, &s).map(LatencyFeed::Sample);
                         (Some(i), sample)
@@ -374,8 +376,20 @@ impl LiveSource {
                             // A recording's first facts must be whole.
                             self.sampler.complete();
                             let facts = self.latency_facts();
-                            self.recorder
-                                .start(&p, &self.sampler, origin, self.interval, facts)
+                            let ev = self.recorder.start(
+                                &p,
+                                &self.sampler,
+                                origin,
+                                self.interval,
+                                facts,
+                            );
+                            // Said already on screen: the recording says it
+                            // with its first sample.
+                            if let Some(why) = self.latency.as_ref().and_then(|l| l.issue_failure())
+                            {
+                                self.recorder.no_device_span(&why);
+                            }
+                            ev
                         }
                         None => self.recorder.stop(),
                     };

@@ -40,15 +40,15 @@ pub struct LiveRecorder {
 }
 
 impl LiveRecorder {
-    /// Start recording to `path` (never overwriting a file); `origin` is the
-    /// newest snapshot's time, which becomes `t` = 0. `latency` is what the
-    /// header says of the kernel's histograms (`None`: tracing was never
-    /// asked for).
     /// Is a recording being written?
     pub fn is_active(&self) -> bool {
         self.rec.is_some()
     }
 
+    /// Start recording to `path` (never overwriting a file); `origin` is the
+    /// newest snapshot's time, which becomes `t` = 0. `latency` is what the
+    /// header says of the kernel's histograms (`None`: tracing was never
+    /// asked for).
     pub fn start(
         &mut self,
         path: &Path,
@@ -103,6 +103,14 @@ impl LiveRecorder {
             let _ = r.finish("stopped");
         }
         Some(RecordEvent::Failed(format!("recording stopped: {why}")))
+    }
+
+    /// The kernel's issue program could not be attached (`why`): the
+    /// recording says so with its next sample (once).
+    pub fn no_device_span(&mut self, why: &str) {
+        if let Some(r) = &mut self.rec {
+            r.no_device_span(why);
+        }
     }
 
     /// Record a change made through the tuner, at its exact time.

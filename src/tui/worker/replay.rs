@@ -66,6 +66,11 @@ fn push_frame(f: Frame, traced: bool, out: &mut Vec<Feed>) {
         .then(|| sample_of_recorded(&f.snapshot, &f.latency, f.lost))
         .flatten();
     out.extend(f.marks.into_iter().map(Feed::Change));
+    // Said from the interval the recorder first said it in (every frame
+    // after: a seek lands anywhere; the app says it once).
+    if let Some(why) = f.no_dev_span.filter(|_| traced) {
+        out.push(Feed::Latency(LatencyFeed::NoDeviceSpan(why)));
+    }
     out.push(Feed::Snapshot(Box::new(f.snapshot)));
     if let Some(l) = lat {
         out.push(Feed::Latency(LatencyFeed::Sample(l)));

@@ -133,7 +133,10 @@ fn sample(s: &Sample) -> Check {
     s.lat.iter().try_for_each(|(n, l)| {
         name("a disk name", n)?;
         super::latency::check(l)
-    })
+    })?;
+    s.no_dev_span
+        .as_deref()
+        .map_or(Ok(()), |w| text("no_dev_span", w, MAX_NAME))
 }
 
 fn change(c: &ChangeRecord) -> Check {
@@ -200,6 +203,7 @@ mod tests {
             lat: BTreeMap::new(),
             lost: 0,
             untraced: false,
+            no_dev_span: None,
         })
     }
 
@@ -231,6 +235,7 @@ mod tests {
             lat: BTreeMap::new(),
             lost: 0,
             untraced: false,
+            no_dev_span: None,
         });
         assert!(record(&r).unwrap_err().contains("disk name"));
         let disks = (0..=MAX_DEVICES).map(|i| (i.to_string(), vec![])).collect();
@@ -242,7 +247,22 @@ mod tests {
             lat: BTreeMap::new(),
             lost: 0,
             untraced: false,
+            no_dev_span: None,
         });
         assert!(record(&r).unwrap_err().contains("disks"));
+    }
+
+    #[test]
+    fn a_reason_for_no_device_span_is_bounded() {
+        let with = |why: String| match s(1.0, 1.7e9) {
+            Record::Sample(x) => Record::Sample(Sample {
+                no_dev_span: Some(why),
+                ..x
+            }),
+            r => r,
+        };
+        assert!(record(&with("block_rq_issue: EPERM".into())).is_ok());
+        let e = record(&with("x".repeat(MAX_NAME + 1))).unwrap_err();
+        assert!(e.contains("no_dev_span"), "{e}");
     }
 }

@@ -171,6 +171,11 @@ pub struct Sample {
     /// not traced then, rather than idle.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub untraced: bool,
+    /// The kernel's issue program could not be attached, in these words,
+    /// once, in the first sample after it failed: from this interval on a
+    /// device the kernel does not time the issue of has no device span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_dev_span: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -232,6 +232,7 @@ mod tests {
                 lat,
                 lost,
                 untraced,
+                no_dev_span: None,
             }));
         }
         path

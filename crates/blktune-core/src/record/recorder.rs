@@ -84,6 +84,9 @@ pub struct Recorder {
     stats: RecordStats,
     /// The header says samples carry the kernel's histograms.
     traced: bool,
+    /// Why the issue program could not be attached, for the next sample;
+    /// `Some("")` once written (said once per recording).
+    no_dev_span: Option<String>,
 }
 
 /// Unix seconds of a wall-clock time.
@@ -139,6 +142,7 @@ impl Recorder {
             last_settings_t: 0.0,
             checked_within: opts.checked_within.as_secs_f64(),
             last_t: 0.0,
+            no_dev_span: None,
             expected: BTreeMap::new(),
             stats: RecordStats {
                 samples: 0,
@@ -274,10 +278,25 @@ impl Recorder {
             lat,
             lost: traced.map_or(0, |i| i.lost),
             untraced: self.traced && traced.is_none() && s.interval.is_some(),
+            no_dev_span: self
+                .no_dev_span
+                .as_mut()
+                .filter(|why| !why.is_empty())
+                .map(std::mem::take),
         }))?;
         self.stats.samples += 1;
         self.last_t = t;
         Ok(())
+    }
+
+    /// The kernel's issue program could not be attached (`why`): the next
+    /// sample says so, once per recording, so that a replay shows `no dev
+    /// span` from there on as the live screen did.
+    pub fn no_device_span(&mut self, why: &str) {
+        if self.no_dev_span.is_none() {
+            let why = if why.is_empty() { "unknown" } else { why };
+            self.no_dev_span = Some(why.to_owned());
+        }
     }
 
     fn settings_from(&mut self, t: f64, devices: &[BlockDevice]) -> Result<(), RecordError> {

@@ -72,6 +72,9 @@ pub struct Frame {
     /// In a traced recording: (part of) the frame's interval was not
     /// traced, so a device without histograms is not known to be idle.
     pub untraced: bool,
+    /// The kernel's issue program could not be attached at or before this
+    /// frame's interval, in the recorder's words: no device span from then on.
+    pub no_dev_span: Option<String>,
 }
 
 /// Turns records, in file order, into frames: settings and device lists
@@ -100,6 +103,9 @@ pub(super) struct Frames {
     /// ... and their lost completions and untraced intervals.
     held_lost: u64,
     held_untraced: bool,
+    /// Why the issue program could not be attached, from the sample that
+    /// said so on.
+    no_dev_span: Option<String>,
     /// Samples after this time are not played (the end the scan saw).
     until: f64,
     /// A sample after `until` was met: nothing more to play.
@@ -123,6 +129,7 @@ impl Frames {
             held_lat: BTreeMap::new(),
             held_lost: 0,
             held_untraced: false,
+            no_dev_span: None,
             until,
             past_end: false,
         }
@@ -175,6 +182,7 @@ impl Frames {
                     // still be framed itself (the last one).
                     self.held_lost = self.held_lost.saturating_add(std::mem::take(&mut s.lost));
                     self.held_untraced |= std::mem::take(&mut s.untraced);
+                    self.take_no_dev_span(&mut s);
                     self.held = Some(s);
                     return None;
                 }
@@ -200,7 +208,16 @@ impl Frames {
         self.devices = Arc::new(devs);
     }
 
+    /// Keep a sample's word that the issue program failed (the first; the
+    /// reader checked its length).
+    fn take_no_dev_span(&mut self, s: &mut Sample) {
+        if let Some(why) = s.no_dev_span.take() {
+            self.no_dev_span.get_or_insert(why);
+        }
+    }
+
     fn frame(&mut self, mut s: Sample) -> Frame {
+        self.take_no_dev_span(&mut s);
         let mut lat = std::mem::take(&mut self.held_lat);
         let lost = std::mem::take(&mut self.held_lost).saturating_add(s.lost);
         let untraced = std::mem::take(&mut self.held_untraced) || s.untraced;
@@ -249,6 +266,7 @@ impl Frames {
             latency: lat,
             lost,
             untraced,
+            no_dev_span: self.no_dev_span.clone(),
         }
     }
 }
@@ -524,6 +542,7 @@ mod tests {
             lat: BTreeMap::new(),
             lost: 0,
             untraced: false,
+            no_dev_span: None,
         })
     }
 
@@ -558,6 +577,36 @@ mod tests {
             assert!((r_s - 6400.0).abs() < 1e-6, "{r_s} at {}", fr.snapshot.t);
         }
         assert_eq!(made[1].snapshot.interval, Some(4.0 / 64.0));
+    }
+
+    /// The recorder says once that the issue program failed; every frame
+    /// from that sample on carries its words (a seek lands anywhere), also
+    /// when the sample that said it was merged into a later frame.
+    #[test]
+    fn a_failed_issue_program_is_carried_from_the_sample_that_said_it() {
+        let said = |t: f64| match sample(t) {
+            Record::Sample(s) => Record::Sample(Sample {
+                no_dev_span: Some("block_rq_issue: EPERM".into()),
+                ..s
+            }),
+            r => r,
+        };
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        let mut made: Vec<Frame> = Vec::new();
+        for i in 0..12 {
+            // Said at 5/64 s: merged into the frame of 8/64 s.
+            let t = f64::from(i) / 64.0;
+            made.extend(f.push(if i == 5 { said(t) } else { sample(t) }));
+        }
+        made.extend(f.finish());
+        let got: Vec<(f64, bool)> = (made.iter())
+            .map(|fr| (fr.snapshot.t * 64.0, fr.no_dev_span.is_some()))
+            .collect();
+        assert_eq!(got, [(0.0, false), (4.0, false), (8.0, true), (11.0, true)]);
+        assert_eq!(
+            made[3].no_dev_span.as_deref(),
+            Some("block_rq_issue: EPERM")
+        );
     }
 
     /// A merged frame's lost completions are its samples' sum, and it is

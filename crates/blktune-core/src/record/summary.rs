@@ -68,6 +68,10 @@ pub struct Summary {
     /// device: the counts may be short by as many.
     #[serde(skip_serializing_if = "is_zero")]
     pub latency_lost: u64,
+    /// The kernel's issue program could not be attached while recording, in
+    /// the recorder's words: no device span from then on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_no_dev_span: Option<String>,
     pub devices: Vec<DeviceSummary>,
     pub changes: Vec<ChangeSummary>,
     /// Problems met while reading.
@@ -221,6 +225,7 @@ struct Acc {
     /// Frames not traced (a device without histograms then: unknown).
     untraced: usize,
     lost: u64,
+    no_dev_span: Option<String>,
     /// Each whole device's histograms over the whole recording.
     device_lat: HashMap<String, LatAcc>,
     ring_cap: usize,
@@ -243,6 +248,7 @@ impl Acc {
             traced,
             untraced: 0,
             lost: 0,
+            no_dev_span: None,
             device_lat: HashMap::new(),
             ring_cap: RING_BUDGET,
             sides: Vec::new(),
@@ -302,6 +308,9 @@ impl Acc {
         let s = &f.snapshot;
         self.untraced += usize::from(self.traced && f.untraced);
         self.lost = self.lost.saturating_add(f.lost);
+        if self.no_dev_span.is_none() {
+            self.no_dev_span.clone_from(&f.no_dev_span);
+        }
         for w in &s.warnings {
             if self.warnings.len() < SHOWN_NOTES {
                 self.warnings.push(w.clone());
@@ -457,6 +466,7 @@ impl Acc {
             latency: header.latency.clone(),
             latency_untraced: self.untraced,
             latency_lost: self.lost,
+            latency_no_dev_span: self.no_dev_span.clone(),
             devices,
             changes,
             notes,
@@ -610,6 +620,13 @@ impl Summary {
                 o,
                 "            {} completion(s) no histogram counted: the counts may be short by as many",
                 self.latency_lost
+            );
+        }
+        if let Some(why) = &self.latency_no_dev_span {
+            let _ = writeln!(
+                o,
+                "            no device span from some point on: the issue program could not be attached ({})",
+                p(why)
             );
         }
         for d in &self.devices {
