@@ -3,9 +3,11 @@
 //! of reads they rest on (no p99 of an interval's dozen reads; one of the
 //! minute's pooled reads once there are 100), a switch gets `pr_n` and
 //! `pr_p99` before/after rows, `P` turns it off and on, and quitting ends
-//! the process (and with it the probe). Root only; skips otherwise.
+//! the process (and with it the probe). Root only; skips otherwise; `P`
+//! without a selected row is refused, on a fake tree (no root).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
+use blktune_core::fake::FakeDisk;
 use common::tmux::Tmux;
 use common::*;
 
@@ -144,4 +146,58 @@ fn held_open(dev: &str) -> bool {
         .filter_map(|p| std::fs::read_dir(p.path().join("fd")).ok())
         .flat_map(|fds| fds.flatten())
         .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == path))
+}
+
+/// The screen with its rows joined by single spaces (the status line wraps).
+fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `P` with no device to read refuses, says why on the status line and
+/// starts nothing: with the selection hidden by a filter typed fast (the
+/// filter, Enter and `P` in one packet), and with no device selected
+/// (`--device` naming a detached loop node, size 0: not a row). On a fake
+/// tree (`--read-only`); no root.
+#[test]
+fn p_refuses_without_a_selected_row() {
+    let name = "p_refuses_without_a_selected_row";
+    if !require_tool(name, "tmux") {
+        return;
+    }
+    let (dir, tree) = fake_host::loop_tree([1, 10]);
+    tree.add(&FakeDisk::new("loop2").dev(7, 2).size_bytes(0))
+        .unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let t = Tmux::on_fake_tree(
+        dir.path(),
+        journal.path(),
+        "--device loop1 --interval 250ms",
+        80,
+        24,
+    );
+    t.wait("loop1 selected", |s| s.contains("▶loop1 "));
+    t.keys(&["/", "z", "z", "Enter", "P"]);
+    let s = t.wait("the refusal", |s| {
+        flat(s).contains("'loop1' is selected but hidden by the filter 'zz'")
+    });
+    assert!(!flat(&s).contains("probe on"), "{s}");
+    assert!(!s.contains("above the block layer"), "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
+
+    let t = Tmux::on_fake_tree(
+        dir.path(),
+        journal.path(),
+        "--device loop2 --interval 250ms",
+        80,
+        24,
+    );
+    t.wait("no selection", |s| flat(s).contains("'loop2' is not shown"));
+    t.keys(&["P"]);
+    let s = t.wait("the refusal", |s| {
+        flat(s).contains("no device selected: ↑/↓ selects one")
+    });
+    assert!(!flat(&s).contains("probe on"), "{s}");
+    t.keys(&["q"]);
+    t.wait("exit 0", |s| s.contains("EXIT=0"));
 }
