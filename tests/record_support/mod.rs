@@ -6,9 +6,8 @@ use blktune_core::diskstats::{self, Counters};
 use blktune_core::fake::{FakeDisk, FakeTree};
 use blktune_core::history::ChangeMark;
 use blktune_core::record::{RecordOptions, Recorder, Recording};
-use blktune_core::sampler::{DeviceStat, RateTracker, Snapshot};
+use blktune_core::sampler::{DeviceStats, RateTracker, Snapshot};
 use blktune_core::tuner::Wanted;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -31,7 +30,7 @@ pub const HOTPLUG_AT: usize = 20;
 pub struct LiveTick {
     pub t: f64,
     pub interval: Option<f64>,
-    pub stats: BTreeMap<String, DeviceStat>,
+    pub stats: DeviceStats,
     pub devices: Arc<Vec<BlockDevice>>,
 }
 

@@ -191,7 +191,7 @@ impl Machine {
             interval: None,
             devices: Arc::clone(&self.devices),
             refreshed: true,
-            stats: BTreeMap::new(),
+            stats: Default::default(),
             iowait_pct: None,
             warnings: Vec::new(),
         }

@@ -42,9 +42,9 @@ use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
 use blktune_core::host::HostInfo;
 use blktune_core::iostat::ExtStats;
 use blktune_core::natural::natural_cmp;
-use blktune_core::sampler::DeviceStat;
+use blktune_core::sampler::DeviceStats;
 use blktune_core::tuner::Wanted;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +126,9 @@ pub struct App {
     /// charts have no gap ([`App::resume`]).
     pub held: Option<std::collections::VecDeque<super::worker::protocol::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
+    /// Whether a device list is in name order, kept with the list it was
+    /// learned of ([`App::visible`] asks on every draw).
+    by_name: std::cell::RefCell<Option<(Arc<Vec<BlockDevice>>, bool)>>,
     /// The names of `devices` that have a size (the table's rows before
     /// the filter), made when the list changes.
     pub sized: HashSet<String>,
@@ -133,7 +136,7 @@ pub struct App {
     /// The newest snapshot's statistics, by name: what is in flight now
     /// ([`App::in_flight`]). Kept as the snapshot made it (no copy per
     /// device per tick); replaced by the next one.
-    pub now_stats: BTreeMap<String, DeviceStat>,
+    pub now_stats: DeviceStats,
     /// Every change seen, per device, oldest first.
     pub marks: HashMap<String, Vec<ChangeMark>>,
     /// Changes of this session not undone, per device, oldest first.
@@ -212,9 +215,10 @@ impl App {
             color: cfg.color,
             paused: false,
             devices: Arc::new(Vec::new()),
+            by_name: Default::default(),
             sized: HashSet::new(),
             histories: HashMap::new(),
-            now_stats: BTreeMap::new(),
+            now_stats: DeviceStats::default(),
             marks: HashMap::new(),
             undo: HashMap::new(),
             selected: None,
@@ -352,15 +356,27 @@ impl App {
         // the figures alone leaves ties in that order without comparing
         // names, which at a thousand idle devices (every row a tie) was
         // most of the sort.
-        let by_name = self
-            .devices
-            .is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
-        if by_name {
+        if self.devices_by_name() {
             v.sort_by(|(a, _), (b, _)| cmp_figures(self.sort, a, b));
         } else {
             v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         }
         v.into_iter().map(|(_, d)| d).collect()
+    }
+
+    /// Is the device list in name order (as the sampler publishes it)?
+    /// Learned once per list.
+    fn devices_by_name(&self) -> bool {
+        let mut known = self.by_name.borrow_mut();
+        match &*known {
+            Some((list, sorted)) if Arc::ptr_eq(list, &self.devices) => *sorted,
+            _ => {
+                let sorted =
+                    (self.devices).is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
+                *known = Some((Arc::clone(&self.devices), sorted));
+                sorted
+            }
+        }
     }
 
     /// The message telling the live worker which rows a draw just showed

@@ -86,6 +86,129 @@ impl DeviceStat {
     }
 }
 
+/// Every diskstats line's numbers by device name, in name (byte) order.
+///
+/// A sorted vector rather than a map: the rate tracker makes one per tick
+/// already in that order (no tree to build and no nodes to free, at a
+/// thousand lines a tick), and a lookup is a binary search.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceStats(Vec<(String, DeviceStat)>);
+
+impl DeviceStats {
+    /// From entries already in name order, each name once.
+    fn from_sorted(v: Vec<(String, DeviceStat)>) -> Self {
+        debug_assert!(v.windows(2).all(|w| w[0].0 < w[1].0));
+        Self(v)
+    }
+
+    fn at(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    /// A device's numbers.
+    pub fn get(&self, name: &str) -> Option<&DeviceStat> {
+        let i = self.at(name).ok()?;
+        self.0.get(i).map(|(_, st)| st)
+    }
+
+    /// A device's numbers, to change.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut DeviceStat> {
+        let i = self.at(name).ok()?;
+        self.0.get_mut(i).map(|(_, st)| st)
+    }
+
+    /// Has this device a line?
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.at(name).is_ok()
+    }
+
+    /// Add or replace a device's numbers; the old ones if there were.
+    pub fn insert(&mut self, name: String, st: DeviceStat) -> Option<DeviceStat> {
+        match self.at(&name) {
+            Ok(i) => self.0.get_mut(i).map(|e| std::mem::replace(&mut e.1, st)),
+            Err(i) => {
+                self.0.insert(i, (name, st));
+                None
+            }
+        }
+    }
+
+    /// Take a device's numbers out.
+    pub fn remove(&mut self, name: &str) -> Option<DeviceStat> {
+        let i = self.at(name).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// Forget every line.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Names and numbers, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &DeviceStat)> {
+        self.0.iter().map(|(n, st)| (n, st))
+    }
+
+    /// Names and numbers to change, in name order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut DeviceStat)> {
+        self.0.iter_mut().map(|(n, st)| (&*n, st))
+    }
+
+    /// The names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(n, _)| n)
+    }
+}
+
+impl<'a> IntoIterator for &'a DeviceStats {
+    type Item = (&'a String, &'a DeviceStat);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, DeviceStat)>,
+        fn(&'a (String, DeviceStat)) -> (&'a String, &'a DeviceStat),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, st)| (n, st))
+    }
+}
+
+impl IntoIterator for DeviceStats {
+    type Item = (String, DeviceStat);
+    type IntoIter = std::vec::IntoIter<(String, DeviceStat)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+/// As a map would: a name given twice keeps its last numbers.
+impl FromIterator<(String, DeviceStat)> for DeviceStats {
+    fn from_iter<I: IntoIterator<Item = (String, DeviceStat)>>(iter: I) -> Self {
+        let map: BTreeMap<String, DeviceStat> = iter.into_iter().collect();
+        Self::from_sorted(map.into_iter().collect())
+    }
+}
+
+impl std::ops::Index<&str> for DeviceStats {
+    type Output = DeviceStat;
+
+    /// A device's numbers; panics when it has no line, as a map's index.
+    fn index(&self, name: &str) -> &DeviceStat {
+        match self.get(name) {
+            Some(st) => st,
+            None => panic!("no diskstats line for {name:?}"),
+        }
+    }
+}
+
 /// Pure rate computation over a stream of diskstats samples at monotonic times.
 ///
 /// Used live by [`Sampler`] and by replay with recorded times.
@@ -108,7 +231,7 @@ pub struct RateTracker {
 impl RateTracker {
     /// Feed the counters seen at monotonic time `t` (seconds); returns each
     /// device's statistics over the interval since the previous call.
-    pub fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
+    pub fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> DeviceStats {
         let itv = self.prev_t.map(|p| t - p);
         self.prev_t = Some(t);
         // Usually the kernel lists the same names in the same order as last
@@ -133,17 +256,13 @@ impl RateTracker {
             *before = l.counters;
             out.push((l.name.clone(), DeviceStat::new(l.counters, stats)));
         }
-        // Already in order: the map is built without a search per name.
-        out.into_iter().collect()
+        // Already in order, each name once.
+        DeviceStats::from_sorted(out)
     }
 
     /// [`RateTracker::update`] when the names changed: each line's
     /// counters before are looked up by name.
-    fn update_names(
-        &mut self,
-        itv: Option<f64>,
-        lines: &[DiskStatsLine],
-    ) -> BTreeMap<String, DeviceStat> {
+    fn update_names(&mut self, itv: Option<f64>, lines: &[DiskStatsLine]) -> DeviceStats {
         let before: HashMap<&str, &Counters> =
             self.prev.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let mut out = BTreeMap::new();
@@ -182,7 +301,7 @@ impl RateTracker {
         self.prev = prev;
         self.order = order;
         self.dupes = dupes;
-        out
+        DeviceStats::from_sorted(out.into_iter().collect())
     }
 
     /// Did the last [`RateTracker::update`] see other names than the one
@@ -212,7 +331,7 @@ pub struct Snapshot {
     /// Did this tick re-read device info and settings?
     pub refreshed: bool,
     /// Statistics of every line of diskstats (partitions included), by name.
-    pub stats: BTreeMap<String, DeviceStat>,
+    pub stats: DeviceStats,
     /// CPU iowait percentage over the interval, from `<proc>/stat`.
     pub iowait_pct: Option<f64>,
     /// Lines of diskstats that could not be parsed, as messages.
@@ -929,7 +1048,7 @@ impl Sampler {
     /// Each whole device's I/Os in flight by direction. A device with none
     /// in diskstats needs no read (an idle machine reads nothing); only the
     /// busy ones cost one small file each.
-    fn split_in_flight(&self, stats: &mut BTreeMap<String, DeviceStat>) {
+    fn split_in_flight(&self, stats: &mut DeviceStats) {
         for (name, st) in stats.iter_mut() {
             // Idle: no lookup either (a thousand per tick otherwise).
             if st.counters.in_flight == 0 {

@@ -132,7 +132,10 @@ proptest::proptest! {
                 u.iter().map(|&(n, ios)| line(names[n], ios, (ios / 2) as u32)).collect()
             };
             let t = k as f64;
-            proptest::prop_assert_eq!(fast.update(t, &lines), slow.update(t, &lines));
+            proptest::prop_assert_eq!(
+                fast.update(t, &lines),
+                slow.update(t, &lines).into_iter().collect::<DeviceStats>()
+            );
             // Each name once, in the order it first came.
             let mut now: Vec<String> = Vec::new();
             for l in &lines {
@@ -715,4 +718,49 @@ mod cache {
         assert_eq!(snap.stats["sda"].in_flight, None);
         assert_eq!(snap.stats["sda"].counters.in_flight, 4);
     }
+}
+
+/// The statistics behave as the map they replaced: in name order, a name
+/// given twice keeps its last numbers, and an insert or removal keeps the
+/// order (a lookup is a binary search over it).
+#[test]
+fn device_stats_keep_name_order_as_a_map_would() {
+    let st = |r: u64| {
+        DeviceStat::new(
+            Counters {
+                rd_ios: r,
+                ..Counters::default()
+            },
+            Err(NoData::FirstSample),
+        )
+    };
+    let mut s: DeviceStats = [
+        ("sdb", 1),
+        ("loop10", 2),
+        ("sda", 3),
+        ("loop2", 4),
+        ("sdb", 5),
+    ]
+    .into_iter()
+    .map(|(n, r)| (n.to_string(), st(r)))
+    .collect();
+    let names: Vec<&String> = s.keys().collect();
+    assert_eq!(names, ["loop10", "loop2", "sda", "sdb"]);
+    assert_eq!(s["sdb"].counters.rd_ios, 5);
+    assert_eq!(s.len(), 4);
+    assert!(s.get("sdc").is_none() && !s.contains_key("sdc"));
+    assert!(s.insert("sdc".into(), st(6)).is_none());
+    assert_eq!(
+        s.insert("loop2".into(), st(7)).map(|o| o.counters.rd_ios),
+        Some(4)
+    );
+    assert_eq!(s.remove("sda").map(|o| o.counters.rd_ios), Some(3));
+    s.get_mut("sdc").unwrap().counters.rd_ios = 8;
+    let all: Vec<(&str, u64)> = s
+        .iter()
+        .map(|(n, st)| (n.as_str(), st.counters.rd_ios))
+        .collect();
+    assert_eq!(all, [("loop10", 2), ("loop2", 7), ("sdb", 5), ("sdc", 8)]);
+    s.clear();
+    assert!(s.is_empty());
 }
