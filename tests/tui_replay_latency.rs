@@ -140,6 +140,15 @@ fn session(fail_at: Option<usize>) -> Session {
     }
 }
 
+/// A recording's text (it is gzip-compressed).
+fn unzipped(file: &Path) -> String {
+    let out = std::process::Command::new("zcat")
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The recording played to its end into a replay App.
 fn replayed(file: &Path) -> (App, ReplaySource, Instant) {
     let rec = Arc::new(Recording::open(file).unwrap());
@@ -181,12 +190,7 @@ fn row(app: &App, dev: &str) -> String {
 fn a_replay_shows_the_p99_and_before_after_rows_the_live_view_showed() {
     let s = live_session();
     // The file has sda's histograms, flushes included.
-    let text_of = std::process::Command::new("zcat")
-        .arg(&s.file)
-        .output()
-        .unwrap()
-        .stdout;
-    let text_of = String::from_utf8(text_of).unwrap();
+    let text_of = unzipped(&s.file);
     let header = text_of.lines().next().unwrap();
     assert!(header.contains(r#""latency":{"traced":true}"#), "{header}");
     let sample = text_of.lines().find(|l| l.contains(r#""t":5.0"#)).unwrap();
@@ -367,12 +371,7 @@ fn intervals_recorded_after_tracing_stopped_replay_as_not_traced() {
 #[test]
 fn a_failed_issue_program_is_recorded_and_replayed() {
     let s = session(Some(30));
-    let text_of = std::process::Command::new("zcat")
-        .arg(&s.file)
-        .output()
-        .unwrap()
-        .stdout;
-    let text_of = String::from_utf8(text_of).unwrap();
+    let text_of = unzipped(&s.file);
     let said: Vec<&str> = (text_of.lines())
         .filter(|l| l.contains("no_dev_span"))
         .collect();
