@@ -96,7 +96,7 @@ impl Traced {
 ///
 /// A traced device's history is every traced interval from its first on,
 /// with the device's histograms where it did I/O and none where it did not.
-/// Stored sparsely: the intervals once ([`LatencyState::ticks`]), and per
+/// Stored sparsely: the intervals once (`ticks`), and per
 /// device only those with I/O, so a tick costs the devices that did I/O,
 /// not every device (a thousand idle ones were a tenth of the screen's
 /// idle cost).
