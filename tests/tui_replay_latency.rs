@@ -123,6 +123,11 @@ fn session(fail_at: Option<usize>) -> Session {
             rec.no_device_span(&why);
             live.on_feed(Feed::Latency(LatencyFeed::NoDeviceSpan(why)));
         }
+        // Told again (by `R`'s start after a shoot-out's dwell failed, then
+        // by the tick that takes the failure): the file still says it once.
+        if fail_at.is_some_and(|f| i == f + 1) {
+            rec.no_device_span("block_rq_issue: EPERM");
+        }
         tick(&mut m, &mut live, &mut rec, false);
     }
     let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");

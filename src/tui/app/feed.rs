@@ -7,6 +7,7 @@ use super::{
 };
 use crate::tui::worker::protocol::{ApplyKind, ApplyReport, Feed};
 use blktune_core::history::{ChangeMark, Point};
+use blktune_core::natural::natural_cmp;
 use blktune_core::sampler::Snapshot;
 use std::sync::Arc;
 
@@ -105,6 +106,8 @@ impl App {
         if !Arc::ptr_eq(&self.devices, &s.devices) {
             self.replaced = replaced_devices(&self.devices, &s.devices);
             self.devices = Arc::clone(&s.devices);
+            self.devices_by_name =
+                (self.devices).is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
             self.sized = (self.devices.iter())
                 .filter(|d| d.size_bytes > 0)
                 .map(|d| d.name.clone())

@@ -165,11 +165,14 @@ impl LatencyState {
         self.ticks.is_empty() || self.traced.is_empty()
     }
 
-    /// Forget every interval.
+    /// Forget every interval, the lost count and `no dev span` (tracing
+    /// stopped, or a replay refeeds from an earlier point).
     pub fn clear(&mut self) {
         self.ticks.clear();
         self.traced.clear();
         self.pruned_for = None;
+        self.lost = 0;
+        self.no_device_span = false;
     }
 
     /// Take the traced devices from the device list: gone, emptied and
@@ -383,8 +386,6 @@ impl App {
             LatencyFeed::Unavailable(why) => {
                 self.latency.tracing = Tracing::Off(why);
                 self.latency.clear();
-                self.latency.lost = 0;
-                self.latency.no_device_span = false;
             }
             LatencyFeed::Sample(s) => self.push_latency(s),
             // Said once (a replay repeats it with every frame after it).
@@ -431,14 +432,12 @@ impl App {
         self.latency.unpruned += 1;
         if self.latency.unpruned >= PRUNE_EVERY {
             self.latency.unpruned = 0;
-            let keeps: Vec<(String, f64)> = (self.latency.traced.keys())
-                .map(|n| (n.clone(), self.keep_secs(n, all_long)))
-                .collect();
-            for (name, keep) in keeps {
-                if let Some(tr) = self.latency.traced.get_mut(&name) {
-                    tr.prune(s.t, keep);
-                }
+            // Taken out for the sweep: each device's keep asks the app.
+            let mut traced = std::mem::take(&mut self.latency.traced);
+            for (name, tr) in &mut traced {
+                tr.prune(s.t, self.keep_secs(name, all_long));
             }
+            self.latency.traced = traced;
         }
     }
 

@@ -126,9 +126,9 @@ pub struct App {
     /// charts have no gap ([`App::resume`]).
     pub held: Option<std::collections::VecDeque<super::worker::protocol::Feed>>,
     pub devices: Arc<Vec<BlockDevice>>,
-    /// Whether a device list is in name order, kept with the list it was
-    /// learned of ([`App::visible`] asks on every draw).
-    by_name: std::cell::RefCell<Option<(Arc<Vec<BlockDevice>>, bool)>>,
+    /// Is `devices` in name order (as the sampler publishes it)? Made when
+    /// the list changes ([`App::visible`] asks on every draw).
+    pub devices_by_name: bool,
     /// The names of `devices` that have a size (the table's rows before
     /// the filter), made when the list changes.
     pub sized: HashSet<String>,
@@ -215,7 +215,7 @@ impl App {
             color: cfg.color,
             paused: false,
             devices: Arc::new(Vec::new()),
-            by_name: Default::default(),
+            devices_by_name: true,
             sized: HashSet::new(),
             histories: HashMap::new(),
             now_stats: DeviceStats::default(),
@@ -356,27 +356,12 @@ impl App {
         // the figures alone leaves ties in that order without comparing
         // names, which at a thousand idle devices (every row a tie) was
         // most of the sort.
-        if self.devices_by_name() {
+        if self.devices_by_name {
             v.sort_by(|(a, _), (b, _)| cmp_figures(self.sort, a, b));
         } else {
             v.sort_by(|(a, _), (b, _)| cmp_rows(self.sort, a, b));
         }
         v.into_iter().map(|(_, d)| d).collect()
-    }
-
-    /// Is the device list in name order (as the sampler publishes it)?
-    /// Learned once per list.
-    fn devices_by_name(&self) -> bool {
-        let mut known = self.by_name.borrow_mut();
-        match &*known {
-            Some((list, sorted)) if Arc::ptr_eq(list, &self.devices) => *sorted,
-            _ => {
-                let sorted =
-                    (self.devices).is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
-                *known = Some((Arc::clone(&self.devices), sorted));
-                sorted
-            }
-        }
     }
 
     /// The message telling the live worker which rows a draw just showed

@@ -30,8 +30,6 @@ impl App {
         self.now_stats.clear();
         // The kernel's histograms too: the refed window is earlier than them.
         self.latency.clear();
-        self.latency.lost = 0;
-        self.latency.no_device_span = false;
         self.marks.clear();
         self.undo.clear();
         self.samples = 0;

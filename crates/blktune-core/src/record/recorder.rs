@@ -84,9 +84,10 @@ pub struct Recorder {
     stats: RecordStats,
     /// The header says samples carry the kernel's histograms.
     traced: bool,
-    /// Why the issue program could not be attached, for the next sample;
-    /// `Some("")` once written (said once per recording).
+    /// Why the issue program could not be attached, for the next sample.
     no_dev_span: Option<String>,
+    /// ... said already (once per recording).
+    said_no_dev_span: bool,
 }
 
 /// Unix seconds of a wall-clock time.
@@ -143,6 +144,7 @@ impl Recorder {
             checked_within: opts.checked_within.as_secs_f64(),
             last_t: 0.0,
             no_dev_span: None,
+            said_no_dev_span: false,
             expected: BTreeMap::new(),
             stats: RecordStats {
                 samples: 0,
@@ -278,11 +280,7 @@ impl Recorder {
             lat,
             lost: traced.map_or(0, |i| i.lost),
             untraced: self.traced && traced.is_none() && s.interval.is_some(),
-            no_dev_span: self
-                .no_dev_span
-                .as_mut()
-                .filter(|why| !why.is_empty())
-                .map(std::mem::take),
+            no_dev_span: self.no_dev_span.take(),
         }))?;
         self.stats.samples += 1;
         self.last_t = t;
@@ -293,8 +291,7 @@ impl Recorder {
     /// sample says so, once per recording, so that a replay shows `no dev
     /// span` from there on as the live screen did.
     pub fn no_device_span(&mut self, why: &str) {
-        if self.no_dev_span.is_none() {
-            let why = if why.is_empty() { "unknown" } else { why };
+        if !std::mem::replace(&mut self.said_no_dev_span, true) {
             self.no_dev_span = Some(why.to_owned());
         }
     }

@@ -122,17 +122,6 @@ impl DeviceStats {
         self.at(name).is_ok()
     }
 
-    /// Add or replace a device's numbers; the old ones if there were.
-    pub fn insert(&mut self, name: String, st: DeviceStat) -> Option<DeviceStat> {
-        match self.at(&name) {
-            Ok(i) => self.0.get_mut(i).map(|e| std::mem::replace(&mut e.1, st)),
-            Err(i) => {
-                self.0.insert(i, (name, st));
-                None
-            }
-        }
-    }
-
     /// Take a device's numbers out.
     pub fn remove(&mut self, name: &str) -> Option<DeviceStat> {
         let i = self.at(name).ok()?;
@@ -160,11 +149,6 @@ impl DeviceStats {
     /// Names and numbers to change, in name order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut DeviceStat)> {
         self.0.iter_mut().map(|(n, st)| (&*n, st))
-    }
-
-    /// The names, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.iter().map(|(n, _)| n)
     }
 }
 
