@@ -406,18 +406,31 @@ fn a_failed_issue_program_is_recorded_and_replayed() {
         "{}",
         header(&replay)
     );
-    // ← from the end: the window refed from 10 s before it still says it.
-    let a = action_for(
+    // ← from the end: the window refed from 10 s before it still says it;
+    // back before the failure (t = 30 s), it no longer does.
+    let left = action_for(
         replay.mode(),
         &KeyEvent::new(KeyCode::Left, KeyModifiers::NONE),
     )
     .unwrap();
-    for c in replay.on_action(a) {
-        for f in src.control(&c.to_replay().unwrap(), end) {
-            replay.on_feed(f);
+    let mut back = |replay: &mut App| {
+        for c in replay.on_action(left) {
+            for f in src.control(&c.to_replay().unwrap(), end) {
+                replay.on_feed(f);
+            }
         }
-    }
+    };
+    back(&mut replay);
     assert!(replay.latency.no_device_span);
+    while replay.now > 25.0 {
+        back(&mut replay);
+    }
+    assert!(!replay.latency.no_device_span, "at {}", replay.now);
+    assert!(
+        !header(&replay).contains("no dev span"),
+        "{}",
+        header(&replay)
+    );
 
     // `blktune replay`'s summary says it too, in text and JSON.
     let (_, sum) = blktune_core::record::summarize_file(&s.file, None).unwrap();
