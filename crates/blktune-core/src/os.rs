@@ -466,9 +466,12 @@ fn on_sysfs(file: &fs::File) -> bool {
 impl HeldAttr {
     fn open(file: fs::File) -> io::Result<Hold> {
         // Never keep a FIFO or a device node open (a tape rewinds on close,
-        // a held CD-ROM does not eject). The crate's own unit tests keep
-        // files of temporary trees, to test the holders.
-        let keep = file.metadata()?.is_file() && (cfg!(test) || on_sysfs(&file));
+        // a held CD-ROM does not eject). sysfs has neither (only
+        // directories, attributes and links), so a file on it is kept
+        // without a second look: one call per file, a thousand at start on
+        // a big machine. The crate's own unit tests keep regular files of
+        // temporary trees, to test the holders.
+        let keep = on_sysfs(&file) || (cfg!(test) && file.metadata()?.is_file());
         if keep {
             return Ok(Hold::Kept(Self { file }));
         }
