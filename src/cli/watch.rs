@@ -72,9 +72,109 @@ pub struct WatchRecord<'a> {
     /// With `--probe`: the probe's reads in this interval (see [`ProbeJson`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeJson>,
-    /// The kernel's latency percentiles of this interval's I/Os.
-    #[serde(flatten)]
-    pub latency: LatencyJson,
+    /// The kernel's latency percentiles of this interval's I/Os: always
+    /// there in a record `watch` writes (`None` only while
+    /// [`WatchRecord::write_json`] writes the record's other keys).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyJson>,
+}
+
+impl WatchRecord<'_> {
+    /// The record's JSON, as [`serde_json::to_writer`] writes it, with the
+    /// parts that idle devices share copied from `memo`: a thousand idle
+    /// devices are most of a big machine's records, and their statistics
+    /// and latency keys were most of `watch --json`'s time per interval.
+    /// The memo's parts are made by the same serialisation as any other
+    /// record (a test compares the two on every kind of record).
+    fn write_json(&self, buf: &mut Vec<u8>, memo: &JsonMemo) -> serde_json::Result<()> {
+        let idle_stats = self.stats.is_some_and(|s| s == ExtStats::default());
+        let latency = self.latency.and_then(|l| memo.latency(l));
+        // With --probe the probe's key comes between the two: no memo.
+        if (!idle_stats && latency.is_none()) || self.probe.is_some() {
+            return serde_json::to_writer(buf, self);
+        }
+        let head = WatchRecord {
+            disk_device: self.disk_device,
+            timestamp: self.timestamp,
+            interval_s: self.interval_s,
+            scheduler: self.scheduler,
+            nr_requests: self.nr_requests,
+            read_ahead_kb: self.read_ahead_kb,
+            no_data: self.no_data,
+            stats: None,
+            probe: None,
+            latency: None,
+        };
+        serde_json::to_writer(&mut *buf, &head)?;
+        // Its closing brace: the keys go on.
+        buf.pop();
+        match &self.stats {
+            Some(_) if idle_stats => buf.extend_from_slice(&memo.idle_stats),
+            Some(s) => push_keys(buf, s)?,
+            None => {}
+        }
+        match (latency, &self.latency) {
+            (Some(keys), _) => buf.extend_from_slice(keys),
+            (None, Some(l)) => push_keys(buf, l)?,
+            (None, None) => {}
+        }
+        buf.push(b'}');
+        Ok(())
+    }
+}
+
+/// The keys and values of a JSON object, each after a comma: what a
+/// flattened field adds to its record.
+fn push_keys(buf: &mut Vec<u8>, v: &impl Serialize) -> serde_json::Result<()> {
+    let at = buf.len();
+    serde_json::to_writer(&mut *buf, v)?;
+    // `{...}`: the brace becomes a comma and the closing one goes; `{}`
+    // adds nothing.
+    if buf.len() - at == 2 {
+        buf.truncate(at);
+    } else {
+        buf[at] = b',';
+        buf.pop();
+    }
+    Ok(())
+}
+
+/// The record parts [`WatchRecord::write_json`] copies, each made once
+/// with [`push_keys`]: the statistics of an interval without I/O (every
+/// figure 0.0: counts that did not move, over a positive interval, give
+/// +0.0, never -0.0), and the latency keys untraced (all null) and traced
+/// without I/O.
+#[derive(Debug)]
+struct JsonMemo {
+    idle_stats: Vec<u8>,
+    untraced: Vec<u8>,
+    traced_idle: Vec<u8>,
+}
+
+impl JsonMemo {
+    fn new() -> serde_json::Result<Self> {
+        Ok(Self {
+            idle_stats: keys_of(&ExtStats::default())?,
+            untraced: keys_of(&LatencyJson(None))?,
+            traced_idle: keys_of(&LatencyJson(Some(Summary::default())))?,
+        })
+    }
+
+    /// The memo's keys of `l`, if it is one of the two it keeps.
+    fn latency(&self, l: LatencyJson) -> Option<&[u8]> {
+        match l.0 {
+            None => Some(&self.untraced),
+            Some(s) if s == Summary::default() => Some(&self.traced_idle),
+            Some(_) => None,
+        }
+    }
+}
+
+/// [`push_keys`] into a new buffer.
+fn keys_of(v: &impl Serialize) -> serde_json::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    push_keys(&mut buf, v)?;
+    Ok(buf)
 }
 
 /// The kernel's percentiles in a `watch --json` record: `r_p50 r_p90 r_p99
@@ -350,6 +450,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut next = Instant::now() + a.interval;
     let mut n = 0u64;
     let mut warned = false;
+    let memo = JsonMemo::new()?;
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         let now = Instant::now();
@@ -449,9 +550,9 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     no_data,
                     stats,
                     probe: probed.get(name).map(ProbeStats::json),
-                    latency: LatencyJson(summary_of(traced.as_ref(), dev)),
+                    latency: Some(LatencyJson(summary_of(traced.as_ref(), dev))),
                 };
-                serde_json::to_writer(&mut buf, &rec)?;
+                rec.write_json(&mut buf, &memo)?;
                 buf.push(b'\n');
             } else {
                 let mut line = row(name, sched.unwrap_or("-"), snap.ext(name));
@@ -494,6 +595,77 @@ mod tests {
     fn lost_is_said_only_when_there_was_a_loss() {
         assert_eq!(lost_note(0), None);
         assert!(lost_note(3).is_some_and(|n| n.starts_with("lost 3 I/O(s) ")));
+    }
+
+    /// Every kind of record: the memo's copies give the bytes serde gives.
+    #[test]
+    fn a_record_written_from_the_memo_is_the_one_serde_writes() {
+        use blktune_core::latency::Hist;
+        let mut hist = Hist::empty();
+        for ns in [40_000, 90_000, 1_200_000] {
+            hist.record(ns);
+        }
+        let busy = Summary::of([
+            (Span::Total, Dir::Read, &hist),
+            (Span::Device, Dir::Write, &hist),
+        ]);
+        let moving = ExtStats {
+            r_s: 12.5,
+            util: 3.25,
+            r_await: 0.125,
+            ..ExtStats::default()
+        };
+        let stats = [None, Some(ExtStats::default()), Some(moving)];
+        let no_data = [None, Some(NoData::FirstSample), Some(NoData::CounterReset)];
+        let latency = [
+            None,
+            Some(LatencyJson(None)),
+            Some(LatencyJson(Some(Summary::default()))),
+            Some(LatencyJson(Some(busy))),
+        ];
+        let probe = ProbeJson {
+            figures: Default::default(),
+            reads_per_sec: 2.0,
+            errors: 0,
+            error: None,
+        };
+        let memo = JsonMemo::new().unwrap();
+        let mut copied = 0;
+        for s in stats {
+            for nd in no_data {
+                for l in latency {
+                    for p in [None, Some(probe.clone())] {
+                        let rec = WatchRecord {
+                            disk_device: "loop7",
+                            timestamp: "2026-11-25T01:00:00.000Z",
+                            interval_s: 1.002,
+                            scheduler: Some("kyber"),
+                            nr_requests: Some(64),
+                            read_ahead_kb: None,
+                            no_data: nd,
+                            stats: s,
+                            probe: p,
+                            latency: l,
+                        };
+                        let mut fast = Vec::new();
+                        rec.write_json(&mut fast, &memo).unwrap();
+                        let want = serde_json::to_vec(&rec).unwrap();
+                        assert_eq!(
+                            String::from_utf8(fast).unwrap(),
+                            String::from_utf8(want).unwrap(),
+                            "{rec:?}"
+                        );
+                        copied += usize::from(
+                            rec.probe.is_none()
+                                && (s == Some(ExtStats::default())
+                                    || l.is_some_and(|l| memo.latency(l).is_some())),
+                        );
+                    }
+                }
+            }
+        }
+        // The memo was used, not only the whole-record fallback.
+        assert!(copied >= 20, "{copied}");
     }
 
     #[test]
