@@ -79,6 +79,16 @@ fn tracepoint_links() -> usize {
 }
 
 /// Reads of `dev` in `span` of an interval.
+/// BPF programs this process holds (the loader's feature probes are
+/// closed once made).
+fn loaded_programs() -> usize {
+    std::fs::read_dir("/proc/self/fdinfo")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .filter(|t| t.contains("prog_type:"))
+        .count()
+}
+
 fn reads(i: &blktune_core::latency::Interval, dev: DevId, span: Span) -> u64 {
     i.summary(dev, None).get(span, Dir::Read).map_or(0, |p| p.n)
 }
@@ -122,6 +132,11 @@ fn where_the_kernel_times_every_issue_only_the_completion_program_runs(own: &Own
     // turns them on), so no completion anywhere asked for the issue program.
     assert_eq!(tracer.issue_program(), &IssueProgram::Waiting);
     assert_eq!(tracepoint_links(), 1, "only block_rq_complete's program");
+    assert_eq!(
+        loaded_programs(),
+        1,
+        "the issue program is not even loaded (verified) while it waits"
+    );
 }
 
 fn a_completion_without_an_issue_time_attaches_the_issue_program(own: &OwnLoop) {
@@ -139,6 +154,7 @@ fn a_completion_without_an_issue_time_attaches_the_issue_program(own: &OwnLoop) 
     let i = intervals.next(tracer.read().expect("read")).unwrap();
     assert_eq!(tracer.issue_program(), &IssueProgram::Attached);
     assert_eq!(tracepoint_links(), 2);
+    assert_eq!(loaded_programs(), 2, "loaded when it was attached");
     assert!(reads(&i, own.dev, Span::Total) >= 290, "{}", i.lost);
     if waited {
         // Issued before the attach: in the total span, not the device's.
