@@ -187,22 +187,38 @@ struct {
 /* All zeros: the first value of a new histogram (too big for the stack). */
 static __u64 empty[SPANS_LEN];
 
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
+/* slot_of, from here to its end: compiled for the host by a test of
+ * crates/blktune-core/src/latency/hist.rs, against the Rust slot_of. */
 
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
-	return r;
+/* The highest bit set in v, for 0 < v < 2^63. Without branches: the
+ * verifier walks every path through a program, and the six branches this
+ * took, once per span, were most of the paths it walked (BPF has no
+ * conditional set). For v < 2^63, (c - v) has its top bit set exactly
+ * when v > c. */
+static __always_inline __u64 log2_u64(__u64 v)
+{
+	__u64 r, s;
+
+	r = ((0xffffffffULL - v) >> 63) << 5;
+	v >>= r;
+	s = ((0xffffULL - v) >> 63) << 4;
+	v >>= s;
+	r |= s;
+	s = ((0xffULL - v) >> 63) << 3;
+	v >>= s;
+	r |= s;
+	s = ((0xfULL - v) >> 63) << 2;
+	v >>= s;
+	r |= s;
+	s = ((0x3ULL - v) >> 63) << 1;
+	v >>= s;
+	r |= s;
+	return r | (v >> 1);
 }
 
-static __always_inline __u32 slot_of(__u64 ns)
+static __always_inline __u64 slot_of(__u64 ns)
 {
-	__u32 e;
+	__u64 e;
 
 	if (ns < (1ULL << MIN_EXP))
 		return 0;
@@ -211,6 +227,7 @@ static __always_inline __u32 slot_of(__u64 ns)
 	e = log2_u64(ns);
 	return 1 + (e - MIN_EXP) * SUBS + ((ns >> (e - SUB_BITS)) & (SUBS - 1));
 }
+/* slot_of: end */
 
 /* diskstats' groups: discard, flush, write, read; -1 for passthrough. */
 static __always_inline int direction(const struct request *rq)
@@ -282,7 +299,7 @@ static __always_inline __u64 *fast_hist(const struct hist_key *key, int dir, int
 /* Count one latency in a span's histogram of a map value. */
 static __always_inline void add(__u64 *h, __u32 span, __u64 ns)
 {
-	__u32 s = slot_of(ns);
+	__u64 s = slot_of(ns);
 
 	if (s >= NR_SLOTS)
 		return;

@@ -245,6 +245,87 @@ mod tests {
         assert_eq!(super::super::bpf_define("SPANS_LEN"), "(2 * VALUE_LEN)");
     }
 
+    /// The program's own `slot_of` (branch-free, unlike this one), compiled
+    /// for the host with the system's C compiler (Rust links with it, so it
+    /// is there wherever this builds), slots every power of two and its
+    /// neighbours and a spread of other latencies as this module does.
+    #[test]
+    fn the_programs_slot_of_is_this_one() {
+        let src = include_str!("../../bpf/latency.bpf.c");
+        let part = |from: &str, to: &str| {
+            let at = src.find(from).expect("begin marker") + from.len();
+            &src[at..at + src[at..].find(to).expect("end marker")]
+        };
+        let code = part("/* slot_of, from here", "/* slot_of: end */");
+        let defines: String = src
+            .lines()
+            .filter(|l| l.starts_with("#define "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("slot_of.c");
+        std::fs::write(
+            &c,
+            format!(
+                "#include <stdio.h>\n#include <stdint.h>\ntypedef uint64_t __u64;\ntypedef uint32_t __u32;\n\
+                 #define __always_inline inline\n{defines}\n/* {code}\n\
+                 int main(void) {{ unsigned long long v; \
+                 while (scanf(\"%llu\", &v) == 1) printf(\"%llu\\n\", \
+                 (unsigned long long)slot_of(v)); return 0; }}\n"
+            ),
+        )
+        .unwrap();
+        let bin = dir.path().join("slot_of");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let built = std::process::Command::new(&cc)
+            .args(["-O2", "-o"])
+            .arg(&bin)
+            .arg(&c)
+            .status()
+            .unwrap_or_else(|e| panic!("{cc}: {e}"));
+        assert!(
+            built.success(),
+            "{cc} could not build the program's slot_of"
+        );
+        let mut values: Vec<u64> = (0..63)
+            .flat_map(|e| {
+                let p = 1u64 << e;
+                [p - 1, p, p + 1]
+            })
+            .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..20_000 {
+            // xorshift, then a random scale: latencies from ns to minutes.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 40 + 24));
+        }
+        let input: String = values.iter().map(|v| format!("{v}\n")).collect();
+        let mut child = std::process::Command::new(&bin)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let slots: Vec<usize> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert_eq!(slots.len(), values.len());
+        for (v, got) in values.iter().zip(slots) {
+            assert_eq!(got, slot_of(*v), "slot of {v} ns");
+        }
+    }
+
     #[test]
     fn bucket_boundaries() {
         assert_eq!(NR_SLOTS, 2 + 24 * 64);
