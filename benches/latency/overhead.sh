@@ -136,7 +136,10 @@ start() {
       local b=$bin
       [ "$1" = before ] && b=$before
       "$b" watch --json -i 1s "$name" > /dev/null & bg=$!
-      attached 2
+      # The completion program; the issue program only where a queue does
+      # not time its issues (not this one; builds before 2026-11-25 loaded
+      # it at start all the same).
+      attached 1
       ;;
     bpftrace)
       out=$(mktemp)
