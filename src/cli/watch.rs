@@ -451,6 +451,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut n = 0u64;
     let mut warned = false;
     let memo = JsonMemo::new()?;
+    let mut buf: Vec<u8> = Vec::new();
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         let now = Instant::now();
@@ -514,8 +515,11 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let traced = latency.as_mut().and_then(Latency::tick);
         let timestamp = rfc3339(snap.wall);
         // The whole interval goes out in one write (a thousand devices are
-        // a thousand lines: one syscall each would cost more than the sample).
-        let mut buf: Vec<u8> = Vec::with_capacity(sel.len() * if a.json { 768 } else { 128 });
+        // a thousand lines: one syscall each would cost more than the
+        // sample), from one buffer kept from tick to tick (fresh pages cost
+        // a fault each).
+        buf.clear();
+        buf.reserve(sel.len() * if a.json { 768 } else { 128 });
         if !a.json {
             writeln!(buf, "\n{timestamp}  interval {itv:.3}s")?;
             buf.extend_from_slice(header().as_bytes());
