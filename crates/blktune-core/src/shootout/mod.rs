@@ -315,9 +315,7 @@ pub fn run_traced(
             // entry names the old diskseq, so 'revert' drops it as stale.
             return Err(ShootoutError::Aborted {
                 cause,
-                restore: format!(
-                    "nothing was restored onto the new device; 'blktune revert {dev}' drops the stale journal entry"
-                ),
+                restore: not_restored(dev.as_str()),
             });
         }
         Err(e) => {
@@ -428,8 +426,19 @@ fn restore(held: &tuner::Held<'_>, original: &Wanted) -> String {
     let dev = held.name();
     match held.restore(original) {
         Ok(_) => format!("original settings restored ({})", original.summary()),
+        // Refused, as it must be: said as when the shoot-out saw it first.
+        Err(TuneError::Replaced { .. }) => not_restored(dev),
         Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
     }
+}
+
+/// What a shoot-out whose device was re-created under its name did with
+/// the original settings: nothing (they are the old device's), however it
+/// found out (between steps, or when a step failed on the new device).
+fn not_restored(dev: &str) -> String {
+    format!(
+        "nothing was restored onto the new device; 'blktune revert {dev}' drops the stale journal entry"
+    )
 }
 
 /// Restores the original settings if the shoot-out unwinds (a panic in the

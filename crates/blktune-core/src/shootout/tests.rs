@@ -215,3 +215,27 @@ fn a_device_held_by_another_change_is_not_shot_out() {
     assert!(err.to_string().contains("being changed by"), "{err}");
     assert_eq!(active(&t), "mq-deadline");
 }
+
+/// A restore refused because the device was re-created under its name is
+/// said as the shoot-out says it when it sees that between steps: nothing
+/// was restored, by design, not a failure (a step that failed on the new
+/// device used to end in "RESTORE FAILED").
+#[test]
+fn a_restore_refused_on_a_re_created_device_says_nothing_was_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    let mut disk = FakeDisk::new("loop3").dev(7, 3);
+    disk.diskseq = Some(15);
+    t.add(&disk).unwrap();
+    let root = t.root();
+    let original = Wanted::snapshot_of(&QueueSettings::read(&root, &root.device("loop3").unwrap()));
+    let tuner = Tuner::new(root.clone(), Some(Journal::new(dir.path().join("j"))))
+        .expecting("loop3", Some(14));
+    let held = tuner.hold("loop3").unwrap();
+    let said = restore(&held, &original);
+    assert_eq!(said, not_restored("loop3"));
+    assert!(
+        said.starts_with("nothing was restored onto the new device"),
+        "{said}"
+    );
+}

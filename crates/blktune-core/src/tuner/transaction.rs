@@ -460,7 +460,7 @@ impl Tuner {
         } else if let Some(s) = seq.filter(|s| self.root.read_diskseq(dev) != Some(*s)) {
             (
                 format!(
-                    "nothing rolled back: another device has the name now (diskseq {s}, now {})",
+                    "nothing rolled back: the device was re-created, another device has the name now (diskseq {s}, now {})",
                     diskseq_text(self.root.read_diskseq(dev))
                 ),
                 None,
