@@ -68,27 +68,27 @@ impl OwnLoop {
     }
 }
 
-/// This process's BPF links on tracepoints (`/proc/self/fdinfo`): one per
-/// attached program.
-fn tracepoint_links() -> usize {
+/// This process's descriptors whose `/proc/self/fdinfo` has `line`.
+fn descriptors_with(line: &str) -> usize {
     std::fs::read_dir("/proc/self/fdinfo")
         .unwrap()
         .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-        .filter(|t| t.contains("link_type:\traw_tracepoint"))
+        .filter(|t| t.contains(line))
         .count()
 }
 
-/// Reads of `dev` in `span` of an interval.
+/// This process's BPF links on tracepoints: one per attached program.
+fn tracepoint_links() -> usize {
+    descriptors_with("link_type:\traw_tracepoint")
+}
+
 /// BPF programs this process holds (the loader's feature probes are
 /// closed once made).
 fn loaded_programs() -> usize {
-    std::fs::read_dir("/proc/self/fdinfo")
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-        .filter(|t| t.contains("prog_type:"))
-        .count()
+    descriptors_with("prog_type:")
 }
 
+/// Reads of `dev` in `span` of an interval.
 fn reads(i: &blktune_core::latency::Interval, dev: DevId, span: Span) -> u64 {
     i.summary(dev, None).get(span, Dir::Read).map_or(0, |p| p.n)
 }
