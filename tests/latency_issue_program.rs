@@ -108,6 +108,39 @@ fn the_issue_program_runs_only_once_a_completion_lacks_an_issue_time() {
     assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
     a_shoot_outs_dwell_begins_with_the_issue_program_attached(&own);
     assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
+    a_detached_completion_program_times_nothing_until_attached_again(&own);
+    assert_eq!(tracepoint_links(), 0, "a dropped tracer leaves no link");
+}
+
+/// The switch `benches/latency/overhead.sh` measures the program's cost
+/// with (through `examples/latency_toggle.rs`): detached, the completion
+/// program has no link and times no I/O; attached again, it times them
+/// all; asking for the state it is in changes nothing.
+fn a_detached_completion_program_times_nothing_until_attached_again(own: &OwnLoop) {
+    let mut tracer = Tracer::start(false, true).expect("loads as root");
+    let mut intervals = Intervals::new();
+    intervals.next(tracer.read().expect("read"));
+    tracer.set_completions(false).expect("detaches");
+    assert_eq!(tracepoint_links(), 0, "detached");
+    tracer
+        .set_completions(false)
+        .expect("already detached: nothing to do");
+    own.read(100);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    assert_eq!(
+        reads(&i, own.dev, Span::Total),
+        0,
+        "not timed while detached"
+    );
+    tracer.set_completions(true).expect("attaches");
+    tracer
+        .set_completions(true)
+        .expect("already attached: nothing to do");
+    assert_eq!(tracepoint_links(), 1, "one link again, not two");
+    own.read(100);
+    let i = intervals.next(tracer.read().expect("read")).unwrap();
+    let total = reads(&i, own.dev, Span::Total);
+    assert!(total >= 95, "{total} of 100 reads, {} lost", i.lost);
 }
 
 fn where_the_kernel_times_every_issue_only_the_completion_program_runs(own: &OwnLoop) {

@@ -7,7 +7,7 @@
 #
 #   benches/latency/overhead.sh [ROUNDS] [SECONDS]      (default 40 rounds, windows of 2 s)
 #
-# Two phases, so that measuring does not inflate what is measured:
+# Three phases, so that measuring does not inflate what is measured:
 #  1. IOPS, with kernel.bpf_stats_enabled OFF (with it on, every BPF program
 #     call is timed with two extra clock reads). One fio run goes on the whole
 #     phase; the tracers are started and stopped under it, and its IOPS are
@@ -45,6 +45,19 @@
 #     over the busy CPU time per I/O without tracing is the share of a
 #     CPU-bound fio's IOPS the programs themselves take; phase 1 measures the
 #     whole cost (the tracepoints' dispatch and blktune's userspace too).
+#  3. IOPS with blktune's program switched on and off, bpf_stats off, in one
+#     fio run of TOGGLE_SECONDS (default 300; 0 skips the phase):
+#     crates/blktune-core/examples/latency_toggle.rs loads the program as
+#     `watch` does, then detaches and attaches it again every half second
+#     (windows of 400 ms, each 100 ms after its switch) and reads its maps
+#     once a second in both states. Each window with the program on is
+#     compared with the windows off either side of it, half a second away,
+#     with no process started or stopped: the cost per I/O of the program
+#     and of the tracepoint's dispatch of it, with the VM's drift cancelled
+#     far better than phase 1's windows seconds apart can (what phase 1
+#     adds to it is blktune's sampling once a second in userspace).
+#
+# A ROUNDS of 0 skips phase 1.
 #
 # BLKTUNE (default target/release/blktune) and BLKTUNE_BEFORE name the binaries.
 set -euo pipefail
@@ -54,14 +67,18 @@ secs=${2:-2}
 cost_secs=3
 cost_rounds=${COST_ROUNDS:-12}
 bin=${BLKTUNE:-$here/../../target/release/blktune}
+toggle_secs=${TOGGLE_SECONDS:-300}
+toggle=${TOGGLE:-$here/../../target/release/examples/latency_toggle}
 before=${BLKTUNE_BEFORE:-}
 [ "$(id -u)" -eq 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 1; }
+[ "$toggle_secs" = 0 ] || [ -x "$toggle" ] || { echo "build first: cargo build --release --example latency_toggle" >&2; exit 1; }
 [ -z "$before" ] || [ -x "$before" ] || { echo "BLKTUNE_BEFORE=$before is not executable" >&2; exit 1; }
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 img=$(mktemp /dev/shm/blktune-bench-latency.XXXXXX)
 fio_out=$(mktemp)
+toggle_out=$(mktemp)
 stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
 dev=""
 bg=""
@@ -71,7 +88,7 @@ cleanup() {
   if [ -n "$bg" ]; then kill "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true; fi
   if [ -n "$load" ]; then kill "$load" 2>/dev/null || true; wait "$load" 2>/dev/null || true; fi
   [ -n "$dev" ] && losetup -d "$dev" || true
-  rm -f "$img" "$fio_out" ${out:+"$out"}
+  rm -f "$img" "$fio_out" "$toggle_out" ${out:+"$out"}
   echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled
 }
 trap cleanup EXIT
@@ -199,22 +216,35 @@ reads() { awk -v d="$name" '$3 == d { print $4; exit }' /proc/diskstats; }
 # fio's IOPS over a window of $secs s of the fio run going on, and the
 # machine's busy CPU time per I/O in ns over it: "IOPS NS".
 window() {
-  local r0 r1 b0 b1 t0 t1
-  r0=$(reads); b0=$(busy); t0=$(date +%s%N)
+  local r0 r1 b0 b1 t0 t1 o0 o1
+  r0=$(reads); b0=$(busy); o0=$(own); t0=$(date +%s%N)
   sleep "$secs"
-  r1=$(reads); b1=$(busy); t1=$(date +%s%N)
+  r1=$(reads); b1=$(busy); o1=$(own); t1=$(date +%s%N)
   awk -v r="$((r1 - r0))" -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" \
-    'BEGIN { printf "%d %d\n", r * 1e9 / t, (r > 0 ? b / hz * 1e9 / r : 0) }'
+    -v o="$((o1 - o0))" \
+    'BEGIN { printf "%d %d %d\n", r * 1e9 / t, (r > 0 ? b / hz * 1e9 / r : 0), o * 1e9 / t }'
 }
 
-declare -A res cpu before_none after_none
+# The CPU time the tracer in the background ($bg, all its threads) has
+# run in userspace and in its system calls so far, in ns (schedstat); 0
+# without one. Its BPF programs run in the context of whatever task the I/O
+# completes in, so they are not in it.
+own() {
+  [ -n "$bg" ] || { echo 0; return; }
+  cat /proc/"$bg"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%d\n", t }'
+}
+
+declare -A res cpu self before_none after_none
+nones=()
+nones_cpu=()
+if [ "$rounds" -gt 0 ]; then
 echo "IOPS, bpf_stats off: $rounds rounds of windows of $secs s in one fio run, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
   --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
   --time_based --runtime=1000000 --output=/dev/null & load=$!
 sleep 3
-read -r none_iops none_cpu < <(window)
+read -r none_iops none_cpu _ < <(window)
 nones=("$none_iops")
 nones_cpu=("$none_cpu")
 for r in $(seq "$rounds"); do
@@ -222,11 +252,11 @@ for r in $(seq "$rounds"); do
   for i in $(seq 0 $((nt - 1))); do
     c=${tracers[$(((i + r - 1) % nt))]}
     start "$c"
-    read -r res[$c,$r] cpu[$c,$r] < <(window)
+    read -r res[$c,$r] cpu[$c,$r] self[$c,$r] < <(window)
     stop "$c"
     sleep 0.3
     before_none[$c,$r]="$none_iops $none_cpu"
-    read -r none_iops none_cpu < <(window)
+    read -r none_iops none_cpu _ < <(window)
     nones+=("$none_iops")
     nones_cpu+=("$none_cpu")
     after_none[$c,$r]="$none_iops $none_cpu"
@@ -235,6 +265,7 @@ for r in $(seq "$rounds"); do
   echo "$line"
 done
 kill "$load"; wait "$load" 2>/dev/null || true; load=""
+fi
 
 echo "BPF run time per I/O, bpf_stats on: $cost_rounds runs of $cost_secs s per tracer"
 # ns[$c,$r]: "RUN_TIME_PER_IO CALLS_PER_IO" of tracer c in run r.
@@ -268,12 +299,23 @@ PY
   echo "  $c: ns per I/O:$line"
 done
 
+if [ "$toggle_secs" != 0 ]; then
+  echo "IOPS with blktune's program switched on and off every 0.5 s, bpf_stats off: one fio run of $toggle_secs s"
+  fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
+    --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
+    --time_based --runtime=1000000 --output=/dev/null & load=$!
+  sleep 3
+  "$toggle" "$name" "$toggle_secs" > "$toggle_out"
+  kill "$load"; wait "$load" 2>/dev/null || true; load=""
+fi
+
 args=()
 for c in "${tracers[@]}"; do
-  # Per round "ON_IOPS:ON_CPU:BEFORE_IOPS:BEFORE_CPU:AFTER_IOPS:AFTER_CPU".
+  # Per round "ON_IOPS:ON_CPU:BEFORE_IOPS:BEFORE_CPU:AFTER_IOPS:AFTER_CPU:OWN",
+  # OWN: the tracer's own CPU ns per s of the window.
   v="$c"
   for r in $(seq "$rounds"); do
-    v+=" ${res[$c,$r]}:${cpu[$c,$r]}:$(tr ' ' : <<< "${before_none[$c,$r]}"):$(tr ' ' : <<< "${after_none[$c,$r]}")"
+    v+=" ${res[$c,$r]}:${cpu[$c,$r]}:$(tr ' ' : <<< "${before_none[$c,$r]}"):$(tr ' ' : <<< "${after_none[$c,$r]}"):${self[$c,$r]}"
   done
   v+=" |"
   for r in $(seq "$cost_rounds"); do v+=" $(tr ' ' : <<< "${ns[$c,$r]:-nan nan}")"; done
@@ -282,7 +324,7 @@ done
 empty=""
 for r in $(seq "$cost_rounds"); do empty+=" $(tr ' ' : <<< "${ns[empty,$r]:-nan nan}")"; done
 nones_arg="${nones[*]}|${nones_cpu[*]}"
-python3 - "$rounds" "$secs" "$empty" "$nones_arg" "${args[@]}" <<'PY'
+python3 - "$rounds" "$secs" "$empty" "$nones_arg" "$toggle_out" "$(getconf CLK_TCK)" "$(nproc)" "${args[@]}" <<'PY'
 import random, statistics as st, sys
 rounds, secs = int(sys.argv[1]), float(sys.argv[2])
 
@@ -318,44 +360,89 @@ def ci(xs, f=st.median, n=2000, block=3):
 empty = runs(sys.argv[3])
 per_call = st.median(t / calls for t, calls in empty) if empty else float("nan")
 none_iops, none_cpu = ([int(x) for x in part.split()] for part in sys.argv[4].split("|"))
+hz, ncpus = int(sys.argv[6]), int(sys.argv[7])
+# Phase 3's windows: (on, reads per s, busy CPU ns per read).
+toggled = []
+for line in open(sys.argv[5]):
+    state, length, n, busy = line.split()
+    n = int(n)
+    toggled.append((state == "on", n / float(length), int(busy) / hz * 1e9 / n if n else 0.0))
 pairs, ns = {}, {}
-for a in sys.argv[5:]:
+for a in sys.argv[8:]:
     head, tail = a.split("|")
     name, *vals = head.split()
     pairs[name] = [tuple(map(int, v.split(":"))) for v in vals]
     ns[name] = runs(tail)
-cpu_none = st.median(none_cpu)
-print(f"IOPS without tracing: median {st.median(none_iops):.0f} over {len(none_iops)} windows "
-      f"({min(none_iops)} .. {max(none_iops)}); busy CPU per I/O: median {cpu_none:.0f} ns")
+pairs.setdefault("ours", [])
+ns.setdefault("ours", [])
+if none_iops:
+    cpu_none = st.median(none_cpu)
+    print(f"IOPS without tracing: median {st.median(none_iops):.0f} over {len(none_iops)} windows "
+          f"({min(none_iops)} .. {max(none_iops)}); busy CPU per I/O: median {cpu_none:.0f} ns")
+else:
+    cpu_none = st.median(c for on, _, c in toggled if not on) if toggled else float("nan")
 print(f"bpf_stats' own cost inside each recorded program call (bpftrace, empty probes): "
       f"{per_call:.0f} ns")
+
+def cost_of(c):
+    if not ns[c]:
+        return "BPF ns n/a"
+    raw = st.median(t for t, _ in ns[c])
+    net = st.median(t - calls * per_call for t, calls in ns[c])
+    return (f"{raw:.0f} ns/I/O in BPF as recorded, {net:.0f} net of bpf_stats "
+            f"({100 * net / cpu_none:.1f} % of none's CPU per I/O)")
+
 parts = []
-for c, ps in pairs.items():
-    # Against the mean of the windows without tracing either side.
-    loss = [100 * (1 - on / ((b + a) / 2)) for on, _, b, _, a, _ in ps]
-    more = [100 * (oc / ((bc + ac) / 2) - 1) for _, oc, _, bc, _, ac in ps]
+if toggled:
+    # Each window on against the mean of the windows off either side.
+    loss, more = [], []
+    for i in range(1, len(toggled) - 1):
+        (p, pr, pc), (on, r, c), (a, ar, ac) = toggled[i - 1:i + 2]
+        if on and not p and not a:
+            loss.append(100 * (1 - r / ((pr + ar) / 2)))
+            more.append(100 * (c / ((pc + ac) / 2) - 1))
+    off = [r for on, r, _ in toggled if not on]
     mlo, mhi = ci(loss)
     alo, ahi = ci(loss, st.mean)
     clo, chi = ci(more, st.mean)
-    if ns[c]:
-        raw = st.median(t for t, _ in ns[c])
-        net = st.median(t - calls * per_call for t, calls in ns[c])
-        cost = (f"{raw:.0f} ns/I/O in BPF as recorded, {net:.0f} net of bpf_stats "
-                f"({100 * net / cpu_none:.1f} % of none's CPU per I/O)")
-    else:
-        cost = "BPF ns n/a"
+    print(f"IOPS with blktune's program detached: median {st.median(off):.0f} over {len(off)} "
+          f"windows ({min(off):.0f} .. {max(off):.0f})")
+    print(f"  program switched on and off: loss per window: median {st.median(loss):.1f} % "
+          f"(95% {mlo:.1f} .. {mhi:.1f}), mean {st.mean(loss):.1f} % (95% {alo:.1f} .. {ahi:.1f}) "
+          f"over {len(loss)} windows, windows {min(loss):.1f} .. {max(loss):.1f}; busy CPU per "
+          f"I/O median {st.median(more):+.1f} %, mean {st.mean(more):+.1f} % "
+          f"(95% {clo:+.1f} .. {chi:+.1f}); {cost_of('ours')}")
+    parts.append(f"ours switched on and off {st.median(loss):.1f} % fewer IOPS (median, 95% "
+                 f"{mlo:.1f} .. {mhi:.1f}; mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}; "
+                 f"{len(loss)} windows of 0.4 s), {st.mean(more):+.1f} % CPU per I/O (mean, "
+                 f"95% {clo:+.1f} .. {chi:+.1f})")
+for c, ps in pairs.items():
+    if not ps:
+        continue
+    # Against the mean of the windows without tracing either side.
+    loss = [100 * (1 - p[0] / ((p[2] + p[4]) / 2)) for p in ps]
+    more = [100 * (p[1] / ((p[3] + p[5]) / 2) - 1) for p in ps]
+    # The tracer's own CPU (userspace and its system calls) as a share of
+    # the machine's.
+    own = 100 * st.mean(p[6] for p in ps) / 1e9 / ncpus
+    mlo, mhi = ci(loss)
+    alo, ahi = ci(loss, st.mean)
+    clo, chi = ci(more, st.mean)
+    cost = cost_of(c)
     print(f"  {c:8s} loss per window: median {st.median(loss):.1f} % (95% {mlo:.1f} .. {mhi:.1f}), "
           f"mean {st.mean(loss):.1f} % (95% {alo:.1f} .. {ahi:.1f}), windows {min(loss):.1f} .. "
           f"{max(loss):.1f}; busy CPU per I/O median {st.median(more):+.1f} %, mean "
-          f"{st.mean(more):+.1f} % (95% {clo:+.1f} .. {chi:+.1f}); {cost}")
+          f"{st.mean(more):+.1f} % (95% {clo:+.1f} .. {chi:+.1f}); its own process "
+          f"{own:.2f} % of the machine's CPU; {cost}")
     parts.append(f"{c} {st.median(loss):.1f} % fewer IOPS (median, 95% {mlo:.1f} .. {mhi:.1f}; "
                  f"mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}), "
-                 f"{st.mean(more):+.1f} % CPU per I/O (mean, 95% {clo:+.1f} .. {chi:+.1f}), {cost}")
+                 f"{st.mean(more):+.1f} % CPU per I/O (mean, 95% {clo:+.1f} .. {chi:+.1f}), "
+                 f"its process {own:.2f} % of the CPU, {cost}")
 print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
       "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
       "Loss: a tracer's window against the mean of the windows without tracing either side, in "
       "one fio run. CPU per I/O: the machine's user+system+irq time over fio's I/Os, steal "
       "excluded)")
-print(f"summary ({rounds} rounds of {secs} s windows): "
+print(f"summary ({rounds} rounds of {secs} s windows; {len(toggled)} windows switched): "
       + "; ".join(parts) + " [target: ours under 3 % and below bpftrace]")
 PY

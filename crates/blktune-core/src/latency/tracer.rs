@@ -23,7 +23,10 @@ pub(super) struct Aligned<B: ?Sized>(pub(super) B);
 pub(super) static OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!("../../bpf/latency.bpf.o"));
 
 /// The programs and the tracepoints they attach to.
-const PROGRAMS: [(&str, &str); 2] = [ISSUE, ("on_complete", "block_rq_complete")];
+const PROGRAMS: [(&str, &str); 2] = [ISSUE, COMPLETE];
+
+/// The completion program, which times every I/O.
+const COMPLETE: (&str, &str) = ("on_complete", "block_rq_complete");
 
 /// The issue program and its tracepoint: loaded (and so verified) and
 /// attached only when the program must keep issue times itself (see
@@ -105,6 +108,9 @@ pub struct Tracer {
     /// Their count at the last read that found it: a read that fails
     /// keeps it (a cumulative count that dropped would read as 2^64 lost).
     skipped: u64,
+    /// The completion program's link; `None` while a benchmark has it
+    /// detached ([`Tracer::set_completions`]).
+    complete_link: Option<BtfTracePointLinkId>,
 }
 
 // By hand: aya's per-CPU array has no `Debug`.
@@ -312,33 +318,34 @@ impl Tracer {
             }
             if let Ok(btf) = Btf::parse(&s.blob, Endianness::default()) {
                 part = btf;
-                if let Ok(bpf) = Self::load_with(&mut loader, &part, &masks, issues) {
-                    return Self::from_loaded(bpf, Some(s.types), masks, issues);
+                if let Ok(loaded) = Self::load_with(&mut loader, &part, &masks, issues) {
+                    return Self::from_loaded(loaded, Some(s.types), masks, issues);
                 }
             }
         }
         whole =
             Btf::parse(&bytes, Endianness::default()).map_err(|e| format!("kernel BTF: {e}"))?;
         drop(bytes);
-        let bpf = Self::load_with(&mut loader, &whole, &masks, issues)?;
-        Self::from_loaded(bpf, None, masks, issues)
+        let loaded = Self::load_with(&mut loader, &whole, &masks, issues)?;
+        Self::from_loaded(loaded, None, masks, issues)
     }
 
     /// Load the object and attach its programs, relocated against `btf`,
     /// with the flag masks of [`stats_masks`]; the issue program only when
-    /// [`attach_issue_at_start`].
+    /// [`attach_issue_at_start`]. With the completion program's link.
     fn load_with<'b>(
         loader: &mut EbpfLoader<'b>,
         btf: &'b Btf,
         masks: &'b (u64, u32),
         issues: Issues,
-    ) -> Result<Ebpf, String> {
+    ) -> Result<(Ebpf, BtfTracePointLinkId), String> {
         let mut bpf = loader
             .btf(Some(btf))
             .override_global("queue_stats_mask", &masks.0, true)
             .override_global("rq_stats_mask", &masks.1, true)
             .load(&OBJECT.0)
             .map_err(|e| e.to_string())?;
+        let mut complete_link = None;
         for (name, tracepoint) in PROGRAMS {
             let prog: &mut BtfTracePoint = bpf
                 .program_mut(name)
@@ -348,14 +355,18 @@ impl Tracer {
             if name != ISSUE.0 || attach_issue_at_start(issues, masks) {
                 prog.load(tracepoint, btf)
                     .map_err(|e| format!("{tracepoint}: {e}"))?;
-                prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+                let link = prog.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+                if name == COMPLETE.0 {
+                    complete_link = Some(link);
+                }
             }
         }
-        Ok(bpf)
+        let link = complete_link.ok_or_else(|| format!("no program {}", COMPLETE.0))?;
+        Ok((bpf, link))
     }
 
     fn from_loaded(
-        mut bpf: Ebpf,
+        (mut bpf, complete_link): (Ebpf, BtfTracePointLinkId),
         slim_btf: Option<u32>,
         masks: (u64, u32),
         issues: Issues,
@@ -375,13 +386,10 @@ impl Tracer {
         } else {
             IssueProgram::Waiting
         };
-        let complete_fd = bpf
-            .program("on_complete")
-            .and_then(|p| p.fd().ok())
-            .map(|fd| {
-                use std::os::fd::{AsFd, AsRawFd};
-                fd.as_fd().as_raw_fd()
-            });
+        let complete_fd = bpf.program(COMPLETE.0).and_then(|p| p.fd().ok()).map(|fd| {
+            use std::os::fd::{AsFd, AsRawFd};
+            fd.as_fd().as_raw_fd()
+        });
         Ok(Self {
             bpf,
             hists,
@@ -397,6 +405,7 @@ impl Tracer {
             kernel_issue_times: masks.1 != 0,
             complete_fd,
             skipped: 0,
+            complete_link: Some(complete_link),
         })
     }
 
@@ -450,6 +459,30 @@ impl Tracer {
         if detached {
             self.issue = IssueProgram::Waiting;
         }
+    }
+
+    /// Detach the completion program (`false`), so that no I/O is timed,
+    /// or attach it again (`true`); nothing to do if it already is so. The
+    /// tool never detaches it: this is for a benchmark that measures what
+    /// the program costs an I/O against no tracing within one fio run,
+    /// switching it on and off every fraction of a second
+    /// (`examples/latency_toggle.rs`, run by `benches/latency/overhead.sh`).
+    pub fn set_completions(&mut self, on: bool) -> Result<(), String> {
+        let (name, tracepoint) = COMPLETE;
+        let p = self
+            .bpf
+            .program_mut(name)
+            .ok_or_else(|| format!("no program {name}"))?;
+        let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
+        match (on, self.complete_link.take()) {
+            (true, None) => {
+                let link = p.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+                self.complete_link = Some(link);
+            }
+            (false, Some(link)) => p.detach(link).map_err(|e| format!("{tracepoint}: {e}"))?,
+            (_, link) => self.complete_link = link,
+        }
+        Ok(())
     }
 
     /// Attach the issue program if it waits and a completion came without
