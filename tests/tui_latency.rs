@@ -7,6 +7,7 @@ use blktune::tui::app::App;
 use blktune::tui::worker::latency::LatencyFeed;
 use blktune::tui::worker::protocol::Feed;
 use blktune_core::fake::FakeDisk;
+use blktune_core::history::MIN_INTERVALS;
 use blktune_core::latency::{Dir, Span};
 use tui_fixture::*;
 
@@ -76,6 +77,10 @@ fn p99_column_chart_and_before_after_at_80x24() {
     // Before/after: the window's reads, p99 12 ms -> 1.2 ms, the scheduler's share.
     assert!(s.contains("reads      48000   16000"), "{s}");
     assert!(s.contains("↳ time in the scheduler"), "{s}");
+    // And the writes' rows to the last: the table leaves out the windows'
+    // lengths and the awaits' spread rows to fit (they fell off before).
+    assert!(s.contains("w_p99 ") && s.contains("w_p99.9"), "{s}");
+    assert!(!s.contains("covers"), "{s}");
     insta::assert_snapshot!(term.backend());
 }
 
@@ -88,6 +93,51 @@ fn p99_column_chart_and_before_after_at_160x48() {
     assert!(s.contains("r_dev99"), "{s}");
     assert!(s.contains("w_p50"), "{s}");
     insta::assert_snapshot!(term.backend());
+}
+
+/// Issue 14's target "from a switch to a visible p99 change: the next
+/// tick": one interval after the switch, the table's p99, the chart's
+/// newest value and the before/after's `after` show the new scheduler's
+/// p99; the percent waits for the intervals a change's noise is judged on.
+#[test]
+fn a_switch_shows_in_the_p99_at_the_next_tick() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run_traced(&mut app, 60, &busy(4), &slow());
+    let sda_p99 = |app: &App| {
+        let s = text(&screen(app, 80, 24));
+        let row = s.lines().find(|l| l.contains("sda ")).unwrap().to_string();
+        // DEVICE SCHED r/s w/s r_await w_await r_p99 ...
+        row.split_whitespace().nth(6).unwrap().to_string()
+    };
+    assert_eq!(sda_p99(&app), "12.0", "under mq-deadline");
+    let mark = m.switch("sda", "mq-deadline→kyber", "mq-deadline", "kyber");
+    app.on_feed(Feed::Change(mark));
+    m.run_traced(&mut app, 1, &busy(1), &fast());
+    let now: f64 = sda_p99(&app).parse().unwrap();
+    assert!(now < 2.0, "kyber's p99 at the next tick: {now}");
+    let s = text(&screen(&app, 80, 24));
+    // The chart's label is the newest interval's p99.
+    assert!(s.contains(&format!("{now:.2}ms")), "{s}");
+    // The before/after's `after` rests on that one interval already; one
+    // interval is too short a window for a percent.
+    let r_p99_row = |app: &App| {
+        text(&screen(app, 80, 24))
+            .lines()
+            .find_map(|l| l.split('│').find(|c| c.starts_with("r_p99 ")))
+            .unwrap()
+            // The panel ends the line, and the backend quotes each line.
+            .trim_end_matches(['"', ' '])
+            .to_string()
+    };
+    assert_eq!(
+        r_p99_row(&app),
+        format!("r_p99       12.0 {now:>7.2}  short")
+    );
+    let (_, a) = app.latency_compare("sda", 0).unwrap();
+    assert_eq!(a.unwrap().intervals, 1);
+    m.run_traced(&mut app, MIN_INTERVALS - 1, &busy(1), &fast());
+    assert!(r_p99_row(&app).ends_with("-90%"), "{}", r_p99_row(&app));
 }
 
 #[test]

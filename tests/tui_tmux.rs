@@ -102,11 +102,20 @@ fn pick_kyber(t: &Tmux, lo: &TestLoop) {
     wait_sysfs(lo, "kyber", || t.capture());
 }
 
-/// Seconds the before/after panel's `after` column covers (`covers  2.3s  1.9s`).
-fn after_covers(screen: &str) -> Option<f64> {
-    let line = screen.lines().find(|l| l.contains("covers "))?;
-    let last = line.split_whitespace().last()?;
-    last.strip_suffix('s')?.parse().ok()
+/// Whole seconds since the change the before/after panel compares
+/// (`Δ none→kyber  2s ago`): about what its `after` column covers (at
+/// 80x24 the panel has no room for the `covers` row).
+fn change_age(screen: &str) -> Option<u32> {
+    let line = screen
+        .lines()
+        .find(|l| l.contains("Δ ") && l.contains(" ago"))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let age = words[words.iter().position(|w| *w == "ago")?.checked_sub(1)?];
+    let (m, s) = age
+        .strip_suffix('s')?
+        .split_once('m')
+        .unwrap_or(("0", age.strip_suffix('s')?));
+    Some(m.parse::<u32>().ok()? * 60 + s.parse::<u32>().ok()?)
 }
 
 /// Keys to move the picker's cursor from the active scheduler to `to`.
@@ -167,8 +176,8 @@ fn tui_switches_undoes_quits_and_survives_signals_and_hot_unplug() {
         row(s, &dev).is_some_and(|r| r.contains("kyber"))
             && s.lines().any(|l| l.contains('▲') && l.contains("kyber"))
     });
-    let s = t.wait("1.5 s of \"after\" in the before/after panel", |s| {
-        after_covers(s).is_some_and(|a| a >= 1.5)
+    let s = t.wait("2 s of \"after\" in the before/after panel", |s| {
+        change_age(s).is_some_and(|a| a >= 2)
     });
     println!("80x24 after the switch:\n{s}");
 

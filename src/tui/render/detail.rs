@@ -239,6 +239,9 @@ pub fn split_label(label: &str) -> (&str, Option<&str>) {
 /// Lines of the before/after table of one change; `probe` is the probe's
 /// pooled figures before and after (`--probe` only), shown under r_await; `latency` the
 /// kernel's pooled windows, whose rows follow r_await and w_await.
+/// `compact` leaves out the windows' lengths (`covers`) and, in a narrow
+/// panel, the awaits' spread rows: how the table fits where it would not
+/// (at 80x24 the write rows fell off the bottom).
 pub fn before_after(
     mark: &ChangeMark,
     c: &Comparison,
@@ -246,6 +249,7 @@ pub fn before_after(
     probe: Option<(ProbeFigures, ProbeFigures)>,
     latency: Option<&(Option<Window>, Option<Window>)>,
     width: usize,
+    compact: bool,
 ) -> Vec<(String, bool)> {
     // Tunables by their own name: the panel is narrow (33 columns at least).
     let label = mark.label.replace("iosched/", "");
@@ -281,10 +285,12 @@ pub fn before_after(
             },
         )
     };
-    out.push((
-        format!("{:<8}{:>cw$}{:>cw$}", "covers", secs(b), secs(a)),
-        false,
-    ));
+    if !compact {
+        out.push((
+            format!("{:<8}{:>cw$}{:>cw$}", "covers", secs(b), secs(a)),
+            false,
+        ));
+    }
     let rows = [
         ("r_await", Figure::RAwait),
         ("w_await", Figure::WAwait),
@@ -321,7 +327,7 @@ pub fn before_after(
             ),
             false,
         ));
-        if !wide && matches!(fig, Figure::RAwait | Figure::WAwait) {
+        if !wide && !compact && matches!(fig, Figure::RAwait | Figure::WAwait) {
             let sd = |m: Option<Means>| {
                 m.map_or_else(|| "-".into(), |m| format!("±{}", num(fig.of(&m).1)))
             };
@@ -375,14 +381,26 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     if let Some((mark, cmp)) = changes.last() {
         let probe = app.probe_compare(&d.name, changes.len() - 1);
         let latency = app.latency_compare(&d.name, changes.len() - 1);
-        for (l, head) in before_after(
-            mark,
-            cmp,
-            app.now,
-            probe,
-            latency.as_ref(),
-            area.width as usize,
-        ) {
+        let table = |compact| {
+            before_after(
+                mark,
+                cmp,
+                app.now,
+                probe,
+                latency.as_ref(),
+                area.width as usize,
+                compact,
+            )
+        };
+        let mut rows = table(false);
+        if lines.len() + rows.len() > area.height as usize {
+            rows = table(true);
+            // And no blank line between the in-flight line and the table.
+            if lines.last().is_some_and(|(l, _)| l.is_empty()) {
+                lines.pop();
+            }
+        }
+        for (l, head) in rows {
             lines.push((l, if head { t.heading() } else { Style::new() }));
         }
         if changes.len() > 1 {
@@ -481,6 +499,7 @@ mod tests {
             None,
             None,
             MIN_SIDE_W,
+            false,
         );
         assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
         assert_eq!(l[1].0, "  3s ago");
@@ -493,8 +512,47 @@ mod tests {
             None,
             None,
             MIN_SIDE_W,
+            false,
         );
         assert_eq!(l[0].0, "Δ none→kyber  3s ago");
         assert_eq!(l[1].0, "  and nr_requests 128→256");
+    }
+
+    #[test]
+    fn a_compact_table_leaves_out_the_windows_lengths_and_the_spread_rows() {
+        let m = Means {
+            secs: 20.0,
+            ..Default::default()
+        };
+        let c = Comparison {
+            before: Some(m),
+            after: Some(m),
+        };
+        let table = |compact| -> Vec<String> {
+            before_after(
+                &mark("none→kyber"),
+                &c,
+                13.0,
+                None,
+                None,
+                MIN_SIDE_W,
+                compact,
+            )
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+        };
+        let (full, compact) = (table(false), table(true));
+        let spread = |l: &Vec<String>| l.iter().filter(|r| r.trim_start().starts_with('±')).count();
+        assert!(full.iter().any(|l| l.starts_with("covers")));
+        assert_eq!(spread(&full), 2, "r_await's and w_await's: {full:?}");
+        assert!(!compact.iter().any(|l| l.starts_with("covers")));
+        assert_eq!(spread(&compact), 0, "{compact:?}");
+        // Every other row is kept, in its order.
+        let kept: Vec<&String> = full
+            .iter()
+            .filter(|l| !l.starts_with("covers") && !l.trim_start().starts_with('±'))
+            .collect();
+        assert_eq!(kept, compact.iter().collect::<Vec<_>>());
     }
 }
