@@ -83,6 +83,31 @@ fn without_root_no_bpf_is_attempted_and_the_reason_is_shown() {
         "{row}"
     );
 
+    // A recording as nobody: made all the same, with no bpf() call and one
+    // line why it has no histograms.
+    let rec_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        rec_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let rec = rec_dir.path().join("nobody.btrec");
+    let mut c = as_nobody(&bin);
+    c.arg("record")
+        .arg(&rec)
+        .args(["-i", "100ms", "-d", "300ms", lo.name()]);
+    let (o, calls) = traced(c, &log);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        calls.is_empty(),
+        "bpf() called by record as nobody: {calls:?}"
+    );
+    assert_eq!(
+        text(&o.stderr),
+        "blktune: no kernel latency histograms recorded: needs root\n"
+    );
+    assert!(rec.metadata().unwrap().len() > 0);
+
     // Exit codes unchanged: a usage error is still 2, before any tracing.
     let mut c = as_nobody(&bin);
     c.args(["watch", "--json", "-c", "1", "nosuchdevice"]);

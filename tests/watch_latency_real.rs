@@ -93,3 +93,44 @@ fn two_watches_at_once_both_count() {
         assert!(total > 0, "no read traced: {}", stdout(&o));
     }
 }
+
+/// `watch --latency`'s text table as root under reads: each interval's row
+/// ends with the read p99 and the device's read p99 in ms (fio does
+/// thousands of reads a second), and the write cells say there were none
+/// (`n=0`), not a p99 of nothing.
+#[test]
+fn watch_latency_table_shows_the_read_p99_and_the_write_count() {
+    let Some((lo, _fio)) =
+        loop_under_reads("watch_latency_table_shows_the_read_p99_and_the_write_count")
+    else {
+        return;
+    };
+    let name = lo.name().to_string();
+    let j = tempfile::tempdir().unwrap();
+    let o = blktune(
+        &["watch", "--latency", "-i", "1s", "-c", "3", &name],
+        j.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let header = out.lines().find(|l| l.contains("r_p99")).expect("a header");
+    assert!(
+        header
+            .trim_end()
+            .ends_with("r_p99    w_p99  r_dev99  w_dev99"),
+        "{header}"
+    );
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with(&name)).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    for row in rows {
+        let cells: Vec<&str> = row.split_whitespace().rev().take(4).collect();
+        // Reversed: w_dev99, r_dev99, w_p99, r_p99.
+        for (i, what) in [(3, "r_p99"), (1, "r_dev99")] {
+            let ms: f64 = cells[i]
+                .parse()
+                .unwrap_or_else(|_| panic!("{what} is not a number: {row}"));
+            assert!(ms > 0.0 && ms < 10_000.0, "{what} {ms}: {row}");
+        }
+        assert_eq!((cells[2], cells[0]), ("n=0", "n=0"), "no writes: {row}");
+    }
+}
