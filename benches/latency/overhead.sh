@@ -438,11 +438,12 @@ for c, ps in pairs.items():
                  f"mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}), "
                  f"{st.mean(more):+.1f} % CPU per I/O (mean, 95% {clo:+.1f} .. {chi:+.1f}), "
                  f"its process {own:.2f} % of the CPU, {cost}")
-print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
-      "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
-      "Loss: a tracer's window against the mean of the windows without tracing either side, in "
-      "one fio run. CPU per I/O: the machine's user+system+irq time over fio's I/Os, steal "
-      "excluded)")
+if any(pairs.values()):
+    print("(ours = `blktune watch --json -i 1s`: the BPF programs plus blktune's userspace sampling "
+          "once per second; IOPS and CPU with bpf_stats off, ns/I/O with it on, in separate runs. "
+          "Loss: a tracer's window against the mean of the windows without tracing either side, "
+          "in one fio run. CPU per I/O: the machine's user+system+irq time over fio's I/Os, "
+          "steal excluded)")
 print(f"summary ({rounds} rounds of {secs} s windows; {len(toggled)} windows switched): "
       + "; ".join(parts) + " [target: ours under 3 % and below bpftrace]")
 PY
