@@ -213,8 +213,9 @@ nt=${#tracers[@]}
 # The device's completed reads so far (diskstats' 4th field).
 reads() { awk -v d="$name" '$3 == d { print $4; exit }' /proc/diskstats; }
 
-# fio's IOPS over a window of $secs s of the fio run going on, and the
-# machine's busy CPU time per I/O in ns over it: "IOPS NS".
+# fio's IOPS over a window of $secs s of the fio run going on, the
+# machine's busy CPU time per I/O in ns over it, and the tracer's own CPU
+# time in ns per s of it (0 without one): "IOPS NS OWN".
 window() {
   local r0 r1 b0 b1 t0 t1 o0 o1
   r0=$(reads); b0=$(busy); o0=$(own); t0=$(date +%s%N)
@@ -238,33 +239,33 @@ declare -A res cpu self before_none after_none
 nones=()
 nones_cpu=()
 if [ "$rounds" -gt 0 ]; then
-echo "IOPS, bpf_stats off: $rounds rounds of windows of $secs s in one fio run, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
-echo 0 > /proc/sys/kernel/bpf_stats_enabled
-fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
-  --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
-  --time_based --runtime=1000000 --output=/dev/null & load=$!
-sleep 3
-read -r none_iops none_cpu _ < <(window)
-nones=("$none_iops")
-nones_cpu=("$none_cpu")
-for r in $(seq "$rounds"); do
-  line="round $r: none $none_iops"
-  for i in $(seq 0 $((nt - 1))); do
-    c=${tracers[$(((i + r - 1) % nt))]}
-    start "$c"
-    read -r res[$c,$r] cpu[$c,$r] self[$c,$r] < <(window)
-    stop "$c"
-    sleep 0.3
-    before_none[$c,$r]="$none_iops $none_cpu"
-    read -r none_iops none_cpu _ < <(window)
-    nones+=("$none_iops")
-    nones_cpu+=("$none_cpu")
-    after_none[$c,$r]="$none_iops $none_cpu"
-    line+=" $c ${res[$c,$r]} none $none_iops"
+  echo "IOPS, bpf_stats off: $rounds rounds of windows of $secs s in one fio run, fio 4k randread io_uring iodepth 32 x $(nproc) jobs on $name (/dev/shm)"
+  echo 0 > /proc/sys/kernel/bpf_stats_enabled
+  fio --name=bench --filename="$dev" --direct=1 --rw=randread --bs=4k \
+    --ioengine=io_uring --iodepth=32 --numjobs="$(nproc)" --group_reporting \
+    --time_based --runtime=1000000 --output=/dev/null & load=$!
+  sleep 3
+  read -r none_iops none_cpu _ < <(window)
+  nones=("$none_iops")
+  nones_cpu=("$none_cpu")
+  for r in $(seq "$rounds"); do
+    line="round $r: none $none_iops"
+    for i in $(seq 0 $((nt - 1))); do
+      c=${tracers[$(((i + r - 1) % nt))]}
+      start "$c"
+      read -r res[$c,$r] cpu[$c,$r] self[$c,$r] < <(window)
+      stop "$c"
+      sleep 0.3
+      before_none[$c,$r]="$none_iops $none_cpu"
+      read -r none_iops none_cpu _ < <(window)
+      nones+=("$none_iops")
+      nones_cpu+=("$none_cpu")
+      after_none[$c,$r]="$none_iops $none_cpu"
+      line+=" $c ${res[$c,$r]} none $none_iops"
+    done
+    echo "$line"
   done
-  echo "$line"
-done
-kill "$load"; wait "$load" 2>/dev/null || true; load=""
+  kill "$load"; wait "$load" 2>/dev/null || true; load=""
 fi
 
 echo "BPF run time per I/O, bpf_stats on: $cost_rounds runs of $cost_secs s per tracer"
@@ -307,6 +308,8 @@ if [ "$toggle_secs" != 0 ]; then
   sleep 3
   "$toggle" "$name" "$toggle_secs" > "$toggle_out"
   kill "$load"; wait "$load" 2>/dev/null || true; load=""
+  # Every window, for pooling runs (benches/latency/pool-switched.py).
+  sed 's/^/window /' "$toggle_out"
 fi
 
 args=()
@@ -324,8 +327,9 @@ done
 empty=""
 for r in $(seq "$cost_rounds"); do empty+=" $(tr ' ' : <<< "${ns[empty,$r]:-nan nan}")"; done
 nones_arg="${nones[*]}|${nones_cpu[*]}"
-python3 - "$rounds" "$secs" "$empty" "$nones_arg" "$toggle_out" "$(getconf CLK_TCK)" "$(nproc)" "${args[@]}" <<'PY'
-import random, statistics as st, sys
+PYTHONPATH="$here" python3 - "$rounds" "$secs" "$empty" "$nones_arg" "$toggle_out" "$(getconf CLK_TCK)" "$(nproc)" "${args[@]}" <<'PY'
+import statistics as st, sys
+from stats import ci, switched_losses, switched_report, switched_windows
 rounds, secs = int(sys.argv[1]), float(sys.argv[2])
 
 def runs(text):
@@ -337,24 +341,6 @@ def runs(text):
             out.append((float(t), float(calls)))
     return out
 
-def ci(xs, f=st.median, n=2000, block=3):
-    """A 95% bootstrap interval of f(xs), seeded so a rerun prints the same.
-    Resampled in runs of `block` consecutive windows (a moving-block
-    bootstrap): a tracer's windows share their neighbours without tracing
-    with the windows next to them, so they are not independent."""
-    rng = random.Random(1)
-    k = len(xs)
-    b = max(1, min(block, k))
-    ys = []
-    for _ in range(n):
-        sample = []
-        while len(sample) < k:
-            i = rng.randrange(k - b + 1)
-            sample.extend(xs[i:i + b])
-        ys.append(f(sample[:k]))
-    ys.sort()
-    return ys[int(0.025 * n)], ys[int(0.975 * n) - 1]
-
 # The clock reading bpf_stats adds inside each program call's recorded time:
 # an empty program's time per call.
 empty = runs(sys.argv[3])
@@ -362,11 +348,8 @@ per_call = st.median(t / calls for t, calls in empty) if empty else float("nan")
 none_iops, none_cpu = ([int(x) for x in part.split()] for part in sys.argv[4].split("|"))
 hz, ncpus = int(sys.argv[6]), int(sys.argv[7])
 # Phase 3's windows: (on, reads per s, busy CPU ns per read).
-toggled = []
-for line in open(sys.argv[5]):
-    state, length, n, busy = line.split()
-    n = int(n)
-    toggled.append((state == "on", n / float(length), int(busy) / hz * 1e9 / n if n else 0.0))
+with open(sys.argv[5]) as f:
+    toggled = switched_windows(f, hz)
 pairs, ns = {}, {}
 for a in sys.argv[8:]:
     head, tail = a.split("|")
@@ -394,28 +377,13 @@ def cost_of(c):
 
 parts = []
 if toggled:
-    # Each window on against the mean of the windows off either side.
-    loss, more = [], []
-    for i in range(1, len(toggled) - 1):
-        (p, pr, pc), (on, r, c), (a, ar, ac) = toggled[i - 1:i + 2]
-        if on and not p and not a:
-            loss.append(100 * (1 - r / ((pr + ar) / 2)))
-            more.append(100 * (c / ((pc + ac) / 2) - 1))
+    loss, more = switched_losses(toggled)
     off = [r for on, r, _ in toggled if not on]
-    mlo, mhi = ci(loss)
-    alo, ahi = ci(loss, st.mean)
-    clo, chi = ci(more, st.mean)
     print(f"IOPS with blktune's program detached: median {st.median(off):.0f} over {len(off)} "
           f"windows ({min(off):.0f} .. {max(off):.0f})")
-    print(f"  program switched on and off: loss per window: median {st.median(loss):.1f} % "
-          f"(95% {mlo:.1f} .. {mhi:.1f}), mean {st.mean(loss):.1f} % (95% {alo:.1f} .. {ahi:.1f}) "
-          f"over {len(loss)} windows, windows {min(loss):.1f} .. {max(loss):.1f}; busy CPU per "
-          f"I/O median {st.median(more):+.1f} %, mean {st.mean(more):+.1f} % "
-          f"(95% {clo:+.1f} .. {chi:+.1f}); {cost_of('ours')}")
-    parts.append(f"ours switched on and off {st.median(loss):.1f} % fewer IOPS (median, 95% "
-                 f"{mlo:.1f} .. {mhi:.1f}; mean {st.mean(loss):.1f}, 95% {alo:.1f} .. {ahi:.1f}; "
-                 f"{len(loss)} windows of 0.4 s), {st.mean(more):+.1f} % CPU per I/O (mean, "
-                 f"95% {clo:+.1f} .. {chi:+.1f})")
+    print(f"  program switched on and off every 0.5 s: {switched_report(loss, more)}; "
+          f"{cost_of('ours')}")
+    parts.append(f"ours switched on and off {switched_report(loss, more)}")
 for c, ps in pairs.items():
     if not ps:
         continue
