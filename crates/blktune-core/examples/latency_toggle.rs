@@ -24,6 +24,7 @@
 //! steal).
 
 use blktune_core::diskstats;
+use blktune_core::host::CpuTimes;
 use blktune_core::latency::Tracer;
 use std::time::{Duration, Instant};
 
@@ -100,18 +101,10 @@ fn reads(dev: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{dev}: not in /proc/diskstats"))
 }
 
-/// The machine's busy CPU time so far, in clock ticks: user, nice, system,
-/// irq and softirq of `/proc/stat`'s `cpu` line.
+/// The machine's busy CPU time so far, in clock ticks ([`CpuTimes::busy`]).
 fn busy() -> Result<u64, String> {
     let text = std::fs::read_to_string("/proc/stat").map_err(|e| e.to_string())?;
-    let f: Vec<u64> = text
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .ok_or("no cpu line in /proc/stat")?
-        .split_ascii_whitespace()
-        .skip(1)
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| f.get(i).copied().unwrap_or(0);
-    Ok(at(0) + at(1) + at(2) + at(5) + at(6))
+    CpuTimes::parse(&text)
+        .map(|c| c.busy)
+        .ok_or_else(|| "no cpu line in /proc/stat".into())
 }

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 pub struct CpuTimes {
     pub total: u64,
     pub iowait: u64,
+    /// What ran: user, nice, system, irq and softirq (not idle, iowait or
+    /// steal, the host's share of a VM's CPUs).
+    pub busy: u64,
 }
 
 impl CpuTimes {
@@ -25,7 +28,12 @@ impl CpuTimes {
         // guest time is already inside user/nice, so only the first 8 add up.
         let iowait = *vals.get(4)?;
         let total = vals.iter().take(8).sum();
-        Some(Self { total, iowait })
+        let busy = [0, 1, 2, 5, 6].iter().filter_map(|&i| vals.get(i)).sum();
+        Some(Self {
+            total,
+            iowait,
+            busy,
+        })
     }
 
     /// Percentage of CPU time spent in iowait since `prev`.
@@ -78,6 +86,9 @@ mod tests {
         let a = CpuTimes::parse("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4 5\n").unwrap();
         let b = CpuTimes::parse("cpu  150 0 150 800 300 0 0 0 0 0\n").unwrap();
         assert_eq!(a.total, 1000);
+        // user nice system idle iowait irq softirq steal
+        let c = CpuTimes::parse("cpu  10 2 30 400 50 6 7 80 0 0\n").unwrap();
+        assert_eq!(c.busy, 10 + 2 + 30 + 6 + 7);
         assert_eq!(b.iowait_pct_since(&a), Some(50.0));
         assert_eq!(a.iowait_pct_since(&a), None);
         assert_eq!(CpuTimes::parse("garbage"), None);
