@@ -3,7 +3,7 @@
 //!
 //! It is generic over ratatui's [`Backend`] and over where key presses come
 //! from ([`Input`]), so a test drives this very loop on a `TestBackend`
-//! with scripted keys and a scripted feed (`tests/tui_loop.rs`). The real
+//! with scripted keys and a scripted feed (`tests/tui/event_loop.rs`). The real
 //! terminal's side (raw mode, signals, a pty that hangs up) is
 //! [`TerminalInput`] and [`RestoreGuard`].
 

@@ -2,8 +2,10 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_host;
+pub mod record_support;
 pub mod screen;
 pub mod tmux;
+pub mod tui_fixture;
 
 use blktune_core::scratch::ScratchLoop;
 use std::path::{Path, PathBuf};
@@ -410,4 +412,39 @@ pub fn shootout_row(
         .map(inner)
         .find(|c| c.first().map(String::as_str) == Some(name))?;
     Some(head.into_iter().zip(cells).collect())
+}
+
+/// Run the calling test again in a process of its own, for a test that
+/// measures its process (its descriptors, its peak RSS) and so must not share
+/// it with the harness's other tests. In the parent: runs this one test
+/// (`module`: the caller's `module_path!()`, `test`: its function's name) in
+/// a child of the same test binary, fails when the child fails or ran no
+/// test, and returns false (the caller returns). In the child: true.
+pub fn in_own_process(module: &str, test: &str) -> bool {
+    const ALONE: &str = "BLKTUNE_TEST_ALONE";
+    if std::env::var_os(ALONE).is_some() {
+        return true;
+    }
+    // libtest names a test by its path inside the harness, without the crate.
+    let path = match module.split_once("::") {
+        Some((_, inside)) => format!("{inside}::{test}"),
+        None => test.to_string(),
+    };
+    let o = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", &path, "--nocapture", "--test-threads=1"])
+        .env(ALONE, "1")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprint!("{err}");
+    assert!(
+        o.status.success(),
+        "{path} in its own process failed:\n{out}\n{err}"
+    );
+    assert!(
+        out.contains("1 passed"),
+        "{path} in its own process ran no test:\n{out}"
+    );
+    false
 }

@@ -1,0 +1,24 @@
+//! Tests of the CLI and the engine on fake and captured trees: no root, no terminal.
+//! One test binary per harness (see docs/TESTING.md); each file below is a module.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli_errors;
+mod discovery;
+mod export_cli;
+mod export_fleet;
+mod export_golden;
+mod fixtures_vm;
+mod hostile_files;
+mod journal_cli;
+mod list_fleet;
+mod man_completions;
+mod record_cli;
+mod record_damaged;
+mod record_empty_devices;
+mod record_replay;
+mod replay_big;
+mod replay_crafted;
+mod terminal_text;
+mod watch;

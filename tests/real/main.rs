@@ -1,0 +1,31 @@
+//! Tests on this machine's kernel: real loop devices of the tests' own, BPF, fio, udev (root).
+//! One test binary per harness (see docs/TESTING.md); each file below is a module.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bench;
+mod bench_latency;
+mod bench_stderr;
+mod export_udev;
+mod hotplug;
+mod latency_agreement;
+mod latency_issue_program;
+mod latency_load;
+mod latency_noroot;
+mod latency_reattach;
+mod list_latency;
+mod load_safety;
+mod output_files;
+mod probe;
+mod record_latency;
+mod replay_asset;
+mod replay_demo;
+mod resize;
+mod scratch;
+mod set;
+mod sysstat_agreement;
+mod tui_probe;
+mod tui_record_latency;
+mod watch_latency;
+mod where_io_goes;

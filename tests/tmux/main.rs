@@ -1,0 +1,22 @@
+//! The real binary driven in tmux, keys sent as a terminal sends them.
+//! One test binary per harness (see docs/TESTING.md); each file below is a module.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod before_after;
+mod chart_window;
+mod colours;
+mod dialogs;
+mod edit;
+mod editor;
+mod keys;
+mod latency;
+mod numbers;
+mod pause;
+mod probe;
+mod processes;
+mod replay;
+mod session;
+mod shootout_kernel;
+mod table;
