@@ -38,3 +38,4 @@ pub mod topology;
 pub mod tuner;
 pub mod uevent;
 pub mod units;
+pub mod wanted;
