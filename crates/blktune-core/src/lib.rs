@@ -26,6 +26,7 @@ pub mod latency;
 pub mod load;
 pub mod natural;
 pub mod os;
+pub mod pressure;
 pub mod probe;
 pub mod procio;
 pub mod record;
