@@ -101,6 +101,7 @@ impl App {
             self.status = None;
         }
         self.iowait = s.iowait_pct;
+        self.pressure = s.pressure;
         self.samples += 1;
         self.replaced.clear();
         if !Arc::ptr_eq(&self.devices, &s.devices) {

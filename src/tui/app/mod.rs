@@ -157,6 +157,9 @@ pub struct App {
     /// Monotonic seconds of the newest snapshot.
     pub now: f64,
     pub iowait: Option<f64>,
+    /// The system's I/O pressure (PSI) of the newest snapshot, where the
+    /// kernel has it.
+    pub pressure: Option<blktune_core::pressure::IoPressure>,
     pub samples: u64,
     /// Set by a replay source; shown in the header.
     pub replay: Option<ReplayPosition>,
@@ -233,6 +236,7 @@ impl App {
             pending: 0,
             now: 0.0,
             iowait: None,
+            pressure: None,
             samples: 0,
             replay: None,
             held: None,

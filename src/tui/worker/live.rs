@@ -97,6 +97,7 @@ impl LiveSource {
         };
         let msg = match LiveLatency::start(no_bpf, self.sampler.root().is_live()) {
             Ok(l) => {
+                self.where_io.set_tracer(l.shared());
                 self.latency = Some(l);
                 LatencyFeed::Tracing
             }
@@ -231,16 +232,21 @@ impl LiveSource {
                         (None, Some(msg))
                     }
                 };
-                // The recording gets the interval the app is sent.
+                let who = |m| feed.send_quietly(Feed::WhereIo(m)).is_ok();
+                if !self.where_io.tick(self.sampler.root(), &s, who) {
+                    return false;
+                }
+                // The recording gets the interval the app is sent, and who
+                // did its I/O while the panel shows it.
+                if let Some(w) = self.where_io.take_who() {
+                    self.recorder.who(w);
+                }
                 if let Some(ev) = self.recorder.snapshot(&s, interval.as_ref())
                     && feed.send_quietly(Feed::Record(ev)).is_err()
                 {
                     return false;
                 }
-                let who = |m| feed.send_quietly(Feed::WhereIo(m)).is_ok();
-                if !self.where_io.tick(self.sampler.root(), &s, who)
-                    || feed.send_quietly(Feed::Snapshot(Box::new(s))).is_err()
-                {
+                if feed.send_quietly(Feed::Snapshot(Box::new(s))).is_err() {
                     return false;
                 }
                 if let Some(p) = probe

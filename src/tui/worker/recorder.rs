@@ -13,6 +13,7 @@ use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordOptions, Recorder};
 use blktune_core::sampler::{Sampler, Snapshot};
 use blktune_core::units::rfc3339;
+use blktune_core::who::WhoByDevice;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -103,6 +104,13 @@ impl LiveRecorder {
             let _ = r.finish("stopped");
         }
         Some(RecordEvent::Failed(format!("recording stopped: {why}")))
+    }
+
+    /// Who did the I/O in the interval of the next snapshot: recorded with it.
+    pub fn who(&mut self, who: WhoByDevice) {
+        if let Some(r) = &mut self.rec {
+            r.who(who);
+        }
     }
 
     /// The kernel's issue program could not be attached (`why`): the
