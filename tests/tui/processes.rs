@@ -289,6 +289,7 @@ fn who_rows() -> blktune_core::who::WhoByDevice {
         r_n: r_s as u64,
         io_some: None,
         io_full: None,
+        io_avg10: false,
     };
     let fio = row(
         Some(31865),

@@ -253,8 +253,12 @@ struct {
 
 /* PF_WQ_WORKER (include/linux/sched.h): the task is a workqueue worker. */
 #define PF_WQ_WORKER 0x00000020
-/* The key's flag of a workqueue worker's requests (`who_key.flags`). */
+/* The key's flags (`who_key.flags`): a workqueue worker's requests; the
+ * requests of a disk whose start on_start did not see (they started before
+ * attribution was switched on, or their slot was taken), counted so that
+ * every completion of the disk is in the map and the shares add up. */
 #define OWNER_WORKER 2
+#define OWNER_UNKNOWN 4
 
 /* The submitter of a request: the request (its address), its process
  * (tgid; 0 for a workqueue worker), that process's name, its cgroup v2 id
@@ -557,21 +561,27 @@ static __always_inline void attribute(const struct request *r, int qid, __u64 ad
 	__u64 s;
 	int d;
 
-	o = bpf_map_lookup_elem(&owners, &slot);
-	if (!o || o->rq != addr || o->gen != gen)
-		return;
 	wk.dev = key->id >> 8;
 	wk.diskseq = key->diskseq;
-	wk.cgroup = o->cgroup;
-	wk.pid = o->pid;
-	wk.flags = o->pid ? 0 : OWNER_WORKER;
+	o = bpf_map_lookup_elem(&owners, &slot);
+	if (o && o->rq == addr && o->gen == gen) {
+		wk.cgroup = o->cgroup;
+		wk.pid = o->pid;
+		wk.flags = o->pid ? 0 : OWNER_WORKER;
+	} else {
+		o = NULL;
+		wk.cgroup = 0;
+		wk.pid = 0;
+		wk.flags = OWNER_UNKNOWN;
+	}
 	v = bpf_map_lookup_elem(&who, &wk);
 	if (!v) {
 		bpf_map_update_elem(&who, &wk, &empty, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&who, &wk);
 		if (!v)
 			return;
-		__builtin_memcpy(v->comm, o->comm, sizeof(v->comm));
+		if (o)
+			__builtin_memcpy(v->comm, o->comm, sizeof(v->comm));
 	}
 	d = dir == DIR_READ ? 0 : dir == DIR_WRITE ? 1 : 2;
 	__sync_fetch_and_add(&v->ios[d], 1);

@@ -9,9 +9,11 @@
 //! dirty pages, mostly) for the cgroup its bio was charged to where the
 //! kernel keeps one (cgroup write-back: the io and memory controllers on
 //! the v2 tree), else for no cgroup, and its process row reads
-//! `write-back`. What no row shows (owners past the top ones, and requests
-//! started before attribution began) is the rest: the disk's own count
-//! (diskstats) less the rows'.
+//! `write-back` (`kworker` when it also read: a loop device's backing file,
+//! dm-crypt). What no row shows (owners past the top ones, and requests
+//! started before attribution began, which the program counts for no
+//! owner) is the rest. Every completed request of the disk is in one of
+//! them, so shares are of the same reading and add up to 100.
 //!
 //! Cgroups are named from their path: the last component, which systemd
 //! makes the unit's name (`postgresql.service`, `session-3.scope`), with a
@@ -34,8 +36,18 @@ pub const TOP: usize = 10;
 /// How often an unknown cgroup id may make the tree be walked again.
 pub const RESCAN_EVERY: Duration = Duration::from_secs(2);
 
-/// The name of the process row of a kernel worker's requests.
+/// The name of the process row of a kernel worker's requests, when they
+/// are all writes (the flusher's write-back of dirty pages).
 pub const WRITE_BACK: &str = "write-back";
+
+/// ... when some are reads: a worker reading for someone (a loop device's
+/// backing file, dm-crypt, ...), which is no write-back.
+pub const KWORKER: &str = "kworker";
+
+/// The name of a kernel worker's row: `write-back` when it only wrote.
+fn worker_name(io: &OwnerIo) -> &'static str {
+    if io.ios[0] == 0 { WRITE_BACK } else { KWORKER }
+}
 
 /// One process or cgroup of one disk over one interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +89,10 @@ pub struct WhoRow {
     pub io_some: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_full: Option<f64>,
+    /// `io_some` and `io_full` are the kernel's 10 s averages instead (the
+    /// cgroup's first reading: no interval yet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub io_avg10: bool,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -122,6 +138,9 @@ pub struct WhoWatch {
     owners: Owners,
     names: CgroupNames,
     pressure: CgroupPressure,
+    /// When the last reading was taken: an interval's rates are over the
+    /// time between two readings (the map's own, not the sample's).
+    read_at: Option<Instant>,
 }
 
 impl WhoWatch {
@@ -131,23 +150,26 @@ impl WhoWatch {
             owners: Owners::new(),
             names: CgroupNames::new(root),
             pressure: CgroupPressure::default(),
+            read_at: None,
         }
     }
 
     /// The next reading is a baseline again (attribution was off meanwhile).
     pub fn reset(&mut self) {
         self.owners.reset();
+        self.read_at = None;
     }
 
     /// The rows of every whole device of `s`, from the kernel's `reading`
-    /// taken right after it; `None` for a baseline (the first reading, or
-    /// a snapshot without rates).
+    /// taken right after it; `None` for a baseline (the first reading).
     pub fn sample(&mut self, reading: WhoReading, s: &Snapshot) -> Option<WhoByDevice> {
+        let now = Instant::now();
+        let since = self.read_at.replace(now);
         let interval = self.owners.next(reading)?;
-        let itv = s.interval?;
+        let itv = now.duration_since(since?).as_secs_f64();
         let mut out = WhoByDevice::new();
         // A cgroup on several disks is read once per sample.
-        let mut read: HashMap<String, (Option<f64>, Option<f64>)> = HashMap::new();
+        let mut read: HashMap<String, Stalled> = HashMap::new();
         for d in s.devices.iter().filter(|d| d.size_bytes > 0) {
             let dev = DevId {
                 major: d.major,
@@ -157,18 +179,16 @@ impl WhoWatch {
             if owners.is_empty() {
                 continue;
             }
-            let ios = s
-                .ext(&d.name)
-                .map(|e| (e.r_s + e.w_s + e.d_s + e.f_s) * itv);
             let names = &mut self.names;
-            let mut rows = device_rows(&owners, itv, ios, |id| names.path(id));
+            let mut rows = device_rows(&owners, itv, |id| names.path(id));
             if let Some(tree) = self.names.tree() {
                 for r in &mut rows.cgroups {
                     if let Some(p) = &r.cgroup {
                         let pressure = &mut self.pressure;
-                        (r.io_some, r.io_full) = *read
+                        let st = *read
                             .entry(p.clone())
                             .or_insert_with(|| pressure.read(tree, p));
+                        (r.io_some, r.io_full, r.io_avg10) = (st.some, st.full, st.avg10);
                     }
                 }
             }
@@ -248,6 +268,15 @@ impl CgroupNames {
     }
 }
 
+/// What [`CgroupPressure::read`] says of one cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Stalled {
+    pub some: Option<f64>,
+    pub full: Option<f64>,
+    /// The kernel's 10 s averages, not the interval's share.
+    pub avg10: bool,
+}
+
 /// Each cgroup's `io.pressure` total at the last read, for the interval's share.
 #[derive(Debug, Default)]
 pub struct CgroupPressure {
@@ -256,11 +285,12 @@ pub struct CgroupPressure {
 
 impl CgroupPressure {
     /// The share of the time since the last call for this cgroup in which
-    /// some, and all, of its tasks stalled on I/O (percent); `None` on the
-    /// first read, for the root, or without the file.
-    pub fn read(&mut self, tree: &CgroupTree, path: &str) -> (Option<f64>, Option<f64>) {
+    /// some, and all, of its tasks stalled on I/O (percent); on the first
+    /// read the kernel's 10 s averages instead (the flag says so); `None`
+    /// for the root (the header has the system's) or without the file.
+    pub fn read(&mut self, tree: &CgroupTree, path: &str) -> Stalled {
         if path == "/" {
-            return (None, None);
+            return Stalled::default();
         }
         let Some(now) = tree
             .read_io_pressure(path)
@@ -268,18 +298,23 @@ impl CgroupPressure {
             .and_then(|t| Pressure::parse(&t))
         else {
             self.prev.remove(path);
-            return (None, None);
+            return Stalled::default();
         };
         let at = Instant::now();
         let out = match self.prev.get(path) {
             Some((before, then)) => {
                 let secs = at.duration_since(*then).as_secs_f64();
-                (
-                    now.some_pct_since(before, secs),
-                    now.full_pct_since(before, secs),
-                )
+                Stalled {
+                    some: now.some_pct_since(before, secs),
+                    full: now.full_pct_since(before, secs),
+                    avg10: false,
+                }
             }
-            None => (None, None),
+            None => Stalled {
+                some: Some(now.some.avg10),
+                full: now.full.map(|f| f.avg10),
+                avg10: true,
+            },
         };
         self.prev.insert(path.to_string(), (now, at));
         out
@@ -291,23 +326,23 @@ impl CgroupPressure {
     }
 }
 
-/// The rows of one disk's owners in an interval of `itv` seconds.
-/// `device_ios`: the disk's completed requests in it (diskstats), for the
-/// shares and the rest; `None` uses the rows' own sum. `cgroup_path` names
-/// a cgroup id. Most requests first (then most bytes, then name).
+/// The rows of one disk's owners in an interval of `itv` seconds (every
+/// completed request of the disk, [`Owner::Unknown`] included: the shares'
+/// whole). `cgroup_path` names a cgroup id. Most requests first (then most
+/// bytes, then name).
 pub fn device_rows(
     owners: &[(Owner, &OwnerIo)],
     itv: f64,
-    device_ios: Option<f64>,
     mut cgroup_path: impl FnMut(u64) -> Option<String>,
 ) -> DeviceWho {
     if itv <= 0.0 {
         return DeviceWho::default();
     }
-    let attributed: u64 = owners.iter().map(|(_, io)| io.total_ios()).sum();
-    let total = device_ios
-        .unwrap_or(attributed as f64)
-        .max(attributed as f64);
+    let total = owners.iter().map(|(_, io)| io.total_ios()).sum::<u64>() as f64;
+    let known: Vec<&(Owner, &OwnerIo)> = owners
+        .iter()
+        .filter(|(o, _)| *o != Owner::Unknown)
+        .collect();
     let share = |ios: u64| (total > 0.0).then(|| ios as f64 / total * 100.0);
     let row = |pid: Option<u32>, name: String, cgroup: Option<String>, io: &OwnerIo| WhoRow {
         pid,
@@ -323,24 +358,29 @@ pub fn device_rows(
         r_n: io.read_slots.iter().sum(),
         io_some: None,
         io_full: None,
+        io_avg10: false,
     };
     let mut paths: HashMap<u64, Option<String>> = HashMap::new();
     let mut path_of = |id: u64| paths.entry(id).or_insert_with(|| cgroup_path(id)).clone();
-    let mut processes: Vec<(u64, u64, WhoRow)> = owners
+    let mut processes: Vec<(u64, u64, WhoRow)> = known
         .iter()
         .map(|(o, io)| {
-            let cgroup = o.cgroup.and_then(&mut path_of);
-            let name = match o.pid {
+            let cgroup = o.cgroup().and_then(&mut path_of);
+            let name = match o.pid() {
                 Some(_) => io.comm.clone(),
-                None => WRITE_BACK.to_string(),
+                None => worker_name(io).to_string(),
             };
-            (io.total_ios(), io.rw_bytes(), row(o.pid, name, cgroup, io))
+            (
+                io.total_ios(),
+                io.rw_bytes(),
+                row(o.pid(), name, cgroup, io),
+            )
         })
         .collect();
     let mut by_cgroup: BTreeMap<Option<u64>, OwnerIo> = BTreeMap::new();
-    for (o, io) in owners {
+    for (o, io) in &known {
         by_cgroup
-            .entry(o.cgroup)
+            .entry(o.cgroup())
             .or_insert_with(OwnerIo::empty)
             .add(io);
     }
@@ -351,7 +391,7 @@ pub fn device_rows(
             let name = match (id, &path) {
                 (_, Some(p)) => unit_name(p),
                 (Some(id), None) => format!("cgroup {id}"),
-                (None, None) => WRITE_BACK.to_string(),
+                (None, None) => worker_name(io).to_string(),
             };
             (io.total_ios(), io.rw_bytes(), row(None, name, path, io))
         })
@@ -432,35 +472,24 @@ mod tests {
 
     #[test]
     fn rows_are_busiest_first_with_shares_of_the_disk_and_the_rest() {
-        let fio = (
-            Owner {
-                pid: Some(10),
-                cgroup: Some(7),
-            },
-            io("fio", 900, 0),
-        );
-        let dd = (
-            Owner {
-                pid: Some(11),
-                cgroup: Some(1),
-            },
-            io("dd", 0, 50),
-        );
-        let wb = (
-            Owner {
-                pid: None,
-                cgroup: None,
-            },
-            io("", 0, 25),
-        );
-        let owners: Vec<(Owner, &OwnerIo)> = vec![(dd.0, &dd.1), (fio.0, &fio.1), (wb.0, &wb.1)];
+        let fio = (Owner::Process { pid: 10, cgroup: 7 }, io("fio", 900, 0));
+        let dd = (Owner::Process { pid: 11, cgroup: 1 }, io("dd", 0, 50));
+        let wb = (Owner::Worker { cgroup: None }, io("", 0, 25));
+        // 25 requests started before attribution began.
+        let unknown = (Owner::Unknown, io("", 25, 0));
+        let owners: Vec<(Owner, &OwnerIo)> = vec![
+            (dd.0, &dd.1),
+            (fio.0, &fio.1),
+            (wb.0, &wb.1),
+            (unknown.0, &unknown.1),
+        ];
         let paths = |id: u64| match id {
             7 => Some("/system.slice/postgresql.service".to_string()),
             1 => Some("/".to_string()),
             _ => None,
         };
         // The disk completed 1000 requests in 2 s; 25 were not attributed.
-        let w = device_rows(&owners, 2.0, Some(1000.0), paths);
+        let w = device_rows(&owners, 2.0, paths);
         let names: Vec<&str> = w.processes.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["fio", "dd", WRITE_BACK]);
         let fio = &w.processes[0];
@@ -478,10 +507,13 @@ mod tests {
         assert_eq!(cg, ["postgresql.service", "/", WRITE_BACK]);
         assert_eq!(w.rest_s, 12.5);
         assert_eq!(w.rest_share, Some(2.5));
-        // No diskstats: the rows' own sum is the whole.
-        let w = device_rows(&owners, 2.0, None, |_| None);
-        assert_eq!(w.rest_s, 0.0);
+        let w = device_rows(&owners, 2.0, |_| None);
         assert_eq!(w.cgroups[0].name, "cgroup 7");
+        // A worker that also read is no write-back.
+        let reader = (Owner::Worker { cgroup: None }, io("", 5, 5));
+        let w = device_rows(&[(reader.0, &reader.1)], 1.0, |_| None);
+        assert_eq!(w.processes[0].name, KWORKER);
+        assert_eq!(w.processes[0].share, Some(100.0));
     }
 
     #[test]
@@ -489,21 +521,56 @@ mod tests {
         let many: Vec<(Owner, OwnerIo)> = (0..25)
             .map(|i| {
                 (
-                    Owner {
-                        pid: Some(100 + i),
-                        cgroup: Some(1),
+                    Owner::Process {
+                        pid: 100 + i,
+                        cgroup: 1,
                     },
                     io(&format!("p{i}"), 10 + u64::from(i), 0),
                 )
             })
             .collect();
         let owners: Vec<(Owner, &OwnerIo)> = many.iter().map(|(o, io)| (*o, io)).collect();
-        let w = device_rows(&owners, 1.0, None, |_| Some("/".into()));
+        let w = device_rows(&owners, 1.0, |_| Some("/".into()));
         assert_eq!(w.processes.len(), TOP);
         assert_eq!(w.processes[0].name, "p24");
         let all: u64 = (0..25).map(|i| 10 + i).sum();
         let top: u64 = (15..25).map(|i| 10 + i).sum();
         assert_eq!(w.rest_s, (all - top) as f64);
         assert_eq!(w.cgroups.len(), 1);
+    }
+
+    #[test]
+    fn a_cgroups_pressure_is_its_10s_average_first_then_the_intervals_share() {
+        let d = tempfile::tempdir().unwrap();
+        let sys = d.path().join("sys");
+        let cg = sys.join("fs/cgroup/db.service");
+        std::fs::create_dir_all(&cg).unwrap();
+        std::fs::write(sys.join("fs/cgroup/cgroup.controllers"), "io\n").unwrap();
+        let write = |total: u64| {
+            std::fs::write(
+                cg.join("io.pressure"),
+                format!(
+                    "some avg10=40.00 avg60=1.00 avg300=0.50 total={total}\n\
+                     full avg10=10.00 avg60=0.00 avg300=0.00 total={total}\n"
+                ),
+            )
+            .unwrap()
+        };
+        let root = SysRoot::new(&sys, d.path().join("proc"));
+        let tree = CgroupTree::find(&root).unwrap();
+        let mut p = CgroupPressure::default();
+        write(0);
+        let first = p.read(&tree, "/db.service");
+        assert_eq!(
+            (first.some, first.full, first.avg10),
+            (Some(40.0), Some(10.0), true)
+        );
+        // Stalled the whole time since: the share is capped at 100.
+        write(u64::MAX / 2);
+        let next = p.read(&tree, "/db.service");
+        assert_eq!((next.some, next.avg10), (Some(100.0), false));
+        // The root has none here; a cgroup gone has none.
+        assert_eq!(p.read(&tree, "/"), Stalled::default());
+        assert_eq!(p.read(&tree, "/gone.service"), Stalled::default());
     }
 }

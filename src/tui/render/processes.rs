@@ -220,9 +220,11 @@ fn path_or_unit(path: &str, room: usize) -> String {
 
 /// A cgroup row: its name, its pressure (`12%/3%`: some, full), numbers.
 fn who_cgroup_row(r: &WhoRow, w: usize) -> String {
+    // `~`: the kernel's 10 s average (the cgroup's first reading).
+    let approx = if r.io_avg10 { "~" } else { "" };
     let psi = match (r.io_some, r.io_full) {
-        (Some(s), Some(f)) => format!("{s:.0}%/{f:.0}%"),
-        (Some(s), None) => format!("{s:.0}%"),
+        (Some(s), Some(f)) => format!("{approx}{s:.0}%/{f:.0}%"),
+        (Some(s), None) => format!("{approx}{s:.0}%"),
         _ => "-".into(),
     };
     let room = w.saturating_sub(NUMBERS_W + PSI_W + 2);

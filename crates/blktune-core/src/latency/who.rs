@@ -8,9 +8,10 @@
 //!
 //! The map is bounded (least recently used owners give way): an owner that
 //! went away or whose counts went back was made anew, and its new counts are
-//! the interval's. What no owner got (requests started before attribution
-//! began, an owner that gave way) is the difference with the disk's own
-//! counts; the views show it as the rest.
+//! the interval's. Requests whose start the program did not see (started
+//! before attribution began) are counted for no owner ([`Owner::Unknown`]),
+//! so that every completed request of a disk is in the map and the shares
+//! of one reading add up.
 
 use super::DevId;
 use super::hist::{MAX_EXP, MIN_EXP, NR_SLOTS, SUB_BITS, slot_bounds};
@@ -28,19 +29,42 @@ pub const WHO_DIRS: usize = 3;
 pub const WHO_VALUE_LEN: usize = 2 + 2 * WHO_DIRS + 1 + WHO_SLOTS;
 /// The map key as u64s: dev_t, diskseq, cgroup id, pid | flags << 32.
 pub const WHO_KEY_LEN: usize = 4;
-/// The key's flag: the submitter was a kernel workqueue worker (`OWNER_WORKER`).
+/// The key's flags: the submitter was a kernel workqueue worker
+/// (`OWNER_WORKER`); the start was not seen (`OWNER_UNKNOWN`).
 const OWNER_WORKER: u64 = 2;
+const OWNER_UNKNOWN: u64 = 4;
 /// Fine slots per coarse one.
 const FINE_PER_COARSE: usize = 1 << (SUB_BITS - WHO_SUB_BITS);
 
-/// Whose I/O: one process, or a kernel worker's write-back, and a cgroup.
+/// Whose I/O: one process and its cgroup, or a kernel worker's, or nobody known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Owner {
-    /// The process (tgid); `None`: a kernel workqueue worker (write-back).
-    pub pid: Option<u32>,
-    /// The cgroup v2 id (its directory's inode number); for write-back the
-    /// cgroup its bio was charged to, `None` when the kernel kept none.
-    pub cgroup: Option<u64>,
+pub enum Owner {
+    /// A process (tgid) and its cgroup v2 id (its directory's inode number).
+    Process { pid: u32, cgroup: u64 },
+    /// A kernel workqueue worker (write-back, mostly), and the cgroup v2 the
+    /// bio was charged to; `None` when the kernel kept none.
+    Worker { cgroup: Option<u64> },
+    /// Requests whose start was not seen (started before attribution began).
+    Unknown,
+}
+
+impl Owner {
+    /// The process, if one.
+    pub fn pid(self) -> Option<u32> {
+        match self {
+            Owner::Process { pid, .. } => Some(pid),
+            _ => None,
+        }
+    }
+
+    /// The cgroup v2 id, if known.
+    pub fn cgroup(self) -> Option<u64> {
+        match self {
+            Owner::Process { cgroup, .. } => Some(cgroup),
+            Owner::Worker { cgroup } => cgroup,
+            Owner::Unknown => None,
+        }
+    }
 }
 
 /// One owner's I/O on one disk: cumulative as read, or of one interval.
@@ -186,14 +210,11 @@ pub fn parse_key(raw: &[u64; WHO_KEY_LEN]) -> Option<(DevId, u64, Owner)> {
     let pid = pid_flags as u32;
     let flags = pid_flags >> 32;
     let owner = match flags {
-        0 => Owner {
-            pid: Some(pid),
-            cgroup: Some(cgroup),
-        },
-        OWNER_WORKER => Owner {
-            pid: None,
+        0 => Owner::Process { pid, cgroup },
+        OWNER_WORKER => Owner::Worker {
             cgroup: (cgroup != 0).then_some(cgroup),
         },
+        OWNER_UNKNOWN => Owner::Unknown,
         _ => return None,
     };
     Some((DevId::from_kernel(dev), diskseq, owner))
@@ -288,6 +309,7 @@ mod tests {
         assert_eq!(WHO_SLOTS, 98);
         assert_eq!(WHO_VALUE_LEN * 8, 16 + 8 * (2 * WHO_DIRS + 1 + WHO_SLOTS));
         assert_eq!(define("OWNER_WORKER"), OWNER_WORKER.to_string());
+        assert_eq!(define("OWNER_UNKNOWN"), OWNER_UNKNOWN.to_string());
         // The program's who_slot: fine >> (SUB_BITS - WHO_SUB_BITS).
         assert_eq!(define("SUB_BITS"), SUB_BITS.to_string());
     }
@@ -346,21 +368,17 @@ mod tests {
         assert_eq!((d, seq), (DevId { major: 7, minor: 3 }, 9));
         assert_eq!(
             o,
-            Owner {
-                pid: Some(42),
-                cgroup: Some(1234)
+            Owner::Process {
+                pid: 42,
+                cgroup: 1234
             }
         );
         let (_, _, w) = parse_key(&[dev, 9, 0, OWNER_WORKER << 32]).unwrap();
-        assert_eq!(
-            w,
-            Owner {
-                pid: None,
-                cgroup: None
-            }
-        );
+        assert_eq!(w, Owner::Worker { cgroup: None });
         let (_, _, w) = parse_key(&[dev, 9, 77, OWNER_WORKER << 32]).unwrap();
-        assert_eq!(w.cgroup, Some(77));
+        assert_eq!(w.cgroup(), Some(77));
+        let (_, _, u) = parse_key(&[dev, 9, 0, OWNER_UNKNOWN << 32]).unwrap();
+        assert_eq!((u, u.pid(), u.cgroup()), (Owner::Unknown, None, None));
         assert_eq!(parse_key(&[dev, 9, 0, 5 << 32]), None);
         assert_eq!(parse_key(&[1 << 40, 9, 0, 0]), None);
     }
@@ -386,14 +404,8 @@ mod tests {
     #[test]
     fn intervals_are_differences_and_a_made_anew_entry_counts_whole() {
         let disk = (DevId { major: 7, minor: 0 }, 3);
-        let fio = Owner {
-            pid: Some(10),
-            cgroup: Some(5),
-        };
-        let dd = Owner {
-            pid: Some(11),
-            cgroup: Some(1),
-        };
+        let fio = Owner::Process { pid: 10, cgroup: 5 };
+        let dd = Owner::Process { pid: 11, cgroup: 1 };
         let mut o = Owners::new();
         assert_eq!(o.next(vec![(disk, fio, io(100, 1000))]), None);
         let i = o
