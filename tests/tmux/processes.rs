@@ -220,7 +220,7 @@ fn at_80x24_the_panel_names_fio_with_its_cgroup_and_dd_on_their_devices_only() {
     assert!(!s.lines().any(|l| l.contains("│fio ")), "{s}");
     // vda: neither of them.
     select("vda");
-    let s = t.wait("the panel on vda", |s| {
+    t.wait("the panel on vda", |s| {
         s.contains("who does the I/O on vda")
             && (first_process(s).is_some()
                 || s.contains("vda did no I/O")
