@@ -227,8 +227,7 @@ fn at_80x24_the_panel_names_fio_with_its_cgroup_and_dd_on_their_devices_only() {
                 || s.contains("vda: none"))
     });
     // A few intervals, so that a wrong attribution would have shown.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let s = t.capture();
+    let s = t.wait_redraws("a few intervals on vda", 4);
     println!("80x24, vda:\n{s}");
     assert!(s.contains("who does the I/O on vda"), "{s}");
     assert!(
