@@ -8,6 +8,7 @@ use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordError, RecordOptions, Recorder, is_stdio};
 use blktune_core::sampler::Sampler;
 use blktune_core::units::{format_duration, parse_duration};
+use blktune_core::who::WhoWatch;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +36,13 @@ pub struct RecordArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+
+    /// Also record who did each device's I/O, from the kernel (as `watch
+    /// --who`: the busiest processes and cgroups per interval; replay shows
+    /// them in its `i` panel). Costs each I/O a little more while recording;
+    /// needs root and Linux 6.5.
+    #[arg(long)]
+    pub who: bool,
 
     /// Whole devices to record, with their partitions (default: all).
     pub devices: Vec<String>,
@@ -100,6 +108,20 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         unavailable: tracer.as_ref().err().map(ToString::to_string),
     };
     let mut intervals = Intervals::new();
+    let mut who = match (&mut tracer, a.who) {
+        (_, false) => None,
+        (Ok(t), true) => match t.set_who(true) {
+            Ok(()) => Some(WhoWatch::new(&root)),
+            Err(e) => {
+                eprintln_quiet(&format!("blktune: who does the I/O not recorded: {e}"));
+                None
+            }
+        },
+        (Err(why), true) => {
+            eprintln_quiet(&format!("blktune: who does the I/O not recorded: {why}"));
+            None
+        }
+    };
     let mut sampler = Sampler::new(root.clone())
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     // Re-read settings every tick (half the interval, so that a tick that
@@ -120,6 +142,9 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         && let Ok(r) = t.read()
     {
         intervals.next(r);
+        if let (Some(w), Ok(r)) = (&mut who, t.read_who()) {
+            w.baseline(r);
+        }
     }
     let to_stdout = is_stdio(&a.file);
     // Progress lines are informational: a closed stdout must not stop the
@@ -180,6 +205,12 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             rec.no_device_span(&why);
         }
         let traced = traced.and_then(|r| intervals.next(r));
+        if let (Some(w), Ok(t)) = (&mut who, &tracer)
+            && let Ok(r) = t.read_who()
+            && let Some(by_device) = w.sample(r, &snap)
+        {
+            rec.who(by_device);
+        }
         rec.snapshot_traced(&snap, traced.as_ref())?;
     };
     let stats = rec.finish(reason)?;

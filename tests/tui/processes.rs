@@ -187,12 +187,13 @@ fn i_and_esc_close_the_panel_and_tell_the_worker() {
     assert!(app.where_io.sample.is_none());
 }
 
+/// A replay has `i` too: who did the I/O, as recorded.
 #[test]
-fn a_replay_has_no_processes_key() {
+fn a_replay_has_the_who_key() {
     use blktune::tui::command::{Mode, action_for};
     let i =
         crossterm::event::KeyEvent::new(KeyCode::Char('i'), crossterm::event::KeyModifiers::NONE);
-    assert_eq!(action_for(Mode::Replay, &i), None);
+    assert_eq!(action_for(Mode::Replay, &i), action_for(Mode::Main, &i));
     assert!(action_for(Mode::Main, &i).is_some());
 }
 
@@ -201,7 +202,7 @@ fn the_help_lists_i_and_a_wide_footer_hints_it() {
     let (_m, mut app) = shown(false);
     press(&mut app, &chars("i?"));
     let s = text(&screen(&app, 120, 40));
-    assert!(s.contains("processes doing the most I/O now"), "{s}");
+    assert!(s.contains("who does the device's I/O"), "{s}");
     press(&mut app, &[KeyCode::Esc]);
     let s = text(&screen(&app, 120, 40));
     assert!(s.lines().last().unwrap().contains("i procs"), "{s}");

@@ -160,6 +160,12 @@ impl WhoWatch {
         self.read_at = None;
     }
 
+    /// Take `reading` as the baseline of the next interval.
+    pub fn baseline(&mut self, reading: WhoReading) {
+        self.read_at = Some(Instant::now());
+        self.owners.next(reading);
+    }
+
     /// The rows of every whole device of `s`, from the kernel's `reading`
     /// taken right after it; `None` for a baseline (the first reading).
     pub fn sample(&mut self, reading: WhoReading, s: &Snapshot) -> Option<WhoByDevice> {

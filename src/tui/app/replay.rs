@@ -46,6 +46,7 @@ impl App {
         self.now = 0.0;
         self.iowait = None;
         self.pressure = None;
+        self.where_io.who = None;
     }
 
     /// Keys of the replay viewer; the rest act as in the live view.

@@ -5,7 +5,7 @@
 use super::Theme;
 use super::frame::{boxed, centered, text_hints};
 use crate::tui::app::{App, Overlay};
-use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
+use crate::tui::command::{GLOSSARY, LIST, MAIN, REPLAY, TEXT};
 use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
 use crate::tui::dialogs::picker::{Picker, Tunables};
 use blktune_core::sched::{SCHEDULERS, known_tunables, scheduler_help, tunable_help};
@@ -192,38 +192,34 @@ pub fn help_max_scroll(width: u16, height: u16, app: &App) -> Option<usize> {
     )
 }
 
-/// Every line of the help: keys (from the command lists), schedulers, tunables.
+/// The widest help line (the overlay is inset into an 80-column screen).
+const HELP_WIDTH: usize = 78;
+
+/// Every line of the help: keys (from the command lists), the glossary of
+/// marks, schedulers, tunables.
 pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
     for b in if replay { REPLAY } else { MAIN } {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
-    out.push(Line::from(Span::styled("Table and charts", t.heading())));
-    for (shown, what) in [
-        (
-            "!",
-            "a row to look at: %util near 100, or await far above its usual",
-        ),
-        (
-            "2.41ms",
-            "under a chart's name: the newest interval, as in the table",
-        ),
-        (
-            "max 3.72",
-            "the top of the bars' scale (highest bar or newest value)",
-        ),
-        (
-            "1 col = 3s",
-            "on the axis: each bar is the mean over that long",
-        ),
-        ("-2m00s", "the window (shorter while the history is short)"),
-        ("▲ │", "a change; its before/after is on the right"),
-        (
-            "! busy",
-            "in the pane's title: the selected row (▶) is a `!` row",
-        ),
-    ] {
-        out.push(Line::raw(format!("  {shown:<11}{what}")));
+    // The glossary: a mark, then what it means, wrapped under itself.
+    out.push(Line::from(Span::styled(
+        "Marks and abbreviations",
+        t.heading(),
+    )));
+    for (shown, means) in GLOSSARY {
+        if shown.is_empty() {
+            out.push(Line::from(Span::styled(format!(" {means}"), t.dim())));
+            continue;
+        }
+        let pad = shown.chars().count().max(11) + 3;
+        for (i, l) in super::width::wrap(means, HELP_WIDTH - pad)
+            .into_iter()
+            .enumerate()
+        {
+            let head = if i == 0 { *shown } else { "" };
+            out.push(Line::raw(format!("  {head:<w$}{l}", w = pad - 2)));
+        }
     }
     out.push(Line::from(Span::styled(
         "In lists and editors",

@@ -406,6 +406,11 @@ fn render_who(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
             "measuring… (from the kernel, after one interval)".into(),
             t.dim(),
         )],
+        // A replay of a part recorded without the panel open (or `record --who`).
+        Some(all) if all.is_empty() && app.replay.is_some() => vec![(
+            "not recorded here: record with the i panel open, or blktune record --who".into(),
+            t.dim(),
+        )],
         Some(all) => match all.get(dev) {
             Some(d) => who_lines(d, iw, rows, t),
             None => {
