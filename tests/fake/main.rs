@@ -6,6 +6,7 @@ mod common;
 
 mod cli_errors;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
