@@ -279,6 +279,50 @@ fn every_block_names_its_kind() {
     );
 }
 
+/// Every source file and test the docs name in backquotes
+/// (`tests/real/set.rs::two_sets_at_once_never_lose_the_original`,
+/// `crates/blktune-core/src/sched.rs`) exists, so a renamed test cannot
+/// leave a guarantee pointing at nothing.
+#[test]
+fn every_file_and_test_the_docs_name_exists() {
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for doc in documents() {
+        let text = fs::read_to_string(&doc).unwrap();
+        let mut line = 0;
+        for (i, span) in text.split('`').enumerate() {
+            let at = line;
+            line += span.matches('\n').count();
+            // Odd pieces are inside backquotes; placeholders and globs are no names.
+            let is_path = ["tests/", "crates/", "src/"]
+                .iter()
+                .any(|p| span.starts_with(p));
+            if i % 2 == 0 || !is_path || span.contains([' ', '<', '*']) {
+                continue;
+            }
+            named += 1;
+            let (file, function) = match span.split_once("::") {
+                Some((file, function)) => (file, Some(function)),
+                None => (span, None),
+            };
+            let found = match function {
+                None => repo().join(file).exists(),
+                Some(function) => fs::read_to_string(repo().join(file))
+                    .is_ok_and(|source| source.contains(&format!("fn {function}("))),
+            };
+            if !found {
+                missing.push(format!("{}: {span}", place(&doc, at)));
+            }
+        }
+    }
+    assert!(named > 20, "the docs name only {named} files");
+    assert!(
+        missing.is_empty(),
+        "the docs name files or tests that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
 /// The matcher can fail: wildcards match within a line, `...` across lines,
 /// and nothing else is forgiven.
 #[test]
