@@ -231,6 +231,10 @@ pub struct Shell {
     /// Text of what ran here and how the docs show it, in order; `word`
     /// marks replacements of whole words only.
     pub to_docs: Vec<(String, String, bool)>,
+    /// On the real machine: the docs' name of the one device its commands
+    /// may name; a command naming any other entry of `/sys/block` (`sda`,
+    /// `vda`) is refused before it runs.
+    pub only_device: Option<String>,
 }
 
 impl Shell {
@@ -255,6 +259,16 @@ impl Shell {
     /// Run one command of a block: its output lines as the docs show them,
     /// with `[exit N]` after a failure.
     pub fn run(&self, command: &str) -> Vec<String> {
+        if let Some(ours) = &self.only_device {
+            let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            for name in command.split(|c: char| !word(c)) {
+                assert!(
+                    name.is_empty() || name == ours || !Path::new("/sys/block").join(name).exists(),
+                    "`{command}`: an example on the real machine names '{name}'; it may name \
+                     no device but '{ours}'"
+                );
+            }
+        }
         let path = format!(
             "{}:{}",
             self.bin.display(),

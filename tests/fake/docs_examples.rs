@@ -167,6 +167,7 @@ fn example_machine() -> (Shell, tempfile::TempDir) {
             .map(|(shown, h)| (shown.to_string(), h.clone()))
             .collect(),
         to_docs,
+        only_device: None,
     };
     // The subcommands that read the udev database and configuration get
     // this machine's; an example that names its own tree keeps it.

@@ -43,6 +43,7 @@ fn loop_machine() -> (Shell, (TestLoop, tempfile::TempDir)) {
             (journal, "/run/blktune".into(), false),
             (name, "loop0".into(), true),
         ],
+        only_device: Some("loop0".into()),
     };
     shell.write_wrapper(&format!(
         "exec '{}' \"$@\"\n",
