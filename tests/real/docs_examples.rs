@@ -14,10 +14,15 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 /// A loop device at a never-used loop device's settings (`none`, nr_requests
-/// 128), a private journal and a shell whose `blktune` is the binary under
-/// test; `loop0` in the docs stands for the device.
+/// 128) and the kernel's default read-ahead, a private journal and a shell
+/// whose `blktune` is the binary under test; `loop0` in the docs stands for
+/// the device.
 fn loop_machine() -> (Shell, (TestLoop, tempfile::TempDir)) {
     let device = TestLoop::new(64);
+    // read_ahead_kb is computed at attach from what the backing file's
+    // filesystem says (2560 or 4096 here, from one run to the next): the
+    // examples start from the kernel's default, VM_READAHEAD_PAGES (128 KiB).
+    device.set_queue("read_ahead_kb", "128");
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal");
     for sub in ["journal", "bin", "work"] {
