@@ -10,6 +10,7 @@ use blktune_core::export::{
 };
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
+use blktune_core::kernel_hz::KernelHz;
 use blktune_core::text::printable;
 use blktune_core::tuner::{self, Wanted};
 use std::path::PathBuf;
@@ -166,6 +167,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     // Every device read once: the named ones' rules and the host's devices
     // (what the rules' matches are checked against) come from one read.
     let host_devices = device::discover(&root).unwrap_or_default();
+    let hz = KernelHz::read(&root, &host_devices);
     let mut items = Vec::new();
     let mut notes = Vec::new();
     for name in &names {
@@ -187,7 +189,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             anyhow::bail!("'{name}': {why}; nothing exported");
         }
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
-        let settings = export::with_overrides(&export::live_settings(&d), &over);
+        let settings = export::with_overrides(&export::live_settings(&d, &hz), &over);
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }

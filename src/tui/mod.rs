@@ -115,6 +115,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     if root.sysfs() == std::path::Path::new("/sys") {
         app.udev_db = Some(blktune_core::export::UdevDb::default());
     }
+    app.kernel_hz = blktune_core::kernel_hz::KernelHz::read_config(&root);
     // `P` turns the probe on at this rate when --probe did not.
     app.probe_rate = a.probe_rate;
     if a.probe {

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod captured_trees;
 mod cli_errors;
 mod discovery;
 mod export_cli;

@@ -184,6 +184,10 @@ pub struct App {
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
+    /// The kernel's tick rate from its configuration (`None`: unknown, as
+    /// in tests; the devices' stored values then narrow it), for the
+    /// defaults of jiffies-valued tunables an export leaves out.
+    pub kernel_hz: Option<blktune_core::kernel_hz::KernelHz>,
     next_id: u64,
     /// `U`: answers still due, and the devices reverted and failed so far,
     /// so the status names every device, not the last answer.
@@ -246,6 +250,7 @@ impl App {
             where_io: WhereIoState::default(),
             quit: false,
             udev_db: None,
+            kernel_hz: None,
             next_id: 1,
             reverting: None,
             top_pick: cfg.select.is_none(),

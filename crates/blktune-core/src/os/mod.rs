@@ -341,6 +341,16 @@ impl SysRoot {
         read_into(&self.procfs.join(rel), &mut s)?;
         Ok(s)
     }
+
+    /// A gzip-compressed text file under procfs (`config.gz`), at most
+    /// `max` bytes once decompressed; `None` when it is missing, not gzip,
+    /// not text or larger.
+    pub fn read_proc_gz(&self, rel: &str, max: u64) -> Option<String> {
+        debug_assert!(!rel.contains(".."), "relative paths are constants");
+        let f = open_nonblocking(&self.procfs.join(rel)).ok()?;
+        let gz = flate2::read::GzDecoder::new(io::BufReader::new(f));
+        crate::text::read_capped_from(gz, max).ok()
+    }
 }
 
 /// Is this process running with root's effective uid?

@@ -78,8 +78,10 @@ pub struct DeviceFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
     pub size_bytes: u64,
-    #[serde(default)]
-    pub rotational: bool,
+    /// `None`: the device has no `queue/rotational` (older recordings say
+    /// `false` for that).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
     #[serde(default)]
     pub removable: bool,
     #[serde(default)]
@@ -131,7 +133,10 @@ impl DeviceFacts {
             vendor: self.vendor.clone(),
             serial: None,
             wwid: None,
+            nguid: None,
+            eui: None,
             size_bytes: self.size_bytes,
+            size_unknown: false,
             read_only: self.read_only,
             removable: self.removable,
             rotational: self.rotational,
@@ -141,6 +146,9 @@ impl DeviceFacts {
             diskseq: self.diskseq,
             queue,
             hw_queue_depth: self.hw_queue_depth,
+            stack: None,
+            scsi_type: None,
+            hidden: false,
         }
     }
 }

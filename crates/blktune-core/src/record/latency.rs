@@ -183,7 +183,7 @@ mod tests {
                 model: None,
                 vendor: None,
                 size_bytes: 1 << 30,
-                rotational: false,
+                rotational: Some(false),
                 removable: false,
                 read_only: false,
                 partitions: vec![],

@@ -322,7 +322,15 @@ mod fleet_tests {
             host_devices: host,
             ..RenderOptions::new("h")
         };
-        let r = render(&[ExportItem::live(loop0, Default::default())], &opts).unwrap();
+        let r = render(
+            &[ExportItem::live(
+                loop0,
+                Default::default(),
+                &crate::kernel_hz::KernelHz::unknown(),
+            )],
+            &opts,
+        )
+        .unwrap();
         let w: Vec<&String> = r
             .warnings
             .iter()
