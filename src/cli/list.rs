@@ -549,11 +549,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
             }
         }
         ListFormat::Table => {
-            let part_sizes = if a.all {
-                partition_sizes(&root, &devs)
-            } else {
-                BTreeMap::new()
-            };
+            let part_sizes = partition_sizes(&root, &devs);
             out.text(&table(&devs, a.all, &part_sizes))?;
         }
     }

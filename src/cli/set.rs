@@ -169,6 +169,9 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
         .into());
     }
     let root = g.root();
+    if want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some() {
+        stack_without_scheduler(&root, &a.device)?;
+    }
     let tuner = Tuner::new(root.clone(), Some(Journal::for_root(&root)));
     let o = tuner.apply(&a.device, &want)?;
     if a.json {
@@ -189,6 +192,30 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
         ))?;
     }
     Ok(0)
+}
+
+/// A stack without a scheduler (LVM, crypt, md, an NVMe head) is refused
+/// with the disks that schedule its I/O named, and the command that sets
+/// them: each is changed, journalled and reverted on its own.
+fn stack_without_scheduler(root: &blktune_core::os::SysRoot, name: &str) -> anyhow::Result<()> {
+    let Ok(dev) = blktune_core::tuner::resolve(root, name) else {
+        return Ok(()); // the tuner says why
+    };
+    let d = blktune_core::device::BlockDevice::read(root, &dev);
+    if d.queue.has_scheduler() || d.stack.is_none() {
+        return Ok(());
+    }
+    let devs = blktune_core::device::discover(root).unwrap_or_default();
+    let Some(carried) = blktune_core::stack::carried_text(&devs, dev.as_str()) else {
+        return Ok(());
+    };
+    let disks = blktune_core::stack::scheduled_on(&devs, dev.as_str());
+    Err(UsageError(format!(
+        "{} has no I/O scheduler: {carried}; set those: blktune set {} ... (one disk at a time, each journalled)",
+        blktune_core::stack::label(&d),
+        disks.first().map_or("", String::as_str)
+    ))
+    .into())
 }
 
 /// The one error for a journal this user cannot read (it is root's, mode 0700).

@@ -439,6 +439,10 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     {
         eprintln!("blktune: debug: {note}");
     }
+    // A captured tree without /proc: what is missing, once.
+    if let Some(note) = sampler.counters_note() {
+        eprintln!("blktune: {}", printable(note));
+    }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
     if a.latency && !a.json && latency.as_ref().is_some_and(|l| l.tracer.is_ok()) {

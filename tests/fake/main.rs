@@ -21,5 +21,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod stacks;
 mod terminal_text;
 mod watch;

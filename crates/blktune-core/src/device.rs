@@ -618,6 +618,8 @@ impl BlockDevice {
             Vec::new()
         };
         self.stack = crate::stack::Stack::read(root, dev, &names);
+        // The tree `list` draws hangs stacks on partitions.
+        self.partitions = root.partitions_of(dev);
         if what == Identity::Table {
             return;
         }
@@ -631,7 +633,6 @@ impl BlockDevice {
         self.read_only = flag("ro");
         self.removable = flag("removable");
         self.holders = plausible(root.list_dev_dir(dev, "holders").unwrap_or_default());
-        self.partitions = root.partitions_of(dev);
         self.read_diskseq(root, dev);
         self.hw_queue_depth = hw_queue_depth(root, dev);
     }
@@ -649,7 +650,8 @@ fn plausible(names: Vec<String>) -> Vec<String> {
 /// How much of a device's identity to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity {
-    /// Model, vendor, rotational, slaves: the columns of `blktune list`.
+    /// Model, vendor, rotational, slaves, partitions, the stack: the
+    /// columns and the tree of `blktune list`.
     Table,
     /// Everything: ids, flags, holders, partitions, diskseq, queue depth.
     Full,

@@ -13,6 +13,7 @@
 
 pub mod atomic_file;
 pub mod device;
+pub mod devname;
 pub mod diskstats;
 pub mod error;
 pub mod export;

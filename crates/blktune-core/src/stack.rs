@@ -337,6 +337,42 @@ pub fn shared_members(devs: &[BlockDevice], stack: &str) -> BTreeMap<String, Vec
     out
 }
 
+/// `dm-0 (lvm vg0-root)`: a stack's kernel name with its type and name.
+pub fn label(d: &BlockDevice) -> String {
+    match &d.stack {
+        Some(s) => match &s.name {
+            Some(n) => format!("{} ({} {n})", d.name, s.type_name),
+            None => format!("{} ({})", d.name, s.type_name),
+        },
+        None => d.name.clone(),
+    }
+}
+
+/// Where a stack's I/O is scheduled, in one line for a device without a
+/// scheduler: `its I/O is scheduled on sda, sdb (sda also carries md0)`;
+/// `None` for a device that is no stack or sits on nothing with one.
+pub fn carried_text(devs: &[BlockDevice], name: &str) -> Option<String> {
+    let d = devs.iter().find(|d| d.name == name)?;
+    d.stack.as_ref()?;
+    let disks = scheduled_on(devs, name);
+    if disks.is_empty() || disks.iter().any(|x| x == name) {
+        return None;
+    }
+    let shared: Vec<String> = shared_members(devs, name)
+        .into_iter()
+        .map(|(disk, others)| format!("{disk} also carries {}", others.join(", ")))
+        .collect();
+    let shared = if shared.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", shared.join("; "))
+    };
+    Some(format!(
+        "its I/O is scheduled on {}{shared}",
+        disks.join(", ")
+    ))
+}
+
 /// One row of a device tree as lsblk draws it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeRow {

@@ -165,7 +165,7 @@ impl App {
             self.say(kind, text);
         }
         let mut out = r.controls;
-        if let Some(c) = r.change {
+        for c in r.changes {
             out.push(self.request(&c.device, c.diskseq, c.settings, ApplyKind::Change));
         }
         if let Some(devices) = r.revert {

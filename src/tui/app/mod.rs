@@ -328,6 +328,12 @@ impl App {
         }
     }
 
+    /// Say what the machine lacks at start (no `/proc/diskstats` in a
+    /// captured tree): an info on the status line.
+    pub fn tell(&mut self, text: impl Into<String>) {
+        self.say(StatusKind::Info, text);
+    }
+
     fn say(&mut self, kind: StatusKind, text: impl Into<String>) {
         self.status = Some(Status {
             text: text.into(),
@@ -338,9 +344,12 @@ impl App {
 
     // ---- what the screen shows -------------------------------------------
 
-    /// Is this device a row of the table (it has a size and matches the filter)?
+    /// Is this device a row of the table (it is not known to be empty, is
+    /// no hidden NVMe path, whose head is the row, and matches the filter)?
     pub fn is_shown(&self, d: &BlockDevice) -> bool {
-        d.size_bytes > 0 && (self.filter.is_empty() || d.name.contains(&self.filter.to_lowercase()))
+        !d.is_empty()
+            && !d.hidden
+            && (self.filter.is_empty() || d.name.contains(&self.filter.to_lowercase()))
     }
 
     /// How many rows the table has (without sorting them).
