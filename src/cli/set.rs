@@ -5,6 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
 use blktune_core::journal::Journal;
+use blktune_core::kernel_hz::KernelHz;
 use blktune_core::tuner::{self, Outcome, Stored, Tuner, ValueChange, Wanted};
 use blktune_core::units::format_duration;
 
@@ -233,29 +234,23 @@ fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
 /// What must be written to bring a device from `now` back to `original`
 /// (the switch resets nr_requests and the tunables, so after one they are
 /// needed unless they equal the new scheduler's defaults).
-pub fn needed_to_restore(original: &Wanted, now: &QueueSettings) -> Wanted {
+pub fn needed_to_restore(original: &Wanted, now: &QueueSettings, hz: &KernelHz) -> Wanted {
     let active = now.scheduler.as_ref().map(|s| s.active.as_str());
     let switch = original
         .scheduler
         .as_deref()
         .is_some_and(|s| Some(s) != active);
-    let defaults = original
-        .scheduler
-        .as_deref()
-        .map_or_else(Vec::new, blktune_core::sched::default_tunables);
     let tunables = original
         .tunables
         .iter()
         .filter(|(k, v)| {
-            let will_be = if switch {
-                defaults
-                    .iter()
-                    .find(|(d, _)| d == k)
-                    .map(|(_, d)| d.to_string())
+            if switch {
+                // The switch sets this kernel's defaults (HZ-dependent for
+                // the ones kept in jiffies: timeout_sync 125 at HZ=1000).
+                !hz.is_default(k, v)
             } else {
-                now.tunables.get(k.as_str()).cloned()
-            };
-            will_be.as_deref().map(str::trim) != Some(v.trim())
+                now.tunables.get(k.as_str()).map(|n| n.trim()) != Some(v.trim())
+            }
         })
         .cloned()
         .collect();
@@ -443,7 +438,8 @@ fn revert_one(
     // command that restores them are printed first and the exit code says so.
     let lingering = match &current {
         Some(d) if entry.may_linger(current.as_ref(), boot) => {
-            Some(needed_to_restore(&entry.original, &d.queue)).filter(|s| !s.is_empty())
+            let hz = KernelHz::read(root, std::slice::from_ref(d));
+            Some(needed_to_restore(&entry.original, &d.queue, &hz)).filter(|s| !s.is_empty())
         }
         _ => None,
     };
@@ -517,13 +513,19 @@ mod tests {
             &[("read_expire", "500"), ("fifo_batch", "16")],
         );
         assert_eq!(
-            set_command("loop0", &needed_to_restore(&orig, &now)),
+            set_command(
+                "loop0",
+                &needed_to_restore(&orig, &now, &KernelHz::known(250))
+            ),
             "blktune set loop0 --tunable read_expire=1000 --nr-requests 100"
         );
         // Another scheduler: the switch, then what its defaults do not give.
         let now = queue("kyber", 100, 512, &[("read_lat_nsec", "2000000")]);
         assert_eq!(
-            set_command("loop0", &needed_to_restore(&orig, &now)),
+            set_command(
+                "loop0",
+                &needed_to_restore(&orig, &now, &KernelHz::known(250))
+            ),
             "blktune set loop0 --scheduler mq-deadline --tunable read_expire=1000 --nr-requests 100"
         );
         // Already as it was: nothing.
@@ -533,6 +535,6 @@ mod tests {
             512,
             &[("read_expire", "1000"), ("fifo_batch", "16")],
         );
-        assert!(needed_to_restore(&orig, &now).is_empty());
+        assert!(needed_to_restore(&orig, &now, &KernelHz::known(250)).is_empty());
     }
 }

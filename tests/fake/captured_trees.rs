@@ -188,3 +188,205 @@ fn list_json_agrees_with_lsblk_on_every_captured_tree() {
         }
     }
 }
+
+/// What a user runs first works on every captured tree, exit 0, and names
+/// the devices and their ids: `list`, `list --json`, `watch -c 2`, `export`
+/// of a device with settings and `export --check` of what it wrote. The
+/// untouched bfq disks of the HZ=1000 captures export no tunable (their
+/// `timeout_sync` 125 is that kernel's default).
+#[test]
+fn every_command_runs_on_every_captured_tree() {
+    // (tree, devices `list` shows with a name, a device to export, an id
+    // its rule matches on, ids in the JSON: device, key, value)
+    type Ids<'a> = &'a [(&'a str, &'a str, &'a str)];
+    let expect: [(&str, &[&str], &str, &str, Ids); 3] = [
+        (
+            "vm-6.18",
+            &["loop1", "vda"],
+            "vda",
+            "ATTRS{serial}==\"overlayblk\"",
+            &[("vda", "serial", "overlayblk")],
+        ),
+        (
+            "node-exporter",
+            &["dm-5 mpathA", "dm-6 mpathB", "dm-7 vg0-root", "md10", "sda"],
+            "sda",
+            "ENV{ID_WWN_WITH_EXTENSION}==\"0x7c72382b8de36a64\"",
+            &[
+                ("dm-5", "uuid", "mpath-3600508b1001c1234567890abcdef1234"),
+                ("dm-7", "uuid", "LVM-abcdef1234567890abcdef1234567890"),
+                ("md1", "kind", "raid1"),
+                ("sda", "wwn", "0x7c72382b8de36a64"),
+            ],
+        ),
+        (
+            "procfs",
+            &["dm-0 vg0--lv_root", "dm-1 mpathA", "md7", "sda"],
+            "sda",
+            "KERNEL==\"sda\"",
+            &[
+                (
+                    "dm-0",
+                    "uuid",
+                    "LVM-3zSHSR5Nbf4j7g6auAAefWY2CMaX01theZYEvQyecVsm2WtX3iY5q51qq5dWWOq7",
+                ),
+                ("md10", "uuid", "0c15f7e7-b159-4b1f-a5cd-a79b5c04b6f5"),
+                ("md7", "kind", "container"),
+                ("sdx", "wwn", "naa.5000c500b3928e24"),
+            ],
+        ),
+    ];
+    let out_dir = tempfile::tempdir().unwrap();
+    for ((label, tree), (want_label, shown, export, id, ids)) in trees().into_iter().zip(expect) {
+        assert_eq!(label, want_label);
+        let ok = |o: &Output, what: &str| {
+            assert!(
+                o.status.success(),
+                "{label} {what}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let list = ok(&blktune(&tree, &["list"], true), "list");
+        for name in shown {
+            assert!(
+                list.lines().any(|l| l.contains(&format!("{name} "))),
+                "{label}: {name} in\n{list}"
+            );
+        }
+        let v: Vec<Value> = serde_json::from_str(&ok(
+            &blktune(&tree, &["list", "--json", "--all"], true),
+            "json",
+        ))
+        .unwrap();
+        for (name, key, value) in ids {
+            let d = v.iter().find(|d| d["name"] == *name).unwrap();
+            assert_eq!(d[*key], *value, "{label}: {name} {key}");
+        }
+        let watch = ok(
+            &blktune(&tree, &["watch", "-c", "2", "-i", "100ms"], false),
+            "watch",
+        );
+        assert_eq!(watch.matches("Device ").count(), 2, "{label}: {watch}");
+        for name in shown.iter().map(|s| s.split(' ').next().unwrap()) {
+            assert!(
+                watch.contains(&format!("\n{name} ")),
+                "{label}: {name} in\n{watch}"
+            );
+        }
+        let file = out_dir.path().join(format!("61-{label}.rules"));
+        let o = blktune(
+            &tree,
+            &["export", export, "-o", file.to_str().unwrap()],
+            true,
+        );
+        ok(&o, "export");
+        let rules = std::fs::read_to_string(&file).unwrap();
+        assert!(rules.contains(id), "{label}: {id} in\n{rules}");
+        assert!(
+            !rules.contains("timeout_sync"),
+            "{label}: untouched\n{rules}"
+        );
+        let check = ok(
+            &blktune(&tree, &["export", "--check", file.to_str().unwrap()], true),
+            "export --check",
+        );
+        assert!(check.contains(&format!("\n{export} (")), "{label}: {check}");
+        assert!(check.contains("no problems found"), "{label}: {check}");
+    }
+}
+
+/// A tree without `/proc/diskstats` (a capture of sysfs alone): `watch`
+/// reads each device's `stat` file and says so; without those either, it
+/// shows the devices without rates and says that.
+#[test]
+fn watch_says_what_is_missing_on_a_tree_without_diskstats() {
+    let trees = trees();
+    let procfs = &trees[2].1;
+    let no_proc = tempfile::tempdir().unwrap();
+    let run = |sys: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_blktune"))
+            .args(["watch", "-c", "2", "-i", "100ms", "--sysfs-root"])
+            .arg(sys)
+            .arg("--proc-root")
+            .arg(no_proc.path())
+            .output()
+            .unwrap()
+    };
+    let o = run(&procfs.join("sys"));
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("diskstats: counters from each device's stat file under"),
+        "{err}"
+    );
+    assert!(out.contains("\nsda "), "{out}");
+    let ne = &trees[1].1;
+    let o = run(&ne.join("sys"));
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("no rates, settings only"), "{err}");
+    assert!(out.contains("\ndm-5 "), "{out}");
+}
+
+/// `export --check` of a rules file made elsewhere, against the procfs
+/// capture: the lines that will not happen here are problems (exit 3): an
+/// id no device has (a sysfs wwid in the t10 form an older kernel gave the
+/// disk that is sdx here: named), a rule no device matches, and a write of
+/// the default a switch sets anyway (timeout_sync 125 at this tree's
+/// HZ=1000, inferred from what it stored).
+#[test]
+fn check_reports_what_will_not_happen_here() {
+    let tree = &trees()[2].1;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("61-old.rules");
+    let rule = |m: &str, sets: &str| {
+        format!(
+            "ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{{DEVTYPE}}==\"disk\", {m}, {sets}\n"
+        )
+    };
+    std::fs::write(
+        &file,
+        [
+            rule(
+                "ATTRS{wwid}==\"t10.ATA     ST8000DM004-2CX1  5000C500B3928E24\"",
+                "ATTR{queue/read_ahead_kb}=\"1024\"",
+            ),
+            rule("KERNEL==\"nvme*\"", "ATTR{queue/scheduler}=\"none\""),
+            rule(
+                "KERNEL==\"sda\", TEST==\"queue/scheduler\"",
+                "ATTR{queue/scheduler}=\"bfq\", ATTR{queue/iosched/timeout_sync}=\"125\", ATTR{queue/iosched/slice_idle}=\"0\"",
+            ),
+            rule(
+                "ATTR{dm/uuid}==\"mpath-360000000000001\"",
+                "ATTR{queue/read_ahead_kb}=\"4096\"",
+            ),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let o = blktune(tree, &["export", "--check", file.to_str().unwrap()], false);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("line 1: no device here has ATTRS{wwid}==\"t10.ATA     ST8000DM004-2CX1  5000C500B3928E24\": read_ahead_kb=1024 will not be set (sdx has wwid 'naa.5000c500b3928e24'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("line 2: matches no device of this machine: scheduler=none will not be set"),
+        "{out}"
+    );
+    assert!(
+        out.contains("line 3 writes iosched/timeout_sync=125, the kernel's default under bfq, which the switch on line 3 sets anyway"),
+        "{out}"
+    );
+    assert!(!out.contains("slice_idle=0, the kernel's default"), "{out}");
+    assert!(out.contains("\ndm-1 ("), "the uuid rule matches: {out}");
+    assert!(out.contains("3 problems found (exit code 3)"), "{out}");
+}

@@ -207,3 +207,48 @@ fn a_scheduler_on_a_stack_names_the_disks_under_it() {
     let o = set(&["dm-1", "--read-ahead-kb", "4096"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A device is taken by any name a user has for it, wherever a device is
+/// taken; a partition by any of its names is the partition error.
+#[test]
+fn devices_are_taken_by_any_of_their_names() {
+    let h = host();
+    let watch = std::process::Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--sysfs-root")
+        .arg(h.path("sys"))
+        .arg("--proc-root")
+        .arg(h.path("proc"))
+        .args([
+            "watch",
+            "-c",
+            "1",
+            "-i",
+            "100ms",
+            "/dev/sda",
+            "8:16",
+            "/dev/mapper/mpatha",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&watch.stdout),
+        String::from_utf8_lossy(&watch.stderr),
+    );
+    assert!(watch.status.success(), "{err}");
+    assert_eq!(
+        err,
+        "blktune: 8:16 is sdb\nblktune: /dev/mapper/mpatha is dm-3\n"
+    );
+    for name in ["sda", "sdb", "dm-3"] {
+        assert!(out.contains(&format!("\n{name} ")), "{name}: {out}");
+    }
+    for part in ["/dev/sda2", "8:2"] {
+        let o = h.run(&["export", part]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{part}: {err}");
+        assert!(err.contains("is a partition of 'sda'"), "{part}: {err}");
+    }
+    let o = h.run(&["export", "/dev/mapper/nothing"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown device '/dev/mapper/nothing'"));
+}

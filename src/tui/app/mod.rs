@@ -512,10 +512,7 @@ impl App {
     /// keeps its sysfs entry with size 0)?
     fn is_present(&self, name: &str) -> bool {
         !self.replaced.iter().any(|r| r == name)
-            && self
-                .devices
-                .iter()
-                .any(|d| d.name == name && d.size_bytes > 0)
+            && self.devices.iter().any(|d| d.name == name && !d.is_empty())
     }
 
     /// How a device that is no longer there went.
@@ -612,7 +609,7 @@ pub fn fmt_interval(d: Duration) -> String {
 /// detached loop device is just vanished). Pure.
 pub fn replaced_devices(old: &[BlockDevice], new: &[BlockDevice]) -> Vec<String> {
     new.iter()
-        .filter(|n| n.size_bytes > 0)
+        .filter(|n| !n.is_empty())
         .filter(|n| {
             old.iter().any(|o| {
                 o.name == n.name && matches!((o.diskseq, n.diskseq), (Some(a), Some(b)) if a != b)

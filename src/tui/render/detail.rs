@@ -460,10 +460,12 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         // A stack: the disks that schedule its I/O (`s` offers to change them).
         None => match blktune_core::stack::carried_text(&app.devices, &d.name) {
             Some(carried) => {
-                lines.push((
-                    format!("no I/O scheduler of its own: {carried}"),
-                    t.heading(),
-                ));
+                let text = format!("no I/O scheduler of its own: {carried}");
+                let wrapped = super::width::wrap(&text, area.width.saturating_sub(2) as usize);
+                for (i, w) in wrapped.into_iter().enumerate() {
+                    let w = if i == 0 { w } else { format!("  {w}") };
+                    lines.push((w, t.heading()));
+                }
                 if app.read_only.is_none() && app.mode() == crate::tui::command::Mode::Main {
                     lines.push(("s: the scheduler of those disks".into(), t.dim()));
                 }
