@@ -1,12 +1,13 @@
 //! `blktune list`: the devices and their queue settings.
 
+use super::common::{QueueJson, lost_note, shown_by_default};
 use super::metrics;
 use super::{Global, Out, UsageError};
 use anyhow::Context;
-use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
+use blktune_core::device::{self, BlockDevice, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
-use blktune_core::stack;
+use blktune_core::topology::stacks;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -118,34 +119,35 @@ fn trace_window(
     devices: &[&BlockDevice],
     window: std::time::Duration,
 ) -> Vec<metrics::LatencyHistogram> {
-    use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer};
-    let mut tracer = match Tracer::start(g.no_bpf, g.root().is_live()) {
-        Ok(t) => t,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "blktune: no latency histograms: {}",
-                blktune_core::text::printable(&why.to_string())
-            );
-            return Vec::new();
-        }
+    use blktune_core::latency::{DevId, Dir, Span};
+    use blktune_core::traced::{LatencyReads, TraceNote};
+    let say = |what: &str| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "blktune: {}",
+            blktune_core::text::printable(what)
+        );
     };
-    let mut intervals = Intervals::new();
-    let read = |t: &mut Tracer| t.read().map_err(|e| format!("no latency histograms: {e}"));
-    let interval = read(&mut tracer).and_then(|r| {
-        intervals.next(r);
-        std::thread::sleep(window);
-        let r = read(&mut tracer)?;
-        Ok(intervals.next(r).unwrap_or_default())
-    });
-    let interval = match interval {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "blktune: {e}");
-            return Vec::new();
+    let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
+    if let Some(why) = latency.unavailable() {
+        say(&format!("no latency histograms: {why}"));
+        return Vec::new();
+    }
+    latency.baseline();
+    std::thread::sleep(window);
+    let (interval, notes) = latency.read_interval();
+    for note in &notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => {
+                say(&blktune_core::latency::no_device_span_note(why));
+            }
+            TraceNote::Stopped(why) => say(&format!("no latency histograms: {why}")),
         }
+    }
+    let Some(interval) = interval else {
+        return Vec::new();
     };
-    if let Some(note) = super::watch::lost_note(interval.lost) {
+    if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");
     }
     let mut out = Vec::new();
@@ -251,32 +253,6 @@ pub struct ListEntry<'a> {
     pub partitions: &'a [String],
 }
 
-/// A device's queue settings in JSON, the same keys wherever they appear
-/// (`list --json`, and `before`/`after` of `set --json`).
-#[derive(Debug, Serialize)]
-pub struct QueueJson<'a> {
-    pub scheduler: Option<&'a str>,
-    pub schedulers: Vec<&'a str>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    pub tunables: &'a BTreeMap<String, String>,
-}
-
-impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
-    fn from(q: &'a QueueSettings) -> Self {
-        let s = q.scheduler.as_ref();
-        Self {
-            scheduler: s.map(|s| s.active.as_str()),
-            schedulers: s.map_or_else(Vec::new, |s| {
-                s.available.iter().map(String::as_str).collect()
-            }),
-            nr_requests: q.nr_requests,
-            read_ahead_kb: q.read_ahead_kb,
-            tunables: &q.tunables,
-        }
-    }
-}
-
 impl<'a> ListEntry<'a> {
     /// The entry of `d` with its stable ids; `devs` are every device read
     /// (to say which disks schedule a stack's I/O).
@@ -286,7 +262,7 @@ impl<'a> ListEntry<'a> {
             wwn: ids.wwn,
             id_serial: ids.id_serial,
             by_id: ids.by_id,
-            scheduled_on: stack::scheduled_on(devs, &d.name),
+            scheduled_on: stacks::scheduled_on(devs, &d.name),
             ..Self::from(d)
         }
     }
@@ -327,13 +303,6 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             partitions: &d.partitions,
         }
     }
-}
-
-/// Is this device listed without `--all`? A device with a scheduler and
-/// a stack (LVM, crypt, multipath, md, an NVMe head), unless known to be
-/// empty; never a hidden NVMe path (its head is listed, as lsblk does).
-pub fn shown_by_default(d: &BlockDevice) -> bool {
-    (d.queue.has_scheduler() || d.stack.is_some()) && !d.is_empty() && !d.hidden
 }
 
 /// `none [mq-deadline] kyber bfq`, or `-`.
@@ -398,7 +367,7 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
         "RA_KB".into(),
     ]];
     let shown = |d: &BlockDevice| all || shown_by_default(d);
-    for r in stack::tree(devs, &shown, all) {
+    for r in stacks::tree(devs, &shown, all) {
         if r.partition {
             rows.push([
                 format!("{}{}", r.prefix, r.name),

@@ -22,7 +22,8 @@ pub fn canonicalize(args: &mut Args) {
     };
     let db_of = |dir: &Option<PathBuf>| dir.as_ref().map_or_else(live_db, UdevDb::new);
     let one = |name: &mut String, db: &UdevDb| {
-        if let Ok(r) = devname::resolve(&root, db, name) {
+        let links = |major, minor| db.links(major, minor);
+        if let Ok(r) = devname::resolve(&root, &links, name) {
             if let Some(via) = &r.via {
                 eprintln!("blktune: {}", blktune_core::text::printable(via));
             }

@@ -11,8 +11,16 @@
 //! (which also work for a captured tree), and on the live machine `/dev`.
 
 use crate::error::TuneError;
-use crate::export::UdevDb;
 use crate::os::{DeviceName, SysRoot, is_plausible_device_name};
+
+/// A device's links relative to /dev (`disk/by-id/wwn-0x5000...`) by its
+/// numbers: the udev database's `S:` lines (`UdevDb::links`), or nothing.
+pub type Links<'a> = &'a dyn Fn(u32, u32) -> Vec<String>;
+
+/// No links known (a tree without a udev database).
+pub fn no_links(_major: u32, _minor: u32) -> Vec<String> {
+    Vec::new()
+}
 
 /// A resolved name, and how it was found when not by its kernel name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +34,10 @@ pub struct Resolved {
 /// The longest name taken (a path under /dev is short).
 const MAX_INPUT: usize = 1024;
 
-/// Resolve `input` to a whole device of `root`, reading links from `db`
+/// Resolve `input` to a whole device of `root`, reading links from `links`
 /// (and from `/dev` on the live machine). A partition, by any of its names,
 /// is the [`TuneError::Partition`] error naming its disk.
-pub fn resolve(root: &SysRoot, db: &UdevDb, input: &str) -> Result<Resolved, TuneError> {
+pub fn resolve(root: &SysRoot, links: Links, input: &str) -> Result<Resolved, TuneError> {
     let unknown = || TuneError::UnknownDevice {
         name: input.chars().take(64).collect(),
         sysfs: root.sysfs().display().to_string(),
@@ -63,7 +71,7 @@ pub fn resolve(root: &SysRoot, db: &UdevDb, input: &str) -> Result<Resolved, Tun
     if let Some(name) = rel.strip_prefix("mapper/").and_then(|m| dm_named(root, m)) {
         return found(root, input, &name);
     }
-    if let Some(name) = linked_in_db(root, db, rel) {
+    if let Some(name) = linked(root, links, rel) {
         return found(root, input, &name);
     }
     if root.is_live()
@@ -138,10 +146,9 @@ fn dm_named(root: &SysRoot, name: &str) -> Option<String> {
         .map(|d| d.as_str().to_owned())
 }
 
-/// The device (or partition) whose udev database entry lists `rel` (a link
-/// relative to /dev: `disk/by-id/wwn-0x5000...`, `md/root`, `vg0/root`).
-fn linked_in_db(root: &SysRoot, db: &UdevDb, rel: &str) -> Option<String> {
-    db.dir()?;
+/// The device (or partition) whose links list `rel` (relative to /dev:
+/// `disk/by-id/wwn-0x5000...`, `md/root`, `vg0/root`).
+fn linked(root: &SysRoot, links: Links, rel: &str) -> Option<String> {
     for dev in root.block_names().ok()? {
         let mut names = vec![dev.as_str().to_owned()];
         names.extend(root.partitions_of(&dev));
@@ -158,7 +165,7 @@ fn linked_in_db(root: &SysRoot, db: &UdevDb, rel: &str) -> Option<String> {
             else {
                 continue;
             };
-            if db.links(major, minor).iter().any(|l| l == rel) {
+            if links(major, minor).iter().any(|l| l == rel) {
                 return Some(name);
             }
         }
@@ -216,8 +223,9 @@ mod tests {
             "S:disk/by-id/wwn-0x5000c500a1b2c3d4-part2\n",
         )
         .unwrap();
-        let db = UdevDb::new(&db_dir);
-        let name = |s: &str| resolve(&root, &db, s).map(|r| (r.dev.to_string(), r.via));
+        let db = crate::export::UdevDb::new(&db_dir);
+        let links = |ma, mi| db.links(ma, mi);
+        let name = |s: &str| resolve(&root, &links, s).map(|r| (r.dev.to_string(), r.via));
         assert_eq!(name("sda").unwrap(), ("sda".into(), None));
         assert_eq!(name("/dev/sda").unwrap(), ("sda".into(), None));
         assert_eq!(
@@ -238,7 +246,7 @@ mod tests {
             "8:2",
             "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part2",
         ] {
-            let e = resolve(&root, &db, part).unwrap_err();
+            let e = resolve(&root, &links, part).unwrap_err();
             assert!(
                 matches!(e, TuneError::Partition { ref parent, .. } if parent == "sda"),
                 "{part}: {e}"
@@ -258,17 +266,10 @@ mod tests {
             "/dev/",
             "a\0b",
         ] {
-            let e = resolve(&root, &db, bad).unwrap_err();
+            let e = resolve(&root, &links, bad).unwrap_err();
             assert!(matches!(e, TuneError::UnknownDevice { .. }), "{bad:?}: {e}");
         }
         // Without a database, by-id links of a captured tree are unknown.
-        assert!(
-            resolve(
-                &root,
-                &UdevDb::none(),
-                "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"
-            )
-            .is_err()
-        );
+        assert!(resolve(&root, &no_links, "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4").is_err());
     }
 }

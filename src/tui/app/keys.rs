@@ -267,8 +267,8 @@ impl App {
     /// marked active, and the disks each to be changed; `None` when it sits
     /// on no disk with a scheduler, or on one whose settings are not read.
     fn stack_picker(&self, name: &str) -> Option<Picker> {
-        use blktune_core::stack;
-        let disks = stack::scheduled_on(&self.devices, name);
+        use blktune_core::topology::stacks;
+        let disks = stacks::scheduled_on(&self.devices, name);
         let members: Vec<&BlockDevice> = disks
             .iter()
             .filter_map(|n| self.devices.iter().find(|d| d.name == *n))
@@ -289,7 +289,7 @@ impl App {
         } else {
             String::new()
         };
-        let shared = stack::shared_members(&self.devices, name)
+        let shared = stacks::shared_members(&self.devices, name)
             .into_iter()
             .map(|(disk, others)| format!("{disk} also carries {}", others.join(", ")))
             .collect();
@@ -338,7 +338,7 @@ impl App {
                 self.overlay = Some(Overlay::Picker(p));
                 return Vec::new();
             }
-            let carried = blktune_core::stack::carried_text(&self.devices, &d.name)
+            let carried = blktune_core::topology::stacks::carried_text(&self.devices, &d.name)
                 .map(|c| format!(": {c}; select those"))
                 .unwrap_or_else(|| " (bio-based device); only read_ahead_kb can be set".into());
             self.say(

@@ -458,7 +458,7 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     }
     match &d.queue.scheduler {
         // A stack: the disks that schedule its I/O (`s` offers to change them).
-        None => match blktune_core::stack::carried_text(&app.devices, &d.name) {
+        None => match blktune_core::topology::stacks::carried_text(&app.devices, &d.name) {
             Some(carried) => {
                 let text = format!("no I/O scheduler of its own: {carried}");
                 let wrapped = super::width::wrap(&text, area.width.saturating_sub(2) as usize);
