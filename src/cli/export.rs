@@ -135,7 +135,9 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     let over = a.settings.wanted();
     // Every device read once: the named ones' rules and the host's devices
     // (what the rules' matches are checked against) come from one read.
-    let host_devices = device::discover(&root).unwrap_or_default();
+    let mut host_devices = device::discover(&root).unwrap_or_default();
+    // An md array's name is udev's alone (MD_DEVNAME), for the rules' comments.
+    db.fill_stacks(&mut host_devices);
     let hz = KernelHz::read(&root, &host_devices);
     let mut items = Vec::new();
     let mut notes = Vec::new();

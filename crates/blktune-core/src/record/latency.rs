@@ -191,6 +191,7 @@ mod tests {
                 slaves: vec![],
                 diskseq: Some(1),
                 hw_queue_depth: None,
+                stack: None,
             }],
             only: None,
             latency: traced.map(|traced| LatencyFacts {
