@@ -172,9 +172,17 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
 /// with the disks that schedule its I/O named, and the command that sets
 /// them: each is changed, journalled and reverted on its own.
 fn stack_without_scheduler(root: &blktune_core::os::SysRoot, name: &str) -> anyhow::Result<()> {
+    // The tuner reads the device once: nothing more here for a device that
+    // cannot be a stack, or has a scheduler (a `stat`, no read).
+    if !blktune_core::stack::may_be_stack(name) {
+        return Ok(());
+    }
     let Ok(dev) = blktune_core::tuner::resolve(root, name) else {
         return Ok(()); // the tuner says why
     };
+    if root.dev_attr_exists(&dev, "queue/scheduler") {
+        return Ok(());
+    }
     let d = blktune_core::device::BlockDevice::read(root, &dev);
     if d.queue.has_scheduler() || d.stack.is_none() {
         return Ok(());
