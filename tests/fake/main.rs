@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod captured_trees;
 mod cli_errors;
 mod discovery;
 mod docs_examples;
@@ -22,5 +23,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod stacks;
 mod terminal_text;
 mod watch;
