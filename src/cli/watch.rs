@@ -6,14 +6,14 @@ use anyhow::Context;
 use blktune_core::device::BlockDevice;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::latency::{
-    DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
-    no_device_span_note,
+    DevId, Dir, Interval, Percentiles, Span, Summary, Unavailable, no_device_span_note,
 };
 use blktune_core::probe::{MIN_IOS_FOR_P99, Probe, ProbeJson, ProbeStats};
-use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
+use blktune_core::sampler::{SamplerOptions, Snapshot};
 use blktune_core::text::printable;
+use blktune_core::traced::{TraceNote, TracedSampler, TracedTick};
 use blktune_core::units::rfc3339;
-use blktune_core::who::{DeviceWho, WhoByDevice, WhoRow, WhoWatch};
+use blktune_core::who::{DeviceWho, WhoRow};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use std::io::Write as _;
@@ -238,102 +238,13 @@ impl Serialize for LatencyJson {
     }
 }
 
-/// The kernel tracer of `watch`, or why there is none.
-#[derive(Debug)]
-struct Latency {
-    tracer: Result<Tracer, Unavailable>,
-    intervals: Intervals,
-    /// With `--who`, while the kernel attributes.
-    who: Option<WhoWatch>,
-}
-
-impl Latency {
-    /// Start tracing when the output shows percentiles; the reason on stderr
-    /// once when it cannot. No message for `--no-bpf` (asked for) or a fake
-    /// sysfs tree (not the live kernel): the fields stay null.
-    fn start(g: &Global, a: &WatchArgs) -> Option<Self> {
-        if !(a.json || a.latency || a.who) {
-            return None;
-        }
-        let live = g.root().is_live();
-        let mut tracer = Tracer::start(g.no_bpf, live);
-        if let Err(why) = &tracer
-            && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
-        {
-            eprintln!("blktune: no kernel latency percentiles: {why}");
-        }
-        let who = match (&mut tracer, a.who) {
-            (_, false) => None,
-            (Ok(t), true) => match t.set_who(true) {
-                Ok(()) => Some(WhoWatch::new(&g.root())),
-                Err(e) => {
-                    eprintln!("blktune: no attribution of I/O to processes: {e}");
-                    None
-                }
-            },
-            (Err(why), true) => {
-                eprintln!("blktune: no attribution of I/O to processes: {why}");
-                None
-            }
-        };
-        let mut l = Self {
-            tracer,
-            intervals: Intervals::new(),
-            who,
-        };
-        // The baseline, so the first interval is a whole one.
-        l.tick(None);
-        Some(l)
-    }
-
-    /// Who did the I/O of the interval since the last read (with `--who`),
-    /// right after the sample `s` (`None`: the baseline).
-    fn who(&mut self, s: &Snapshot) -> Option<WhoByDevice> {
-        let tracer = self.tracer.as_ref().ok()?;
-        let who = self.who.as_mut()?;
-        match tracer.read_who() {
-            Ok(r) => who.sample(r, s),
-            Err(e) => {
-                eprintln!("blktune: no attribution of I/O to processes: {e}");
-                self.who = None;
-                None
-            }
-        }
-    }
-
-    /// Read the kernel's histograms: the interval since the last read; with
-    /// `--who` and a sample, also who did its I/O.
-    fn tick(&mut self, s: Option<&Snapshot>) -> (Option<Interval>, Option<WhoByDevice>) {
-        let interval = self.read();
-        let who = match s {
-            Some(s) => self.who(s),
-            None => {
-                // The baseline of the attribution too.
-                if let (Ok(t), Some(w)) = (&self.tracer, &mut self.who)
-                    && let Ok(r) = t.read_who()
-                {
-                    w.baseline(r);
-                }
-                None
-            }
-        };
-        (interval, who)
-    }
-
-    fn read(&mut self) -> Option<Interval> {
-        let tracer = self.tracer.as_mut().ok()?;
-        match tracer.read() {
-            Ok(r) => {
-                if let Some(why) = tracer.take_issue_failure() {
-                    eprintln!("blktune: {}", no_device_span_note(&why));
-                }
-                self.intervals.next(r)
-            }
-            Err(e) => {
-                eprintln!("blktune: no kernel latency percentiles: {e}");
-                self.tracer = Err(Unavailable::Read(e));
-                None
-            }
+/// Say on stderr what tracing said this tick: an issue program that could
+/// not be attached, or a read that failed (tracing then stops).
+fn say_notes(notes: &[TraceNote]) {
+    for note in notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => eprintln!("blktune: {}", no_device_span_note(why)),
+            TraceNote::Stopped(why) => eprintln!("blktune: no kernel latency percentiles: {why}"),
         }
     }
 }
@@ -493,15 +404,11 @@ fn who_lines(w: &DeviceWho) -> Vec<String> {
             )
         })
         .collect();
-    let hidden: f64 = w.processes.iter().skip(WHO_SHOWN).map(WhoRow::iops).sum();
-    let rest = w.rest_s + hidden;
+    let hidden = || w.processes.iter().skip(WHO_SHOWN);
+    let rest = w.rest_s + hidden().map(WhoRow::iops).sum::<f64>();
     if rest > 0.0 && !out.is_empty() {
-        let share = w.rest_share.unwrap_or(0.0)
-            + w.processes
-                .iter()
-                .skip(WHO_SHOWN)
-                .map(|r| r.share.unwrap_or(0.0))
-                .sum::<f64>();
+        let share =
+            w.rest_share.unwrap_or(0.0) + hidden().map(|r| r.share.unwrap_or(0.0)).sum::<f64>();
         out.push(format!("  who  (rest)  {rest:.0} IOPS  {share:.1}%"));
     }
     out
@@ -519,25 +426,44 @@ fn parse_count(s: &str) -> Result<u64, String> {
 /// Run `blktune watch`.
 pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    // Loading the BPF program takes a moment: before the sampler's first
-    // reading, so that the two count the same intervals.
-    let mut latency = Latency::start(g, a);
-    // Only the named devices, and only the settings a row shows.
+    // Only the named devices, and only the settings a row shows; the
+    // kernel's percentiles where the output shows them.
     let opts = SamplerOptions {
         only: (!a.devices.is_empty()).then(|| a.devices.clone()),
         identity: false,
         ..SamplerOptions::default()
     };
-    let mut sampler = Sampler::with_options(root.clone(), opts)
+    let trace = a.json || a.latency || a.who;
+    let mut sampler = TracedSampler::start(root.clone(), opts, trace, g.no_bpf)
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    if a.who
+        && let Err(why) = sampler.set_who(true)
+    {
+        eprintln!(
+            "blktune: no attribution of I/O to processes: {}",
+            printable(&why)
+        );
+    }
+    // Why there are no percentiles, once. Not for --no-bpf (asked for) or a
+    // fake sysfs tree (not the live kernel): the fields stay null.
+    if trace
+        && let Some(why) = sampler.latency().unavailable()
+        && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
+    {
+        eprintln!("blktune: no kernel latency percentiles: {why}");
+    }
     if std::env::var_os("BLKTUNE_DEBUG").is_some()
-        && let Some(note) = sampler.hotplug_note()
+        && let Some(note) = sampler.sampler().hotplug_note()
     {
         eprintln!("blktune: debug: {note}");
     }
+    // A captured tree without /proc: what is missing, once.
+    if let Some(note) = sampler.sampler().counters_note() {
+        eprintln!("blktune: {}", printable(note));
+    }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
-    if a.latency && !a.json && latency.as_ref().is_some_and(|l| l.tracer.is_ok()) {
+    if a.latency && !a.json && sampler.latency().is_tracing() {
         out.line(
             "latency: the kernel's p99 (ms) of each interval's I/Os, from their start (what \
              r_await averages) and on the device (*_dev99); n=K when under 100 I/Os",
@@ -555,9 +481,15 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
             std::thread::sleep(next - now);
         }
         next += a.interval;
-        let snap = sampler
+        let TracedTick {
+            snapshot: snap,
+            interval: traced,
+            notes,
+            who,
+        } = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        say_notes(&notes);
         if !warned && !snap.warnings.is_empty() {
             // A file with no usable line at all is a failure; a few odd lines
             // among good ones are reported once and skipped.
@@ -608,10 +540,6 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         }
         let itv = snap.interval.unwrap_or(0.0);
         let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
-        let (traced, who) = latency
-            .as_mut()
-            .map_or((None, None), |l| l.tick(Some(&snap)));
-        let none_who = DeviceWho::default();
         let timestamp = rfc3339(snap.wall);
         // The whole interval goes out in one write (a thousand devices are
         // a thousand lines: one syscall each would cost more than the
@@ -630,6 +558,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
             }
             buf.push(b'\n');
         }
+        let none_who = DeviceWho::default();
         for name in &sel {
             let dev = snap.device(name);
             let q = dev.map(|d| &d.queue);

@@ -4,8 +4,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod captured_trees;
 mod cli_errors;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
@@ -21,5 +23,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod stacks;
 mod terminal_text;
 mod watch;
