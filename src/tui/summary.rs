@@ -214,6 +214,7 @@ mod tests {
                 .collect(),
             nr_requests: Some(nr),
             read_ahead_kb: Some(128),
+            knobs: Vec::new(),
         }
     }
 

@@ -6,9 +6,11 @@ use super::Theme;
 use super::frame::{boxed, centered, text_hints};
 use crate::tui::app::{App, Overlay};
 use crate::tui::command::{GLOSSARY, LIST, MAIN, REPLAY, TEXT};
-use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
+use crate::tui::dialogs::editor::{Editor, Field, NrLimit, knob_hint, switch_note};
 use crate::tui::dialogs::picker::{Picker, Tunables};
-use blktune_core::sched::{SCHEDULERS, known_tunables, scheduler_help, tunable_help};
+use blktune_core::sched::{
+    QUEUE_KNOBS, SCHEDULERS, knob_help, known_tunables, scheduler_help, tunable_help,
+};
 use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -76,40 +78,67 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             device,
             scheduler,
             items,
+            knobs,
             cursor,
             ..
         })) => {
-            let mut lines = Vec::new();
-            let room = area.height.saturating_sub(6) as usize;
-            let skip = (*cursor + 1).saturating_sub(room);
-            for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
+            // The tunables, then a heading and the queue settings; the
+            // cursor counts entries, not the heading.
+            let entry = |i: usize, k: &str, v: &str, help: &str| {
                 let cur = if i == *cursor { "▶" } else { " " };
-                let text = format!(
-                    "{cur} {:<18}{:>9}  {}",
-                    printable(k),
-                    printable(v),
-                    tunable_help(k)
-                );
+                let text = format!("{cur} {:<18}{:>9}  {help}", printable(k), printable(v));
                 let st = if i == *cursor {
                     t.selected()
                 } else {
                     Style::new()
                 };
-                lines.push(Line::from(Span::styled(text, st)));
+                Line::from(Span::styled(text, st))
+            };
+            let mut rows: Vec<(Option<usize>, Line)> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| (Some(i), entry(i, k, v, tunable_help(k))))
+                .collect();
+            if !knobs.is_empty() {
+                rows.push((
+                    None,
+                    Line::from(Span::styled(
+                        "queue settings next to the scheduler",
+                        t.heading(),
+                    )),
+                ));
+                let n = items.len();
+                rows.extend(
+                    knobs
+                        .iter()
+                        .enumerate()
+                        .map(|(j, (k, v))| (Some(n + j), entry(n + j, k, v, knob_help(k)))),
+                );
             }
+            let room = area.height.saturating_sub(6) as usize;
+            let at = rows
+                .iter()
+                .position(|(i, _)| *i == Some(*cursor))
+                .unwrap_or(0);
+            let skip = (at + 1).saturating_sub(room);
+            let mut lines: Vec<Line> = rows
+                .into_iter()
+                .skip(skip)
+                .take(room)
+                .map(|(_, l)| l)
+                .collect();
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled(
                 "↑↓ move   Enter edit   Esc cancel",
                 t.dim(),
             )));
             let h = lines.len() as u16 + 2;
-            boxed(
-                f,
-                centered(area, 78, h),
-                &format!("{scheduler} tunables of {device}"),
-                lines,
-                t,
-            );
+            let title = match (items.is_empty(), knobs.is_empty()) {
+                (false, true) => format!("{scheduler} tunables of {device}"),
+                (true, _) => format!("queue settings of {device}"),
+                (false, false) => format!("{scheduler} tunables and queue settings of {device}"),
+            };
+            boxed(f, centered(area, 78, h), &title, lines, t);
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
         Some(Overlay::Export(d)) => super::export::render(f, area, d, t),
@@ -158,6 +187,7 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         Field::NrRequests => nr.hint(),
         Field::ReadAheadKb => format!("KiB, a multiple of the page size ({page_kb} KiB)"),
         Field::Tunable(n) => tunable_help(n).to_string(),
+        Field::Knob(n) => knob_hint(n, nr, page_kb),
     };
     let verdict = match e.check(page_kb, nr) {
         Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
@@ -257,6 +287,23 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
         )));
         for k in known_tunables(s) {
             out.push(Line::raw(format!("  {k:<18}{}", tunable_help(k))));
+        }
+    }
+    // The queue settings next to the scheduler (t lists them after the
+    // tunables), each with why it is one to reach for.
+    out.push(Line::from(Span::styled(
+        "Queue settings next to the scheduler (t)",
+        t.heading(),
+    )));
+    for k in QUEUE_KNOBS {
+        let head = if k.settable {
+            k.name.to_string()
+        } else {
+            format!("{} (shown)", k.name)
+        };
+        out.push(Line::raw(format!("  {head:<18}{}", k.help)));
+        for l in super::width::wrap(k.why, HELP_WIDTH - 22) {
+            out.push(Line::from(Span::styled(format!("{:<22}{l}", ""), t.dim())));
         }
     }
     out

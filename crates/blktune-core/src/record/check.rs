@@ -106,6 +106,15 @@ fn queue(q: &QueueSettings) -> Check {
     q.tunables.iter().try_for_each(|(k, v)| {
         name("a tunable name", k)?;
         text("a tunable value", v, MAX_NAME)
+    })?;
+    list(
+        "queue settings",
+        &q.knobs.keys().collect::<Vec<_>>(),
+        MAX_LIST,
+    )?;
+    q.knobs.iter().try_for_each(|(k, v)| {
+        name("a queue setting's name", k)?;
+        text("a queue setting's value", v, MAX_NAME)
     })
 }
 
@@ -117,6 +126,11 @@ fn settings(s: &Wanted) -> Check {
     s.tunables.iter().try_for_each(|(k, v)| {
         name("a tunable name", k)?;
         text("a tunable value", v, MAX_NAME)
+    })?;
+    list("queue settings", &s.knobs, MAX_LIST)?;
+    s.knobs.iter().try_for_each(|(k, v)| {
+        name("a queue setting's name", k)?;
+        text("a queue setting's value", v, MAX_NAME)
     })
 }
 

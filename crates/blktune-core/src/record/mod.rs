@@ -53,7 +53,10 @@
 //! **`settings`** (every device at `t` = 0, then whenever a device's settings differ)
 //! - `t`, `device`, `queue`: `scheduler` (`active`, `available`, or null when the
 //!   device has none), `nr_requests`, `read_ahead_kb`, `tunables` (the active
-//!   scheduler's `queue/iosched/*`, name to value).
+//!   scheduler's `queue/iosched/*`, name to value), `knobs` (added later,
+//!   absent in older recordings: the queue settings next to the scheduler,
+//!   `wbt_lat_usec`, `nomerges`, `rq_affinity`, `max_sectors_kb`,
+//!   `add_random`, `iostats`, `max_hw_sectors_kb`, name to value).
 //!
 //! **`devices`** (when the set of whole devices changed: hot-plug)
 //! - `t`, `devices`: the full list, as in the header.
@@ -65,7 +68,8 @@
 //!   by another process (such as `blktune set` from another shell) at some
 //!   moment of the interval around `t`, which is placed in its middle.
 //! - `before`, `after`: the device's whole settings (`scheduler`, `tunables`
-//!   as `[name, value]` pairs, `nr_requests`, `read_ahead_kb`).
+//!   as `[name, value]` pairs, `nr_requests`, `read_ahead_kb`, and `knobs`,
+//!   the settable queue settings as `[name, value]` pairs, where recorded).
 //!
 //! **`end`** (the recorder stopped cleanly)
 //! - `t` (of the last sample), `wall`, `reason` (`duration`, `signal`,
