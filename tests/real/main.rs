@@ -19,6 +19,7 @@ mod list_latency;
 mod load_safety;
 mod output_files;
 mod probe;
+mod queue_settings;
 mod record_latency;
 mod replay_asset;
 mod replay_demo;

@@ -17,6 +17,7 @@ mod numbers;
 mod pause;
 mod probe;
 mod processes;
+mod queue_settings;
 mod replay;
 mod session;
 mod shootout_kernel;
