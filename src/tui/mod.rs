@@ -32,7 +32,6 @@ use blktune_core::journal::Journal;
 use blktune_core::os::SysRoot;
 use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
-use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use worker::live::LiveSource;
@@ -168,10 +167,8 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     }
 
     let mut out = std::io::stdout().lock();
-    if let Some(p) = &app.recording {
-        // The source closed it on Stop, with an end record.
-        let _ = writeln!(out, "blktune: recorded this session to {}", p.display());
-    }
+    // The source closed the last one on Stop, with an end record.
+    let _ = summary::write_recordings(&mut out, &app.recordings);
     let session = app.session();
     if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
         return Ok(summary::revert_on_exit(

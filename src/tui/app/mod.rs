@@ -176,6 +176,12 @@ pub struct App {
     view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
+    /// Every file this session recorded to, in order (the quit summary
+    /// names them all).
+    pub recordings: Vec<std::path::PathBuf>,
+    /// What decides where `R` records, when given (tests); `None`: read
+    /// from the process when `R` is pressed.
+    pub record_facts: Option<crate::tui::dialogs::record::Facts>,
     /// `blktune demo` and `replay --demo`: what the guided hint is about.
     pub demo: Option<demo::Demo>,
     /// The latency probe (`--probe`, `P`); `None` when it is off.
@@ -249,6 +255,8 @@ impl App {
             help_max: usize::MAX,
             view_sent: None,
             recording: None,
+            recordings: Vec::new(),
+            record_facts: None,
             demo: None,
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
@@ -319,7 +327,7 @@ impl App {
     pub fn mode(&self) -> Mode {
         match &self.overlay {
             Some(Overlay::Picker(_) | Overlay::Tunables(_)) => Mode::List,
-            Some(Overlay::Edit(_)) => Mode::Text,
+            Some(Overlay::Edit(_) | Overlay::RecordPath(_)) => Mode::Text,
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
             Some(Overlay::Export(d)) => match d.focus {

@@ -213,7 +213,7 @@ pub const MAIN: &[Binding] = &[
         &[C('R')],
         "R",
         Some("record"),
-        "record this session to a file",
+        "record this session to a file; asks where outside your own dir",
         Action::Record,
         false,
     ),

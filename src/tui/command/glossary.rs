@@ -146,6 +146,7 @@ pub const GLOSSARY: &[(&str, &str)] = &[
     ("●", "the active scheduler (picker)"),
     ("★", "a shoot-out's winner"),
     ("░", "progress still to go"),
+    ("▏", "the end of the text being typed (a value, R's path)"),
     ("↑/k ↓/j", "the arrow keys, or k and j"),
 ];
 

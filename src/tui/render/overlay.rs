@@ -141,6 +141,27 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             boxed(f, centered(area, 78, h), &title, lines, t);
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
+        Some(Overlay::RecordPath(r)) => {
+            let rect = centered(area, 78, 6);
+            // The end of a long path, where the typing happens, stays in view.
+            let room = usize::from(rect.width.saturating_sub(3));
+            let lines = vec![
+                Line::from(Span::styled(
+                    format!("{}: record to", printable(&r.why)),
+                    t.dim(),
+                )),
+                Line::from(vec![Span::styled(
+                    format!("{}▏", keep_end(&printable(&r.input), room)),
+                    t.heading(),
+                )]),
+                Line::from(Span::styled(
+                    format!("a missing directory is made (mode {:04o})", r.mode),
+                    t.dim(),
+                )),
+                Line::from(Span::styled("Enter record   Esc no recording", t.dim())),
+            ];
+            boxed(f, rect, "record where?", lines, t);
+        }
         Some(Overlay::Export(d)) => super::export::render(f, area, d, t),
         Some(Overlay::ShootOut(d)) => super::shootout::render(f, area, d, t),
         Some(Overlay::Help { scroll }) => {
@@ -307,4 +328,28 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// `s` cut to its last `room` characters (at least 2), with `…` first
+/// where the beginning was left out.
+fn keep_end(s: &str, room: usize) -> String {
+    let room = room.max(2);
+    let n = s.chars().count();
+    if n <= room {
+        return s.to_owned();
+    }
+    std::iter::once('…')
+        .chain(s.chars().skip(n - (room - 1)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_end;
+
+    #[test]
+    fn a_long_path_keeps_its_end() {
+        assert_eq!(keep_end("/var/lib/x", 20), "/var/lib/x");
+        assert_eq!(keep_end("/var/lib/blktune/rec.gz", 8), "…/rec.gz");
+    }
 }
