@@ -10,6 +10,7 @@ mod colours;
 mod dialogs;
 mod edit;
 mod editor;
+mod hangup;
 mod keys;
 mod latency;
 mod numbers;
