@@ -57,11 +57,19 @@ enum Kill {
     TmuxKill,
 }
 
-const KILLS: [Kill; 5] = [
-    Kill::Close,
+/// The kills of the pty rounds, the ones that caught the old reader most
+/// often (half a sequence: it read the half, then waited for the rest on a
+/// pty about to close) more often than the others.
+const KILLS: [Kill; 10] = [
+    Kill::HalfSequenceThenClose,
+    Kill::HalfSequenceThenClose,
+    Kill::HalfSequenceThenClose,
+    Kill::HalfSequenceThenClose,
+    Kill::HupThenClose,
     Kill::HupThenClose,
     Kill::KeysThenClose,
-    Kill::HalfSequenceThenClose,
+    Kill::KeysThenClose,
+    Kill::Close,
     Kill::UnreadThenClose,
 ];
 
@@ -88,6 +96,8 @@ struct Round {
     n: usize,
     kill: Kill,
     delay: Duration,
+    /// Between waking the TUI and closing its terminal.
+    gap: Duration,
     size: (u16, u16),
     /// Bytes the TUI had drawn before the kill.
     drawn: usize,
@@ -213,12 +223,14 @@ fn wait_end(pid: u32, mut child: Option<&mut Child>) -> (Option<Duration>, u64, 
     }
 }
 
-/// One TUI on a pty of our own, killed `kill` after `delay`.
+/// One TUI on a pty of our own, killed `kill_how` after `delay`; `gap`:
+/// between what wakes the TUI (a signal, keys) and the close, the moment the
+/// old reader was caught in (it woke, then found the pty gone).
 fn pty_round(
     tree: &Path,
     journal: &Path,
     kill_how: Kill,
-    delay: Duration,
+    (delay, gap): (Duration, Duration),
     size: (u16, u16),
 ) -> Round {
     let win = Winsize {
@@ -273,12 +285,18 @@ fn pty_round(
         }
         _ => {}
     }
+    // A sleep would be too coarse: spin for the gap.
+    let woke = Instant::now();
+    while woke.elapsed() < gap {
+        std::hint::spin_loop();
+    }
     drop(pty.master);
     let (ended_after, max_rss_kb, runaway) = wait_end(pid, Some(&mut child));
     Round {
         n: 0,
         kill: kill_how,
         delay,
+        gap,
         size,
         drawn,
         ended_after,
@@ -334,6 +352,7 @@ fn tmux_round(tree: &Path, journal: &Path, delay: Duration, size: (u16, u16), n:
         n,
         kill: Kill::TmuxKill,
         delay,
+        gap: Duration::ZERO,
         size,
         drawn: 0,
         ended_after,
@@ -404,7 +423,8 @@ fn a_terminal_killed_at_any_moment_of_start_up_leaves_no_blktune_running() {
             tmux_round(&tree, &journal, delay, size, n)
         } else {
             let kill_how = KILLS[rng.below(KILLS.len() as u64) as usize];
-            pty_round(&tree, &journal, kill_how, delay, size)
+            let gap = Duration::from_micros(rng.below(3000));
+            pty_round(&tree, &journal, kill_how, (delay, gap), size)
         };
         r.n = n;
         seen.push(r);
