@@ -20,4 +20,5 @@ mod processes;
 mod replay;
 mod session;
 mod shootout_kernel;
+mod signals;
 mod table;
