@@ -20,5 +20,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod sigint;
 mod terminal_text;
 mod watch;
