@@ -455,3 +455,114 @@ fn a_terminal_killed_at_any_moment_of_start_up_leaves_no_blktune_running() {
     let left = leftovers(&journal);
     assert!(left.is_empty(), "blktune processes left: {left:?}");
 }
+
+/// Keys to move the picker's cursor from the active scheduler to `to`, as
+/// a terminal sends them.
+fn picker_moves(lo: &common::TestLoop, to: &str) -> Vec<u8> {
+    let names: Vec<String> = lo
+        .queue("scheduler")
+        .split_whitespace()
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .collect();
+    let from = names
+        .iter()
+        .position(|n| *n == lo.active_scheduler())
+        .unwrap();
+    let to = names.iter().position(|n| n == to).expect("kyber available");
+    let key: &[u8] = if to > from { b"\x1b[B" } else { b"\x1b[A" };
+    key.repeat(from.abs_diff(to))
+}
+
+/// Everything readable from `fd` now, appended to `seen`.
+fn read_now(fd: &OwnedFd, seen: &mut Vec<u8>) {
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = nix::unistd::read(fd, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Its screen's writes fail (the output goes to a pipe whose reader goes
+/// away; keys still come from its terminal): the TUI ends and
+/// `--revert-on-exit` still puts the test's own loop device back. Root only.
+#[test]
+fn a_tui_whose_screen_writes_fail_reverts_on_exit_and_ends() {
+    let name = "a_tui_whose_screen_writes_fail_reverts_on_exit_and_ends";
+    if !common::require_root(name) || !common::require_tool(name, "setsid") {
+        return;
+    }
+    let lo = common::TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let before = lo.settings();
+    let tmp = tempfile::tempdir().unwrap();
+    let pty = openpty(
+        Some(&Winsize {
+            ws_col: 100,
+            ws_row: 30,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        }),
+        None,
+    )
+    .unwrap();
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
+    }
+    let (screen, screen_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
+    let child = Command::new("setsid")
+        .arg("-c")
+        .arg(blktune_bin())
+        .args(["--device", &dev, "--interval", "250ms", "--revert-on-exit"])
+        .env("TERM", "xterm-256color")
+        .env("BLKTUNE_JOURNAL_DIR", tmp.path().join("journal"))
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(screen_w))
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    // Until the end: a test that fails must not leave it holding the
+    // device (std's kill never signals a pid it has already reaped).
+    struct Running(Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Running(child);
+    let mut seen = Vec::new();
+    let shows = |seen: &mut Vec<u8>, what: &str| {
+        common::wait_until(common::TIMEOUT, || {
+            read_now(&screen, seen);
+            String::from_utf8_lossy(seen).contains(what)
+        })
+    };
+    assert!(shows(&mut seen, &dev), "the device table");
+    nix::unistd::write(&pty.master, b"s").unwrap();
+    assert!(
+        shows(&mut seen, &format!("scheduler of {dev}")),
+        "the picker"
+    );
+    let mut keys = picker_moves(&lo, "kyber");
+    keys.push(b'\r');
+    nix::unistd::write(&pty.master, &keys).unwrap();
+    assert!(
+        common::wait_until(common::TIMEOUT, || {
+            read_now(&screen, &mut seen);
+            lo.active_scheduler() == "kyber"
+        }),
+        "the switch"
+    );
+    // The screen's reader goes away: the next frame cannot be written.
+    drop(screen);
+    let ended = common::wait_until(EXIT_WITHIN, || child.0.try_wait().unwrap().is_some());
+    assert!(ended, "still running after its screen's writes failed");
+    assert_eq!(
+        lo.settings(),
+        before,
+        "--revert-on-exit after a failed write"
+    );
+    drop(pty.master);
+}
