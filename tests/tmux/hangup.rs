@@ -98,6 +98,8 @@ struct Round {
     delay: Duration,
     /// Between waking the TUI and closing its terminal.
     gap: Duration,
+    /// Keys read from /dev/tty (standard input not the terminal).
+    dev_tty: bool,
     size: (u16, u16),
     /// Bytes the TUI had drawn before the kill.
     drawn: usize,
@@ -226,12 +228,15 @@ fn wait_end(pid: u32, mut child: Option<&mut Child>) -> (Option<Duration>, u64, 
 /// One TUI on a pty of our own, killed `kill_how` after `delay`; `gap`:
 /// between what wakes the TUI (a signal, keys) and the close, the moment the
 /// old reader was caught in (it woke, then found the pty gone).
+/// `dev_tty`: its standard input is /dev/null, so it reads its keys from
+/// /dev/tty (the same pty, as its controlling terminal).
 fn pty_round(
     tree: &Path,
     journal: &Path,
     kill_how: Kill,
     (delay, gap): (Duration, Duration),
     size: (u16, u16),
+    dev_tty: bool,
 ) -> Round {
     let win = Winsize {
         ws_col: size.0,
@@ -250,8 +255,14 @@ fn pty_round(
     let stdio = || Stdio::from(slave.try_clone().unwrap());
     // setsid -c: a session of its own whose controlling terminal is the pty,
     // as a login or a tmux pane has (so a hang-up sends SIGHUP to it).
-    let mut child = Command::new("setsid")
-        .arg("-c")
+    let mut cmd = Command::new("setsid");
+    cmd.arg("-c");
+    if dev_tty {
+        // The shell takes the pty as its terminal, then gives blktune
+        // (its own pid: exec) /dev/null as standard input.
+        cmd.args(["sh", "-c", "exec \"$0\" \"$@\" < /dev/null"]);
+    }
+    let mut child = cmd
         .arg(blktune_bin())
         .args(tui_args(tree))
         .env_clear()
@@ -297,6 +308,7 @@ fn pty_round(
         kill: kill_how,
         delay,
         gap,
+        dev_tty,
         size,
         drawn,
         ended_after,
@@ -353,6 +365,7 @@ fn tmux_round(tree: &Path, journal: &Path, delay: Duration, size: (u16, u16), n:
         kill: Kill::TmuxKill,
         delay,
         gap: Duration::ZERO,
+        dev_tty: false,
         size,
         drawn: 0,
         ended_after,
@@ -424,7 +437,8 @@ fn a_terminal_killed_at_any_moment_of_start_up_leaves_no_blktune_running() {
         } else {
             let kill_how = KILLS[rng.below(KILLS.len() as u64) as usize];
             let gap = Duration::from_micros(rng.below(3000));
-            pty_round(&tree, &journal, kill_how, (delay, gap), size)
+            let dev_tty = rng.below(5) == 0;
+            pty_round(&tree, &journal, kill_how, (delay, gap), size, dev_tty)
         };
         r.n = n;
         seen.push(r);
