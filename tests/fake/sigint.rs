@@ -43,7 +43,8 @@ fn number_in(file: &Path) -> i32 {
 /// Ends what a test started when it fails before the processes end: each
 /// pid with the start of the command name it must still have (not a pid
 /// reused since).
-struct Reap(Vec<(i32, &'static str)>);
+/// The shell is waited for at the end.
+struct Reap(Vec<(i32, &'static str)>, std::process::Child);
 
 impl Drop for Reap {
     fn drop(&mut self) {
@@ -57,6 +58,7 @@ impl Drop for Reap {
                 );
             }
         }
+        let _ = self.1.wait();
     }
 }
 
@@ -72,7 +74,7 @@ fn start_in_background(dir: &Path, args: &str, first_output: &str) -> (i32, Reap
         bin = common::tmux::blktune_bin(),
         t = tree().display(),
     );
-    Command::new("sh")
+    let sh = Command::new("sh")
         .arg("-c")
         .arg(script)
         .current_dir(dir)
@@ -82,7 +84,7 @@ fn start_in_background(dir: &Path, args: &str, first_output: &str) -> (i32, Reap
         .unwrap();
     let pid = number_in(&dir.join("pid"));
     let control = number_in(&dir.join("control"));
-    let reap = Reap(vec![(pid, "blktune"), (control, "sleep")]);
+    let reap = Reap(vec![(pid, "blktune"), (control, "sleep")], sh);
     // The shell sets "ignored" between its fork and the exec: look after it.
     assert!(
         wait_until(common::TIMEOUT, || std::fs::read_to_string(format!(

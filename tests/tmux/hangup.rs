@@ -54,7 +54,7 @@ enum Kill {
     /// writes block), then the master closes.
     UnreadThenClose,
     /// `tmux kill-server` of a server whose one pane runs the TUI.
-    TmuxKill,
+    TmuxServer,
 }
 
 /// The kills of the pty rounds, the ones that caught the old reader most
@@ -362,7 +362,7 @@ fn tmux_round(tree: &Path, journal: &Path, delay: Duration, size: (u16, u16), n:
     let (ended_after, max_rss_kb, runaway) = wait_end(pid, None);
     Round {
         n,
-        kill: Kill::TmuxKill,
+        kill: Kill::TmuxServer,
         delay,
         gap: Duration::ZERO,
         dev_tty: false,
