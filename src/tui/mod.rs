@@ -148,7 +148,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         .then(|| Arc::new(Tuner::new(root.clone(), Some(journal.clone()))));
     let pulse = Arc::new(Pulse::default());
 
-    let (result, report, code, _dog) = {
+    let (result, (report, failures), code, _dog) = {
         // Never dropped: ratatui's Drop would eprintln! an error about the
         // cursor when the terminal is gone (SIGHUP), and eprintln! panics on
         // a dead stderr. The guard restores the terminal instead.
@@ -189,18 +189,20 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         // again: a terminal that takes no output must not hold it back. The
         // report waits until the terminal is restored.
         let session = app.session();
-        let mut report = Vec::new();
+        let (mut report, mut failures) = (Vec::new(), Vec::new());
         let mut code = 0;
         if let Some(tuner) = &revert
             && !session.is_empty()
             && pulse.claim_revert()
         {
-            code = summary::revert_on_exit(&mut report, tuner, &session);
+            code = summary::revert_on_exit(&mut report, &mut failures, tuner, &session);
             pulse.reverted();
         }
         drop(guard);
-        (result, report, code, dog)
+        (result, (report, failures), code, dog)
     };
+    // Errors writing to a terminal that went away are ignored.
+    let _ = std::io::stderr().write_all(&failures);
     // A terminal that went away (SIGHUP, the pty closed) fails the draws:
     // that is how the session ended, not an error to report (there is
     // nowhere to report it). A loop that stopped making progress is one.

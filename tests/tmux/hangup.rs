@@ -580,3 +580,109 @@ fn a_tui_whose_screen_writes_fail_reverts_on_exit_and_ends() {
     );
     drop(pty.master);
 }
+
+/// The worst left: the main thread stuck writing to a terminal that takes
+/// nothing (nobody reads the pty; an SSH connection that stalled), then
+/// SIGTERM. The loop cannot see the signal; the watchdog ends the session
+/// after its grace: `--revert-on-exit` honoured, exit code 1, one line on
+/// stderr. Root only (the test's own loop device); about 12 s.
+#[test]
+fn a_tui_stuck_writing_to_its_terminal_is_ended_by_its_watchdog_with_the_revert() {
+    let name = "a_tui_stuck_writing_to_its_terminal_is_ended_by_its_watchdog_with_the_revert";
+    if !common::require_root(name) || !common::require_tool(name, "setsid") {
+        return;
+    }
+    let lo = common::TestLoop::new(64);
+    let dev = lo.name().to_string();
+    let before = lo.settings();
+    let tmp = tempfile::tempdir().unwrap();
+    // Large, so that two full redraws are more than the pty holds.
+    let pty = openpty(
+        Some(&Winsize {
+            ws_col: 300,
+            ws_row: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        }),
+        None,
+    )
+    .unwrap();
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).unwrap();
+    }
+    fcntl(&pty.master, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+    let err_path = tmp.path().join("stderr");
+    let child = Command::new("setsid")
+        .arg("-c")
+        .arg(blktune_bin())
+        .args(["--device", &dev, "--interval", "250ms", "--revert-on-exit"])
+        .env("TERM", "xterm-256color")
+        .env("BLKTUNE_JOURNAL_DIR", tmp.path().join("journal"))
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave))
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    struct Running(Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Running(child);
+    let mut seen = Vec::new();
+    let shows = |seen: &mut Vec<u8>, what: &str| {
+        common::wait_until(common::TIMEOUT, || {
+            read_now(&pty.master, seen);
+            String::from_utf8_lossy(seen).contains(what)
+        })
+    };
+    assert!(shows(&mut seen, &dev), "the device table");
+    nix::unistd::write(&pty.master, b"s").unwrap();
+    assert!(
+        shows(&mut seen, &format!("scheduler of {dev}")),
+        "the picker"
+    );
+    let mut keys = picker_moves(&lo, "kyber");
+    keys.push(b'\r');
+    nix::unistd::write(&pty.master, &keys).unwrap();
+    assert!(
+        common::wait_until(common::TIMEOUT, || {
+            read_now(&pty.master, &mut seen);
+            lo.active_scheduler() == "kyber"
+        }),
+        "the switch"
+    );
+    // From now on nobody reads the screen. The help over the whole screen
+    // and back, a few times: far more than the pty holds.
+    for _ in 0..6 {
+        let _ = nix::unistd::write(&pty.master, b"?");
+        std::thread::sleep(Duration::from_millis(150));
+        let _ = nix::unistd::write(&pty.master, b"\x1b");
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let pid = Pid::from_raw(child.0.id() as i32);
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    println!("before SIGTERM the TUI waits in {wchan:?}");
+    kill(pid, Signal::SIGTERM).unwrap();
+    let sent = Instant::now();
+    let limit = Duration::from_secs(30);
+    let ended = common::wait_until(limit, || child.0.try_wait().unwrap().is_some());
+    let status = child.0.try_wait().unwrap();
+    let said = std::fs::read_to_string(&err_path).unwrap();
+    assert!(
+        ended,
+        "still running {limit:?} after SIGTERM; stderr: {said}"
+    );
+    println!(
+        "ended {:.1?} after SIGTERM: {status:?}; stderr: {said}",
+        sent.elapsed()
+    );
+    assert_eq!(lo.settings(), before, "--revert-on-exit; stderr: {said}");
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{said}");
+    assert!(
+        said.contains("had not ended") && said.contains(&format!("reverted {dev}: kyber→")),
+        "{said}"
+    );
+}

@@ -279,30 +279,18 @@ pub fn cpu_time(tid: Pid) -> Duration {
     Duration::from_secs_f64(ticks as f64 / per_sec as f64)
 }
 
-/// Writes straight to file descriptor 2: never waits on the lock of Rust's
-/// `stderr`, which a stuck main thread may hold.
-struct RawStderr;
-
-impl Write for RawStderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        Ok(nix::unistd::write(std::io::stderr(), buf)?)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// End a stuck session from the watchdog's thread: say why on stderr,
-/// revert the session's changes when `revert` is given (`--revert-on-exit`;
-/// if the main thread is reverting, wait for it instead), put the terminal
-/// back without waiting on it, exit with code 1.
+/// End a stuck session from the watchdog's thread: revert the session's
+/// changes when `revert` is given (`--revert-on-exit`; if the main thread is
+/// reverting, wait for it instead), put the terminal back, say why on
+/// stderr, exit with code 1. Nothing here waits on the terminal: the main
+/// thread may be stuck writing to it, holding the lock of Rust's stdout.
 pub fn emergency_exit(why: Stuck, pulse: &Pulse, revert: Option<&Tuner>) -> ! {
-    let mut err = RawStderr;
-    let _ = writeln!(err, "blktune: {why}; ending it");
+    let mut said = format!("blktune: {why}; ending it\n").into_bytes();
     if let Some(tuner) = revert {
         if pulse.claim_revert() {
-            crate::tui::summary::revert_on_exit(&mut err, tuner, &pulse.session());
+            let mut failed = Vec::new();
+            crate::tui::summary::revert_on_exit(&mut said, &mut failed, tuner, &pulse.session());
+            said.extend(failed);
             pulse.reverted();
         } else {
             // The main thread reverts: a revert is never cut short.
@@ -311,23 +299,30 @@ pub fn emergency_exit(why: Stuck, pulse: &Pulse, revert: Option<&Tuner>) -> ! {
             }
         }
     }
-    restore_without_waiting();
+    let _ = crossterm::terminal::disable_raw_mode();
+    write_without_waiting(std::io::stdout(), b"\x1b[?25h\x1b[?1049l");
+    write_without_waiting(std::io::stderr(), &said);
     std::process::exit(1)
 }
 
-/// Cooked mode back, the cursor shown, the alternate screen left, written
-/// on a descriptor of the terminal of our own that never blocks (the main
-/// thread may be stuck writing to it).
-fn restore_without_waiting() {
+/// Write `bytes` to `fd` without ever waiting: a regular file (a log)
+/// straight (its writes do not block, and its offset is kept); a terminal
+/// or a pipe through a descriptor of our own that does not block, so what
+/// does not fit now is dropped; anything else not at all.
+fn write_without_waiting(fd: impl AsFd, bytes: &[u8]) {
     use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let _ = crossterm::terminal::disable_raw_mode();
-    if let Ok(mut tty) = std::fs::OpenOptions::new()
+    let fd = fd.as_fd();
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        let _ = nix::unistd::write(fd, bytes);
+    } else if let Ok(mut file) = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags((OFlag::O_NOCTTY | OFlag::O_NONBLOCK).bits())
-        .open("/proc/self/fd/1")
+        .open(path)
     {
-        let _ = tty.write(b"\x1b[?25h\x1b[?1049l");
+        let _ = file.write(bytes);
     }
 }
 
