@@ -27,8 +27,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 /// Longest wait for input, so signals and feed messages are seen quickly
-/// where nothing wakes the loop for them (tests; crossterm reading
-/// /dev/tty).
+/// where nothing wakes the loop for them (tests; no waker could be made).
 pub const POLL: Duration = Duration::from_millis(100);
 
 /// Longest wait where the worker and the signals wake the loop
@@ -62,8 +61,9 @@ pub trait Input {
         false
     }
 
-    /// Wait up to `timeout` for input: every event waiting now (maybe
-    /// none), or `None` when the terminal went away and the session ends.
+    /// Wait up to `timeout` for input: the events of one read (maybe none;
+    /// a bounded batch, the rest comes at the next), or `None` when the
+    /// terminal went away and the session ends.
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError>;
 
     /// How long the loop may wait when it has nothing to do: [`POLL`], or
