@@ -14,7 +14,6 @@
 
 pub mod app;
 pub mod command;
-pub mod demo;
 pub mod dialogs;
 mod error;
 pub mod event_loop;

@@ -1,6 +1,9 @@
-//! Unit tests of the parent module.
+//! Unit tests of the sampler.
 
 use super::*;
+use crate::diskstats::{Counters, DiskStatsLine};
+use crate::iostat::{self, NoData};
+use std::collections::HashMap;
 
 fn line(name: &str, rd_ios: u64, rd_ticks: u32) -> DiskStatsLine {
     DiskStatsLine {
@@ -154,7 +157,9 @@ proptest::proptest! {
 
 mod cache {
     use super::super::*;
+    use crate::diskstats::Counters;
     use crate::fake::{FakeDisk, FakeTree};
+    use crate::iostat::NoData;
 
     fn nr_of(snap: &Snapshot, name: &str) -> Option<u64> {
         snap.device(name).and_then(|d| d.queue.nr_requests)
@@ -179,6 +184,44 @@ mod cache {
         ])
         .unwrap();
         (d, t)
+    }
+
+    /// PSI is read each tick where the kernel has it; the interval's share
+    /// comes from the two totals; no file (an older kernel) is no figure.
+    #[test]
+    fn io_pressure_is_sampled_with_its_share_of_the_interval() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        let first = s.tick().unwrap();
+        assert_eq!(first.pressure, None, "no pressure file: none");
+        let psi = t.root().procfs().join("pressure");
+        std::fs::create_dir_all(&psi).unwrap();
+        let write = |total: u64| {
+            std::fs::write(
+                psi.join("io"),
+                format!(
+                    "some avg10=1.00 avg60=2.00 avg300=3.00 total={total}\n\
+                     full avg10=0.50 avg60=0.10 avg300=0.00 total=7\n"
+                ),
+            )
+            .unwrap();
+        };
+        write(1_000_000);
+        let snap = s.tick().unwrap();
+        let p = snap.pressure.unwrap();
+        assert_eq!(p.file.some.avg60, 2.0);
+        assert_eq!(p.some_pct, None, "no reading before");
+        std::thread::sleep(Duration::from_millis(20));
+        write(1_000_000 + 5_000);
+        let snap = s.tick().unwrap();
+        let p = snap.pressure.unwrap();
+        let itv = snap.interval.unwrap();
+        let want = 5_000.0 / (itv * 1e6) * 100.0;
+        assert!(
+            (p.some_pct.unwrap() - want.min(100.0)).abs() < 1e-9,
+            "{p:?} {itv}"
+        );
+        assert_eq!(p.full_pct, Some(0.0));
     }
 
     #[test]
@@ -565,10 +608,10 @@ mod cache {
     /// read, as many as the descriptor budget allows (the rest by path); a
     /// change made since shows through it; a device gone gives its back.
     #[test]
-    fn scheduler_files_are_held_within_the_budget() {
+    fn scheduler_files_are_kept_open_within_the_budget() {
         let (_d, t) = two_disks();
         let mut s = manual(&t);
-        assert_eq!(s.holding.open, 2, "held from the first read");
+        assert_eq!(s.open_files.open, 2, "kept open from the first read");
         assert!(s.entries.values().all(|e| e.sched_file.is_some()));
         s.set_refresh_every(Duration::from_millis(50));
         // sysfs shows a write through an open file, as a fake tree's
@@ -582,17 +625,17 @@ mod cache {
         std::thread::sleep(Duration::from_millis(60));
         let snap = s.tick().unwrap();
         assert_eq!(snap.device("sdb").unwrap().queue.active_label(), "kyber");
-        assert_eq!(s.holding.open, 2, "no file opened twice");
+        assert_eq!(s.open_files.open, 2, "no file opened twice");
 
         // A budget of one: the other device is read by path, and still seen.
-        s.holding.cap = 1;
+        s.open_files.cap = 1;
         for e in s.entries.values_mut() {
             e.sched_file = None;
         }
-        s.holding.open = 0;
+        s.open_files.open = 0;
         s.invalidate();
         s.tick().unwrap();
-        assert_eq!(s.holding.open, 1);
+        assert_eq!(s.open_files.open, 1);
         switch("sda", "bfq");
         switch("sdb", "bfq");
         std::thread::sleep(Duration::from_millis(60));
@@ -600,9 +643,9 @@ mod cache {
         for d in ["sda", "sdb"] {
             assert_eq!(snap.device(d).unwrap().queue.active_label(), "bfq", "{d}");
         }
-        assert_eq!(s.holding.open, 1);
+        assert_eq!(s.open_files.open, 1);
 
-        // Gone: its held file, if any, is counted out.
+        // Gone: its kept file, if any, is counted out.
         let held = s
             .entries
             .values()
@@ -613,7 +656,7 @@ mod cache {
         s.push_uevent(change("sda", 7));
         s.push_uevent(change("sdb", 8));
         s.tick().unwrap();
-        assert_eq!((held, s.holding.open), (1, 0));
+        assert_eq!((held, s.open_files.open), (1, 0));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! already changed is put back. The device's original settings are journalled
 //! before its first change.
 //!
-//! The files, by idea: this one holds the request ([`Wanted`]), the
-//! [`Tuner`] and its lock ([`Held`]); `validate` checks a request through
+//! The files, by idea: this one holds the
+//! [`Tuner`] and its lock ([`Locked`]) (the request, [`Wanted`], is a leaf of
+//! its own: `crate::wanted`); `validate` checks a request through
 //! the scheduler catalogue; `transaction` is the one transaction (request ->
 //! validate -> journal -> write in kernel order -> read back -> rollback);
 //! `diff` says what changed ([`diff`], [`ValueChange`], [`Outcome::label`]).
@@ -20,6 +21,7 @@ mod transaction;
 mod validate;
 
 pub use crate::device::hw_queue_depth;
+pub use crate::wanted::Wanted;
 pub use diff::{Outcome, Stored, ValueChange, diff, is_no_op};
 pub use transaction::boot_id;
 pub use validate::validate;
@@ -28,69 +30,8 @@ use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::journal::{DeviceLock, Journal, JournalEntry, Kept, LOCK_WAIT, LockError};
 use crate::os::{DeviceName, SysRoot};
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;
-
-/// A request: the settings wanted for a device (beside
-/// [`QueueSettings`], the settings it has). `None` (or an absent tunable)
-/// means "leave as it is". Also what the journal, recordings and the
-/// shoot-out keep as a device's settings to put back; the type's name is
-/// in no file format (serde writes only the fields).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Wanted {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduler: Option<String>,
-    /// Tunables of the target scheduler, applied in this order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tunables: Vec<(String, String)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nr_requests: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_ahead_kb: Option<u64>,
-}
-
-impl Wanted {
-    /// Every current setting of a device, to restore it later.
-    pub fn snapshot_of(q: &QueueSettings) -> Self {
-        Self {
-            scheduler: q.scheduler.as_ref().map(|s| s.active.clone()),
-            tunables: q
-                .tunables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            nr_requests: q.scheduler.as_ref().and(q.nr_requests),
-            read_ahead_kb: q.read_ahead_kb,
-        }
-    }
-
-    /// Does this ask for nothing?
-    pub fn is_empty(&self) -> bool {
-        self.scheduler.is_none()
-            && self.tunables.is_empty()
-            && self.nr_requests.is_none()
-            && self.read_ahead_kb.is_none()
-    }
-
-    /// One-line summary: `scheduler=kyber nr_requests=64`.
-    pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(s) = &self.scheduler {
-            parts.push(format!("scheduler={s}"));
-        }
-        for (k, v) in &self.tunables {
-            parts.push(format!("{k}={v}"));
-        }
-        if let Some(n) = self.nr_requests {
-            parts.push(format!("nr_requests={n}"));
-        }
-        if let Some(n) = self.read_ahead_kb {
-            parts.push(format!("read_ahead_kb={n}"));
-        }
-        parts.join(" ")
-    }
-}
 
 /// Resolve user input to a whole device, with the errors the CLI shows.
 pub fn resolve(root: &SysRoot, name: &str) -> Result<DeviceName, TuneError> {
@@ -130,7 +71,7 @@ pub struct Tuner {
 /// shoot-out: its switches, measurements and the restore), so no other
 /// change can slip in between. Dropping it releases the lock.
 #[derive(Debug)]
-pub struct Held<'a> {
+pub struct Locked<'a> {
     tuner: &'a Tuner,
     name: String,
     _lock: Option<DeviceLock>,
@@ -193,7 +134,7 @@ impl Tuner {
 
     /// Take the lock of the device called `name` (a plausible device name;
     /// it need not exist any more, so a gone device's entry can be dropped).
-    pub fn hold(&self, name: &str) -> Result<Held<'_>, TuneError> {
+    pub fn lock(&self, name: &str) -> Result<Locked<'_>, TuneError> {
         let lock = match &self.journal {
             None => None,
             Some(j) => Some(j.lock(name, self.lock_wait).map_err(|e| match e {
@@ -211,7 +152,7 @@ impl Tuner {
                 },
             })?),
         };
-        Ok(Held {
+        Ok(Locked {
             tuner: self,
             name: name.to_string(),
             _lock: lock,
@@ -221,7 +162,7 @@ impl Tuner {
     /// Validate and apply `want` to the device called `name`, under its lock.
     pub fn apply(&self, name: &str, want: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
-        self.hold(dev.as_str())?.apply(want)
+        self.lock(dev.as_str())?.apply(want)
     }
 
     /// Put a device back to `original` (a revert, an undo), under its lock,
@@ -230,7 +171,7 @@ impl Tuner {
     /// device is back at the journalled originals.
     pub fn restore(&self, name: &str, original: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
-        self.hold(dev.as_str())?.restore(original)
+        self.lock(dev.as_str())?.restore(original)
     }
 
     /// The revert policy after a restore (or a rolled-back change) of `dev`:
@@ -246,7 +187,7 @@ impl Tuner {
     }
 }
 
-impl Held<'_> {
+impl Locked<'_> {
     /// The device name it holds.
     pub fn name(&self) -> &str {
         &self.name
