@@ -4,8 +4,8 @@
 //! It is generic over ratatui's [`Backend`] and over where key presses come
 //! from ([`Input`]), so a test drives this very loop on a `TestBackend`
 //! with scripted keys and a scripted feed (`tests/tui/event_loop.rs`). The real
-//! terminal's side (raw mode, signals, a pty that hangs up, the watchdog)
-//! is [`super::terminal`].
+//! terminal's side (raw mode, signals, a pty that hangs up, the watchdog,
+//! and this loop on it) is [`super::terminal`].
 //!
 //! Every round is bounded: at most [`MAX_FEEDS_PER_ROUND`] messages, one
 //! read of the terminal, one draw; and a loop whose waits keep ending at
@@ -15,9 +15,6 @@
 use super::TuiError;
 use super::app::{App, Overlay};
 use super::render;
-use super::terminal::watchdog::{self, Watchdog, Watched};
-use super::terminal::{Signals, TerminalInput};
-use super::wake::WakeFd;
 use super::worker::protocol::{ControlSink, Feed};
 use crossterm::event::Event;
 use ratatui::Terminal;
@@ -212,39 +209,4 @@ fn on_events(app: &mut App, events: Vec<Event>, ctl: &impl ControlSink) -> bool 
         }
     }
     false
-}
-
-/// [`run_loop`] on the real terminal, with the signal flags, under a
-/// watchdog that exits when the loop is stuck (a screen with nothing to
-/// revert: the replay).
-pub fn event_loop<B: Backend>(
-    term: &mut Terminal<B>,
-    app: &mut App,
-    feed: &Receiver<Feed>,
-    ctl: &impl ControlSink,
-    signals: &Signals,
-    wake: Option<WakeFd>,
-) -> Result<(), TuiError>
-where
-    B::Error: Send + Sync + 'static,
-{
-    let pulse = std::sync::Arc::new(watchdog::Pulse::default());
-    let mut input = TerminalInput::new(signals.clone(), wake)
-        .map_err(TuiError::Setup)?
-        .with_pulse(std::sync::Arc::clone(&pulse));
-    let watched = Watched {
-        pulse: std::sync::Arc::clone(&pulse),
-        signals: signals.clone(),
-        waker: None,
-        tty: input.tty_dup(),
-        main: nix::unistd::gettid(),
-    };
-    let _dog = Watchdog::start(watched, watchdog::LIMITS, move |why| {
-        watchdog::emergency_exit(why, &pulse, None)
-    })
-    .map_err(|source| TuiError::Thread {
-        what: "watchdog",
-        source,
-    })?;
-    run_loop(term, app, &mut input, feed, ctl)
 }

@@ -5,9 +5,10 @@
 //! samples and applies changes; the main thread only receives
 //! [`worker::protocol::Feed`] messages, updates the [`app::App`], draws,
 //! maps keys to actions ([`command`]) and hands the app's
-//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop).
+//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop)
+//! ([`terminal::event_loop`] on the real terminal).
 //! The terminal is restored on every way out: quit, error, panic (ratatui's
-//! hook), every terminating signal ([`terminal::TERMINATING`]), a terminal
+//! hook), every terminating signal ([`signals::TERMINATING`]), a terminal
 //! that went away, and a loop that stopped making progress
 //! ([`terminal::watchdog`]); `--revert-on-exit` is honoured on each of them.
 //! The CLI starts it with [`Options`]; errors are [`TuiError`].
@@ -19,6 +20,7 @@ mod error;
 pub mod event_loop;
 pub mod render;
 pub mod replay;
+pub mod signals;
 pub mod status;
 mod summary;
 pub mod terminal;
@@ -26,9 +28,9 @@ pub mod wake;
 pub mod worker;
 
 pub use error::TuiError;
-pub use event_loop::event_loop;
+pub use signals::Signals;
 pub use summary::{roots_args, write_summary};
-pub use terminal::{RestoreGuard, Signals};
+pub use terminal::{RestoreGuard, event_loop};
 
 use app::{App, Config};
 use blktune_core::host::HostInfo;

@@ -14,12 +14,13 @@
 //! input (a paste, a terminal gone mad) is taken in batches the loop draws
 //! between, and never piles up in memory.
 
+use super::GONE;
 use super::decode::Decoder;
 use super::watchdog::Pulse;
-use super::{GONE, Signals};
 use crate::tui::TuiError;
 use crate::tui::app::{App, SessionChange};
 use crate::tui::event_loop::{Input, POLL, WOKEN_POLL};
+use crate::tui::signals::Signals;
 use crate::tui::wake::WakeFd;
 use crossterm::event::Event;
 use nix::errno::Errno;

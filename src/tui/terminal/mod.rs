@@ -1,7 +1,8 @@
-//! The real terminal's side of the full-screen screens: the signals that end
-//! a session, reading keys ([`input`]: blktune reads its terminal itself),
-//! putting the terminal back ([`RestoreGuard`]) and the [`watchdog`] that
-//! ends a session whose loop makes no progress.
+//! The real terminal's side of the full-screen screens: reading keys
+//! ([`input`]: blktune reads its terminal itself), putting the terminal back
+//! ([`RestoreGuard`]), the [`watchdog`] that ends a session whose loop makes
+//! no progress, and [`event_loop`], the loop on the real terminal. The
+//! signals that end a session are [`super::signals`].
 //!
 //! The rule they keep together: whatever the signals say, a session whose
 //! terminal reads fail (end of file, EIO: the pty closed, SSH dropped) or
@@ -15,62 +16,19 @@ pub mod watchdog;
 
 pub use input::TerminalInput;
 
+use super::TuiError;
+use super::app::App;
+use super::event_loop::run_loop;
+use super::signals::Signals;
+use super::wake::WakeFd;
+use super::worker::protocol::{ControlSink, Feed};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use signal_hook::consts::signal::{
-    SIGALRM, SIGHUP, SIGINT, SIGPROF, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGWINCH,
-    SIGXCPU, SIGXFSZ,
-};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// The signals whose default action ends the process and that can be
-/// caught: each ends a session as `q` does (the terminal restored,
-/// `--revert-on-exit` honoured). SIGPIPE is not among them: Rust programs
-/// ignore it (a closed pipe is a write error where it happens), so it never
-/// ends a session; SIGKILL cannot be caught.
-pub const TERMINATING: [i32; 11] = [
-    SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU,
-    SIGXFSZ,
-];
-
-/// Flags set by signal handlers (and by a terminal that hung up), checked
-/// by the event loop every round.
-#[derive(Debug, Clone, Default)]
-pub struct Signals {
-    /// A [`TERMINATING`] signal came, or the terminal went away.
-    pub term: Arc<AtomicBool>,
-    /// SIGWINCH: the terminal changed size.
-    pub resized: Arc<AtomicBool>,
-}
-
-impl Signals {
-    /// Register every [`TERMINATING`] signal and SIGWINCH. A signal the
-    /// process inherited as ignored (`nohup`, a script's `&`) is caught too.
-    pub fn register() -> std::io::Result<Self> {
-        let s = Self::default();
-        for sig in TERMINATING {
-            signal_hook::flag::register(sig, Arc::clone(&s.term))?;
-        }
-        signal_hook::flag::register(SIGWINCH, Arc::clone(&s.resized))?;
-        Ok(s)
-    }
-
-    /// Did a signal (or a hang-up) end the session?
-    pub fn raised(&self) -> bool {
-        self.term.load(Ordering::Relaxed)
-    }
-
-    /// End the session as a signal would (the terminal went away).
-    pub fn raise(&self) {
-        self.term.store(true, Ordering::Relaxed);
-    }
-
-    /// Did the terminal change size since the last look?
-    pub fn take_resize(&self) -> bool {
-        self.resized.swap(false, Ordering::Relaxed)
-    }
-}
+use std::sync::mpsc::Receiver;
+use watchdog::{Pulse, Watchdog, Watched};
 
 /// Puts the terminal back when dropped, whatever happened: cursor shown,
 /// cooked mode, the alternate screen left.
@@ -97,3 +55,38 @@ pub fn hung_up(fd: impl AsFd) -> bool {
 pub const GONE: PollFlags = PollFlags::POLLHUP
     .union(PollFlags::POLLERR)
     .union(PollFlags::POLLNVAL);
+
+/// [`run_loop`] on the real terminal, with the signal flags, under a
+/// watchdog that exits when the loop is stuck (a screen with nothing to
+/// revert: the replay).
+pub fn event_loop<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut App,
+    feed: &Receiver<Feed>,
+    ctl: &impl ControlSink,
+    signals: &Signals,
+    wake: Option<WakeFd>,
+) -> Result<(), TuiError>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let pulse = Arc::new(Pulse::default());
+    let mut input = TerminalInput::new(signals.clone(), wake)
+        .map_err(TuiError::Setup)?
+        .with_pulse(Arc::clone(&pulse));
+    let watched = Watched {
+        pulse: Arc::clone(&pulse),
+        signals: signals.clone(),
+        waker: None,
+        tty: input.tty_dup(),
+        main: nix::unistd::gettid(),
+    };
+    let _dog = Watchdog::start(watched, watchdog::LIMITS, move |why| {
+        watchdog::emergency_exit(why, &pulse, None)
+    })
+    .map_err(|source| TuiError::Thread {
+        what: "watchdog",
+        source,
+    })?;
+    run_loop(term, app, &mut input, feed, ctl)
+}

@@ -22,8 +22,9 @@
 //! alone until a stop comes: it costs no CPU, and what the worker sends it
 //! is bounded (`FeedTx::bounded`).
 
-use super::{GONE, Signals};
+use super::GONE;
 use crate::tui::app::SessionChange;
+use crate::tui::signals::Signals;
 use crate::tui::wake::Waker;
 use blktune_core::tuner::Tuner;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
