@@ -15,6 +15,7 @@ mod import_graph;
 mod journal_cli;
 mod list_fleet;
 mod man_completions;
+mod no_crossterm_reader;
 mod record_cli;
 mod record_damaged;
 mod record_empty_devices;
