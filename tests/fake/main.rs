@@ -4,8 +4,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod captured_trees;
 mod cli_errors;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
@@ -23,5 +25,6 @@ mod record_replay;
 mod replay_big;
 mod replay_crafted;
 mod sigint;
+mod stacks;
 mod terminal_text;
 mod watch;
