@@ -3,6 +3,7 @@
 use super::metrics;
 use super::{Global, Out, UsageError};
 use anyhow::Context;
+use blktune_core::atomic_file::is_stdio;
 use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
@@ -35,8 +36,8 @@ pub struct ListArgs {
     pub format: Option<ListFormat>,
 
     /// With --format openmetrics: write FILE atomically (for the textfile
-    /// collector's directory) instead of standard output. Only a regular file
-    /// is replaced.
+    /// collector's directory) instead of standard output (`-`: standard
+    /// output). Only a regular file is replaced.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -489,7 +490,8 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 udev_env: &env,
                 latency: &latency,
             });
-            match &a.output {
+            // `-` is standard output, the same as no -o.
+            match a.output.as_deref().filter(|p| !is_stdio(p)) {
                 Some(path) => metrics::write_atomically(path, &text)?,
                 None => out.text(&text)?,
             }

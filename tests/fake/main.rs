@@ -5,6 +5,7 @@
 mod common;
 
 mod cli_errors;
+mod dash_stdio;
 mod discovery;
 mod export_cli;
 mod export_fleet;
