@@ -21,7 +21,7 @@ use crate::diskstats::{self, Counters, DiskStatsLine, InFlight};
 use crate::host::CpuTimes;
 use crate::iostat::{self, ExtStats, NoData};
 use crate::natural::natural_cmp;
-use crate::os::{DeviceName, HeldAttr, SysRoot, spare_descriptors};
+use crate::os::{DeviceName, OpenAttr, SysRoot, spare_descriptors};
 use crate::uevent::{Action, Uevent, UeventSocket};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io;
@@ -420,19 +420,19 @@ struct Entry {
     /// Round-robin checks since its settings were last read in full.
     checks: u32,
     /// Its scheduler file, kept open for the round-robin's reads.
-    sched_file: Option<HeldAttr>,
+    sched_file: Option<OpenAttr>,
 }
 
-/// The scheduler files kept open ([`HeldAttr`]: a round-robin check reads
+/// The scheduler files kept open ([`OpenAttr`]: a round-robin check reads
 /// one with a `pread` instead of opening it), within a budget of
 /// descriptors; the devices past it are read by path.
 #[derive(Debug)]
-struct Holding {
+struct OpenFiles {
     open: usize,
     cap: usize,
 }
 
-impl Holding {
+impl OpenFiles {
     fn new() -> Self {
         Self {
             open: 0,
@@ -440,27 +440,27 @@ impl Holding {
         }
     }
 
-    /// `e`'s scheduler line, from its held file when it has one.
+    /// `e`'s scheduler line, from its kept file when it has one.
     fn read_scheduler(&mut self, root: &SysRoot, e: &mut Entry) -> SchedulerRead {
-        self.with_file(&mut e.sched_file, |file, hold| {
-            QueueSettings::read_scheduler_holding(root, &e.dev, file, hold)
+        self.with_file(&mut e.sched_file, |file, keep| {
+            QueueSettings::read_scheduler_kept(root, &e.dev, file, keep)
         })
     }
 
     /// `e`'s settings as [`QueueSettings::read_basic`] reads them, its
-    /// scheduler line as [`Holding::read_scheduler`] does.
+    /// scheduler line as [`OpenFiles::read_scheduler`] does.
     fn read_basic(&mut self, root: &SysRoot, e: &mut Entry) -> QueueSettings {
-        self.with_file(&mut e.sched_file, |file, hold| {
-            QueueSettings::read_basic_holding(root, &e.dev, file, hold)
+        self.with_file(&mut e.sched_file, |file, keep| {
+            QueueSettings::read_basic_kept(root, &e.dev, file, keep)
         })
     }
 
-    /// Run a read through a device's held file, allowed to open one while
+    /// Run a read through a device's kept file, allowed to open one while
     /// the budget lasts, and count what it kept or dropped.
     fn with_file<T>(
         &mut self,
-        file: &mut Option<HeldAttr>,
-        read: impl FnOnce(&mut Option<HeldAttr>, bool) -> T,
+        file: &mut Option<OpenAttr>,
+        read: impl FnOnce(&mut Option<OpenAttr>, bool) -> T,
     ) -> T {
         let had = file.is_some();
         let out = read(file, had || self.open < self.cap);
@@ -472,7 +472,7 @@ impl Holding {
         out
     }
 
-    /// An entry that went: its held file, if any, is no longer counted.
+    /// An entry that went: its kept file, if any, is no longer counted.
     fn forget(&mut self, e: &Entry) {
         if e.sched_file.is_some() {
             self.open -= 1;
@@ -511,7 +511,7 @@ pub struct Sampler {
     baseline: Option<Snapshot>,
     text: String,
     cpu: Option<CpuTimes>,
-    holding: Holding,
+    open_files: OpenFiles,
 }
 
 impl Sampler {
@@ -562,7 +562,7 @@ impl Sampler {
             baseline: None,
             text: String::new(),
             cpu: None,
-            holding: Holding::new(),
+            open_files: OpenFiles::new(),
         };
         s.discover()?;
         // Nothing more is read before the first frame: the rest of the
@@ -619,7 +619,7 @@ impl Sampler {
                 // Spread the round-robin over one period.
                 e.next_check = now + self.refresh_every * (i as u32 + 1) / n;
                 if full_now {
-                    read_entry(&self.root, e, self.opts.identity, &mut self.holding);
+                    read_entry(&self.root, e, self.opts.identity, &mut self.open_files);
                 }
             }
             if !full_now {
@@ -733,7 +733,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true, &mut self.holding);
+                read_entry(&self.root, e, true, &mut self.open_files);
                 changed = true;
             }
         }
@@ -796,11 +796,11 @@ impl Sampler {
             .filter(|n| self.in_scope(n))
             .collect();
         let before = self.entries.len();
-        let holding = &mut self.holding;
+        let open_files = &mut self.open_files;
         self.entries.retain(|n, e| {
             let keep = now.contains(n);
             if !keep {
-                holding.forget(e);
+                open_files.forget(e);
             }
             keep
         });
@@ -821,7 +821,7 @@ impl Sampler {
         let Some(dev) = self.root.device(name) else {
             let gone = self.entries.remove(name);
             if let Some(e) = &gone {
-                self.holding.forget(e);
+                self.open_files.forget(e);
             }
             return gone.is_some();
         };
@@ -846,7 +846,7 @@ impl Sampler {
             }
         }
         if e.info.size_bytes > 0 {
-            read_entry(&self.root, e, self.opts.identity, &mut self.holding);
+            read_entry(&self.root, e, self.opts.identity, &mut self.open_files);
         }
         e.info != before
     }
@@ -942,7 +942,7 @@ impl Sampler {
             e.last_check = Some(now);
             if asked || e.identity_for.is_none() && identity {
                 let before = e.info.queue.clone();
-                read_entry(&self.root, e, identity, &mut self.holding);
+                read_entry(&self.root, e, identity, &mut self.open_files);
                 changed |= e.info.queue != before;
                 continue;
             }
@@ -952,7 +952,7 @@ impl Sampler {
             if shown {
                 e.checks += 1;
             }
-            let sched = self.holding.read_scheduler(&self.root, e);
+            let sched = self.open_files.read_scheduler(&self.root, e);
             let moved =
                 sched.as_ref().ok().and_then(Option::as_ref) != e.info.queue.scheduler.as_ref();
             if moved || e.checks >= full_every {
@@ -991,7 +991,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true, &mut self.holding);
+                read_entry(&self.root, e, true, &mut self.open_files);
                 filled += 1;
                 changed = true;
             }
@@ -1049,17 +1049,17 @@ impl Sampler {
 
 /// Read a device's settings, and its identity when wanted and not yet read
 /// for its `diskseq`.
-fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, holding: &mut Holding) {
+fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, open_files: &mut OpenFiles) {
     if identity {
         if e.identity_for.is_none() {
             e.info.read_size(root, &e.dev);
             e.info.read_identity(root, &e.dev, Identity::Full);
             e.identity_for = Some(e.info.diskseq);
         }
-        e.info.queue = holding.read_basic(root, e);
+        e.info.queue = open_files.read_basic(root, e);
         e.info.queue.read_tunables(root, &e.dev);
     } else {
-        e.info.queue = holding.read_basic(root, e);
+        e.info.queue = open_files.read_basic(root, e);
         let n = &e.info.name;
         if n.starts_with("sd") || n.starts_with("hd") {
             e.info.read_rotational(root, &e.dev);
