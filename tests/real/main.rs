@@ -27,5 +27,6 @@ mod set;
 mod sysstat_agreement;
 mod tui_probe;
 mod tui_record_latency;
+mod tuned_profile;
 mod watch_latency;
 mod where_io_goes;
