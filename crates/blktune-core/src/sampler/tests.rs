@@ -1,6 +1,9 @@
-//! Unit tests of the parent module.
+//! Unit tests of the sampler.
 
 use super::*;
+use crate::diskstats::{Counters, DiskStatsLine};
+use crate::iostat::{self, NoData};
+use std::collections::HashMap;
 
 fn line(name: &str, rd_ios: u64, rd_ticks: u32) -> DiskStatsLine {
     DiskStatsLine {
@@ -154,7 +157,9 @@ proptest::proptest! {
 
 mod cache {
     use super::super::*;
+    use crate::diskstats::Counters;
     use crate::fake::{FakeDisk, FakeTree};
+    use crate::iostat::NoData;
 
     fn nr_of(snap: &Snapshot, name: &str) -> Option<u64> {
         snap.device(name).and_then(|d| d.queue.nr_requests)
