@@ -24,6 +24,7 @@ pub mod iostat;
 pub mod journal;
 pub mod latency;
 pub mod load;
+pub mod metrics;
 pub mod natural;
 pub mod os;
 pub mod probe;
