@@ -1,10 +1,11 @@
 //! `blktune list`: the devices and their queue settings.
 
+use super::common::{QueueJson, lost_note, shown_by_default};
 use super::metrics;
 use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::atomic_file::is_stdio;
-use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
+use blktune_core::device::{self, BlockDevice, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
 use serde::Serialize;
@@ -100,7 +101,7 @@ fn trace_window(g: &Global, window: std::time::Duration) -> Option<metrics::Wind
             return None;
         }
     };
-    if let Some(note) = super::watch::lost_note(interval.lost) {
+    if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");
     }
     Some(metrics::Window {
@@ -171,32 +172,6 @@ pub struct ListEntry<'a> {
     pub partitions: &'a [String],
 }
 
-/// A device's queue settings in JSON, the same keys wherever they appear
-/// (`list --json`, and `before`/`after` of `set --json`).
-#[derive(Debug, Serialize)]
-pub struct QueueJson<'a> {
-    pub scheduler: Option<&'a str>,
-    pub schedulers: Vec<&'a str>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    pub tunables: &'a BTreeMap<String, String>,
-}
-
-impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
-    fn from(q: &'a QueueSettings) -> Self {
-        let s = q.scheduler.as_ref();
-        Self {
-            scheduler: s.map(|s| s.active.as_str()),
-            schedulers: s.map_or_else(Vec::new, |s| {
-                s.available.iter().map(String::as_str).collect()
-            }),
-            nr_requests: q.nr_requests,
-            read_ahead_kb: q.read_ahead_kb,
-            tunables: &q.tunables,
-        }
-    }
-}
-
 impl<'a> ListEntry<'a> {
     /// The entry of `d` with its stable ids.
     pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>) -> Self {
@@ -233,11 +208,6 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             partitions: &d.partitions,
         }
     }
-}
-
-/// Is this device listed without `--all`?
-pub fn shown_by_default(d: &BlockDevice) -> bool {
-    d.queue.has_scheduler() && d.size_bytes > 0
 }
 
 /// `none [mq-deadline] kyber bfq`, or `-`.

@@ -1,5 +1,6 @@
 //! `blktune watch`: iostat -x style rows, or NDJSON with iostat's JSON keys.
 
+use super::common::{lost_note, shown_by_default};
 use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use anyhow::Context;
 use blktune_core::device::BlockDevice;
@@ -289,7 +290,7 @@ fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<S
         return Ok(snap
             .devices
             .iter()
-            .filter(|d| super::list::shown_by_default(d))
+            .filter(|d| shown_by_default(d))
             .map(|d| d.name.clone())
             .collect());
     }
@@ -342,18 +343,6 @@ fn latency_cells(s: Option<&Summary>) -> String {
         cell(Span::Device, Dir::Read),
         cell(Span::Device, Dir::Write)
     )
-}
-
-/// What to say when the kernel lost completions (its count is
-/// machine-wide: the histogram it could not make was the only record of
-/// whose they were); nothing when it lost none.
-pub fn lost_note(lost: u64) -> Option<String> {
-    (lost > 0).then(|| {
-        format!(
-            "lost {lost} I/O(s) of some device in this interval: the kernel had no room for a \
-             new histogram, so latency counts may be short by as many"
-        )
-    })
 }
 
 /// Extra header columns of `--probe`.

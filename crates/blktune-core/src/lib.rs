@@ -39,3 +39,4 @@ pub mod topology;
 pub mod tuner;
 pub mod uevent;
 pub mod units;
+pub mod wanted;

@@ -29,13 +29,11 @@
 //! # Ok(()) }
 //! ```
 
-mod export;
 mod kernel;
 mod report;
 mod verdict;
 
 pub use crate::latency::{IoLatency, KernelFigures};
-pub use export::{WinnerExport, export_winner};
 pub use kernel::{DwellHists, KernelStatus, SharedTracer, Tracing};
 pub use report::{LoadInfo, ShootoutResult, table, verdict_text};
 pub use verdict::{
