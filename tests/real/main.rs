@@ -16,6 +16,7 @@ mod latency_noroot;
 mod latency_reattach;
 mod list_latency;
 mod load_safety;
+mod metrics_unit;
 mod output_files;
 mod probe;
 mod record_latency;
