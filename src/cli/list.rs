@@ -74,33 +74,31 @@ fn parse_latency_window(s: &str) -> Result<std::time::Duration, String> {
 /// Trace every I/O for `window` and return what the kernel saw in it;
 /// `None` (one line on stderr saying why) when the kernel cannot be traced.
 fn trace_window(g: &Global, window: std::time::Duration) -> Option<metrics::Window> {
-    use blktune_core::latency::{Intervals, Tracer};
-    let mut tracer = match Tracer::start(g.no_bpf, g.root().is_live()) {
-        Ok(t) => t,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "blktune: no latency histograms: {}",
-                blktune_core::text::printable(&why.to_string())
-            );
-            return None;
-        }
+    use blktune_core::traced::{LatencyReads, TraceNote};
+    let say = |what: &str| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "blktune: {}",
+            blktune_core::text::printable(what)
+        );
     };
-    let mut intervals = Intervals::new();
-    let read = |t: &mut Tracer| t.read().map_err(|e| format!("no latency histograms: {e}"));
-    let interval = read(&mut tracer).and_then(|r| {
-        intervals.next(r);
-        std::thread::sleep(window);
-        let r = read(&mut tracer)?;
-        Ok(intervals.next(r).unwrap_or_default())
-    });
-    let interval = match interval {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "blktune: {e}");
-            return None;
+    let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
+    if let Some(why) = latency.unavailable() {
+        say(&format!("no latency histograms: {why}"));
+        return None;
+    }
+    latency.baseline();
+    std::thread::sleep(window);
+    let (interval, notes) = latency.read_interval();
+    for note in &notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => {
+                say(&blktune_core::latency::no_device_span_note(why));
+            }
+            TraceNote::Stopped(why) => say(&format!("no latency histograms: {why}")),
         }
-    };
+    }
+    let interval = interval?;
     if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");
     }
