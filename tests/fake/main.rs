@@ -10,6 +10,7 @@ mod discovery;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
+mod exporter_http;
 mod fixtures_vm;
 mod hostile_files;
 mod import_graph;
