@@ -36,8 +36,23 @@ fn start() -> Exporter {
             .model("Samsung SSD 860", Some("ATA")),
         FakeDisk::new("nvme0n1").dev(259, 0).active("none"),
     ]);
+    // A deployed rule: kyber for sda.
+    let rules = host.path("etc/udev/rules.d");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("61-blktune.rules"),
+        "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"kyber\"\n",
+    )
+    .unwrap();
+    let config_root = host.dir.path().to_str().unwrap().to_owned();
     let mut child = host
-        .command(&["exporter", "--listen", "127.0.0.1:0"])
+        .command(&[
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--config-root",
+            &config_root,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -85,13 +100,20 @@ fn metrics(addr: &str) -> String {
 #[test]
 fn serves_the_settings_families_and_says_why_there_is_no_latency() {
     let e = start();
-    let text = metrics(&e.addr);
+    // The rules are evaluated off the scrape path: they show within moments.
+    let mut text = String::new();
+    assert!(common::wait_until(Duration::from_secs(10), || {
+        text = metrics(&e.addr);
+        text.contains("blktune_rule_scheduler_info{")
+    }));
     for want in [
         "blktune_queue_info{device=\"sda\",major=\"8\",minor=\"0\",wwn=\"\",serial=\"\",model=\"ATA Samsung SSD 860\",scheduler=\"mq-deadline\"} 1\n",
         "blktune_queue_info{device=\"nvme0n1\",major=\"259\",minor=\"0\",",
         "blktune_nr_requests{device=\"sda\",major=\"8\",minor=\"0\"} ",
         "# TYPE blktune_iosched_tunable gauge\n",
         "blktune_exporter_scrape_seconds ",
+        // What the deployed rule sets, next to what is active (mq-deadline).
+        "blktune_rule_scheduler_info{device=\"sda\",major=\"8\",minor=\"0\",scheduler=\"kyber\",file=\"",
     ] {
         assert!(text.contains(want), "{want}\n{text}");
     }
@@ -150,13 +172,14 @@ fn hostile_clients_get_one_short_answer_and_metrics_keep_answering() {
         "{answer}"
     );
     drop(s);
-    // Every earlier connection's thread has ended once the thread count is 1.
+    // Every earlier connection's thread has ended once only the main and the
+    // rules threads are left.
     let threads = || {
         std::fs::read_dir(format!("/proc/{}/task", e.child.id()))
             .unwrap()
             .count()
     };
-    assert!(common::wait_until(Duration::from_secs(5), || threads() == 1));
+    assert!(common::wait_until(Duration::from_secs(5), || threads() == 2));
     // Silent clients hold a slot each, at most until the read deadline;
     // beyond the limit a connection is answered 503 at once, and once the
     // silent ones are dropped, /metrics answers again.

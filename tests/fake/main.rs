@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alert_rules;
 mod cli_errors;
 mod dash_stdio;
 mod discovery;

@@ -8,6 +8,7 @@ mod bench;
 mod bench_latency;
 mod bench_stderr;
 mod export_udev;
+mod exporter_prometheus;
 mod hotplug;
 mod latency_agreement;
 mod latency_issue_program;

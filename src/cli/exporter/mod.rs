@@ -61,7 +61,15 @@ pub struct ExporterArgs {
     /// /run/udev/data, none with another --sysfs-root.
     #[arg(long, value_name = "DIR")]
     pub udev_db: Option<std::path::PathBuf>,
+
+    /// Root of the udev configuration whose rules are read for
+    /// blktune_rule_scheduler_info: <DIR>/etc/udev/rules.d, ... (tests use a fake tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub config_root: std::path::PathBuf,
 }
+
+/// How often the rules files and devices are looked at for a change.
+const RULES_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `--buckets-per-octave`: a divisor of the kernel's 64 slots per power of two.
 fn parse_per_octave(s: &str) -> Result<u32, String> {
@@ -83,7 +91,13 @@ struct Collector {
     db: UdevDb,
     tracer: Result<Tracer, String>,
     per_octave: u32,
+    /// The scheduler the udev rules set per device (name to (scheduler,
+    /// file)), kept up to date by [`watch_rules`]; `None` until its first pass.
+    rules: Arc<Mutex<Option<RuleSchedulers>>>,
 }
+
+/// The scheduler the udev rules set per device: name to (scheduler, file).
+type RuleSchedulers = BTreeMap<String, (String, String)>;
 
 impl std::fmt::Debug for Collector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,7 +112,8 @@ impl Collector {
     /// The text of one scrape.
     fn scrape(&mut self) -> String {
         let started = Instant::now();
-        let devs = device::discover(&self.root).unwrap_or_default();
+        // Detached loop devices and the like cost one read (their size).
+        let devs = device::discover_shown(&self.root, device::Identity::Full).unwrap_or_default();
         let shown: Vec<&BlockDevice> = devs.iter().filter(|d| shown_by_default(d)).collect();
         let env: BTreeMap<String, BTreeMap<String, String>> = shown
             .iter()
@@ -133,6 +148,7 @@ impl Collector {
             Err(_) => None,
         };
         render_latency(&mut out, &shown, readings.as_ref(), self.per_octave);
+        self.render_rules(&mut out, &shown);
         let why = self
             .tracer
             .as_ref()
@@ -160,6 +176,94 @@ impl Collector {
             started.elapsed().as_secs_f64(),
         );
         out.finish()
+    }
+}
+
+impl Collector {
+    /// `blktune_rule_scheduler_info`: the scheduler the udev rules set on
+    /// each shown device, as [`watch_rules`] last evaluated them.
+    fn render_rules(&self, out: &mut Exposition, shown: &[&BlockDevice]) {
+        out.family(
+            "blktune_rule_scheduler_info",
+            Kind::Gauge,
+            "The scheduler the udev rules set on the device (the last rules file that sets it), value always 1.",
+        );
+        let Ok(guard) = self.rules.lock() else {
+            return;
+        };
+        let Some(set) = guard.as_ref() else {
+            return;
+        };
+        for d in shown {
+            if let Some((scheduler, file)) = set.get(&d.name) {
+                let l = DeviceLabels::of(d);
+                out.sample(
+                    "blktune_rule_scheduler_info",
+                    &l.with(&[("scheduler", scheduler), ("file", file)]),
+                    1,
+                );
+            }
+        }
+    }
+}
+
+/// What the rules' outcome depends on: every rules file's name, size and
+/// modification time, and the shown devices (name and diskseq).
+fn rules_signature(config_root: &std::path::Path, devs: &[BlockDevice]) -> Vec<String> {
+    use blktune_core::export::check::search;
+    let (_, files) = search::rules_files(config_root);
+    let mut sig: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let m = std::fs::metadata(f).ok();
+            format!(
+                "{}:{:?}:{:?}",
+                f.display(),
+                m.as_ref().map(std::fs::Metadata::len),
+                m.and_then(|m| m.modified().ok())
+            )
+        })
+        .collect();
+    sig.extend(devs.iter().map(|d| format!("{}@{:?}", d.name, d.diskseq)));
+    sig
+}
+
+/// Keep `rules` up to date, off the scrape path: every [`RULES_CHECK`] look
+/// at the rules files and the devices, and evaluate the whole search path
+/// (as `export --check` does, for a change event) only when they changed.
+/// Evaluating a search path for 1000 devices takes seconds; looking, a few
+/// `stat` calls.
+fn watch_rules(
+    root: SysRoot,
+    db: UdevDb,
+    config_root: std::path::PathBuf,
+    rules: Arc<Mutex<Option<RuleSchedulers>>>,
+) {
+    use blktune_core::export::check::search;
+    let mut last: Option<Vec<String>> = None;
+    loop {
+        let devs: Vec<BlockDevice> = device::discover_shown(&root, device::Identity::Full)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(shown_by_default)
+            .collect();
+        let sig = rules_signature(&config_root, &devs);
+        if last.as_ref() != Some(&sig) {
+            let report = search::check_search_path(&config_root, &root, &db, &devs);
+            let set: RuleSchedulers = report
+                .devices
+                .iter()
+                .filter_map(|d| {
+                    let o = d.result.iter().find(|o| o.attr == "queue/scheduler")?;
+                    Some((d.device.clone(), (o.value.clone(), o.file.clone())))
+                })
+                .collect();
+            if let Ok(mut r) = rules.lock() {
+                *r = Some(set);
+            }
+            last = Some(sig);
+        }
+        std::thread::sleep(RULES_CHECK);
     }
 }
 
@@ -288,11 +392,25 @@ pub fn run(g: &Global, a: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
     out.line(&format!(
         "blktune exporter: listening on http://{addr}/metrics"
     ))?;
+    let rules = Arc::new(Mutex::new(None));
+    {
+        let (root, db, config_root, rules) = (
+            root.clone(),
+            db.clone(),
+            a.config_root.clone(),
+            Arc::clone(&rules),
+        );
+        std::thread::Builder::new()
+            .name("blktune-rules".into())
+            .spawn(move || watch_rules(root, db, config_root, rules))
+            .context("cannot start the rules thread")?;
+    }
     let collector = Arc::new(Mutex::new(Collector {
         root,
         db,
         tracer,
         per_octave: a.buckets_per_octave,
+        rules,
     }));
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
