@@ -9,6 +9,7 @@ mod bench_latency;
 mod bench_stderr;
 mod export_udev;
 mod exporter_prometheus;
+mod exporter_unit;
 mod hotplug;
 mod latency_agreement;
 mod latency_issue_program;
