@@ -94,7 +94,22 @@ struct Collector {
     /// The scheduler the udev rules set per device (name to (scheduler,
     /// file)), kept up to date by [`watch_rules`]; `None` until its first pass.
     rules: Arc<Mutex<Option<RuleSchedulers>>>,
+    /// Each device's identity and udev properties from its last full read,
+    /// by name: kept while its diskseq stays and for [`IDENTITY_REFRESH`].
+    known: BTreeMap<String, Known>,
 }
+
+/// A device read in full, and when.
+struct Known {
+    device: BlockDevice,
+    env: BTreeMap<String, String>,
+    ids: StableIds,
+    read_at: Instant,
+}
+
+/// How long a device's identity and udev properties are kept (its queue
+/// settings are read at every scrape).
+const IDENTITY_REFRESH: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The scheduler the udev rules set per device: name to (scheduler, file).
 type RuleSchedulers = BTreeMap<String, (String, String)>;
@@ -109,23 +124,69 @@ impl std::fmt::Debug for Collector {
 }
 
 impl Collector {
+    /// The shown devices (a scheduler and a size), in natural order: each
+    /// one's queue settings read now; its identity and udev properties from
+    /// [`Self::known`] while its diskseq is the same and the read is recent,
+    /// else read in full. A device without a size (a detached loop device)
+    /// costs one read.
+    fn read_devices(&mut self) -> Vec<BlockDevice> {
+        let names = self.root.block_names().unwrap_or_default();
+        let mut out = Vec::new();
+        for dev in &names {
+            let mut probe = BlockDevice::unread(dev.as_str());
+            probe.read_size(&self.root, dev);
+            if probe.size_bytes == 0 {
+                continue;
+            }
+            probe.read_diskseq(&self.root, dev);
+            let fresh = self.known.get(dev.as_str()).is_some_and(|k| {
+                k.device.diskseq == probe.diskseq && k.read_at.elapsed() < IDENTITY_REFRESH
+            });
+            let d = if fresh {
+                let mut d = self.known[dev.as_str()].device.clone();
+                d.size_bytes = probe.size_bytes;
+                let sched = device::QueueSettings::read_scheduler(&self.root, dev);
+                d.queue = device::QueueSettings::read_basic_with(&self.root, dev, sched);
+                d.queue.read_tunables(&self.root, dev);
+                d
+            } else {
+                let d = BlockDevice::read(&self.root, dev);
+                let env = self.db.properties(d.major, d.minor);
+                let links = self.db.links(d.major, d.minor);
+                let ids = StableIds::of(&d, &env, &links);
+                self.known.insert(
+                    d.name.clone(),
+                    Known {
+                        device: d.clone(),
+                        env,
+                        ids,
+                        read_at: Instant::now(),
+                    },
+                );
+                d
+            };
+            if shown_by_default(&d) {
+                out.push(d);
+            }
+        }
+        // Devices gone since: forgotten.
+        self.known
+            .retain(|name, _| names.iter().any(|n| n.as_str() == name));
+        out
+    }
+
     /// The text of one scrape.
     fn scrape(&mut self) -> String {
         let started = Instant::now();
-        // Detached loop devices and the like cost one read (their size).
-        let devs = device::discover_shown(&self.root, device::Identity::Full).unwrap_or_default();
-        let shown: Vec<&BlockDevice> = devs.iter().filter(|d| shown_by_default(d)).collect();
+        let devs = self.read_devices();
+        let shown: Vec<&BlockDevice> = devs.iter().collect();
         let env: BTreeMap<String, BTreeMap<String, String>> = shown
             .iter()
-            .map(|d| (d.name.clone(), self.db.properties(d.major, d.minor)))
+            .filter_map(|d| Some((d.name.clone(), self.known.get(&d.name)?.env.clone())))
             .collect();
         let ids: BTreeMap<String, StableIds> = shown
             .iter()
-            .map(|d| {
-                let links = self.db.links(d.major, d.minor);
-                let e = env.get(&d.name).cloned().unwrap_or_default();
-                (d.name.clone(), StableIds::of(d, &e, &links))
-            })
+            .filter_map(|d| Some((d.name.clone(), self.known.get(&d.name)?.ids.clone())))
             .collect();
         let mut out = Exposition::new();
         queue::render(
@@ -208,8 +269,9 @@ impl Collector {
 }
 
 /// What the rules' outcome depends on: every rules file's name, size and
-/// modification time, and the shown devices (name and diskseq).
-fn rules_signature(config_root: &std::path::Path, devs: &[BlockDevice]) -> Vec<String> {
+/// modification time, and the devices with a size (name and diskseq: two
+/// reads each, not a full read).
+fn rules_signature(config_root: &std::path::Path, root: &SysRoot) -> Vec<String> {
     use blktune_core::export::check::search;
     let (_, files) = search::rules_files(config_root);
     let mut sig: Vec<String> = files
@@ -224,7 +286,14 @@ fn rules_signature(config_root: &std::path::Path, devs: &[BlockDevice]) -> Vec<S
             )
         })
         .collect();
-    sig.extend(devs.iter().map(|d| format!("{}@{:?}", d.name, d.diskseq)));
+    for dev in root.block_names().unwrap_or_default() {
+        let mut d = BlockDevice::unread(dev.as_str());
+        d.read_size(root, &dev);
+        if d.size_bytes > 0 {
+            d.read_diskseq(root, &dev);
+            sig.push(format!("{}@{:?}", d.name, d.diskseq));
+        }
+    }
     sig
 }
 
@@ -242,13 +311,13 @@ fn watch_rules(
     use blktune_core::export::check::search;
     let mut last: Option<Vec<String>> = None;
     loop {
-        let devs: Vec<BlockDevice> = device::discover_shown(&root, device::Identity::Full)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(shown_by_default)
-            .collect();
-        let sig = rules_signature(&config_root, &devs);
+        let sig = rules_signature(&config_root, &root);
         if last.as_ref() != Some(&sig) {
+            let devs: Vec<BlockDevice> = device::discover_shown(&root, device::Identity::Full)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(shown_by_default)
+                .collect();
             let report = search::check_search_path(&config_root, &root, &db, &devs);
             let set: RuleSchedulers = report
                 .devices
@@ -411,10 +480,13 @@ pub fn run(g: &Global, a: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
         tracer,
         per_octave: a.buckets_per_octave,
         rules,
+        known: BTreeMap::new(),
     }));
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else {
+            // Out of descriptors or memory: wait a moment rather than spin.
+            std::thread::sleep(std::time::Duration::from_millis(100));
             continue;
         };
         if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
