@@ -73,7 +73,7 @@ fn completions_print_for_bash_zsh_fish() {
     assert_eq!(code, 2, "{err}");
 }
 
-/// Source the script in a real bash and ask it to complete `blktune ex` and
+/// Source the script in a real bash and ask it to complete `blktune ex` (export, exporter) and
 /// `blktune export --ch`: what a user's Tab does.
 #[test]
 fn bash_completion_sources_cleanly_and_completes() {
@@ -102,7 +102,7 @@ fn bash_completion_sources_cleanly_and_completes() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let subs = complete("blktune ex");
-    assert_eq!(subs.trim(), "export", "{subs}");
+    assert_eq!(subs.trim(), "export\nexporter", "{subs}");
     let flags = complete("blktune export --ch");
     assert!(flags.lines().any(|l| l == "--check"), "{flags}");
 }

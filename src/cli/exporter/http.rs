@@ -263,7 +263,7 @@ mod tests {
     fn the_head_ends_at_the_blank_line() {
         assert_eq!(
             find_blank_line(b"GET / HTTP/1.1\r\nA: b\r\n\r\nbody"),
-            Some(22)
+            Some(20)
         );
         assert_eq!(find_blank_line(b"GET / HTTP/1.1\n\n"), Some(14));
         assert_eq!(find_blank_line(b"GET / HTTP/1.1\r\nA: b\r\n"), None);
