@@ -107,7 +107,7 @@ fn serves_the_settings_families_and_says_why_there_is_no_latency() {
         text.contains("blktune_rule_scheduler_info{")
     }));
     for want in [
-        "blktune_queue_info{device=\"sda\",major=\"8\",minor=\"0\",wwn=\"\",serial=\"\",model=\"ATA Samsung SSD 860\",scheduler=\"mq-deadline\"} 1\n",
+        "blktune_queue_info{device=\"sda\",major=\"8\",minor=\"0\",wwn=\"\",serial=\"\",model=\"Samsung SSD 860\",scheduler=\"mq-deadline\"} 1\n",
         "blktune_queue_info{device=\"nvme0n1\",major=\"259\",minor=\"0\",",
         "blktune_nr_requests{device=\"sda\",major=\"8\",minor=\"0\"} ",
         "# TYPE blktune_iosched_tunable gauge\n",

@@ -5,9 +5,11 @@
 mod common;
 
 mod alert_rules;
+mod captured_trees;
 mod cli_errors;
 mod dash_stdio;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
@@ -24,5 +26,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod stacks;
 mod terminal_text;
 mod watch;

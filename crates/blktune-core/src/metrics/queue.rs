@@ -41,7 +41,10 @@ pub fn render(out: &mut Exposition, s: &QueueSnapshot<'_>) {
             .cloned()
             .or_else(|| d.serial.clone())
             .unwrap_or_default();
-        let model = prop("ID_MODEL").cloned().unwrap_or_else(|| d.model_label());
+        let model = prop("ID_MODEL")
+            .cloned()
+            .or_else(|| d.model.clone())
+            .unwrap_or_default();
         out.sample(
             "blktune_queue_info",
             &l.with(&[
