@@ -314,8 +314,9 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    // The user's file, maybe a pipe (`--check /dev/stdin`): read as it comes.
-    let text = std::fs::File::open(file)
+    // The user's file, maybe a pipe (`--check /dev/stdin`): read as it
+    // comes; a named pipe is refused, not waited on.
+    let text = blktune_core::os::open_named_file(file)
         .and_then(|f| blktune_core::text::read_capped_from(f, export::check::MAX_RULES_FILE))
         .with_context(|| format!("cannot read {}", file.display()))?;
     let devices = device::discover(root)
