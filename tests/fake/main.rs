@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bounded_readers;
 mod cli_errors;
 mod discovery;
 mod export_cli;
@@ -13,6 +14,7 @@ mod fixtures_vm;
 mod hostile_files;
 mod import_graph;
 mod journal_cli;
+mod journal_trees;
 mod list_fleet;
 mod man_completions;
 mod record_cli;
@@ -21,5 +23,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod revert_exits;
 mod terminal_text;
 mod watch;

@@ -16,6 +16,7 @@ mod latency_noroot;
 mod latency_reattach;
 mod list_latency;
 mod load_safety;
+mod one_journal;
 mod output_files;
 mod probe;
 mod record_latency;

@@ -82,16 +82,23 @@ pub struct Locked<'a> {
 enum Kind {
     /// A new setting: validated, the original journalled first.
     Change,
-    /// Back to earlier settings (a revert, an undo, a shoot-out's restore):
-    /// the values came from the kernel, so no range checks and no
-    /// journalling; the revert policy decides on the entry afterwards.
+    /// Back to earlier settings this process read from the kernel (an
+    /// undo, a shoot-out's restore): no range checks and no journalling;
+    /// the revert policy decides on the entry afterwards.
     Restore,
+    /// Back to the originals of a journal entry (`blktune revert`): a
+    /// restore whose values come from a file, so every one is checked with
+    /// the catalogue ([`validate::validate_original`]) before the first write.
+    Revert,
 }
 
 impl Tuner {
     /// A tuner that journals originals in `journal` and locks each device
     /// while changing it (`None`: neither, for blktune's own scratch devices).
+    /// The journal is bound to `root`'s tree ([`Journal::bound_to`]): it
+    /// reads and writes only that tree's entries.
     pub fn new(root: SysRoot, journal: Option<Journal>) -> Self {
+        let journal = journal.map(|j| j.bound_to(&root));
         Self {
             root,
             journal,
@@ -143,7 +150,7 @@ impl Tuner {
                 LockError::Io(source) if source.kind() == io::ErrorKind::PermissionDenied => {
                     TuneError::PermissionDenied {
                         dev: name.to_string(),
-                        path: j.dir().display().to_string(),
+                        path: j.lock_dir().display().to_string(),
                     }
                 }
                 LockError::Io(source) => TuneError::Journal {
@@ -206,6 +213,15 @@ impl Locked<'_> {
     /// [`Tuner::restore`] under this lock.
     pub fn restore(&self, original: &Wanted) -> Result<Outcome, TuneError> {
         self.tuner.transact(&self.name, original, Kind::Restore)
+    }
+
+    /// Put the device back to `original`, the originals of its journal
+    /// entry ([`Locked::entry`]): a restore, but every value is checked with
+    /// the catalogue before the first write, as the entry is a file and a
+    /// value `set` would refuse is refused here too
+    /// ([`TuneError::BadOriginal`], nothing written).
+    pub fn revert(&self, original: &Wanted) -> Result<Outcome, TuneError> {
+        self.tuner.transact(&self.name, original, Kind::Revert)
     }
 
     /// The device's journal entry, read under the lock (`None`: no journal or no entry).
