@@ -118,32 +118,33 @@ fn trace_window(
     devices: &[&BlockDevice],
     window: std::time::Duration,
 ) -> Vec<metrics::LatencyHistogram> {
-    use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer};
-    let mut tracer = match Tracer::start(g.no_bpf, g.root().is_live()) {
-        Ok(t) => t,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "blktune: no latency histograms: {}",
-                blktune_core::text::printable(&why.to_string())
-            );
-            return Vec::new();
-        }
+    use blktune_core::latency::{DevId, Dir, Span};
+    use blktune_core::traced::{LatencyReads, TraceNote};
+    let say = |what: &str| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "blktune: {}",
+            blktune_core::text::printable(what)
+        );
     };
-    let mut intervals = Intervals::new();
-    let read = |t: &mut Tracer| t.read().map_err(|e| format!("no latency histograms: {e}"));
-    let interval = read(&mut tracer).and_then(|r| {
-        intervals.next(r);
-        std::thread::sleep(window);
-        let r = read(&mut tracer)?;
-        Ok(intervals.next(r).unwrap_or_default())
-    });
-    let interval = match interval {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "blktune: {e}");
-            return Vec::new();
+    let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
+    if let Some(why) = latency.unavailable() {
+        say(&format!("no latency histograms: {why}"));
+        return Vec::new();
+    }
+    latency.baseline();
+    std::thread::sleep(window);
+    let (interval, notes) = latency.read_interval();
+    for note in &notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => {
+                say(&blktune_core::latency::no_device_span_note(why));
+            }
+            TraceNote::Stopped(why) => say(&format!("no latency histograms: {why}")),
         }
+    }
+    let Some(interval) = interval else {
+        return Vec::new();
     };
     if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");

@@ -36,6 +36,7 @@ pub mod scratch;
 pub mod shootout;
 pub mod text;
 pub mod topology;
+pub mod traced;
 pub mod tuner;
 pub mod uevent;
 pub mod units;

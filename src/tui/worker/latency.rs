@@ -7,14 +7,10 @@
 //! that the app can pool any window by summing them: percentiles of a
 //! window are never averaged from the intervals' percentiles.
 
-use blktune_core::latency::{
-    DevId, Dir, Interval, Intervals, IssueProgram, Span, SparseHist, Tracer, Unavailable,
-};
+use blktune_core::latency::{DevId, Dir, Interval, Span, SparseHist, Unavailable};
 use blktune_core::record::latency::{DeviceLat, LatencyFacts, parse_key};
 use blktune_core::sampler::Snapshot;
-use blktune_core::shootout::SharedTracer;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 /// The spans and directions the TUI shows (discards and flushes are left
 /// to `watch --json`).
@@ -173,71 +169,6 @@ pub fn recorded_feed(facts: Option<&LatencyFacts>) -> LatencyFeed {
             None => "not recorded".into(),
         }),
         None => LatencyFeed::Unavailable("not recorded".into()),
-    }
-}
-
-/// The live source's tracer and its previous reading.
-#[derive(Debug)]
-pub struct LiveLatency {
-    /// Shared with a running shoot-out, which reads it too.
-    tracer: SharedTracer,
-    intervals: Intervals,
-}
-
-impl LiveLatency {
-    /// Load the BPF program (no BPF call at all when `no_bpf`, not `live`
-    /// or not root); the first reading is the baseline.
-    pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
-        let mut l = Self {
-            tracer: Arc::new(Mutex::new(Tracer::start(no_bpf, live)?)),
-            intervals: Intervals::new(),
-        };
-        l.baseline();
-        Ok(l)
-    }
-
-    /// Read the histograms after the snapshot `s`: the interval since the
-    /// last read (`None` for a snapshot without rates: the baseline). `Err`
-    /// when reading failed (tracing then stops).
-    pub fn tick(&mut self, s: &Snapshot) -> Result<Option<Interval>, String> {
-        if s.interval.is_none() {
-            self.baseline();
-            return Ok(None);
-        }
-        let readings = self.read()?;
-        Ok(self.intervals.next(readings))
-    }
-
-    /// Why the issue program could not be attached, once
-    /// ([`Tracer::take_issue_failure`]); a shoot-out's read may have tried.
-    pub fn take_issue_failure(&self) -> Option<String> {
-        self.tracer.lock().ok()?.take_issue_failure()
-    }
-
-    /// Why the issue program could not be attached, however often asked
-    /// (a recording started after the failure says it too).
-    pub fn issue_failure(&self) -> Option<String> {
-        match self.tracer.lock().ok()?.issue_program() {
-            IssueProgram::Failed(why) => Some(why.clone()),
-            _ => None,
-        }
-    }
-
-    /// The tracer, for a shoot-out to read too (the program is loaded once).
-    pub fn shared(&self) -> SharedTracer {
-        Arc::clone(&self.tracer)
-    }
-
-    fn read(&self) -> Result<blktune_core::latency::Readings, String> {
-        let mut t = self.tracer.lock().map_err(|_| "tracer poisoned")?;
-        t.read()
-    }
-
-    /// A reading taken only as the next baseline.
-    fn baseline(&mut self) {
-        if let Ok(r) = self.read() {
-            self.intervals.next(r);
-        }
     }
 }
 
