@@ -152,10 +152,11 @@ pub fn stdout_was_closed() -> bool {
     read_write && null
 }
 
-/// The one error for a journal directory that cannot be read (root's is
-/// mode 0700, so reading it needs root).
-pub fn journal_error(journal: &blktune_core::journal::Journal, e: std::io::Error) -> anyhow::Error {
-    let dir = journal.dir().display();
+/// The one error for a journal directory (or the register of live
+/// devices) `dir` that cannot be read (root's are mode 0700, so reading
+/// them needs root).
+pub fn journal_error(dir: &std::path::Path, e: std::io::Error) -> anyhow::Error {
+    let dir = dir.display();
     if e.kind() == std::io::ErrorKind::PermissionDenied {
         anyhow::anyhow!(
             "cannot read the journal in {dir}: permission denied; reading it needs root (try sudo)"

@@ -316,11 +316,14 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     let mut failed = 0;
     let names: Vec<String> = if a.all {
         let mut v = Vec::new();
-        for e in journal.list().map_err(|e| journal_error(&journal, e))? {
+        for e in journal
+            .list()
+            .map_err(|e| journal_error(journal.dir(), e))?
+        {
             match e {
                 Ok(e) => v.push(e.device),
                 Err((_, err)) if err.kind() == std::io::ErrorKind::PermissionDenied => {
-                    return Err(journal_error(&journal, err));
+                    return Err(journal_error(journal.dir(), err));
                 }
                 Err((name, err)) => {
                     report.warn(&format!(
@@ -351,13 +354,13 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
     for name in &names {
         let here = journal
             .load(name)
-            .map_err(|e| journal_error(&journal, e))
+            .map_err(|e| journal_error(journal.dir(), e))
             .with_context(|| format!("cannot read the journal entry of '{name}'"))?
             .is_some();
         let known = here
             || journal
                 .home_of(name)
-                .map_err(|e| journal_error(&journal, e))?
+                .map_err(|e| journal_error(journal.lock_dir(), e))?
                 .is_some();
         if !known && root.device(name).is_none() {
             return Err(UsageError(format!(
@@ -475,7 +478,7 @@ fn revert_one(
             Err(e) => {
                 report.warn(&format!(
                     "'{name}': {}",
-                    super::one_line(&journal_error(own, e))
+                    super::one_line(&journal_error(own.lock_dir(), e))
                 ));
                 return Done::Failed;
             }

@@ -98,7 +98,10 @@ fn gather(root: &SysRoot, journal: &Journal) -> anyhow::Result<StatusJson> {
     let mut devices = Vec::new();
     let mut refused = Vec::new();
     // The process's own journal: unreadable is an error of its own (as for revert).
-    for e in journal.list().map_err(|e| journal_error(journal, e))? {
+    for e in journal
+        .list()
+        .map_err(|e| journal_error(journal.dir(), e))?
+    {
         match e {
             Ok(e) => devices.push(device_json(root, journal, &e, boot.as_deref())),
             Err((device, error)) => refused.push(RefusedJson {
@@ -115,7 +118,7 @@ fn gather(root: &SysRoot, journal: &Journal) -> anyhow::Result<StatusJson> {
                 refused.push(RefusedJson {
                     journal: registry.dir().to_path_buf(),
                     device: None,
-                    error: super::one_line(&journal_error(journal, e)),
+                    error: super::one_line(&journal_error(registry.dir(), e)),
                 });
                 Vec::new()
             }

@@ -198,6 +198,19 @@ fn two_journal_directories_of_one_device_keep_one_lock_and_one_original() {
         text.contains(&format!("  {}: changed since", lo.name())),
         "{text}"
     );
+    // `revert --all` reverts its own journal directory and names the
+    // device journalled in J, with the command that reverts it.
+    let o = run(&["revert", "--all"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let line = format!(
+        "'{}' is journalled in {}, not reverted by --all here: BLKTUNE_JOURNAL_DIR={} blktune revert {}",
+        lo.name(),
+        j.path().display(),
+        j.path().display(),
+        lo.name()
+    );
+    assert!(stderr(&o).contains(&line), "{}", stderr(&o));
+    assert_eq!(lo.settings(), changed);
     // Both reverts: the one without J takes the originals from J.
     let o = run(&["revert", lo.name()], None);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -274,4 +287,64 @@ fn racing_changes_from_two_journal_directories_never_lose_the_original() {
             "run {run_no}: not back at the original"
         );
     }
+}
+
+/// Not root: the register of live devices (root's, mode 0700) cannot be
+/// read, so `status` says so in one line and exits 1; a change of a real
+/// device (root's anyway) is refused before anything is written.
+#[test]
+fn status_and_set_as_an_ordinary_user_are_one_line_and_change_nothing() {
+    if !require_root("status_and_set_as_an_ordinary_user_are_one_line_and_change_nothing")
+        || !require_tool(
+            "status_and_set_as_an_ordinary_user_are_one_line_and_change_nothing",
+            "setpriv",
+        )
+    {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let j = tempfile::tempdir().unwrap();
+    // The register exists (a root change made it), root's and private.
+    let o = run(
+        &["set", lo.name(), "--read-ahead-kb", "256"],
+        Some(j.path()),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = lo.settings();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = public_binary(bin_dir.path());
+    let o = as_nobody(&bin)
+        .arg("status")
+        .env_remove("BLKTUNE_JOURNAL_DIR")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("permission denied") && err.contains("needs root"),
+        "{err}"
+    );
+    let mine = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(mine.path(), Some(65534), Some(65534)).unwrap();
+    let o = as_nobody(&bin)
+        .args(["set", lo.name(), "--read-ahead-kb", "512"])
+        .env("BLKTUNE_JOURNAL_DIR", mine.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("permission denied") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(lo.settings(), before);
+    assert_eq!(
+        std::fs::read_dir(mine.path()).unwrap().count(),
+        0,
+        "nothing journalled"
+    );
+    let o = run(&["revert", lo.name()], Some(j.path()));
+    assert!(o.status.success(), "{}", stderr(&o));
 }

@@ -139,6 +139,16 @@ impl Tuner {
         self.journal.as_ref()
     }
 
+    /// The command that reverts `device` from this tuner's journal (naming
+    /// the journal directory when it is not the default, and a fake tree's
+    /// roots: [`Journal::revert_command`]).
+    pub fn revert_command(&self, device: &str) -> String {
+        match &self.journal {
+            Some(j) => j.revert_command(&self.root, &[device]),
+            None => format!("blktune revert {device}"),
+        }
+    }
+
     /// Take the lock of the device called `name` (a plausible device name;
     /// it need not exist any more, so a gone device's entry can be dropped).
     pub fn lock(&self, name: &str) -> Result<Locked<'_>, TuneError> {
@@ -198,6 +208,11 @@ impl Locked<'_> {
     /// The device name it holds.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The command that reverts this device ([`Tuner::revert_command`]).
+    pub fn revert_command(&self) -> String {
+        self.tuner.revert_command(&self.name)
     }
 
     /// The diskseq its tuner was told to expect ([`Tuner::expecting`]).

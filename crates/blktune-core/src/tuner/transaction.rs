@@ -265,14 +265,6 @@ impl Tuner {
         })
     }
 
-    /// The command that reverts `dev` from this tuner's journal.
-    pub(super) fn revert_command(&self, dev: &DeviceName) -> String {
-        match &self.journal {
-            Some(j) => j.revert_command(&self.root, &[dev.as_str()]),
-            None => format!("blktune revert {dev}"),
-        }
-    }
-
     /// The journal directory, for a message (empty without a journal).
     pub(super) fn journal_dir(&self) -> String {
         self.journal
@@ -504,7 +496,10 @@ impl Tuner {
                         Some(now),
                     ),
                     Err(e) => (
-                        format!("ROLLBACK FAILED ({e}); run '{}'", self.revert_command(dev)),
+                        format!(
+                            "ROLLBACK FAILED ({e}); run '{}'",
+                            self.revert_command(dev.as_str())
+                        ),
                         None,
                     ),
                 }
