@@ -125,16 +125,9 @@ impl Journal {
 
     fn choose(env: Option<PathBuf>, root: &SysRoot) -> Self {
         match env {
-            // Absolute from the start: a hint or a registration naming it
-            // must mean the same directory from any other directory.
-            Some(dir) if !dir.as_os_str().is_empty() => {
-                Self::new(std::path::absolute(&dir).unwrap_or(dir))
-            }
+            Some(dir) if !dir.as_os_str().is_empty() => Self::new(one_spelling(&dir)),
             _ if root.is_live() => Self::new(DEFAULT_DIR),
-            _ => {
-                let dir = root.sysfs().join(TREE_DIR);
-                Self::new(std::path::absolute(&dir).unwrap_or(dir))
-            }
+            _ => Self::new(one_spelling(&root.sysfs().join(TREE_DIR))),
         }
     }
 
@@ -409,6 +402,21 @@ impl Journal {
     }
 }
 
+/// One spelling of a journal directory, from the start: absolute (a hint
+/// or a registration naming it must mean the same directory from any
+/// other directory), its parent's symlinks resolved (`/var/run/blktune` is
+/// `/run/blktune`), its own name kept (a symlink there is refused when it
+/// is opened, never followed).
+fn one_spelling(dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => {
+            std::fs::canonicalize(parent).map_or(abs.clone(), |p| p.join(name))
+        }
+        _ => abs,
+    }
+}
+
 /// `s` as one shell word: as it is when it is plain, else in single quotes.
 fn shell_word(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
@@ -645,10 +653,24 @@ mod tests {
     }
 
     #[test]
-    fn a_relative_journal_directory_is_made_absolute() {
+    fn a_journal_directory_has_one_absolute_spelling() {
         let live = SysRoot::default();
         let j = Journal::choose(Some("rel/j".into()), &live);
         assert!(j.dir().is_absolute(), "{}", j.dir().display());
         assert_eq!(j.dir(), std::env::current_dir().unwrap().join("rel/j"));
+        // A symlinked parent is resolved; the directory's own name is kept.
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(real.join("a")).unwrap();
+        std::os::unix::fs::symlink(real.join("a"), real.join("b")).unwrap();
+        std::os::unix::fs::symlink(real.join("a"), real.join("c")).unwrap();
+        assert_eq!(
+            Journal::choose(Some(real.join("b/j")), &live).dir(),
+            real.join("a/j")
+        );
+        assert_eq!(
+            Journal::choose(Some(real.join("c")), &live).dir(),
+            real.join("c")
+        );
     }
 }
