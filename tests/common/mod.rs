@@ -1,6 +1,7 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod docs;
 pub mod fake_host;
 pub mod record_support;
 pub mod screen;

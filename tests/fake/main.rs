@@ -5,8 +5,10 @@
 mod common;
 
 mod bounded_readers;
+mod captured_trees;
 mod cli_errors;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
@@ -24,5 +26,6 @@ mod record_replay;
 mod replay_big;
 mod replay_crafted;
 mod revert_exits;
+mod stacks;
 mod terminal_text;
 mod watch;

@@ -7,6 +7,7 @@ mod common;
 mod bench;
 mod bench_latency;
 mod bench_stderr;
+mod docs_examples;
 mod export_udev;
 mod hotplug;
 mod latency_agreement;

@@ -13,6 +13,7 @@
 
 pub mod atomic_file;
 pub mod device;
+pub mod devname;
 pub mod diskstats;
 pub mod error;
 pub mod export;
@@ -22,6 +23,7 @@ pub mod history;
 pub mod host;
 pub mod iostat;
 pub mod journal;
+pub mod kernel_hz;
 pub mod latency;
 pub mod load;
 pub mod natural;
@@ -34,6 +36,7 @@ pub mod sampler;
 pub mod sched;
 pub mod scratch;
 pub mod shootout;
+pub mod stack;
 pub mod text;
 pub mod topology;
 pub mod traced;
