@@ -199,8 +199,11 @@ fn two_journal_directories_of_one_device_keep_one_lock_and_one_original() {
         "{text}"
     );
     // `revert --all` reverts its own journal directory and names the
-    // device journalled in J, with the command that reverts it.
-    let o = run(&["revert", "--all"], None);
+    // device journalled in J, with the command that reverts it. (From an
+    // empty directory of its own: `/run/blktune` may hold what other runs
+    // on this machine left.)
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(&["revert", "--all"], Some(empty.path()));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let line = format!(
         "'{}' is journalled in {}, not reverted by --all here: BLKTUNE_JOURNAL_DIR={} blktune revert {}",
