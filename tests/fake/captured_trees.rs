@@ -16,8 +16,11 @@ fn trees() -> Vec<(&'static str, PathBuf)> {
     let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     vec![
         ("vm-6.18", f.join("vm-6.18")),
-        ("node-exporter", f.join("captured/node-exporter")),
-        ("procfs", f.join("captured/procfs")),
+        (
+            "node-exporter",
+            common::fixture_tree(&f.join("captured/node-exporter")),
+        ),
+        ("procfs", common::fixture_tree(&f.join("captured/procfs"))),
     ]
 }
 

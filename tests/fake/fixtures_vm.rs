@@ -45,8 +45,8 @@ fn no_captured_tree_points_outside_itself() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     for tree in [
         fixture(),
-        fixtures.join("captured/node-exporter"),
-        fixtures.join("captured/procfs"),
+        crate::common::fixture_tree(&fixtures.join("captured/node-exporter")),
+        crate::common::fixture_tree(&fixtures.join("captured/procfs")),
     ] {
         walk(&tree, &tree);
     }

@@ -10,7 +10,6 @@ mod bench_stderr;
 mod docs_examples;
 mod export_udev;
 mod hotplug;
-mod latency_agreement;
 mod latency_issue_program;
 mod latency_load;
 mod latency_noroot;

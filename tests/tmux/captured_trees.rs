@@ -25,13 +25,13 @@ fn the_read_only_tui_runs_on_every_captured_tree() {
             &["loop1", "vda"][..],
         ),
         (
-            f.join("captured/node-exporter"),
+            common::fixture_tree(&f.join("captured/node-exporter")),
             "/dev/mapper/vg0-root",
             "─ dm-7 vg0-root  lvm 20G  no scheduler",
             &["dm-5", "dm-6", "sda"],
         ),
         (
-            f.join("captured/procfs"),
+            common::fixture_tree(&f.join("captured/procfs")),
             "/dev/mapper/vg0--lv_root",
             "─ dm-0 vg0--lv_root  lvm -  no scheduler",
             &["dm-1", "md10", "sda"],
@@ -56,7 +56,7 @@ fn the_tui_says_what_a_tree_without_diskstats_lacks() {
     }
     let base = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
-        fixtures().join("captured/procfs/sys"),
+        common::fixture_tree(&fixtures().join("captured/procfs")).join("sys"),
         base.path().join("sys"),
     )
     .unwrap();
