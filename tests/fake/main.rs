@@ -4,14 +4,17 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alert_rules;
 mod bounded_readers;
 mod captured_trees;
 mod cli_errors;
+mod dash_stdio;
 mod discovery;
 mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
+mod exporter_http;
 mod fixtures_vm;
 mod hostile_files;
 mod import_graph;
