@@ -198,3 +198,85 @@ fn a_named_pipe_is_refused_by_export_check_and_replay_and_a_handed_pipe_is_read(
         err(&o)
     );
 }
+
+/// A named pipe where blktune reads a file it found (a journal entry, a
+/// rules file of udev's directories, a udev database entry, tuned's active
+/// profile) blocks no reader: the journal's is refused with one line naming
+/// it (exit 1, nothing changed), the others read as empty.
+#[test]
+fn a_named_pipe_in_the_journal_the_rules_or_the_udev_database_blocks_no_reader() {
+    let h = FakeHost::new(&[FakeDisk::new("sda").dev(8, 0)]);
+    let fifo = |p: &Path| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    };
+    let entry = h.path("journal/sda.json");
+    fifo(&entry);
+    let scheduler =
+        || std::fs::read_to_string(h.tree.dev_dir("sda").join("queue/scheduler")).unwrap();
+    let before = scheduler();
+    // The journal's commands take no --udev-db: the host's trees and journal.
+    let journal_command = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_blktune"));
+        c.arg("--sysfs-root")
+            .arg(h.path("sys"))
+            .arg("--proc-root")
+            .arg(h.path("proc"))
+            .args(args)
+            .env("BLKTUNE_JOURNAL_DIR", h.path("journal"));
+        c
+    };
+    for args in [
+        vec!["revert", "sda"],
+        vec!["revert", "--all"],
+        vec!["status"],
+        vec!["set", "sda", "-s", "kyber"],
+    ] {
+        let o = run_within(journal_command(&args), Duration::from_secs(30));
+        let e = err(&o);
+        let text = format!("{}{e}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains(&format!("{}: not a regular file", entry.display())),
+            "{args:?}: {text}"
+        );
+        assert_eq!(scheduler(), before, "{args:?} changed the device");
+    }
+    std::fs::remove_file(&entry).unwrap();
+    // udev's and tuned's files under --config-root, the udev database.
+    let config = h.path("config");
+    for rel in [
+        "etc/udev/rules.d/99-fifo.rules",
+        "run/udev/rules.d/98-fifo.rules",
+        "usr/lib/udev/rules.d/97-fifo.rules",
+        "etc/tuned/active_profile",
+    ] {
+        fifo(&config.join(rel));
+    }
+    fifo(&h.path("udev-data/b8:0"));
+    let rules = h.path("61-x.rules");
+    std::fs::write(
+        &rules,
+        "ACTION==\"add\", KERNEL==\"sda\", ATTR{queue/scheduler}=\"kyber\"\n",
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap();
+    for args in [
+        vec![
+            "export",
+            "--check",
+            rules.to_str().unwrap(),
+            "--config-root",
+            config_arg,
+        ],
+        vec!["export", "sda", "--config-root", config_arg],
+        vec!["list", "--json"],
+    ] {
+        let o = run_within(h.command(&args), Duration::from_secs(30));
+        assert!(
+            matches!(o.status.code(), Some(0 | 3)),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+}

@@ -91,6 +91,14 @@ impl Fixture {
     }
 }
 
+/// The writing end of a pipe whose reader has already gone, as after
+/// `blktune set ... | true` once `true` exited: a write fails with EPIPE.
+fn pipe_without_reader() -> std::os::fd::OwnedFd {
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    writer
+}
+
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -102,7 +110,8 @@ fn err(o: &Output) -> String {
 /// `set >/dev/full` changed and journalled the device but said only "No
 /// space left on device", exit 1, as if nothing had changed; `>&-` exited 0
 /// silently. Now: exit 0 (the change was made), and one line on stderr with
-/// what changed and the undo command.
+/// what changed and the undo command; the same for a pipe whose reader has
+/// gone (`| true`).
 #[test]
 fn a_set_whose_report_cannot_be_printed_says_what_changed_on_stderr() {
     let f = Fixture::new();
@@ -128,6 +137,13 @@ fn a_set_whose_report_cannot_be_printed_says_what_changed_on_stderr() {
             "/dev/full --json",
             f.command(&["set", "loop5", "--read-ahead-kb", "256", "--json"])
                 .stdout(Stdio::from(full()))
+                .output()
+                .unwrap(),
+        ),
+        (
+            "| true (a pipe whose reader has gone: EPIPE)",
+            f.command(&["set", "loop5", "--read-ahead-kb", "384"])
+                .stdout(Stdio::from(pipe_without_reader()))
                 .output()
                 .unwrap(),
         ),

@@ -147,6 +147,47 @@ fn a_fake_trees_entry_never_reaches_the_real_device_nor_a_real_entry_the_fake_tr
     let o = run(&["revert", lo.name()], Some(j.path()));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lo.settings(), original);
+
+    // Whatever BLKTUNE_JOURNAL_DIR says: the fake tree pointed at the real
+    // journal, /run/blktune, neither consumes nor replaces a real entry...
+    let run_blktune = Path::new("/run/blktune");
+    let live = run_blktune.join(format!("{}.json", lo.name()));
+    let o = run(&["set", lo.name(), "--read-ahead-kb", "512"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let real_entry = std::fs::read(&live).unwrap();
+    for args in [
+        vec!["revert", lo.name()],
+        vec!["revert", "--all"],
+        vec!["set", lo.name(), "--read-ahead-kb", "1024"],
+    ] {
+        let o = fake_run(fake.path(), &args, run_blktune);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("this machine's devices"), "{args:?}: {err}");
+        assert_eq!(std::fs::read(&live).unwrap(), real_entry, "{args:?}");
+    }
+    let o = run(&["revert", lo.name()], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lo.settings(), original);
+    // ...and its own entry there is never applied by the real revert.
+    let o = fake_run(
+        fake.path(),
+        &["set", lo.name(), "--read-ahead-kb", "4096"],
+        run_blktune,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(live.exists());
+    let o = run(&["revert", lo.name()], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("in the tree"), "{}", stderr(&o));
+    assert_eq!(
+        lo.settings(),
+        original,
+        "the fake tree's values reached the device"
+    );
+    let o = fake_run(fake.path(), &["revert", lo.name()], run_blktune);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!live.exists());
 }
 
 #[test]
