@@ -6,6 +6,7 @@ mod common;
 
 mod before_after;
 mod colours;
+mod devices;
 mod dialogs;
 mod editor;
 mod event_loop;
