@@ -5,6 +5,7 @@
 mod common;
 
 mod alert_rules;
+mod bounded_readers;
 mod captured_trees;
 mod cli_errors;
 mod dash_stdio;
@@ -19,6 +20,7 @@ mod fixtures_vm;
 mod hostile_files;
 mod import_graph;
 mod journal_cli;
+mod journal_trees;
 mod list_fleet;
 mod man_completions;
 mod no_crossterm_reader;
@@ -28,6 +30,7 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod revert_exits;
 mod sigint;
 mod stacks;
 mod terminal_text;

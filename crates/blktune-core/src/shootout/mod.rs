@@ -355,8 +355,9 @@ pub fn run_traced(
             match held.apply(&want) {
                 Ok(_) => (
                     format!(
-                        "winner applied: {} (undo with 'blktune revert {dev}')",
-                        want.summary()
+                        "winner applied: {} (undo with '{}')",
+                        want.summary(),
+                        held.revert_command()
                     ),
                     Some(want),
                 ),
@@ -426,7 +427,7 @@ fn restore(held: &tuner::Locked<'_>, original: &Wanted) -> String {
         Ok(_) => format!("original settings restored ({})", original.summary()),
         // Refused, as it must be: said as when the shoot-out saw it first.
         Err(TuneError::Replaced { .. }) => not_restored(dev),
-        Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
+        Err(e) => format!("RESTORE FAILED ({e}); run '{}'", held.revert_command()),
     }
 }
 
