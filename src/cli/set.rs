@@ -360,7 +360,7 @@ fn revert_one(
         ));
         return false;
     }
-    let held = match tuner.hold(name) {
+    let held = match tuner.lock(name) {
         Ok(h) => h,
         Err(e) => {
             report.warn(&e.to_string());

@@ -586,7 +586,7 @@ fn re_created_mid_bench() -> bool {
             .contains("[bfq]")),
         "bench never got going"
     );
-    // Hold the bench still while its device is swapped, so that it sees
+    // Opened the bench still while its device is swapped, so that it sees
     // the new device only once that has its own settings.
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     let signal = |s| nix::sys::signal::kill(pid, s).unwrap();

@@ -46,10 +46,7 @@ impl Reference {
             .arg("-c")
             .arg("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing")
             .status();
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/real/reference.bt"
-        );
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/real/reference.bt");
         let child = Command::new("bpftrace")
             // Unbuffered: through a pipe its output is otherwise held back,
             // and the "attached_probes" line may never come while it runs.

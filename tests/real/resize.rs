@@ -109,7 +109,7 @@ fn a_held_scheduler_file_shows_every_switch_on_sysfs() {
     let dev = root.device(lo.name()).unwrap();
     let mut held = None;
     let active = |held: &mut Option<_>| {
-        QueueSettings::read_scheduler_holding(&root, &dev, held, true)
+        QueueSettings::read_scheduler_kept(&root, &dev, held, true)
             .unwrap()
             .map(|s| s.active)
     };

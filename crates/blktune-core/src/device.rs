@@ -3,7 +3,7 @@
 //! Attribute meanings: kernel `Documentation/ABI/stable/sysfs-block`.
 
 use crate::os::{
-    DeviceName, HeldAttr, Hold, QueueAttr, SysRoot, is_plausible_scheduler_name,
+    DeviceName, OpenAttr, Opened, QueueAttr, SysRoot, is_plausible_scheduler_name,
     is_plausible_tunable_name,
 };
 use serde::{Deserialize, Serialize};
@@ -202,35 +202,35 @@ fn settle<T>(
     }
 }
 
-/// Read a file through `held` when it is open and reads; else open it with
-/// `open` and keep it when `hold` (and it can be kept, and it reads), or
+/// Read a file through `kept` when it is open and reads; else open it with
+/// `open` and keep it when `keep` (and it can be kept, and it reads), or
 /// read it once with `once`.
-fn read_held(
-    held: &mut Option<HeldAttr>,
-    hold: bool,
-    open: impl FnOnce() -> std::io::Result<Hold>,
+fn read_kept(
+    kept: &mut Option<OpenAttr>,
+    keep: bool,
+    open: impl FnOnce() -> std::io::Result<Opened>,
     once: impl FnOnce() -> std::io::Result<String>,
 ) -> std::io::Result<String> {
-    if let Some(h) = held {
+    if let Some(h) = kept {
         match h.read() {
             Ok(s) => return Ok(s),
             // Removed and perhaps made again: the file anew, below.
-            Err(_) => *held = None,
+            Err(_) => *kept = None,
         }
     }
-    if !hold {
+    if !keep {
         return once();
     }
     match open()? {
-        Hold::Kept(h) => {
+        Opened::Kept(h) => {
             let read = h.read();
             if read.is_ok() {
-                *held = Some(h);
+                *kept = Some(h);
             }
             read
         }
         // Not on sysfs, or not a regular file: read once, as by path.
-        Hold::ReadOnce(s) => Ok(s),
+        Opened::ReadOnce(s) => Ok(s),
     }
 }
 
@@ -255,26 +255,26 @@ impl QueueSettings {
     /// Scheduler, nr_requests and read_ahead_kb only (three reads): what a
     /// table row shows. The tunables are left empty.
     pub fn read_basic(root: &SysRoot, dev: &DeviceName) -> Self {
-        Self::read_basic_holding(root, dev, &mut None, false)
+        Self::read_basic_kept(root, dev, &mut None, false)
     }
 
     /// [`QueueSettings::read_basic`] with the scheduler line read as
-    /// [`QueueSettings::read_scheduler_holding`] reads it.
-    pub fn read_basic_holding(
+    /// [`QueueSettings::read_scheduler_kept`] reads it.
+    pub fn read_basic_kept(
         root: &SysRoot,
         dev: &DeviceName,
-        held: &mut Option<HeldAttr>,
-        hold: bool,
+        kept: &mut Option<OpenAttr>,
+        keep: bool,
     ) -> Self {
         // Three reads through one open `queue/`: short lookups.
         let Ok(q) = root.queue_dir(dev) else {
-            let sched = Self::read_scheduler_holding(root, dev, held, hold);
+            let sched = Self::read_scheduler_kept(root, dev, kept, keep);
             return Self::read_basic_with(root, dev, sched);
         };
-        let sched = read_held(
-            held,
-            hold,
-            || q.hold(&QueueAttr::Scheduler),
+        let sched = read_kept(
+            kept,
+            keep,
+            || q.open_attr(&QueueAttr::Scheduler),
             || q.read(&QueueAttr::Scheduler),
         );
         Self::from_reads(
@@ -327,20 +327,20 @@ impl QueueSettings {
         settle_scheduler(root.read_queue_attr(dev, &QueueAttr::Scheduler))
     }
 
-    /// The scheduler line from `held` when it is open (the cheap read of a
-    /// round-robin), else from the file, which is kept in `held` when
-    /// `hold`. A held file that fails is dropped and the file opened again.
-    pub fn read_scheduler_holding(
+    /// The scheduler line from `kept` when it is open (the cheap read of a
+    /// round-robin), else from the file, which is kept in `kept` when
+    /// `keep`. A kept file that fails is dropped and the file opened again.
+    pub fn read_scheduler_kept(
         root: &SysRoot,
         dev: &DeviceName,
-        held: &mut Option<HeldAttr>,
-        hold: bool,
+        kept: &mut Option<OpenAttr>,
+        keep: bool,
     ) -> SchedulerRead {
         let attr = QueueAttr::Scheduler;
-        settle_scheduler(read_held(
-            held,
-            hold,
-            || root.hold_queue_attr(dev, &attr),
+        settle_scheduler(read_kept(
+            kept,
+            keep,
+            || root.open_queue_attr(dev, &attr),
             || root.read_queue_attr(dev, &attr),
         ))
     }
@@ -635,11 +635,11 @@ pub fn unexpected_content(raw: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The scheduler line through a held file: kept when asked, not when
-    /// not; a held file that fails is dropped and the file opened again; a
-    /// file that is not regular is read once and never held.
+    /// The scheduler line through a kept file: kept when asked, not when
+    /// not; a kept file that fails is dropped and the file opened again; a
+    /// file that is not regular is read once and never kept.
     #[test]
-    fn a_scheduler_file_is_held_when_asked_and_opened_again_when_it_fails() {
+    fn a_scheduler_file_is_kept_open_when_asked_and_opened_again_when_it_fails() {
         use crate::fake::{FakeDisk, FakeTree};
         let dir = tempfile::tempdir().unwrap();
         let tree = FakeTree::new(dir.path()).unwrap();
@@ -648,29 +648,29 @@ mod tests {
         let root = tree.root();
         let sda = root.device("sda").unwrap();
         let active = |r: SchedulerRead| r.unwrap().unwrap().active;
-        let mut held = None;
-        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, false);
-        assert_eq!((active(r).as_str(), held.is_some()), ("kyber", false));
-        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
-        assert_eq!((active(r).as_str(), held.is_some()), ("kyber", true));
-        let q = QueueSettings::read_basic_holding(&root, &sda, &mut held, true);
-        assert_eq!((q.active_label(), held.is_some()), ("kyber", true));
+        let mut kept = None;
+        let r = QueueSettings::read_scheduler_kept(&root, &sda, &mut kept, false);
+        assert_eq!((active(r).as_str(), kept.is_some()), ("kyber", false));
+        let r = QueueSettings::read_scheduler_kept(&root, &sda, &mut kept, true);
+        assert_eq!((active(r).as_str(), kept.is_some()), ("kyber", true));
+        let q = QueueSettings::read_basic_kept(&root, &sda, &mut kept, true);
+        assert_eq!((q.active_label(), kept.is_some()), ("kyber", true));
 
-        let mut held = Some(HeldAttr::failing());
-        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        let mut kept = Some(OpenAttr::failing());
+        let r = QueueSettings::read_scheduler_kept(&root, &sda, &mut kept, true);
         assert_eq!(active(r), "kyber", "read again from the file");
-        assert!(held.as_ref().is_some_and(|h| h.read().is_ok()), "held anew");
-        let mut held = Some(HeldAttr::failing());
-        let q = QueueSettings::read_basic_holding(&root, &sda, &mut held, false);
-        assert_eq!((q.active_label(), held.is_some()), ("kyber", false));
+        assert!(kept.as_ref().is_some_and(|h| h.read().is_ok()), "kept anew");
+        let mut kept = Some(OpenAttr::failing());
+        let q = QueueSettings::read_basic_kept(&root, &sda, &mut kept, false);
+        assert_eq!((q.active_label(), kept.is_some()), ("kyber", false));
 
         let sched = tree.dev_dir("sda").join("queue/scheduler");
         std::fs::remove_file(&sched).unwrap();
         nix::unistd::mkfifo(&sched, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let mut held = None;
-        let r = QueueSettings::read_scheduler_holding(&root, &sda, &mut held, true);
+        let mut kept = None;
+        let r = QueueSettings::read_scheduler_kept(&root, &sda, &mut kept, true);
         assert!(matches!(r, Err(Unreadable::Unexpected(_))), "{r:?}");
-        assert!(held.is_none());
+        assert!(kept.is_none());
     }
 
     /// A setting's file that is there but gives no value keeps why in the

@@ -15,15 +15,32 @@
 //! device's `size` instead. Reading queue attributes of many devices costs far
 //! more than diskstats (about 18 ms against 0.2 ms for 200 devices), which is
 //! why none of them is read every tick.
+//!
+//! By idea: [`stats`] (one interval's numbers, by name), [`rates`] (the pure
+//! rate computation), [`snapshot`] (what a tick produced), [`options`] (what
+//! to read), [`open_files`] (the budget of files kept open); this file is
+//! the sampler itself.
 
-use crate::device::{BlockDevice, Identity, QueueSettings, SchedulerRead};
-use crate::diskstats::{self, Counters, DiskStatsLine, InFlight};
+mod open_files;
+mod options;
+mod rates;
+mod snapshot;
+mod stats;
+
+pub use options::{HotPlug, SamplerOptions};
+pub use rates::RateTracker;
+pub use snapshot::Snapshot;
+pub use stats::{DeviceStat, DeviceStats};
+
+use open_files::OpenFiles;
+
+use crate::device::{BlockDevice, Identity, QueueSettings};
+use crate::diskstats::{self, InFlight};
 use crate::host::CpuTimes;
-use crate::iostat::{self, ExtStats, NoData};
 use crate::natural::natural_cmp;
-use crate::os::{DeviceName, HeldAttr, SysRoot, spare_descriptors};
+use crate::os::{DeviceName, OpenAttr, SysRoot};
 use crate::uevent::{Action, Uevent, UeventSocket};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -62,342 +79,6 @@ const SETTINGS_EVERY: u32 = 6;
 /// last check (at once when that is past), in full.
 const OFF_VIEW_EVERY: u32 = 6;
 
-/// One device's numbers for one interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceStat {
-    pub counters: Counters,
-    /// I/Os in flight now, reads and writes; `None` where the split is not
-    /// known (a replay: recordings keep diskstats' total; a partition; an
-    /// unreadable file). Read only where diskstats counts any in flight.
-    pub in_flight: Option<InFlight>,
-    /// `Err` when this interval has no data (first sample, reset counters).
-    pub stats: Result<ExtStats, NoData>,
-}
-
-impl DeviceStat {
-    /// A line's counters and the interval's rates; the in-flight split is
-    /// the sampler's to read.
-    pub fn new(counters: Counters, stats: Result<ExtStats, NoData>) -> Self {
-        Self {
-            counters,
-            in_flight: None,
-            stats,
-        }
-    }
-}
-
-/// Every diskstats line's numbers by device name, in name (byte) order.
-///
-/// A sorted vector rather than a map: the rate tracker makes one per tick
-/// already in that order (no tree to build and no nodes to free, at a
-/// thousand lines a tick), and a lookup is a binary search.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DeviceStats(Vec<(String, DeviceStat)>);
-
-impl DeviceStats {
-    /// From entries already in name order, each name once.
-    fn from_sorted(v: Vec<(String, DeviceStat)>) -> Self {
-        debug_assert!(v.windows(2).all(|w| w[0].0 < w[1].0));
-        Self(v)
-    }
-
-    fn at(&self, name: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
-    }
-
-    /// A device's numbers.
-    pub fn get(&self, name: &str) -> Option<&DeviceStat> {
-        let i = self.at(name).ok()?;
-        self.0.get(i).map(|(_, st)| st)
-    }
-
-    /// A device's numbers, to change.
-    pub fn get_mut(&mut self, name: &str) -> Option<&mut DeviceStat> {
-        let i = self.at(name).ok()?;
-        self.0.get_mut(i).map(|(_, st)| st)
-    }
-
-    /// Has this device a line?
-    pub fn contains_key(&self, name: &str) -> bool {
-        self.at(name).is_ok()
-    }
-
-    /// Take a device's numbers out.
-    pub fn remove(&mut self, name: &str) -> Option<DeviceStat> {
-        let i = self.at(name).ok()?;
-        Some(self.0.remove(i).1)
-    }
-
-    /// Forget every line.
-    pub fn clear(&mut self) {
-        self.0.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Names and numbers, in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &DeviceStat)> {
-        self.0.iter().map(|(n, st)| (n, st))
-    }
-
-    /// Names and numbers to change, in name order.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut DeviceStat)> {
-        self.0.iter_mut().map(|(n, st)| (&*n, st))
-    }
-}
-
-impl<'a> IntoIterator for &'a DeviceStats {
-    type Item = (&'a String, &'a DeviceStat);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, DeviceStat)>,
-        fn(&'a (String, DeviceStat)) -> (&'a String, &'a DeviceStat),
-    >;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(n, st)| (n, st))
-    }
-}
-
-impl IntoIterator for DeviceStats {
-    type Item = (String, DeviceStat);
-    type IntoIter = std::vec::IntoIter<(String, DeviceStat)>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-/// As a map would: a name given twice keeps its last numbers.
-impl FromIterator<(String, DeviceStat)> for DeviceStats {
-    fn from_iter<I: IntoIterator<Item = (String, DeviceStat)>>(iter: I) -> Self {
-        let map: BTreeMap<String, DeviceStat> = iter.into_iter().collect();
-        Self::from_sorted(map.into_iter().collect())
-    }
-}
-
-impl std::ops::Index<&str> for DeviceStats {
-    type Output = DeviceStat;
-
-    /// A device's numbers; panics when it has no line, as a map's index.
-    fn index(&self, name: &str) -> &DeviceStat {
-        match self.get(name) {
-            Some(st) => st,
-            None => panic!("no diskstats line for {name:?}"),
-        }
-    }
-}
-
-/// Pure rate computation over a stream of diskstats samples at monotonic times.
-///
-/// Used live by [`Sampler`] and by replay with recorded times.
-#[derive(Debug, Default, Clone)]
-pub struct RateTracker {
-    /// Each name of the last update with its counters then, in the order of
-    /// its lines (a name listed twice: once, where it came first, with its
-    /// last line's counters).
-    prev: Vec<(String, Counters)>,
-    /// Positions in `prev` in name order: the order of the output.
-    order: Vec<usize>,
-    /// Was a name listed twice in the last update?
-    dupes: bool,
-    /// Did the last update list other names than the one before (or the
-    /// same in another order)? Each name counted once.
-    names_changed: bool,
-    prev_t: Option<f64>,
-}
-
-impl RateTracker {
-    /// Feed the counters seen at monotonic time `t` (seconds); returns each
-    /// device's statistics over the interval since the previous call.
-    pub fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> DeviceStats {
-        let itv = self.prev_t.map(|p| t - p);
-        self.prev_t = Some(t);
-        // Usually the kernel lists the same names in the same order as last
-        // time: then each line's counters before are at its own position,
-        // and the output order is known, with no lookup and no sort.
-        let same = !self.dupes
-            && lines.len() == self.prev.len()
-            && lines.iter().zip(&self.prev).all(|(l, (n, _))| l.name == *n);
-        self.names_changed = !same;
-        if !same {
-            return self.update_names(itv, lines);
-        }
-        let mut out = Vec::with_capacity(lines.len());
-        for &i in &self.order {
-            let (Some(l), Some((_, before))) = (lines.get(i), self.prev.get_mut(i)) else {
-                continue;
-            };
-            let stats = match itv {
-                Some(itv) => iostat::compute(before, &l.counters, itv),
-                None => Err(NoData::FirstSample),
-            };
-            *before = l.counters;
-            out.push((l.name.clone(), DeviceStat::new(l.counters, stats)));
-        }
-        // Already in order, each name once.
-        DeviceStats::from_sorted(out)
-    }
-
-    /// [`RateTracker::update`] when the names changed: each line's
-    /// counters before are looked up by name.
-    fn update_names(&mut self, itv: Option<f64>, lines: &[DiskStatsLine]) -> DeviceStats {
-        let before: HashMap<&str, &Counters> =
-            self.prev.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let mut out = BTreeMap::new();
-        let mut prev: Vec<(String, Counters)> = Vec::with_capacity(lines.len());
-        let mut at: HashMap<&str, usize> = HashMap::with_capacity(lines.len());
-        let mut dupes = false;
-        for l in lines {
-            // A name listed twice: the last line counts, against the
-            // previous update too. A name not seen in the previous update
-            // (new, or back after it vanished) starts over.
-            let stats = match (before.get(l.name.as_str()), itv) {
-                (Some(b), Some(itv)) => iostat::compute(b, &l.counters, itv),
-                _ => Err(NoData::FirstSample),
-            };
-            match at.get(l.name.as_str()) {
-                Some(&j) => {
-                    dupes = true;
-                    if let Some((_, c)) = prev.get_mut(j) {
-                        *c = l.counters;
-                    }
-                }
-                None => {
-                    at.insert(&l.name, prev.len());
-                    prev.push((l.name.clone(), l.counters));
-                }
-            }
-            out.insert(l.name.clone(), DeviceStat::new(l.counters, stats));
-        }
-        let mut order: Vec<usize> = (0..prev.len()).collect();
-        order.sort_by(|&a, &b| prev[a].0.cmp(&prev[b].0));
-        drop(before);
-        // The names once each, as they came: a name listed twice on every
-        // tick (takes this path every time) is no change of names.
-        self.names_changed =
-            prev.len() != self.prev.len() || prev.iter().zip(&self.prev).any(|(a, b)| a.0 != b.0);
-        self.prev = prev;
-        self.order = order;
-        self.dupes = dupes;
-        DeviceStats::from_sorted(out.into_iter().collect())
-    }
-
-    /// Did the last [`RateTracker::update`] see other names than the one
-    /// before it (or the same in another order; a name listed twice counts
-    /// once)?
-    pub fn names_changed(&self) -> bool {
-        self.names_changed
-    }
-
-    /// Seconds between the last two updates.
-    pub fn last_interval(&self, t: f64) -> Option<f64> {
-        self.prev_t.map(|p| t - p)
-    }
-}
-
-/// What one tick produced.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    /// Wall-clock time of the diskstats read.
-    pub wall: SystemTime,
-    /// Monotonic seconds since the sampler started.
-    pub t: f64,
-    /// Seconds since the previous tick (`None` on the first).
-    pub interval: Option<f64>,
-    /// Whole devices and their cached settings; shared until the next refresh.
-    pub devices: Arc<Vec<BlockDevice>>,
-    /// Did this tick re-read device info and settings?
-    pub refreshed: bool,
-    /// Statistics of every line of diskstats (partitions included), by name.
-    pub stats: DeviceStats,
-    /// CPU iowait percentage over the interval, from `<proc>/stat`.
-    pub iowait_pct: Option<f64>,
-    /// Lines of diskstats that could not be parsed, as messages.
-    pub warnings: Vec<String>,
-}
-
-impl Snapshot {
-    /// The statistics of a device, if this interval has them.
-    pub fn ext(&self, name: &str) -> Option<&ExtStats> {
-        self.stats.get(name).and_then(|s| s.stats.as_ref().ok())
-    }
-
-    /// The cached info of a whole device.
-    pub fn device(&self, name: &str) -> Option<&BlockDevice> {
-        // The sampler publishes devices in natural order: a binary search,
-        // and a plain search for lists built otherwise (replay, tests).
-        match self
-            .devices
-            .binary_search_by(|d| natural_cmp(&d.name, name))
-        {
-            Ok(i) => self.devices.get(i),
-            Err(_) => self.devices.iter().find(|d| d.name == name),
-        }
-    }
-}
-
-/// What a [`Sampler`] reads besides diskstats.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SamplerOptions {
-    /// Only these whole devices (`blktune watch sda`); `None`: every one.
-    pub only: Option<Vec<String>>,
-    /// Read identity (model, ids, holders, queue depth) and tunables, as the
-    /// TUI and recordings need; `false` reads only `size` and the settings a
-    /// row shows (scheduler, nr_requests, read_ahead_kb), as `watch` needs.
-    pub identity: bool,
-    /// How hot-plug is heard.
-    pub hotplug: HotPlug,
-    /// With `identity`: read only this many rows in full before the first
-    /// snapshot (in the order a table shows them) and the rest over the next
-    /// ticks, [`FILL_PER_TICK`] at a time; `None` reads every one at once
-    /// (recordings, whose first facts must be whole).
-    pub first_rows: Option<usize>,
-    /// With `first_rows`: this device is read in full before the first
-    /// snapshot too, wherever its row is (the TUI's `--device`, the one a
-    /// change key acts on at once).
-    pub first: Option<String>,
-}
-
-impl Default for SamplerOptions {
-    fn default() -> Self {
-        Self {
-            only: None,
-            identity: true,
-            hotplug: HotPlug::Auto,
-            first_rows: None,
-            first: None,
-        }
-    }
-}
-
-impl SamplerOptions {
-    /// For a screen: everything, but first the rows it can show.
-    pub fn screen() -> Self {
-        Self {
-            first_rows: Some(FIRST_ROWS),
-            ..Self::default()
-        }
-    }
-}
-
-/// How the sampler learns that a device came, went or changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HotPlug {
-    /// The uevent socket on the real machine, [`HotPlug::Poll`] on a fake
-    /// tree or where the socket cannot be opened.
-    Auto,
-    /// Compare diskstats names and every device's `size` each tick.
-    Poll,
-    /// Only events given to [`Sampler::push_uevent`] (tests, benchmarks).
-    Manual,
-}
-
 /// Where events come from.
 #[derive(Debug)]
 enum Events {
@@ -420,64 +101,7 @@ struct Entry {
     /// Round-robin checks since its settings were last read in full.
     checks: u32,
     /// Its scheduler file, kept open for the round-robin's reads.
-    sched_file: Option<HeldAttr>,
-}
-
-/// The scheduler files kept open ([`HeldAttr`]: a round-robin check reads
-/// one with a `pread` instead of opening it), within a budget of
-/// descriptors; the devices past it are read by path.
-#[derive(Debug)]
-struct Holding {
-    open: usize,
-    cap: usize,
-}
-
-impl Holding {
-    fn new() -> Self {
-        Self {
-            open: 0,
-            cap: spare_descriptors(),
-        }
-    }
-
-    /// `e`'s scheduler line, from its held file when it has one.
-    fn read_scheduler(&mut self, root: &SysRoot, e: &mut Entry) -> SchedulerRead {
-        self.with_file(&mut e.sched_file, |file, hold| {
-            QueueSettings::read_scheduler_holding(root, &e.dev, file, hold)
-        })
-    }
-
-    /// `e`'s settings as [`QueueSettings::read_basic`] reads them, its
-    /// scheduler line as [`Holding::read_scheduler`] does.
-    fn read_basic(&mut self, root: &SysRoot, e: &mut Entry) -> QueueSettings {
-        self.with_file(&mut e.sched_file, |file, hold| {
-            QueueSettings::read_basic_holding(root, &e.dev, file, hold)
-        })
-    }
-
-    /// Run a read through a device's held file, allowed to open one while
-    /// the budget lasts, and count what it kept or dropped.
-    fn with_file<T>(
-        &mut self,
-        file: &mut Option<HeldAttr>,
-        read: impl FnOnce(&mut Option<HeldAttr>, bool) -> T,
-    ) -> T {
-        let had = file.is_some();
-        let out = read(file, had || self.open < self.cap);
-        match (had, file.is_some()) {
-            (false, true) => self.open += 1,
-            (true, false) => self.open -= 1,
-            _ => {}
-        }
-        out
-    }
-
-    /// An entry that went: its held file, if any, is no longer counted.
-    fn forget(&mut self, e: &Entry) {
-        if e.sched_file.is_some() {
-            self.open -= 1;
-        }
-    }
+    sched_file: Option<OpenAttr>,
 }
 
 /// Live sampler over a [`SysRoot`].
@@ -511,7 +135,7 @@ pub struct Sampler {
     baseline: Option<Snapshot>,
     text: String,
     cpu: Option<CpuTimes>,
-    holding: Holding,
+    open_files: OpenFiles,
 }
 
 impl Sampler {
@@ -562,7 +186,7 @@ impl Sampler {
             baseline: None,
             text: String::new(),
             cpu: None,
-            holding: Holding::new(),
+            open_files: OpenFiles::new(),
         };
         s.discover()?;
         // Nothing more is read before the first frame: the rest of the
@@ -619,7 +243,7 @@ impl Sampler {
                 // Spread the round-robin over one period.
                 e.next_check = now + self.refresh_every * (i as u32 + 1) / n;
                 if full_now {
-                    read_entry(&self.root, e, self.opts.identity, &mut self.holding);
+                    read_entry(&self.root, e, self.opts.identity, &mut self.open_files);
                 }
             }
             if !full_now {
@@ -733,7 +357,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true, &mut self.holding);
+                read_entry(&self.root, e, true, &mut self.open_files);
                 changed = true;
             }
         }
@@ -796,11 +420,11 @@ impl Sampler {
             .filter(|n| self.in_scope(n))
             .collect();
         let before = self.entries.len();
-        let holding = &mut self.holding;
+        let open_files = &mut self.open_files;
         self.entries.retain(|n, e| {
             let keep = now.contains(n);
             if !keep {
-                holding.forget(e);
+                open_files.forget(e);
             }
             keep
         });
@@ -821,7 +445,7 @@ impl Sampler {
         let Some(dev) = self.root.device(name) else {
             let gone = self.entries.remove(name);
             if let Some(e) = &gone {
-                self.holding.forget(e);
+                self.open_files.forget(e);
             }
             return gone.is_some();
         };
@@ -846,7 +470,7 @@ impl Sampler {
             }
         }
         if e.info.size_bytes > 0 {
-            read_entry(&self.root, e, self.opts.identity, &mut self.holding);
+            read_entry(&self.root, e, self.opts.identity, &mut self.open_files);
         }
         e.info != before
     }
@@ -942,7 +566,7 @@ impl Sampler {
             e.last_check = Some(now);
             if asked || e.identity_for.is_none() && identity {
                 let before = e.info.queue.clone();
-                read_entry(&self.root, e, identity, &mut self.holding);
+                read_entry(&self.root, e, identity, &mut self.open_files);
                 changed |= e.info.queue != before;
                 continue;
             }
@@ -952,7 +576,7 @@ impl Sampler {
             if shown {
                 e.checks += 1;
             }
-            let sched = self.holding.read_scheduler(&self.root, e);
+            let sched = self.open_files.read_scheduler(&self.root, e);
             let moved =
                 sched.as_ref().ok().and_then(Option::as_ref) != e.info.queue.scheduler.as_ref();
             if moved || e.checks >= full_every {
@@ -991,7 +615,7 @@ impl Sampler {
                 && e.identity_for.is_none()
                 && e.info.size_bytes > 0
             {
-                read_entry(&self.root, e, true, &mut self.holding);
+                read_entry(&self.root, e, true, &mut self.open_files);
                 filled += 1;
                 changed = true;
             }
@@ -1049,17 +673,17 @@ impl Sampler {
 
 /// Read a device's settings, and its identity when wanted and not yet read
 /// for its `diskseq`.
-fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, holding: &mut Holding) {
+fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, open_files: &mut OpenFiles) {
     if identity {
         if e.identity_for.is_none() {
             e.info.read_size(root, &e.dev);
             e.info.read_identity(root, &e.dev, Identity::Full);
             e.identity_for = Some(e.info.diskseq);
         }
-        e.info.queue = holding.read_basic(root, e);
+        e.info.queue = open_files.read_basic(root, e);
         e.info.queue.read_tunables(root, &e.dev);
     } else {
-        e.info.queue = holding.read_basic(root, e);
+        e.info.queue = open_files.read_basic(root, e);
         let n = &e.info.name;
         if n.starts_with("sd") || n.starts_with("hd") {
             e.info.read_rotational(root, &e.dev);

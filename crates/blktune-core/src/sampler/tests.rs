@@ -1,6 +1,9 @@
-//! Unit tests of the parent module.
+//! Unit tests of the sampler.
 
 use super::*;
+use crate::diskstats::{Counters, DiskStatsLine};
+use crate::iostat::{self, NoData};
+use std::collections::HashMap;
 
 fn line(name: &str, rd_ios: u64, rd_ticks: u32) -> DiskStatsLine {
     DiskStatsLine {
@@ -154,7 +157,9 @@ proptest::proptest! {
 
 mod cache {
     use super::super::*;
+    use crate::diskstats::Counters;
     use crate::fake::{FakeDisk, FakeTree};
+    use crate::iostat::NoData;
 
     fn nr_of(snap: &Snapshot, name: &str) -> Option<u64> {
         snap.device(name).and_then(|d| d.queue.nr_requests)
@@ -565,10 +570,10 @@ mod cache {
     /// read, as many as the descriptor budget allows (the rest by path); a
     /// change made since shows through it; a device gone gives its back.
     #[test]
-    fn scheduler_files_are_held_within_the_budget() {
+    fn scheduler_files_are_kept_open_within_the_budget() {
         let (_d, t) = two_disks();
         let mut s = manual(&t);
-        assert_eq!(s.holding.open, 2, "held from the first read");
+        assert_eq!(s.open_files.open, 2, "kept open from the first read");
         assert!(s.entries.values().all(|e| e.sched_file.is_some()));
         s.set_refresh_every(Duration::from_millis(50));
         // sysfs shows a write through an open file, as a fake tree's
@@ -582,17 +587,17 @@ mod cache {
         std::thread::sleep(Duration::from_millis(60));
         let snap = s.tick().unwrap();
         assert_eq!(snap.device("sdb").unwrap().queue.active_label(), "kyber");
-        assert_eq!(s.holding.open, 2, "no file opened twice");
+        assert_eq!(s.open_files.open, 2, "no file opened twice");
 
         // A budget of one: the other device is read by path, and still seen.
-        s.holding.cap = 1;
+        s.open_files.cap = 1;
         for e in s.entries.values_mut() {
             e.sched_file = None;
         }
-        s.holding.open = 0;
+        s.open_files.open = 0;
         s.invalidate();
         s.tick().unwrap();
-        assert_eq!(s.holding.open, 1);
+        assert_eq!(s.open_files.open, 1);
         switch("sda", "bfq");
         switch("sdb", "bfq");
         std::thread::sleep(Duration::from_millis(60));
@@ -600,9 +605,9 @@ mod cache {
         for d in ["sda", "sdb"] {
             assert_eq!(snap.device(d).unwrap().queue.active_label(), "bfq", "{d}");
         }
-        assert_eq!(s.holding.open, 1);
+        assert_eq!(s.open_files.open, 1);
 
-        // Gone: its held file, if any, is counted out.
+        // Gone: its kept file, if any, is counted out.
         let held = s
             .entries
             .values()
@@ -613,7 +618,7 @@ mod cache {
         s.push_uevent(change("sda", 7));
         s.push_uevent(change("sdb", 8));
         s.tick().unwrap();
-        assert_eq!((held, s.holding.open), (1, 0));
+        assert_eq!((held, s.open_files.open), (1, 0));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! both ends of [`Config::dwell`] (one [`RateTracker`] interval, i.e. exactly
 //! what `iostat -x` prints for one interval of that length) while the
 //! built-in load times its own I/Os. Afterwards the original settings come
-//! back ([`tuner::Held::restore`] with the snapshot taken first, and the one
+//! back ([`tuner::Locked::restore`] with the snapshot taken first, and the one
 //! revert policy for the journal entry), or the winner is applied with
 //! [`Config::apply`]. Cancelling (the `cancel` flag: Ctrl-C, SIGTERM, Esc in
 //! the TUI) stops within a tenth of a second and restores too; so does a
@@ -276,7 +276,7 @@ pub fn run_traced(
         unavailable: tracer.as_ref().err().map(ToString::to_string),
     };
     let tuner = Tuner::new(root.clone(), journal).expecting(dev.as_str(), seq);
-    let held = tuner.hold(dev.as_str())?;
+    let held = tuner.lock(dev.as_str())?;
     // The original is read under the lock: no other change is half-way now.
     let original = Wanted::snapshot_of(&QueueSettings::read(root, &dev));
     let steps = plan(&schedulers, cfg.rounds);
@@ -422,7 +422,7 @@ fn choose_schedulers(
 /// Put the original settings back; a sentence saying what happened. The
 /// journal entry follows the one revert policy (dropped when the device is
 /// back at the journalled originals, whoever made the entry).
-fn restore(held: &tuner::Held<'_>, original: &Wanted) -> String {
+fn restore(held: &tuner::Locked<'_>, original: &Wanted) -> String {
     let dev = held.name();
     match held.restore(original) {
         Ok(_) => format!("original settings restored ({})", original.summary()),
@@ -445,13 +445,13 @@ fn not_restored(dev: &str) -> String {
 /// caller's `progress`, e.g. writing to a closed stderr) before it restored
 /// them itself; [`RestoreOnUnwind::disarm`] once it takes over.
 struct RestoreOnUnwind<'a, 'b> {
-    held: &'a tuner::Held<'b>,
+    held: &'a tuner::Locked<'b>,
     original: Option<Wanted>,
 }
 
 impl<'a, 'b> RestoreOnUnwind<'a, 'b> {
     /// The held device, for the normal restore; the guard does nothing more.
-    fn disarm(&mut self) -> &'a tuner::Held<'b> {
+    fn disarm(&mut self) -> &'a tuner::Locked<'b> {
         self.original = None;
         self.held
     }
@@ -518,7 +518,7 @@ fn wait(until: Instant, cancel: &AtomicBool, mut tick: impl FnMut(Duration)) -> 
 )]
 fn measure_all(
     root: &SysRoot,
-    held: &tuner::Held<'_>,
+    held: &tuner::Locked<'_>,
     cfg: &Config,
     steps: &[(usize, String)],
     started: Instant,

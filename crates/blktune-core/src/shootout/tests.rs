@@ -231,7 +231,7 @@ fn a_restore_refused_on_a_re_created_device_says_nothing_was_restored() {
     let original = Wanted::snapshot_of(&QueueSettings::read(&root, &root.device("loop3").unwrap()));
     let tuner = Tuner::new(root.clone(), Some(Journal::new(dir.path().join("j"))))
         .expecting("loop3", Some(14));
-    let held = tuner.hold("loop3").unwrap();
+    let held = tuner.lock("loop3").unwrap();
     let said = restore(&held, &original);
     assert_eq!(said, not_restored("loop3"));
     assert!(

@@ -10,7 +10,7 @@
 //! before its first change.
 //!
 //! The files, by idea: this one holds the request ([`Wanted`]), the
-//! [`Tuner`] and its lock ([`Held`]); `validate` checks a request through
+//! [`Tuner`] and its lock ([`Locked`]); `validate` checks a request through
 //! the scheduler catalogue; `transaction` is the one transaction (request ->
 //! validate -> journal -> write in kernel order -> read back -> rollback);
 //! `diff` says what changed ([`diff`], [`ValueChange`], [`Outcome::label`]).
@@ -130,7 +130,7 @@ pub struct Tuner {
 /// shoot-out: its switches, measurements and the restore), so no other
 /// change can slip in between. Dropping it releases the lock.
 #[derive(Debug)]
-pub struct Held<'a> {
+pub struct Locked<'a> {
     tuner: &'a Tuner,
     name: String,
     _lock: Option<DeviceLock>,
@@ -193,7 +193,7 @@ impl Tuner {
 
     /// Take the lock of the device called `name` (a plausible device name;
     /// it need not exist any more, so a gone device's entry can be dropped).
-    pub fn hold(&self, name: &str) -> Result<Held<'_>, TuneError> {
+    pub fn lock(&self, name: &str) -> Result<Locked<'_>, TuneError> {
         let lock = match &self.journal {
             None => None,
             Some(j) => Some(j.lock(name, self.lock_wait).map_err(|e| match e {
@@ -211,7 +211,7 @@ impl Tuner {
                 },
             })?),
         };
-        Ok(Held {
+        Ok(Locked {
             tuner: self,
             name: name.to_string(),
             _lock: lock,
@@ -221,7 +221,7 @@ impl Tuner {
     /// Validate and apply `want` to the device called `name`, under its lock.
     pub fn apply(&self, name: &str, want: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
-        self.hold(dev.as_str())?.apply(want)
+        self.lock(dev.as_str())?.apply(want)
     }
 
     /// Put a device back to `original` (a revert, an undo), under its lock,
@@ -230,7 +230,7 @@ impl Tuner {
     /// device is back at the journalled originals.
     pub fn restore(&self, name: &str, original: &Wanted) -> Result<Outcome, TuneError> {
         let dev = resolve(&self.root, name)?;
-        self.hold(dev.as_str())?.restore(original)
+        self.lock(dev.as_str())?.restore(original)
     }
 
     /// The revert policy after a restore (or a rolled-back change) of `dev`:
@@ -246,7 +246,7 @@ impl Tuner {
     }
 }
 
-impl Held<'_> {
+impl Locked<'_> {
     /// The device name it holds.
     pub fn name(&self) -> &str {
         &self.name

@@ -767,7 +767,7 @@ mod tests {
     fn a_device_held_by_another_change_is_busy_and_nothing_is_written() {
         let (_d, t, tuner) = setup();
         let tuner = tuner.with_lock_wait(Duration::from_millis(50));
-        let held = tuner.hold("sda").unwrap();
+        let held = tuner.lock("sda").unwrap();
         let before = attr(&t, "nr_requests");
         let e = tuner.apply("sda", &nr(64)).unwrap_err();
         assert!(matches!(e, TuneError::Busy(_)), "{e}");
