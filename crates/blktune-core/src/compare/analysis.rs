@@ -123,6 +123,8 @@ pub struct Analysis {
     pub looks: usize,
     /// The error rate this look spent (over its whole family).
     pub alpha: f64,
+    /// The error rate of the whole comparison, over all its looks.
+    pub alpha_total: f64,
     /// The confidence of each interval (after the corrections).
     pub confidence: f64,
     /// How many comparisons the family held.
@@ -281,6 +283,7 @@ pub fn analyse(
         look: look.0,
         looks: look.1,
         alpha: alpha_look,
+        alpha_total: opts.alpha,
         confidence: 1.0 - alpha,
         comparisons_in_family: family,
         min_effect: opts.min_effect,

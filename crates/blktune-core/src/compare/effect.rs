@@ -410,7 +410,10 @@ mod tests {
         let e = Effect::of(Metric::RAwait, &pairs(0.85f64.ln(), 0.2, 4), &[], LEVEL).unwrap();
         assert_eq!(e.answer, Answer::Undecided);
         let m = e.more.unwrap();
-        assert!(!m.capped && m.rounds >= 2 && m.rounds.is_multiple_of(2), "{m:?}");
+        assert!(
+            !m.capped && m.rounds >= 2 && m.rounds.is_multiple_of(2),
+            "{m:?}"
+        );
         let n = 4 + m.rounds / 2;
         let h = t_quantile(0.975, (n - 1) as f64) * e.sd / (n as f64).sqrt();
         assert!(0.85f64.ln() + h < 0.95f64.ln(), "{m:?}");

@@ -100,6 +100,6 @@ impl Round {
 }
 
 #[cfg(test)]
-mod sim;
+pub(crate) mod sim;
 #[cfg(test)]
 mod tests;

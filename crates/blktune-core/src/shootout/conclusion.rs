@@ -1,0 +1,151 @@
+//! The verdict of a shoot-out in lines, the same for `bench` and the TUI's
+//! `b`: the controls first (what else changed in the same rounds), then the
+//! leader against each other configuration with the engine's intervals and
+//! answers, every figure against the closest one, and the conclusion.
+//!
+//! ```text
+//! controls (what else changed in the same rounds):
+//!   ok      load: IOPS steady (-2% (-6..+2) under kyber against none)
+//!   FAILED  vda (under loop3) slowed too: await 0.40 -> 540 ms (none -> kyber, ...); the switch is not the only change
+//! read-latency (r_await) of kyber against each other configuration: 8 pairs each,
+//!   99.2% intervals (5% over 3 comparisons and 4 looks; look 4), minimum effect ±5%
+//!   none          -18% (-27..-8): better
+//!   mq-deadline   no difference detectable (±12% at this noise; 40 more rounds would narrow it to ±6%)
+//! every figure of kyber against mq-deadline: r_await -3% (-15..+10); r/s +4% (-8..+18); ...
+//! no winner for read-latency (r_await): kyber leads, but against mq-deadline: no difference detectable (...)
+//! ```
+
+use super::ShootoutResult;
+use crate::compare::{Analysis, Effect, Status};
+
+/// `OK`, `note`, `FAILED`, padded.
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok    ",
+        Status::Note => "note  ",
+        Status::Failed => "FAILED",
+    }
+}
+
+/// How many I/Os a percentile's rounds rested on: `(kernel r_p99: 120 to
+/// 4,100 I/Os per round, median 3,950)`.
+fn ios_line(e: &Effect) -> Option<String> {
+    let ios = e.ios?;
+    Some(format!(
+        "({} from {} to {} I/Os per round, median {})",
+        e.metric.label(),
+        ios.min,
+        ios.median.max(ios.min),
+        ios.median
+    ))
+}
+
+/// The lines of the comparisons with the leader.
+fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String> {
+    let Some(leader) = a.leader else {
+        return Vec::new();
+    };
+    let pairs: Vec<usize> = a
+        .comparisons
+        .iter()
+        .filter_map(|c| c.goal.as_ref().map(|e| e.pairs))
+        .collect();
+    let (lo, hi) = (
+        pairs.iter().min().copied().unwrap_or(0),
+        pairs.iter().max().copied().unwrap_or(0),
+    );
+    let pairs = if lo == hi {
+        format!("{lo} pairs each")
+    } else {
+        format!("{lo} to {hi} pairs")
+    };
+    let mut out = vec![
+        format!(
+            "{} of {} against each other configuration: {pairs},",
+            a.metric.label(),
+            name(leader)
+        ),
+        format!(
+            "  {:.1}% intervals ({:.0}% over {} comparison{} and {} look{}; look {}), minimum effect ±{:.0}%",
+            a.confidence * 100.0,
+            a.alpha_total * 100.0,
+            a.comparisons_in_family,
+            if a.comparisons_in_family == 1 {
+                ""
+            } else {
+                "s"
+            },
+            a.looks,
+            if a.looks == 1 { "" } else { "s" },
+            a.look,
+            a.min_effect * 100.0
+        ),
+    ];
+    let width = a
+        .comparisons
+        .iter()
+        .map(|c| name(c.other).chars().count())
+        .max()
+        .unwrap_or(0);
+    for c in &a.comparisons {
+        let said = c
+            .goal
+            .as_ref()
+            .map_or("no pair has the figure".to_string(), |e| {
+                e.sentence(a.min_effect)
+            });
+        out.push(format!("  {:<width$}  {said}", name(c.other)));
+    }
+    if let Some(line) = a
+        .comparisons
+        .iter()
+        .filter_map(|c| c.goal.as_ref())
+        .find_map(ios_line)
+    {
+        out.push(format!("  {line}"));
+    }
+    out
+}
+
+/// Every line of the verdict (see the module documentation).
+pub fn verdict_lines(r: &ShootoutResult) -> Vec<String> {
+    let name = |c: usize| {
+        r.configurations
+            .get(c)
+            .map_or("?".to_string(), |s| s.configuration.clone())
+    };
+    let mut out = Vec::new();
+    if let Some(a) = &r.analysis {
+        let controls = a.controls();
+        if !controls.is_empty() {
+            out.push("controls (what else changed in the same rounds):".to_string());
+            for c in controls {
+                out.push(format!("  {}  {}", status_word(c.status), c.text));
+            }
+        }
+    }
+    for n in &r.verdict.notes {
+        out.push(format!("note: {n}"));
+    }
+    if let Some(a) = &r.analysis {
+        out.extend(comparison_lines(a, &name));
+        if let (Some(l), Some(ru)) = (a.leader, &r.verdict.runner_up)
+            && let Some(c) = a.comparisons.iter().find(|c| &name(c.other) == ru)
+        {
+            let figures: Vec<String> = c
+                .figures
+                .iter()
+                .map(|e| format!("{} {}", e.metric.label(), e.number()))
+                .collect();
+            if !figures.is_empty() {
+                out.push(format!(
+                    "every figure of {} against {ru}: {}",
+                    name(l),
+                    figures.join("; ")
+                ));
+            }
+        }
+    }
+    out.push(r.verdict.headline.clone());
+    out
+}
