@@ -195,12 +195,12 @@ impl Effect {
         })
     }
 
-    /// `-51% (-58..-43)`; one pair: `-51% (one pair: no interval)`.
+    /// `-51% (-58..-43)`; one pair: `-51% (one pair, no interval)`.
     pub fn number(&self) -> String {
         match (self.lo, self.hi) {
             (Some(lo), Some(hi)) => change_text(self.change, lo, hi),
             _ => format!(
-                "{} (one pair: no interval)",
+                "{} (one pair, no interval)",
                 pct(self.change, decimals(&[self.change]))
             ),
         }
@@ -244,10 +244,7 @@ impl Effect {
                 min_effect * 100.0
             ),
             Answer::Undecided => match (self.reach_pct(), more) {
-                (None, _) => format!(
-                    "{}: undecided (the noise between rounds is unknown)",
-                    self.number()
-                ),
+                (None, _) => format!("{}: undecided", self.number()),
                 (Some(reach), Some(more)) if self.holds_zero() => {
                     format!("no difference detectable (±{reach:.0}% at this noise; {more})")
                 }
@@ -395,11 +392,8 @@ mod tests {
     fn one_pair_has_no_interval_and_is_undecided() {
         let e = Effect::of(Metric::RAwait, &[0.5], &[], LEVEL).unwrap();
         assert_eq!((e.answer, e.lo, e.pairs), (Answer::Undecided, None, 1));
-        assert_eq!(e.number(), "+65% (one pair: no interval)");
-        assert!(
-            e.sentence(0.05)
-                .contains("the noise between rounds is unknown")
-        );
+        assert_eq!(e.number(), "+65% (one pair, no interval)");
+        assert_eq!(e.sentence(0.05), "+65% (one pair, no interval): undecided");
         assert!(Effect::of(Metric::RAwait, &[], &[], LEVEL).is_none());
     }
 

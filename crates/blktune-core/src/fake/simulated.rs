@@ -50,7 +50,7 @@ impl Drop for Simulated {
 }
 
 /// How often the simulation advances the counters.
-const TICK: Duration = Duration::from_millis(2);
+const TICK: Duration = Duration::from_millis(1);
 
 /// Accumulated counters of one line (fractions kept until whole).
 #[derive(Debug, Clone, Default)]

@@ -187,7 +187,7 @@ pub(super) fn prepare(root: &SysRoot, cfg: &Config) -> Result<Prepared, Shootout
 /// its default), checked against the catalogue without writing; a
 /// combination the kernel would refuse (nr_requests above the queue depth
 /// under none) is left out with a note, unless nothing is left.
-fn candidates(
+pub(super) fn candidates(
     root: &SysRoot,
     dev: &DeviceName,
     q: &QueueSettings,

@@ -325,7 +325,7 @@ fn a_clear_winner_is_decided_early_and_applied_only_when_decided() {
     let j = Journal::new(dir.path().join("j"));
     let cfg = Config {
         apply: true,
-        ..quick("loop0", &["none", "kyber"], 6000)
+        ..quick("loop0", &["mq-deadline", "kyber"], 6000)
     };
     let never = AtomicBool::new(false);
     let r = run(&t.root(), Some(j.clone()), &cfg, |_| {}, &never).unwrap();
@@ -381,7 +381,7 @@ fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
     let j = Journal::new(dir.path().join("j"));
     let cfg = Config {
         apply: true,
-        ..quick("loop0", &["none", "kyber"], 1500)
+        ..quick("loop0", &["bfq", "kyber"], 1500)
     };
     let r = run(
         &t.root(),
@@ -405,12 +405,43 @@ fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
     assert!(j.load("loop0").unwrap().is_none());
 }
 
+/// A pair the catalogue refuses (nr_requests above the tags under none) is
+/// left out before anything runs, with a note; the others stay.
 #[test]
-fn nr_requests_is_a_second_dimension_and_a_refused_pair_is_left_out() {
+fn a_refused_scheduler_and_nr_requests_pair_is_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let t = FakeTree::new(&dir.path().join("root")).unwrap();
     t.add(&FakeDisk::new("loop0").dev(7, 0).hw_queue_depth(32))
         .unwrap();
+    let root = t.root();
+    let dev = root.device("loop0").unwrap();
+    let q = QueueSettings::read(&root, &dev);
+    let scheds = ["none".to_string(), "kyber".to_string()];
+    let (kept, notes) = super::request::candidates(&root, &dev, &q, &scheds, &[16, 64]).unwrap();
+    let labels: Vec<String> = kept.iter().map(Candidate::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "none nr_requests=16",
+            "kyber nr_requests=16",
+            "kyber nr_requests=64"
+        ]
+    );
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("none nr_requests=64: left out ("),
+        "{notes:?}"
+    );
+    // Nothing left at all: the catalogue's own error, before any change.
+    let err = super::request::candidates(&root, &dev, &q, &scheds[..1], &[64]).unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+}
+
+#[test]
+fn nr_requests_is_a_second_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
     let _sim = simulated(
         &t,
         "loop0",
@@ -420,7 +451,7 @@ fn nr_requests_is_a_second_dimension_and_a_refused_pair_is_left_out() {
     );
     let cfg = Config {
         nr_requests: vec![16, 64],
-        ..quick("loop0", &["none", "kyber"], 8000)
+        ..quick("loop0", &["mq-deadline", "kyber"], 8000)
     };
     let r = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap();
     let labels: Vec<&str> = r
@@ -428,22 +459,14 @@ fn nr_requests_is_a_second_dimension_and_a_refused_pair_is_left_out() {
         .iter()
         .map(|c| c.configuration.as_str())
         .collect();
-    // none takes at most its 32 tags: 64 is left out, said in a note.
     assert_eq!(
         labels,
         [
-            "none nr_requests=16",
+            "mq-deadline nr_requests=16",
+            "mq-deadline nr_requests=64",
             "kyber nr_requests=16",
             "kyber nr_requests=64"
         ]
-    );
-    assert!(
-        r.verdict
-            .notes
-            .iter()
-            .any(|n| n.starts_with("none nr_requests=64: left out (")),
-        "{:?}",
-        r.verdict.notes
     );
     assert_eq!(
         r.verdict.winner.as_deref(),
@@ -518,10 +541,10 @@ fn a_disk_underneath_that_slowed_with_the_switch_makes_the_verdict_unreliable() 
     assert!(
         r.verdict
             .headline
-            .contains("UNRELIABLE: vda (under loop0) sped up too: await 4")
+            .contains("UNRELIABLE: vda (under loop0) sped up too: await ")
             && r.verdict
                 .headline
-                .contains(" -> 0.40 ms (kyber -> mq-deadline, -99.9% ("),
+                .contains(" ms (kyber -> mq-deadline, -99.9% ("),
         "{}",
         table(&r)
     );
