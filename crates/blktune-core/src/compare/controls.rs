@@ -344,7 +344,10 @@ fn load(
         out.push(ControlCheck::new(
             ControlKind::Load,
             Status::Ok,
-            format!("load: IOPS steady ({} under {bn} against {an})", text(rate)),
+            format!(
+                "load: IOPS {} under {bn} against {an}: no change beyond its noise",
+                text(rate)
+            ),
         ));
     }
     let shares = diffs_of(rounds, a, b, |r| {
@@ -461,7 +464,7 @@ fn under(
             ControlCheck::new(
                 ControlKind::Under,
                 Status::Ok,
-                format!("{who} steady: {values} ({an} -> {bn})"),
+                format!("{who}: {values} ({an} -> {bn}), no change beyond its noise"),
             )
         };
         out.push(check);

@@ -300,9 +300,25 @@ fn more_rounds(iv: &Interval, level: Level) -> MoreRounds {
     }
 }
 
+/// Percents beyond this are written as `>+9999`: a hundredfold rise says
+/// all there is to say, and an interval's edge from a few pairs can reach
+/// absurd figures.
+const PCT_SHOWN: f64 = 9999.0;
+
+/// A fraction as a signed percent with `d` decimals, without the sign of
+/// percent: `-51`, `+8.8`, `>+9999`.
+fn bare(x: f64, d: usize) -> String {
+    let p = x * 100.0;
+    if p > PCT_SHOWN {
+        format!(">+{PCT_SHOWN:.0}")
+    } else {
+        format!("{p:+.d$}")
+    }
+}
+
 /// A fraction as a signed percent with `d` decimals: `-51%`, `+8.8%`.
 fn pct(x: f64, d: usize) -> String {
-    format!("{:+.d$}%", x * 100.0)
+    format!("{}%", bare(x, d))
 }
 
 /// One decimal below 10 %, none from 10 % on (of the largest value shown);
@@ -316,8 +332,7 @@ fn decimals(values: &[f64]) -> usize {
 /// The one number format: `-51% (-58..-43)`, `+2.1% (-0.4..+4.6)`.
 pub fn change_text(change: f64, lo: f64, hi: f64) -> String {
     let d = decimals(&[change, lo, hi]);
-    let bare = |x: f64| format!("{:+.d$}", x * 100.0);
-    format!("{} ({}..{})", pct(change, d), bare(lo), bare(hi))
+    format!("{} ({}..{})", pct(change, d), bare(lo, d), bare(hi, d))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! controls (what else changed in the same rounds):
-//!   ok      load: IOPS steady (-2% (-6..+2) under kyber against none)
+//!   ok      load: IOPS -2% (-6..+2) under kyber against none: no change beyond its noise
 //!   FAILED  vda (under loop3) slowed too: await 0.40 -> 540 ms (none -> kyber, ...); the switch is not the only change
 //! r_await of kyber against each other configuration: 8 pairs each,
 //!   99.2% intervals (5% over 3 comparisons, look 4 of 4); minimum effect ±5%

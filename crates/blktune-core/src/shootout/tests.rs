@@ -299,6 +299,17 @@ fn simulated(
     )
 }
 
+/// A progress callback that brackets each switch of `name` at once, as the
+/// kernel would (the simulation's thread may be late on a busy machine).
+fn kernel_like(t: &FakeTree, name: &str) -> impl FnMut(&Progress) {
+    let (t, name) = (t.clone(), name.to_string());
+    move |p: &Progress| {
+        if p.phase == Phase::Settling {
+            t.bracket(&name, &["none", "mq-deadline", "kyber", "bfq"]);
+        }
+    }
+}
+
 /// A quick budget: rounds of 60 ms (no settle), a few seconds at most.
 fn quick(name: &str, schedulers: &[&str], budget_ms: u64) -> Config {
     Config {
@@ -328,7 +339,14 @@ fn a_clear_winner_is_decided_early_and_applied_only_when_decided() {
         ..quick("loop0", &["mq-deadline", "kyber"], 6000)
     };
     let never = AtomicBool::new(false);
-    let r = run(&t.root(), Some(j.clone()), &cfg, |_| {}, &never).unwrap();
+    let r = run(
+        &t.root(),
+        Some(j.clone()),
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &never,
+    )
+    .unwrap();
     assert_eq!(r.verdict.winner.as_deref(), Some("kyber"), "{}", table(&r));
     assert!(
         r.verdict
@@ -387,7 +405,7 @@ fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
         &t.root(),
         Some(j.clone()),
         &cfg,
-        |_| {},
+        kernel_like(&t, "loop0"),
         &AtomicBool::new(false),
     )
     .unwrap();
@@ -453,7 +471,14 @@ fn nr_requests_is_a_second_dimension() {
         nr_requests: vec![16, 64],
         ..quick("loop0", &["mq-deadline", "kyber"], 8000)
     };
-    let r = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap();
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
     let labels: Vec<&str> = r
         .configurations
         .iter()
@@ -533,7 +558,7 @@ fn a_disk_underneath_that_slowed_with_the_switch_makes_the_verdict_unreliable() 
         &t.root(),
         None,
         &quick("loop0", &["mq-deadline", "kyber"], 2500),
-        |_| {},
+        kernel_like(&t, "loop0"),
         &AtomicBool::new(false),
     )
     .unwrap();
