@@ -240,6 +240,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         device: device.clone(),
         schedulers: a.schedulers.clone(),
         nr_requests: a.nr_requests.clone(),
+        configurations: Vec::new(),
         length: match a.rounds {
             Some(n) => Length::Rounds(n.into()),
             None => Length::Budget(a.budget),

@@ -199,10 +199,7 @@ impl Effect {
     pub fn number(&self) -> String {
         match (self.lo, self.hi) {
             (Some(lo), Some(hi)) => change_text(self.change, lo, hi),
-            _ => format!(
-                "{} (one pair, no interval)",
-                pct(self.change, decimals(&[self.change]))
-            ),
+            _ => format!("{} (one pair, no interval)", change_only(self.change)),
         }
     }
 
@@ -327,6 +324,11 @@ fn decimals(values: &[f64]) -> usize {
     let big = values.iter().map(|v| v.abs()).fold(0.0, f64::max);
     let near_all = values.iter().any(|&v| v < -0.995);
     if big >= 0.0995 && !near_all { 0 } else { 1 }
+}
+
+/// A change without an interval, in the same format: `-51%`, `+2.1%`.
+pub fn change_only(change: f64) -> String {
+    pct(change, decimals(&[change]))
 }
 
 /// The one number format: `-51% (-58..-43)`, `+2.1% (-0.4..+4.6)`.

@@ -16,7 +16,7 @@
 //! ```
 
 use super::ShootoutResult;
-use crate::compare::{Analysis, Effect, Status};
+use crate::compare::{Analysis, Effect, Status, change_only};
 
 /// `OK`, `note`, `FAILED`, padded.
 fn status_word(s: Status) -> &'static str {
@@ -156,7 +156,7 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
                 .iter()
                 .map(|e| match e.lo {
                     Some(_) => format!("{} {}", e.metric.label(), e.number()),
-                    None => format!("{} {:+.0}%", e.metric.label(), e.change * 100.0),
+                    None => format!("{} {}", e.metric.label(), change_only(e.change)),
                 })
                 .collect();
             if !figures.is_empty() {

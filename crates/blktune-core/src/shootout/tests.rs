@@ -601,3 +601,57 @@ fn a_budget_too_short_for_two_rounds_of_each_is_refused_before_anything_changes(
     );
     assert_eq!(active_of(&t, "loop0"), "mq-deadline");
 }
+
+/// An A/B of two whole settings (what the live panel's A/B asks for): a
+/// fixed number of A B | B A blocks, each setting with its tunables, and
+/// the user's original back at the end.
+#[test]
+fn an_ab_of_two_whole_settings_alternates_them_and_restores_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, _| if s == "kyber" { 1.0 } else { 1.5 },
+        &[],
+        |_| 0.0,
+    );
+    let a = Wanted {
+        scheduler: Some("mq-deadline".into()),
+        tunables: vec![("read_expire".into(), "100".into())],
+        ..Wanted::default()
+    };
+    let b = Wanted {
+        scheduler: Some("kyber".into()),
+        ..Wanted::default()
+    };
+    let cfg = Config {
+        configurations: vec![Candidate::of(&a).unwrap(), Candidate::of(&b).unwrap()],
+        length: Length::Rounds(3),
+        settle: Duration::ZERO,
+        dwell: Duration::from_millis(60),
+        ..Config::passive("loop0")
+    };
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let order: Vec<&str> = r
+        .measurements
+        .iter()
+        .map(|m| m.configuration.as_str())
+        .collect();
+    let (ca, cb) = ("mq-deadline read_expire=100", "kyber");
+    assert_eq!(order, [ca, cb, cb, ca, cb, ca]);
+    assert!(r.measurements[0].settings.starts_with("mq-deadline"));
+    assert_eq!(r.analysis.as_ref().unwrap().looks, 1);
+    assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+    let expire =
+        std::fs::read_to_string(t.dev_dir("loop0").join("queue/iosched/read_expire")).unwrap();
+    assert_eq!(expire.trim(), "500", "the original tunables are back");
+}
