@@ -457,6 +457,18 @@ impl Sequence {
             .unwrap_or_else(|| analyse(rounds, self.configs, &self.opts, self.opts.alpha, (1, 1)))
     }
 
+    /// The most rounds, seen again (a time budget over the rounds' time as
+    /// measured, not as planned): moves the looks still to come. Depends
+    /// on the clock only, never on the figures, so the error rate holds.
+    pub fn set_max_rounds(&mut self, max_rounds: usize) {
+        self.plan.max_rounds = max_rounds.max(1);
+    }
+
+    /// The most rounds as planned now.
+    pub fn max_rounds(&self) -> usize {
+        self.plan.max_rounds
+    }
+
     /// Has it stopped?
     pub fn done(&self) -> bool {
         self.done
