@@ -23,5 +23,6 @@ mod screens;
 mod shootout_kernel;
 mod sizes;
 mod sort_p99;
+mod stacks;
 mod state;
 mod table;
