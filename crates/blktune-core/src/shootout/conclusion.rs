@@ -92,6 +92,9 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
             a.min_effect * 100.0
         )]
     };
+    // A failed control (the whole run's or this comparison's) makes its
+    // answer unreliable, never a win: said on its own line too.
+    let run_failed = a.controls.iter().any(|c| c.status == Status::Failed);
     let width = a
         .comparisons
         .iter()
@@ -109,6 +112,11 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
                     e.brief()
                 }
             });
+        let said = if run_failed || c.unreliable() {
+            format!("{said}; UNRELIABLE (a control failed, above)")
+        } else {
+            said
+        };
         out.push(format!("  {:<width$}  {said}", name(c.other)));
     }
     if let (true, Some(line)) = (
