@@ -6,6 +6,7 @@ mod common;
 
 mod before_after;
 mod colours;
+mod devices;
 mod dialogs;
 mod editor;
 mod event_loop;
@@ -13,6 +14,7 @@ mod export_p99;
 mod first_frame;
 mod keys;
 mod latency;
+mod no_progress;
 mod numbers;
 mod pause;
 mod probe;
