@@ -18,6 +18,9 @@
 use super::ShootoutResult;
 use crate::compare::{Analysis, Effect, Status, change_only};
 
+/// The line the controls come under.
+pub const CONTROLS_HEAD: &str = "controls (what else changed in the same rounds):";
+
 /// `OK`, `note`, `FAILED`, padded.
 fn status_word(s: Status) -> &'static str {
     match s {
@@ -160,7 +163,7 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
             })
             .collect();
         if !controls.is_empty() {
-            out.push("controls (what else changed in the same rounds):".to_string());
+            out.push(CONTROLS_HEAD.to_string());
             for c in controls {
                 out.push(format!("  {}  {}", status_word(c.status), c.text));
             }
