@@ -398,13 +398,13 @@ pub fn results_lines(
 /// comparisons or the conclusion.
 fn fit(
     mut lines: Vec<(Part, Line<'static>)>,
-    t: Theme,
-    w: usize,
+    theme: Theme,
+    width: usize,
     rows: usize,
 ) -> Vec<Line<'static>> {
     let taken = |l: &[(Part, Line<'static>)]| {
         l.iter()
-            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), w))
+            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), width))
             .sum::<usize>()
     };
     if taken(&lines) > rows {
@@ -432,7 +432,7 @@ fn fit(
             .unwrap_or(0);
         lines.retain(|(p, _)| *p != Part::Note && (failed || *p != Part::ControlsHead));
         let at = if failed { at } else { at.saturating_sub(1) }.min(lines.len());
-        lines.insert(at, (Part::Keep, Line::styled(said, t.dim())));
+        lines.insert(at, (Part::Keep, Line::styled(said, theme.dim())));
     }
     if taken(&lines) > rows {
         lines.retain(|(p, _)| *p != Part::Kernel);
@@ -442,9 +442,9 @@ fn fit(
     {
         // One row: its start says whether the originals came back.
         let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
-        if text.chars().count() > w {
-            let cut: String = text.chars().take(w.saturating_sub(1)).collect();
-            *l = Line::styled(format!("{cut}…"), t.done());
+        if text.chars().count() > width {
+            let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+            *l = Line::styled(format!("{cut}…"), theme.done());
         }
     }
     lines.into_iter().map(|(_, l)| l).collect()

@@ -391,7 +391,7 @@ fn restore(locked: &tuner::Locked<'_>, original: &Wanted) -> String {
         Ok(_) => format!("original settings restored ({})", original.summary()),
         // Refused, as it must be: said as when the shoot-out saw it first.
         Err(TuneError::Replaced { .. }) => not_restored(dev),
-        Err(e) => format!("RESTORE FAILED ({e}); run '{}'", held.revert_command()),
+        Err(e) => format!("RESTORE FAILED ({e}); run '{}'", locked.revert_command()),
     }
 }
 
