@@ -5,6 +5,7 @@
 mod common;
 
 mod alert_rules;
+mod bench_verdicts;
 mod bounded_readers;
 mod captured_trees;
 mod cli_errors;

@@ -6,7 +6,6 @@ mod common;
 
 mod bench;
 mod bench_latency;
-mod bench_stderr;
 mod docs_examples;
 mod export_udev;
 mod exporter_prometheus;

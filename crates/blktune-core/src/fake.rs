@@ -6,6 +6,10 @@
 //! [`FakeTree::settle`], which does what the kernel does after a scheduler
 //! write (bracket the active one, reset nr_requests and tunables).
 
+mod simulated;
+
+pub use simulated::{Behaviour, SimLine, Simulated};
+
 use crate::diskstats::Counters;
 use crate::os::SysRoot;
 use crate::sched::default_tunables;

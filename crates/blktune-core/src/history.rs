@@ -150,7 +150,7 @@ pub const MIN_INTERVALS: usize = 3;
 pub const MIN_IOS_FOR_PCT: u64 = 100;
 
 /// Differences below this many percent are noise whatever the spread
-/// (the shoot-out's floor, `shootout::NOISE_FLOOR_PCT`).
+/// (the comparison engine's minimum effect, `compare::DEFAULT_MIN_EFFECT`).
 pub const NOISE_FLOOR_PCT: f64 = 5.0;
 
 /// What a before/after difference may be called.

@@ -36,6 +36,11 @@ impl CpuTimes {
         })
     }
 
+    /// Read `/proc/stat` through the seam (`None`: unreadable or malformed).
+    pub fn read(root: &SysRoot) -> Option<Self> {
+        Self::parse(&root.read_proc("stat").ok()?)
+    }
+
     /// Percentage of CPU time spent in iowait since `prev`.
     pub fn iowait_pct_since(&self, prev: &CpuTimes) -> Option<f64> {
         let total = self.total.checked_sub(prev.total)?;

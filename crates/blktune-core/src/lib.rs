@@ -9,9 +9,11 @@
 //! [`tuner`] changes queue settings safely and [`journal`] remembers the
 //! originals; [`export`] writes and checks udev rules; [`record`] writes and
 //! replays sessions; [`shootout`] runs every scheduler in turn under a
-//! [`load`] on a device or a [`scratch`] loop device; [`probe`] times reads.
+//! [`load`] on a device or a [`scratch`] loop device, and [`compare`] says
+//! whether one configuration beat another; [`probe`] times reads.
 
 pub mod atomic_file;
+pub mod compare;
 pub mod device;
 pub mod devname;
 pub mod diskstats;

@@ -308,6 +308,33 @@ impl Topology {
     pub fn of(&self, device: &str) -> Option<&Placement> {
         self.by_device.get(device)
     }
+
+    /// The whole devices `device`'s I/O goes to: a loop device's backing
+    /// disk (the disk of the partition or device its file lives on), a
+    /// stacked device's members. What the comparison engine watches as
+    /// the device underneath (`vda (under loop0)`).
+    pub fn underneath(&self, device: &str, devices: &[DeviceNode]) -> Vec<String> {
+        let Some(p) = self.of(device) else {
+            return Vec::new();
+        };
+        let whole = |name: &str| {
+            devices
+                .iter()
+                .find(|d| d.name == name || d.partitions.iter().any(|x| x == name))
+                .map(|d| d.name.clone())
+        };
+        let mut out: Vec<String> = Vec::new();
+        let from_backing = p.backing.as_ref().and_then(|b| whole(b.on.as_deref()?));
+        for name in from_backing
+            .into_iter()
+            .chain(p.slaves.iter().filter_map(|s| whole(s)))
+        {
+            if name != device && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
 }
 
 /// major:minor of every partition of `devices`, read from each partition's
@@ -425,6 +452,18 @@ garbage line
         let l2 = t.of("loop2").unwrap();
         assert_eq!(l2.backing.as_ref().unwrap().on.as_deref(), Some("loop1"));
         assert_eq!(l2.short(), "→loop1:/mnt/inner disk/img (deleted)");
+        // The disks underneath: vda (whole) for loop1's file on vda1, loop1 for loop2.
+        let nodes = [
+            DeviceNode {
+                partitions: vec!["vda1".into()],
+                ..disk("vda", 254, 0)
+            },
+            disk("loop1", 7, 1),
+            disk("loop2", 7, 2),
+        ];
+        assert_eq!(t.underneath("loop1", &nodes), ["vda"]);
+        assert_eq!(t.underneath("loop2", &nodes), ["loop1"]);
+        assert!(t.underneath("vda", &nodes).is_empty());
     }
 
     #[test]
@@ -447,6 +486,8 @@ garbage line
         let t = Topology::build(&[a, dm], &[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(t.of("sda").unwrap().short(), "under dm-0");
         assert_eq!(t.of("dm-0").unwrap().lines(), ["stacked on sda, sdb"]);
+        let nodes = [disk("sda", 8, 0), disk("sdb", 8, 16), disk("dm-0", 253, 0)];
+        assert_eq!(t.underneath("dm-0", &nodes), ["sda", "sdb"]);
         assert!(t.of("sdc").is_none());
     }
 }

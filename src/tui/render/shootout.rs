@@ -3,9 +3,11 @@
 
 use super::frame::{big, framed};
 use super::{Theme, num};
-use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
+use crate::tui::dialogs::shootout::{BUDGET, DWELL, SETTLE, ShootOutDialog, Stage};
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Span as IoSpan};
-use blktune_core::shootout::{IoLatency, Metric, SchedulerSummary, ShootoutResult, verdict_text};
+use blktune_core::shootout::{
+    CONTROLS_HEAD, ConfigSummary, IoLatency, Metric, ShootoutResult, verdict_lines,
+};
 use blktune_core::text::printable;
 use blktune_core::units::format_duration;
 use ratatui::Frame;
@@ -36,17 +38,17 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
                 Span::styled("l/Tab: change", t.dim()),
             ]));
             lines.push(Line::raw(format!(
-                "timing      {ROUNDS} round, settle {} + dwell {} each: about {}",
+                "timing      rounds of settle {} + dwell {}, interleaved, for up to {}",
                 format_duration(SETTLE),
                 format_duration(DWELL),
-                format_duration(d.planned())
+                format_duration(BUDGET)
             )));
             lines.push(Line::raw(""));
             for l in [
-                "Each scheduler is switched in through the tuner (journalled) and measured",
-                "from diskstats; the charts mark every switch. At the end, or on Esc, the",
-                "original settings come back. Passive adds no I/O; randread adds reads",
-                "only. One short round is a demo: use 'blktune bench' to decide.",
+                "Schedulers take turns (A B B A ...) through the tuner (journalled); the",
+                "charts mark every switch. It stops once the verdict is decided, or says",
+                "'no winner' when the time runs out. At the end, or on Esc, the original",
+                "settings come back. Passive adds no I/O; randread adds reads only.",
             ] {
                 lines.push(Line::from(Span::styled(l, t.dim())));
             }
@@ -88,9 +90,19 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             lines.push(Line::from(Span::styled(hint, t.heading())));
         }
         Stage::Done(res) => {
-            lines.extend(results_lines(res, t, w));
-            lines.push(Line::raw(""));
-            keys = Some("a apply the winner   e export it as a udev rule   Esc close");
+            // Every detail where there is room for it (bench prints them all);
+            // inside the box's rows, less the borders and the key line.
+            let rows = (r.height as usize).saturating_sub(3);
+            lines.extend(results_lines(res, t, w, area.height >= 40, rows));
+            if wrapped_rows(&lines, w) < rows {
+                lines.push(Line::raw(""));
+            }
+            // Only a decided winner can be applied or kept.
+            keys = Some(if res.verdict.decided() {
+                "a apply the winner   e export it as a udev rule   Esc close"
+            } else {
+                "no decided winner: nothing to apply   Esc close"
+            });
         }
         Stage::Failed(e) => {
             lines.push(Line::from(Span::styled(
@@ -203,8 +215,8 @@ impl Col {
         !matches!(self, Col::Disk(_))
     }
 
-    /// The cell of one scheduler.
-    fn cell(self, s: &SchedulerSummary) -> String {
+    /// The cell of one configuration.
+    fn cell(self, s: &ConfigSummary) -> String {
         let io = |dir| {
             s.kernel
                 .as_ref()
@@ -222,18 +234,18 @@ impl Col {
     }
 }
 
-/// Width of the scheduler column.
+/// Least width of the configuration column.
 const NAME_W: usize = 12;
 
 /// The columns that fit in `w`: all of diskstats' (9 wide) without the
 /// kernel's figures; with them (8 wide), by [`Col::PRIORITY`], the writes'
 /// only when some scheduler saw writes.
-fn columns(w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
+fn columns(w: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
     if !kernel {
         return (Col::ALL.into_iter().filter(|c| !c.kernel()).collect(), 9);
     }
     let cw = 8;
-    let fits = (w.saturating_sub(NAME_W) / cw).max(1);
+    let fits = (w.saturating_sub(name_w) / cw).max(1);
     let chosen: Vec<Col> = Col::PRIORITY
         .into_iter()
         .filter(|c| writes || !matches!(c, Col::N(Dir::Write) | Col::P99(Dir::Write)))
@@ -248,78 +260,199 @@ fn columns(w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
     )
 }
 
-/// The results table (diskstats means and the kernel's percentiles per
-/// scheduler, as many columns as `w` holds), the verdict and what the
-/// device was left with.
-pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize) -> Vec<Line<'static>> {
-    let kernel = r.schedulers.iter().any(|s| s.kernel.is_some());
-    let writes = r.schedulers.iter().any(|s| {
+/// What a line of the results is, for fitting them into a small screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Always shown: the table, the comparisons, the conclusion.
+    Keep,
+    /// The table's first explanation: rounds pooled for display.
+    Rounds,
+    /// The second: whose percentiles, and `n=K` under 100 I/Os.
+    Kernel,
+    /// `controls (what else changed in the same rounds):`
+    ControlsHead,
+    /// A control that held or is worth a note (a failed one is kept).
+    Note,
+    /// What the device was left with.
+    Restore,
+}
+
+/// The results table (each configuration's rounds pooled: diskstats means
+/// and the kernel's percentiles, as many columns as `w` holds), the
+/// verdict's lines ([`verdict_lines`]: controls, intervals, conclusion) and
+/// what the device was left with, in at most `rows` rows where it can
+/// ([`fit`]).
+pub fn results_lines(
+    r: &ShootoutResult,
+    t: Theme,
+    w: usize,
+    full: bool,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let kernel = r.configurations.iter().any(|s| s.kernel.is_some());
+    let writes = r.configurations.iter().any(|s| {
         s.kernel
             .as_ref()
             .is_some_and(|k| k.count(IoSpan::Total, Dir::Write) > 0)
     });
-    let (cols, cw) = columns(w, kernel, writes);
-    let mut head = format!("{:<NAME_W$}", "scheduler");
+    // Schedulers alone, or with nr_requests (`kyber nr_requests=256`).
+    let longest = r
+        .configurations
+        .iter()
+        .map(|s| s.configuration.chars().count())
+        .max()
+        .unwrap_or(0);
+    let name_w = NAME_W.max(longest + 2);
+    let what = if r
+        .configurations
+        .iter()
+        .any(|s| s.configuration.contains(' '))
+    {
+        "configuration"
+    } else {
+        "scheduler"
+    };
+    let (cols, cw) = columns(w, name_w, kernel, writes);
+    let mut head = format!("{what:<name_w$}");
     for c in &cols {
         head.push_str(&format!("{:>cw$}", c.label()));
     }
-    let winner = r.verdict.as_ref().map(|v| v.winner.clone());
-    let mut out = vec![Line::styled(head, t.heading())];
-    for s in &r.schedulers {
-        let mark = if winner.as_deref() == Some(s.scheduler.as_str()) {
+    let winner = r.verdict.winner.clone();
+    let mut out = vec![(Part::Keep, Line::styled(head, t.heading()))];
+    for s in &r.configurations {
+        // A star for a decided winner only.
+        let mark = if winner.as_deref() == Some(s.configuration.as_str()) {
             "★"
         } else {
             " "
         };
-        let mut row = format!("{mark}{:<w$}", s.scheduler, w = NAME_W - 1);
+        let mut row = format!("{mark}{:<w$}", s.configuration, w = name_w - 1);
         for c in &cols {
             row.push_str(&format!("{:>cw$}", c.cell(s)));
         }
-        out.push(Line::raw(row));
+        out.push((Part::Keep, Line::raw(row)));
     }
-    out.push(Line::styled(
-        format!(
-            "{} round of {:.0}s each; latencies in ms",
-            r.rounds, r.dwell_s
-        ),
-        t.dim(),
-    ));
-    out.push(Line::styled(
-        if kernel {
-            let names: Vec<&str> = cols
-                .iter()
-                .filter(|c| c.kernel())
-                .map(|c| c.label())
-                .collect();
+    out.push((
+        Part::Rounds,
+        Line::styled(
             format!(
-                "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
-                names.join(" "),
-                r.device
+                "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
+                r.rounds,
+                format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
+                r.blocks,
+                if r.blocks == 1 { "" } else { "s" }
+            ),
+            t.dim(),
+        ),
+    ));
+    out.push((
+        Part::Kernel,
+        Line::styled(
+            if kernel {
+                let names: Vec<&str> = cols
+                    .iter()
+                    .filter(|c| c.kernel())
+                    .map(|c| c.label())
+                    .collect();
+                format!(
+                    "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
+                    names.join(" "),
+                    r.device
+                )
+            } else {
+                let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+                format!("no kernel percentiles: {}", printable(why))
+            },
+            t.dim(),
+        ),
+    ));
+    for l in verdict_lines(r, full) {
+        let st = if l.contains("FAILED") || l.contains("UNRELIABLE") {
+            t.error()
+        } else if l.starts_with("winner for ") {
+            t.done()
+        } else {
+            Style::new()
+        };
+        let part = if l.starts_with(CONTROLS_HEAD) {
+            Part::ControlsHead
+        } else if l.starts_with("  note  ") || l.starts_with("  ok    ") {
+            Part::Note
+        } else {
+            Part::Keep
+        };
+        out.push((part, Line::styled(printable(&l).into_owned(), st)));
+    }
+    out.push((
+        Part::Restore,
+        Line::styled(r.final_settings.clone(), t.done()),
+    ));
+    fit(out, t, w, rows)
+}
+
+/// The lines in at most `rows` wrapped rows where they can be: what a small
+/// screen can do without goes first, least needed first (the rounds'
+/// line under the table; then the controls that held or are only a note,
+/// said in one line; then the line that explains the kernel's columns; then
+/// the restore line's detail), never the table, a failed control, the
+/// comparisons or the conclusion.
+fn fit(
+    mut lines: Vec<(Part, Line<'static>)>,
+    theme: Theme,
+    width: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let taken = |l: &[(Part, Line<'static>)]| {
+        l.iter()
+            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), width))
+            .sum::<usize>()
+    };
+    if taken(&lines) > rows {
+        lines.retain(|(p, _)| *p != Part::Rounds);
+    }
+    let notes = lines.iter().filter(|(p, _)| *p == Part::Note).count();
+    if taken(&lines) > rows && notes > 0 {
+        let failed = lines
+            .iter()
+            .any(|(_, l)| l.spans.iter().any(|s| s.content.starts_with("  FAILED")));
+        let said = if failed {
+            format!(
+                "  and {notes} note{} (a taller terminal shows them)",
+                plural(notes)
             )
         } else {
-            let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
-            format!("no kernel percentiles: {}", printable(why))
-        },
-        t.dim(),
-    ));
-    match &r.verdict {
-        Some(v) => {
-            for l in verdict_text(v).lines() {
-                let st = if l.starts_with("WARNING") {
-                    t.error()
-                } else {
-                    Style::new()
-                };
-                out.push(Line::styled(l.to_string(), st));
-            }
-        }
-        None => out.push(Line::raw(format!(
-            "no winner for {}: its figure was not measured",
-            r.goal
-        ))),
+            format!(
+                "controls: nothing failed; {notes} note{} (a taller terminal shows them)",
+                plural(notes)
+            )
+        };
+        let at = lines
+            .iter()
+            .position(|(p, _)| *p == Part::Note)
+            .unwrap_or(0);
+        lines.retain(|(p, _)| *p != Part::Note && (failed || *p != Part::ControlsHead));
+        let at = if failed { at } else { at.saturating_sub(1) }.min(lines.len());
+        lines.insert(at, (Part::Keep, Line::styled(said, theme.dim())));
     }
-    out.push(Line::styled(r.final_settings.clone(), t.done()));
-    out
+    if taken(&lines) > rows {
+        lines.retain(|(p, _)| *p != Part::Kernel);
+    }
+    if taken(&lines) > rows
+        && let Some((_, l)) = lines.iter_mut().find(|(p, _)| *p == Part::Restore)
+    {
+        // One row: its start says whether the originals came back.
+        let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+        if text.chars().count() > width {
+            let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+            *l = Line::styled(format!("{cut}…"), theme.done());
+        }
+    }
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// `s` for a count other than one.
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// An I/O count: `-` when the dwell was not traced.

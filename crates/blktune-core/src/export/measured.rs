@@ -6,8 +6,8 @@
 //! - A percent change is written only when it is more than noise: never
 //!   from a window of fewer than [`MIN_INTERVALS`] intervals, below the
 //!   [`NOISE_FLOOR_PCT`] floor or inside the windows' own spread
-//!   ([`history::delta`]); for a shoot-out, never for a verdict inside the
-//!   noise or from a single round (its spread is unknown).
+//!   ([`history::delta`]); for a shoot-out, only a winner the comparison
+//!   engine decided, with its interval.
 
 use crate::history::{self, Comparison, Delta, Figure, MIN_INTERVALS, NOISE_FLOOR_PCT};
 use crate::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span, Summary};
@@ -21,59 +21,45 @@ fn p99_cell(n: u64, p99: Option<f64>) -> String {
     }
 }
 
-/// The header text of a shoot-out's winner: what ran, the verdict (its
-/// percent only when it is more than noise), and the kernel's read and
-/// write p99 of the winner and the runner-up where they were measured.
+/// The header text of a shoot-out's winner: what ran and how long, the
+/// verdict as the engine decided it (the winner's effect with its interval),
+/// and the kernel's read and write p99 of the winner and the runner-up
+/// where they were measured. `None` without a decided winner.
 pub fn shootout(r: &ShootoutResult) -> Option<String> {
-    let v = r.verdict.as_ref()?;
+    let v = &r.verdict;
+    let winner = v.winner.as_ref()?;
     let what = r
         .load
         .as_ref()
         .map_or("passive".to_string(), |l| l.describe());
-    let mut lines = vec![format!(
-        "blktune bench ({what}) on {}, {} round{} of {:.0}s per scheduler",
-        r.device,
-        r.rounds,
-        if r.rounds == 1 { "" } else { "s" },
-        r.dwell_s
-    )];
-    let unit = v.metric.unit();
-    let n = |c: Option<u64>| c.map_or(String::new(), |c| format!(" (n={c})"));
-    let mut line = format!(
-        "winner for {} ({}): {}, {:.3}{unit}{}",
-        v.goal,
-        v.metric.label(),
-        v.winner,
-        v.winner_value,
-        n(v.winner_n)
-    );
-    if let (Some(ru), Some(rv)) = (&v.runner_up, v.runner_up_value) {
-        line.push_str(&format!(" vs {rv:.3}{unit}{} for {ru}", n(v.runner_up_n)));
-        match v.advantage_pct {
-            _ if v.noisy => line.push_str("; inside the noise"),
-            Some(_) if r.rounds < 2 => line.push_str("; one round: the spread is unknown"),
-            Some(a) => line.push_str(&format!(" ({a:.0}% better)")),
-            None => {}
-        }
-    }
-    lines.push(line);
+    let lines_of = |n: usize| if n == 1 { "" } else { "s" };
+    let mut lines = vec![
+        format!(
+            "blktune bench ({what}) on {}, {} interleaved round{} of {} in {} block{}",
+            r.device,
+            r.rounds,
+            lines_of(r.rounds),
+            crate::units::format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
+            r.blocks,
+            lines_of(r.blocks)
+        ),
+        v.headline.clone(),
+    ];
     // The kernel's tail of the device's own I/O, where it was traced.
-    for name in std::iter::once(&v.winner).chain(v.runner_up.as_ref()) {
-        let Some(k) = r
-            .schedulers
-            .iter()
-            .find(|s| &s.scheduler == name)
-            .and_then(|s| s.kernel)
-        else {
+    for name in std::iter::once(winner).chain(v.runner_up.as_ref()) {
+        let Some(s) = r.configurations.iter().find(|s| &s.configuration == name) else {
+            continue;
+        };
+        let Some(k) = s.kernel else {
             continue;
         };
         let cell = |l: Option<&IoLatency>| l.map_or("n=0".to_string(), |l| p99_cell(l.n, l.p99));
         lines.push(format!(
-            "{name}: the kernel's read p99 {}, write p99 {} (pooled over {} round{})",
+            "{name}: the kernel's read p99 {}, write p99 {} (pooled over its {} round{})",
             cell(k.get(Span::Total, Dir::Read)),
             cell(k.get(Span::Total, Dir::Write)),
-            r.rounds,
-            if r.rounds == 1 { "" } else { "s" }
+            s.rounds.len(),
+            lines_of(s.rounds.len())
         ));
     }
     Some(lines.join("\n"))
@@ -198,81 +184,66 @@ mod tests {
     }
 
     /// A shoot-out of none (3 ms reads) against kyber (1 ms), `rounds`
-    /// rounds, its read r_await spread `spread` ms; kernel-traced.
-    fn shootout_of(rounds: usize, spread: f64, kernel_reads: u64) -> ShootoutResult {
-        use crate::shootout::{DwellHists, Figures, Goal, KernelStatus, SchedulerSummary, verdict};
-        let sched = |name: &str, ms: f64| {
-            let figs: Vec<Figures> = (0..rounds)
-                .map(|i| Figures {
-                    r_s: 100.0,
-                    r_await: ms + spread * (i % 2) as f64,
-                    ..Figures::default()
+    /// rounds each, every other round of both `wobble` ms slower; kernel-traced.
+    fn shootout_of(rounds: usize, wobble: f64, kernel_reads: u64) -> ShootoutResult {
+        use crate::shootout::{DwellHists, Figures, Goal, fake_result};
+        let runs = |ms: f64| {
+            (0..rounds)
+                .map(|i| {
+                    let ms = ms + wobble * (i % 2) as f64;
+                    let mut h = Hist::empty();
+                    for _ in 0..kernel_reads {
+                        h.record((ms * 1e6) as u64);
+                    }
+                    let f = Figures {
+                        r_s: 100.0,
+                        r_await: ms,
+                        ..Figures::default()
+                    };
+                    let d = DwellHists {
+                        reads: h,
+                        ..DwellHists::default()
+                    };
+                    (f, Some(d))
                 })
-                .collect();
-            let mut h = Hist::empty();
-            for _ in 0..kernel_reads {
-                h.record((ms * 1e6) as u64);
-            }
-            SchedulerSummary::new(name, figs).with_kernel(&[DwellHists {
-                reads: h,
-                ..DwellHists::default()
-            }])
+                .collect()
         };
-        let schedulers = vec![sched("none", 3.0), sched("kyber", 1.0)];
-        ShootoutResult {
-            device: "loop3".into(),
-            scratch: false,
-            load: None,
-            goal: Goal::ReadLatency,
-            kernel: KernelStatus {
-                traced: true,
-                unavailable: None,
-            },
-            rounds,
-            settle_s: 1.0,
-            dwell_s: 10.0,
-            original: crate::tuner::Wanted::default(),
-            measurements: Vec::new(),
-            verdict: verdict(Goal::ReadLatency, &schedulers),
-            schedulers,
-            applied: None,
-            final_settings: String::new(),
-            elapsed_s: 0.0,
-        }
+        fake_result(
+            "loop3",
+            Goal::ReadLatency,
+            &[("none", runs(3.0)), ("kyber", runs(1.0))],
+        )
     }
 
     #[test]
-    fn a_shoot_out_cites_p99_with_counts_and_no_percent_inside_the_noise() {
-        let t = shootout(&shootout_of(2, 0.1, 5000)).unwrap();
+    fn a_shoot_out_cites_the_engines_verdict_and_p99_with_counts() {
+        let t = shootout(&shootout_of(4, 0.1, 5000)).unwrap();
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "blktune bench (passive) on loop3, 2 rounds of 10s per scheduler"
+            "blktune bench (passive) on loop3, 8 interleaved rounds of 3s in 4 blocks"
         );
         assert!(
-            lines[1].starts_with("winner for read-latency (r_await): kyber, 1.050 ms vs 3.050 ms for none (66% better)"),
+            lines[1].starts_with("winner for read-latency (r_await): kyber, -6"),
+            "{t}"
+        );
+        assert!(lines[1].contains(" against none, the closest other"), "{t}");
+        assert!(
+            lines[2].starts_with("kyber: the kernel's read p99 1.")
+                && lines[2].contains("ms (n=20000), write p99 n=0 (pooled over its 4 rounds)"),
             "{t}"
         );
         assert!(
-            lines[2].starts_with("kyber: the kernel's read p99 1.0")
-                && lines[2].contains("ms (n=5000), write p99 n=0"),
+            lines[3].starts_with("none: the kernel's read p99 3."),
             "{t}"
         );
-        assert!(
-            lines[3].starts_with("none: the kernel's read p99 3.0"),
-            "{t}"
-        );
-        // Rounds that overlap: inside the noise, no percent.
-        let t = shootout(&shootout_of(2, 2.5, 5000)).unwrap();
-        assert!(t.contains("for none; inside the noise"), "{t}");
-        assert!(!t.contains('%'), "{t}");
-        // One round: the spread is unknown, no percent.
-        let t = shootout(&shootout_of(1, 0.0, 5000)).unwrap();
-        assert!(t.contains("one round: the spread is unknown"), "{t}");
-        assert!(!t.contains('%'), "{t}");
-        // Few I/Os: the count, no p99.
-        let t = shootout(&shootout_of(2, 0.1, 42)).unwrap();
-        assert!(t.contains("read p99 n=42, too few for a p99"), "{t}");
+        // Rounds too far apart to decide: no winner, no header.
+        assert_eq!(shootout(&shootout_of(2, 2.5, 5000)), None);
+        // One round each: no interval, no winner.
+        assert_eq!(shootout(&shootout_of(1, 0.0, 5000)), None);
+        // Few I/Os (20 a round): the count, no p99.
+        let t = shootout(&shootout_of(4, 0.1, 20)).unwrap();
+        assert!(t.contains("read p99 n=80, too few for a p99"), "{t}");
     }
 
     #[test]

@@ -47,18 +47,27 @@ fn a_cancel_before_the_first_switch_changes_nothing() {
 
 #[test]
 fn progress_line_rounds_time_left_up() {
-    let p = Progress {
+    let mut p = Progress {
         device: "loop3".into(),
         scheduler: "kyber".into(),
-        round: 1,
-        rounds: 2,
+        configuration: "kyber nr_requests=256".into(),
         step: 3,
-        steps: 8,
+        steps: 43,
+        block: 1,
         phase: Phase::Measuring,
         time_left: Duration::from_millis(20_100),
         done: 0.3,
+        look: None,
     };
-    assert_eq!(p.line(), "round 1/2  kyber (3/8)  measuring  21s left");
+    assert_eq!(
+        p.line(),
+        "round 3 of at most 43  kyber nr_requests=256  measuring  21s left"
+    );
+    p.look = Some("look 1: kyber leads; open: none".into());
+    assert!(
+        p.line()
+            .ends_with("21s left  (look 1: kyber leads; open: none)")
+    );
 }
 
 #[test]
@@ -98,7 +107,7 @@ fn one_step() -> (tempfile::TempDir, FakeTree, Journal, Config) {
     let j = Journal::new(dir.path().join("j"));
     let cfg = Config {
         schedulers: vec!["kyber".into()],
-        rounds: 1,
+        length: Length::Rounds(1),
         settle: Duration::ZERO,
         dwell: Duration::from_millis(10),
         ..Config::passive("sda")
@@ -120,8 +129,13 @@ fn bracket(t: &FakeTree) {
 }
 
 fn active(t: &FakeTree) -> String {
+    active_of(t, "sda")
+}
+
+/// The active scheduler of `name`.
+fn active_of(t: &FakeTree, name: &str) -> String {
     let root = t.root();
-    QueueSettings::read(&root, &root.device("sda").unwrap())
+    QueueSettings::read(&root, &root.device(name).unwrap())
         .active_label()
         .to_string()
 }
@@ -238,4 +252,406 @@ fn a_restore_refused_on_a_re_created_device_says_nothing_was_restored() {
         said.starts_with("nothing was restored onto the new device"),
         "{said}"
     );
+}
+
+/// A fake `name` with every scheduler (mq-deadline active), whose diskstats
+/// a thread keeps moving: reads at `ms(active scheduler, nr_requests)`, and
+/// the lines of `others` (name, major, minor) as `under` says.
+fn simulated(
+    t: &FakeTree,
+    name: &str,
+    ms: impl Fn(&str, u64) -> f64 + Send + 'static,
+    others: &[(&str, u32, u32)],
+    under: impl Fn(&str) -> f64 + Send + 'static,
+) -> crate::fake::Simulated {
+    use crate::fake::{Behaviour, SimLine};
+    let mut lines = vec![SimLine {
+        name: name.into(),
+        major: 7,
+        minor: 0,
+    }];
+    lines.extend(others.iter().map(|&(n, ma, mi)| SimLine {
+        name: n.into(),
+        major: ma,
+        minor: mi,
+    }));
+    let n_others = others.len();
+    t.simulate(
+        name,
+        &["none", "mq-deadline", "kyber", "bfq"],
+        64,
+        lines,
+        move |active, nr| {
+            let mut out = vec![Behaviour {
+                reads_per_s: 4000.0,
+                read_ms: ms(active, nr),
+                sectors: 8.0,
+                ..Behaviour::default()
+            }];
+            out.extend((0..n_others).map(|_| Behaviour {
+                writes_per_s: 500.0,
+                write_ms: under(active),
+                sectors: 64.0,
+                ..Behaviour::default()
+            }));
+            out
+        },
+    )
+}
+
+/// A progress callback that brackets each switch of `name` at once, as the
+/// kernel would (the simulation's thread may be late on a busy machine).
+fn kernel_like(t: &FakeTree, name: &str) -> impl FnMut(&Progress) {
+    let (t, name) = (t.clone(), name.to_string());
+    move |p: &Progress| {
+        if p.phase == Phase::Settling {
+            t.bracket(&name, &["none", "mq-deadline", "kyber", "bfq"]);
+        }
+    }
+}
+
+/// A quick budget: rounds of 60 ms (no settle), a few seconds at most.
+fn quick(name: &str, schedulers: &[&str], budget_ms: u64) -> Config {
+    Config {
+        schedulers: schedulers.iter().map(|s| s.to_string()).collect(),
+        length: Length::Budget(Duration::from_millis(budget_ms)),
+        settle: Duration::ZERO,
+        dwell: Duration::from_millis(60),
+        ..Config::passive(name)
+    }
+}
+
+#[test]
+fn a_clear_winner_is_decided_early_and_applied_only_when_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, _| if s == "kyber" { 1.0 } else { 2.5 },
+        &[],
+        |_| 0.0,
+    );
+    let j = Journal::new(dir.path().join("j"));
+    let cfg = Config {
+        apply: true,
+        ..quick("loop0", &["mq-deadline", "kyber"], 6000)
+    };
+    let never = AtomicBool::new(false);
+    let r = run(
+        &t.root(),
+        Some(j.clone()),
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &never,
+    )
+    .unwrap();
+    assert_eq!(r.verdict.winner.as_deref(), Some("kyber"), "{}", table(&r));
+    assert!(
+        r.verdict
+            .headline
+            .starts_with("winner for read-latency (r_await): kyber, -60%"),
+        "{}",
+        r.verdict.headline
+    );
+    // Decided at the first look, long before the budget's most rounds.
+    let a = r.analysis.as_ref().unwrap();
+    assert_eq!(a.look, 1, "{}", table(&r));
+    assert!(r.rounds < 30, "{}", r.rounds);
+    assert_eq!(
+        r.applied.as_ref().and_then(|w| w.scheduler.as_deref()),
+        Some("kyber")
+    );
+    assert!(
+        r.final_settings
+            .starts_with("winner applied: scheduler=kyber"),
+        "{}",
+        r.final_settings
+    );
+    assert_eq!(active_of(&t, "loop0"), "kyber");
+    // Journalled: 'revert' can undo it.
+    assert_eq!(
+        j.load("loop0")
+            .unwrap()
+            .unwrap()
+            .original
+            .scheduler
+            .as_deref(),
+        Some("mq-deadline")
+    );
+}
+
+#[test]
+fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    // The same latency under both, with noise between rounds.
+    let noise = std::sync::Mutex::new(crate::compare::sim::Rng::new(7));
+    let _sim = simulated(
+        &t,
+        "loop0",
+        move |_, _| 2.0 * (0.3 * noise.lock().unwrap().normal()).exp(),
+        &[],
+        |_| 0.0,
+    );
+    let j = Journal::new(dir.path().join("j"));
+    let cfg = Config {
+        apply: true,
+        ..quick("loop0", &["bfq", "kyber"], 1500)
+    };
+    let r = run(
+        &t.root(),
+        Some(j.clone()),
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(r.verdict.winner, None, "{}", table(&r));
+    assert!(
+        r.verdict
+            .headline
+            .starts_with("no winner for read-latency (r_await): "),
+        "{}",
+        r.verdict.headline
+    );
+    assert_eq!(r.applied, None);
+    assert!(r.final_settings.starts_with("original settings restored"));
+    assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+    assert!(j.load("loop0").unwrap().is_none());
+}
+
+/// A pair the catalogue refuses (nr_requests above the tags under none) is
+/// left out before anything runs, with a note; the others stay.
+#[test]
+fn a_refused_scheduler_and_nr_requests_pair_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0).hw_queue_depth(32))
+        .unwrap();
+    let root = t.root();
+    let dev = root.device("loop0").unwrap();
+    let q = QueueSettings::read(&root, &dev);
+    let scheds = ["none".to_string(), "kyber".to_string()];
+    let (kept, notes) = super::request::candidates(&root, &dev, &q, &scheds, &[16, 64]).unwrap();
+    let labels: Vec<String> = kept.iter().map(Candidate::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "none nr_requests=16",
+            "kyber nr_requests=16",
+            "kyber nr_requests=64"
+        ]
+    );
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("none nr_requests=64: left out ("),
+        "{notes:?}"
+    );
+    // Nothing left at all: the catalogue's own error, before any change.
+    let err = super::request::candidates(&root, &dev, &q, &scheds[..1], &[64]).unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+}
+
+#[test]
+fn nr_requests_is_a_second_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, nr| if s == "kyber" && nr == 16 { 0.8 } else { 2.0 },
+        &[],
+        |_| 0.0,
+    );
+    let cfg = Config {
+        nr_requests: vec![16, 64],
+        ..quick("loop0", &["mq-deadline", "kyber"], 8000)
+    };
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let labels: Vec<&str> = r
+        .configurations
+        .iter()
+        .map(|c| c.configuration.as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "mq-deadline nr_requests=16",
+            "mq-deadline nr_requests=64",
+            "kyber nr_requests=16",
+            "kyber nr_requests=64"
+        ]
+    );
+    assert_eq!(
+        r.verdict.winner.as_deref(),
+        Some("kyber nr_requests=16"),
+        "{}",
+        table(&r)
+    );
+    let w = r.verdict.winner_settings.clone().unwrap();
+    assert_eq!(
+        (w.scheduler.as_deref(), w.nr_requests),
+        (Some("kyber"), Some(16))
+    );
+    // Every round ran with the configuration's nr_requests.
+    assert!(
+        r.measurements.iter().all(|m| m.settings == m.configuration),
+        "{:?}",
+        r.measurements
+            .iter()
+            .map(|m| &m.settings)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_disk_underneath_that_slowed_with_the_switch_makes_the_verdict_unreliable() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("root");
+    let t = FakeTree::new(&base).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    t.add(&FakeDisk::new("vda").dev(254, 0).partitions(&["vda1"]))
+        .unwrap();
+    // loop0's file lives on vda1, mounted on /.
+    std::fs::write(
+        t.dev_dir("loop0").join("loop/backing_file"),
+        "/var/tmp/scratch.img\n",
+    )
+    .unwrap_or_else(|_| {
+        std::fs::create_dir_all(t.dev_dir("loop0").join("loop")).unwrap();
+        std::fs::write(
+            t.dev_dir("loop0").join("loop/backing_file"),
+            "/var/tmp/scratch.img\n",
+        )
+        .unwrap();
+    });
+    std::fs::create_dir_all(base.join("proc/self")).unwrap();
+    std::fs::write(
+        base.join("proc/self/mountinfo"),
+        "22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    )
+    .unwrap();
+    assert_eq!(
+        underneath(&t.root(), "loop0"),
+        [("vda".to_string(), "under loop0".to_string())]
+    );
+    // Under kyber loop0 is 2.6 times slower, and vda 10 times.
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, _| if s == "kyber" { 2.6 } else { 1.0 },
+        &[("vda", 254, 0)],
+        |s| if s == "kyber" { 4.0 } else { 0.4 },
+    );
+    let r = run(
+        &t.root(),
+        None,
+        &quick("loop0", &["mq-deadline", "kyber"], 2500),
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(r.verdict.winner, None, "{}", table(&r));
+    assert!(
+        r.verdict
+            .headline
+            .contains("UNRELIABLE: vda (under loop0) sped up too: await ")
+            && r.verdict
+                .headline
+                .contains(" ms (kyber -> mq-deadline, -90% ("),
+        "{}",
+        table(&r)
+    );
+    let text = table(&r);
+    assert!(
+        text.contains(
+            "controls (what else changed in the same rounds):\n  FAILED  vda (under loop0)"
+        ),
+        "{text}"
+    );
+    // The controls come before the verdict.
+    assert!(text.find("FAILED").unwrap() < text.find("no winner").unwrap());
+}
+
+#[test]
+fn a_budget_too_short_for_two_rounds_of_each_is_refused_before_anything_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let cfg = Config {
+        length: Length::Budget(Duration::from_secs(10)),
+        ..Config::passive("loop0")
+    };
+    let err = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert_eq!(
+        err.to_string(),
+        "--budget 10s is too short for 4 configurations of 4s a round: give at least 32s (two rounds of each)"
+    );
+    assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+}
+
+/// An A/B of two whole settings (what the live panel's A/B asks for): a
+/// fixed number of A B | B A blocks, each setting with its tunables, and
+/// the user's original back at the end.
+#[test]
+fn an_ab_of_two_whole_settings_alternates_them_and_restores_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, _| if s == "kyber" { 1.0 } else { 1.5 },
+        &[],
+        |_| 0.0,
+    );
+    let a = Wanted {
+        scheduler: Some("mq-deadline".into()),
+        tunables: vec![("read_expire".into(), "100".into())],
+        ..Wanted::default()
+    };
+    let b = Wanted {
+        scheduler: Some("kyber".into()),
+        ..Wanted::default()
+    };
+    let cfg = Config {
+        configurations: vec![Candidate::of(&a).unwrap(), Candidate::of(&b).unwrap()],
+        length: Length::Rounds(3),
+        settle: Duration::ZERO,
+        dwell: Duration::from_millis(60),
+        ..Config::passive("loop0")
+    };
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let order: Vec<&str> = r
+        .measurements
+        .iter()
+        .map(|m| m.configuration.as_str())
+        .collect();
+    let (ca, cb) = ("mq-deadline read_expire=100", "kyber");
+    assert_eq!(order, [ca, cb, cb, ca, cb, ca]);
+    assert!(r.measurements[0].settings.starts_with("mq-deadline"));
+    assert_eq!(r.analysis.as_ref().unwrap().looks, 1);
+    assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+    let expire =
+        std::fs::read_to_string(t.dev_dir("loop0").join("queue/iosched/read_expire")).unwrap();
+    assert_eq!(expire.trim(), "500", "the original tunables are back");
 }

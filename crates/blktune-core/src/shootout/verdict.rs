@@ -1,604 +1,256 @@
-//! Pure arithmetic of a shoot-out: the figures of one measurement, their
-//! spread across rounds, the winner for a goal, and whether the win is
-//! inside the noise.
-//!
-//! Noise, as defined here: a win is called noise when the winner's advantage
-//! over the runner-up is below [`NOISE_FLOOR_PCT`] percent, or smaller than
-//! the spread (max − min across rounds) of either of the two. One round has
-//! no spread, so only the floor applies and a note says so.
+//! From a shoot-out's measurements to the comparison engine's rounds, and
+//! from the engine's last look to the verdict the shoot-out prints: a
+//! winner only when the engine decided one, every claim read from it.
 
-use super::kernel::DwellHists;
-use crate::latency::{Dir, KernelFigures, Span};
-use crate::load::LatencySummary;
+use super::Measurement;
+use super::figures::{ConfigSummary, Goal, starvation_note, too_few_notes};
+use crate::compare::{Analysis, Answer, Effect, Metric, Outcome, Round, Sample};
+use crate::latency::{MIN_IOS_FOR_P99, MIN_IOS_FOR_P999};
+use crate::tuner::Wanted;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-/// Advantages below this many percent are called noise.
-pub const NOISE_FLOOR_PCT: f64 = 5.0;
-
-/// The built-in load's own view of one measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct LoadFigures {
-    /// Latency of the load's reads (ms); `None` when it made none.
-    pub reads: Option<LatencySummary>,
-    /// Latency of the load's writes (ms).
-    pub writes: Option<LatencySummary>,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub mb_s: f64,
-    pub errors: u64,
-}
-
-/// Everything measured in one dwell of one scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Figures {
-    /// From diskstats over the dwell window, as `iostat -x` would print for
-    /// one interval of that length.
-    pub r_s: f64,
-    pub w_s: f64,
-    /// (rkB/s + wkB/s) × 1024 / 10^6: megabytes of 10^6 bytes, like the load's own MB/s.
-    pub mb_s: f64,
-    pub r_await: f64,
-    pub w_await: f64,
-    pub aqu_sz: f64,
-    pub util: f64,
-    /// Only with a built-in load.
-    pub load: Option<LoadFigures>,
-}
-
-/// A figure a table column or a goal refers to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Metric {
-    #[serde(rename = "r/s")]
-    RS,
-    #[serde(rename = "w/s")]
-    WS,
-    #[serde(rename = "MB/s")]
-    MbS,
-    #[serde(rename = "r_await")]
-    RAwait,
-    #[serde(rename = "w_await")]
-    WAwait,
-    #[serde(rename = "aqu-sz")]
-    AquSz,
-    #[serde(rename = "util")]
-    Util,
-    /// Percentiles of the built-in load's reads (ms).
-    #[serde(rename = "p50")]
-    P50,
-    #[serde(rename = "p99")]
-    P99,
-    #[serde(rename = "p99.9")]
-    P999,
-    /// 99th percentile of the built-in load's writes (ms).
-    #[serde(rename = "w_p99")]
-    WP99,
-    /// The kernel's percentiles of all the device's reads, from their start
-    /// to completion (ms; pooled over a scheduler's dwells).
-    #[serde(rename = "kernel_r_p50")]
-    KRP50,
-    #[serde(rename = "kernel_r_p99")]
-    KRP99,
-    #[serde(rename = "kernel_r_p99.9")]
-    KRP999,
-    /// The same of its writes.
-    #[serde(rename = "kernel_w_p50")]
-    KWP50,
-    #[serde(rename = "kernel_w_p99")]
-    KWP99,
-    #[serde(rename = "kernel_w_p99.9")]
-    KWP999,
-    /// The kernel's p99 of reads and writes on the device alone (issue to completion).
-    #[serde(rename = "kernel_r_dev_p99")]
-    KRDevP99,
-    #[serde(rename = "kernel_w_dev_p99")]
-    KWDevP99,
-}
-
-impl Metric {
-    /// Columns of the table, in order.
-    pub const ALL: [Metric; 11] = [
-        Metric::RS,
-        Metric::WS,
-        Metric::MbS,
-        Metric::RAwait,
-        Metric::WAwait,
-        Metric::AquSz,
-        Metric::Util,
-        Metric::P50,
-        Metric::P99,
-        Metric::P999,
-        Metric::WP99,
-    ];
-
-    /// The kernel's figures, in the order of their table.
-    pub const KERNEL: [Metric; 8] = [
-        Metric::KRP50,
-        Metric::KRP99,
-        Metric::KRP999,
-        Metric::KRDevP99,
-        Metric::KWP50,
-        Metric::KWP99,
-        Metric::KWP999,
-        Metric::KWDevP99,
-    ];
-
-    /// Column header (the kernel's figures: `kernel r_p99`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::RS => "r/s",
-            Metric::WS => "w/s",
-            Metric::MbS => "MB/s",
-            Metric::RAwait => "r_await",
-            Metric::WAwait => "w_await",
-            Metric::AquSz => "aqu-sz",
-            Metric::Util => "%util",
-            Metric::P50 => "p50",
-            Metric::P99 => "p99",
-            Metric::P999 => "p99.9",
-            Metric::WP99 => "w_p99",
-            Metric::KRP50 => "kernel r_p50",
-            Metric::KRP99 => "kernel r_p99",
-            Metric::KRP999 => "kernel r_p99.9",
-            Metric::KWP50 => "kernel w_p50",
-            Metric::KWP99 => "kernel w_p99",
-            Metric::KWP999 => "kernel w_p99.9",
-            Metric::KRDevP99 => "kernel r_dev_p99",
-            Metric::KWDevP99 => "kernel w_dev_p99",
-        }
+/// One measurement as a round of the engine: its diskstats figures (a mean
+/// latency only where there was I/O of its direction), the kernel's
+/// percentiles of that round's histogram with the I/Os they rest on (none
+/// under 100 I/Os for a p99, 1000 for a p99.9), the load's own likewise.
+pub fn round_of(m: &Measurement) -> Round {
+    let mut r = Round::new(m.config, m.block, m.at_s);
+    let f = &m.figures;
+    let mut put = |metric: Metric, value: f64, ios: Option<u64>| {
+        r.values.insert(metric, Sample { value, ios });
+    };
+    put(Metric::RS, f.r_s, None);
+    put(Metric::WS, f.w_s, None);
+    put(Metric::MbS, f.mb_s, None);
+    if f.r_s > 0.0 {
+        put(Metric::RAwait, f.r_await, None);
     }
-
-    /// The span and direction of one of the kernel's figures.
-    pub fn kernel_io(self) -> Option<(Span, Dir)> {
-        Some(match self {
-            Metric::KRP50 | Metric::KRP99 | Metric::KRP999 => (Span::Total, Dir::Read),
-            Metric::KWP50 | Metric::KWP99 | Metric::KWP999 => (Span::Total, Dir::Write),
-            Metric::KRDevP99 => (Span::Device, Dir::Read),
-            Metric::KWDevP99 => (Span::Device, Dir::Write),
-            _ => return None,
-        })
+    if f.w_s > 0.0 {
+        put(Metric::WAwait, f.w_await, None);
     }
-
-    /// The value among the kernel's figures (`None`: not one of them, no
-    /// such I/O, or too few I/Os for the percentile).
-    pub fn of_kernel(self, k: &KernelFigures) -> Option<f64> {
-        let (span, dir) = self.kernel_io()?;
-        let l = k.get(span, dir)?;
-        match self {
-            Metric::KRP50 | Metric::KWP50 => Some(l.p50),
-            Metric::KRP999 | Metric::KWP999 => l.p999,
-            _ => l.p99,
-        }
-    }
-
-    /// Unit for sentences (`ms`, `MB/s`).
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::RS | Metric::WS => "/s",
-            Metric::MbS => " MB/s",
-            Metric::AquSz => "",
-            Metric::Util => "%",
-            _ => " ms",
-        }
-    }
-
-    /// Is a smaller value better?
-    pub fn lower_is_better(self) -> bool {
-        !matches!(self, Metric::RS | Metric::WS | Metric::MbS)
-    }
-
-    /// The value in a measurement's diskstats or load figures, if it has
-    /// one (the kernel's: [`Metric::of_kernel`]).
-    pub fn of(self, f: &Figures) -> Option<f64> {
-        let reads = f.load.and_then(|l| l.reads);
-        match self {
-            Metric::RS => Some(f.r_s),
-            Metric::WS => Some(f.w_s),
-            Metric::MbS => Some(f.mb_s),
-            Metric::RAwait => Some(f.r_await),
-            Metric::WAwait => Some(f.w_await),
-            Metric::AquSz => Some(f.aqu_sz),
-            Metric::Util => Some(f.util),
-            Metric::P50 => reads.map(|r| r.p50),
-            Metric::P99 => reads.map(|r| r.p99),
-            Metric::P999 => reads.map(|r| r.p999),
-            Metric::WP99 => f.load.and_then(|l| l.writes).map(|w| w.p99),
-            _ => None,
-        }
-    }
-}
-
-/// What "better" means for the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Goal {
-    /// Lowest r_await (diskstats).
-    ReadLatency,
-    /// Lowest w_await (diskstats).
-    WriteLatency,
-    /// Highest MB/s (diskstats).
-    Throughput,
-    /// Lowest 99th percentile of the device's reads: the kernel's, or the
-    /// built-in load's own where the kernel's are unavailable.
-    P99,
-    /// Lowest 99th percentile of the device's writes (the same sources).
-    WriteP99,
-}
-
-impl Goal {
-    /// Every goal.
-    pub const ALL: [Goal; 5] = [
-        Goal::ReadLatency,
-        Goal::WriteLatency,
-        Goal::Throughput,
-        Goal::P99,
-        Goal::WriteP99,
-    ];
-
-    /// The name on the command line.
-    pub fn label(self) -> &'static str {
-        match self {
-            Goal::ReadLatency => "read-latency",
-            Goal::WriteLatency => "write-latency",
-            Goal::Throughput => "throughput",
-            Goal::P99 => "p99",
-            Goal::WriteP99 => "write-p99",
-        }
-    }
-
-    /// The figure it ranks by when the kernel's percentiles are there.
-    pub fn metric(self) -> Metric {
-        match self {
-            Goal::ReadLatency => Metric::RAwait,
-            Goal::WriteLatency => Metric::WAwait,
-            Goal::Throughput => Metric::MbS,
-            Goal::P99 => Metric::KRP99,
-            Goal::WriteP99 => Metric::KWP99,
-        }
-    }
-
-    /// The figure it ranks by without the kernel's percentiles (the
-    /// built-in load's own), for the goals that rank by them.
-    pub fn fallback(self) -> Option<Metric> {
-        match self {
-            Goal::P99 => Some(Metric::P99),
-            Goal::WriteP99 => Some(Metric::WP99),
-            _ => None,
-        }
-    }
-
-    /// The figure it ranks by in these summaries: the kernel's when they have
-    /// them, else the fallback.
-    pub fn metric_in(self, summaries: &[SchedulerSummary]) -> Metric {
-        match self.fallback() {
-            Some(f) if !summaries.iter().any(|s| s.kernel.is_some()) => f,
-            _ => self.metric(),
-        }
-    }
-}
-
-impl fmt::Display for Goal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-impl FromStr for Goal {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Goal::ALL
-            .into_iter()
-            .find(|g| g.label() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown goal '{s}'; choose read-latency, write-latency, throughput, p99 or write-p99"
-                )
-            })
-    }
-}
-
-/// Mean and spread of one metric across rounds.
-///
-/// For the kernel's percentiles (`kernel_*`) `mean` is the percentile of the
-/// histogram pooled over every round (percentiles are never averaged), and
-/// `min`, `max`, `stddev` and `rounds` are over the rounds that had enough
-/// I/Os for a percentile of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub metric: Metric,
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Population standard deviation across rounds (0 for one round).
-    pub stddev: f64,
-    pub rounds: usize,
-}
-
-impl Spread {
-    /// Of the values, or `None` when there are none.
-    pub fn of(metric: Metric, values: &[f64]) -> Option<Self> {
-        if values.is_empty() {
-            return None;
-        }
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-        Some(Self {
-            metric,
-            mean,
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            stddev: var.sqrt(),
-            rounds: values.len(),
-        })
-    }
-
-    /// max − min.
-    pub fn range(&self) -> f64 {
-        self.max - self.min
-    }
-}
-
-/// One scheduler's measurements and their spreads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SchedulerSummary {
-    pub scheduler: String,
-    /// One entry per round, in round order.
-    pub rounds: Vec<Figures>,
-    /// Every metric that has values, in table order.
-    pub metrics: Vec<Spread>,
-    /// The kernel's figures of the device's I/O, pooled over every round
-    /// (`null`: not traced).
-    #[serde(default)]
-    pub kernel: Option<KernelFigures>,
-}
-
-impl SchedulerSummary {
-    /// Summarise one scheduler's rounds.
-    pub fn new(scheduler: &str, rounds: Vec<Figures>) -> Self {
-        let metrics = Metric::ALL
-            .into_iter()
-            .filter_map(|m| {
-                let v: Vec<f64> = rounds.iter().filter_map(|f| m.of(f)).collect();
-                Spread::of(m, &v)
-            })
-            .collect();
-        Self {
-            scheduler: scheduler.into(),
-            rounds,
-            metrics,
-            kernel: None,
-        }
-    }
-
-    /// Add the kernel's figures from the histograms of every dwell (none:
-    /// not traced, nothing added).
-    pub fn with_kernel(mut self, dwells: &[DwellHists]) -> Self {
-        if dwells.is_empty() {
-            return self;
-        }
-        let pooled = DwellHists::pooled(dwells).figures();
-        let per_round: Vec<KernelFigures> = dwells.iter().map(DwellHists::figures).collect();
-        for m in Metric::KERNEL {
-            let Some(value) = m.of_kernel(&pooled) else {
+    if let Some(k) = &m.kernel {
+        for metric in Metric::KERNEL {
+            let Some((span, dir)) = metric.kernel_io() else {
                 continue;
             };
-            let own: Vec<f64> = per_round.iter().filter_map(|k| m.of_kernel(k)).collect();
-            let mut sp = Spread::of(m, &own).unwrap_or(Spread {
-                metric: m,
-                mean: value,
-                min: value,
-                max: value,
-                stddev: 0.0,
-                rounds: 0,
-            });
-            sp.mean = value;
-            self.metrics.push(sp);
+            if let (Some(v), Some(l)) = (metric.of_kernel(k), k.get(span, dir)) {
+                put(metric, v, Some(l.n));
+            }
         }
-        self.kernel = Some(pooled);
-        self
     }
-
-    /// The spread of one metric.
-    pub fn get(&self, m: Metric) -> Option<&Spread> {
-        self.metrics.iter().find(|s| s.metric == m)
+    if let Some(load) = &f.load {
+        let own =
+            |s: &crate::load::LatencySummary, need: u64, v: f64| (s.count >= need).then_some(v);
+        if let Some(reads) = &load.reads {
+            for (metric, need, v) in [
+                (Metric::P50, 1, reads.p50),
+                (Metric::P99, MIN_IOS_FOR_P99, reads.p99),
+                (Metric::P999, MIN_IOS_FOR_P999, reads.p999),
+            ] {
+                if let Some(v) = own(reads, need, v) {
+                    put(metric, v, Some(reads.count));
+                }
+            }
+        }
+        if let Some(writes) = &load.writes
+            && let Some(v) = own(writes, MIN_IOS_FOR_P99, writes.p99)
+        {
+            put(Metric::WP99, v, Some(writes.count));
+        }
     }
+    r.controls = m.controls.clone();
+    r
 }
 
-/// The winner for a goal, and how sure we are.
+/// What the shoot-out concluded, in its own words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub goal: Goal,
+    /// The figure it ranks by.
     pub metric: Metric,
-    pub winner: String,
-    /// Mean of the metric across rounds.
-    pub winner_value: f64,
+    /// The decided winner (`null`: none).
+    pub winner: Option<String>,
+    /// The winner's settings: what `--apply`, `a` and `--export` use.
+    pub winner_settings: Option<Wanted>,
+    /// The configuration ahead on the figure, decided or not.
+    pub leader: Option<String>,
+    /// Configurations no different from the winner (within the minimum effect).
+    pub as_good: Vec<String>,
+    /// The configuration closest to the leader, and the leader's effect
+    /// against it on the goal's figure.
     pub runner_up: Option<String>,
-    pub runner_up_value: Option<f64>,
-    /// How much better the winner is than the runner-up, in percent of the runner-up.
-    pub advantage_pct: Option<f64>,
-    /// The I/O counts the kernel's percentiles rest on (pooled over the rounds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub winner_n: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner_up_n: Option<u64>,
-    /// Is the win inside the noise (see the module documentation)?
-    pub noisy: bool,
-    /// Why it is noise, or caveats (one round, one scheduler).
+    pub effect: Option<Effect>,
+    /// The conclusion in one line.
+    pub headline: String,
+    /// The same, short enough for a small screen (the comparisons' lines
+    /// above it carry the numbers).
+    #[serde(default)]
+    pub brief: String,
+    /// Everything else worth knowing: configurations not ranked, a win
+    /// bought with the other direction, drift.
     pub notes: Vec<String>,
 }
 
-/// Pick the winner for `goal`; `None` when no scheduler has the goal's
-/// metric. The p99 goals rank by the kernel's percentiles when the
-/// summaries have them ([`Goal::metric_in`]); a scheduler with too few I/Os
-/// for one is left out, with a note.
-pub fn verdict(goal: Goal, summaries: &[SchedulerSummary]) -> Option<Verdict> {
-    let m = goal.metric_in(summaries);
-    let count = |s: &SchedulerSummary| {
-        let (span, dir) = m.kernel_io()?;
-        Some(s.kernel.as_ref()?.count(span, dir))
-    };
-    let mut ranked: Vec<(&SchedulerSummary, &Spread)> = summaries
-        .iter()
-        .filter_map(|s| s.get(m).map(|sp| (s, sp)))
-        .collect();
-    if ranked.is_empty() {
-        return None;
+impl Verdict {
+    /// Is there a decided winner?
+    pub fn decided(&self) -> bool {
+        self.winner.is_some()
     }
-    // Stable sort: ties keep the measuring order.
-    ranked.sort_by(|a, b| {
-        let (x, y) = (a.1.mean, b.1.mean);
-        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-        if m.lower_is_better() { o } else { o.reverse() }
-    });
-    let (w, ws) = ranked[0];
+}
+
+/// The comparison closest to the leader: the effect least in its favour.
+fn runner_up<'a>(a: &'a Analysis, among: &[usize]) -> Option<&'a crate::compare::Comparison> {
+    let toward = |c: &crate::compare::Comparison| {
+        let e = c.goal.as_ref()?;
+        // The leader's change against it: lower is better for latencies.
+        Some(if a.metric.lower_is_better() {
+            e.change
+        } else {
+            -e.change
+        })
+    };
+    a.comparisons
+        .iter()
+        .filter(|c| among.is_empty() || among.contains(&c.other))
+        .max_by(|x, y| {
+            toward(x)
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&toward(y).unwrap_or(f64::INFINITY))
+        })
+}
+
+/// The verdict of the engine's last look `analysis` (`None`: nothing was
+/// measured), over configurations `labels` with settings `settings`.
+pub fn verdict(
+    goal: Goal,
+    analysis: Option<&Analysis>,
+    labels: &[String],
+    settings: &[Wanted],
+    summaries: &[ConfigSummary],
+) -> Verdict {
+    let metric = analysis.map_or(goal.metric_in(summaries), |a| a.metric);
+    let name = |c: usize| labels.get(c).cloned().unwrap_or_default();
+    let figure = format!("{goal} ({})", metric.label());
     let mut v = Verdict {
         goal,
-        metric: m,
-        winner: w.scheduler.clone(),
-        winner_value: ws.mean,
+        metric,
+        winner: None,
+        winner_settings: None,
+        leader: None,
+        as_good: Vec::new(),
         runner_up: None,
-        runner_up_value: None,
-        advantage_pct: None,
-        winner_n: count(w),
-        runner_up_n: None,
-        noisy: false,
-        notes: too_few_notes(m, summaries),
+        effect: None,
+        headline: format!("no winner for {figure}: nothing was measured"),
+        brief: String::new(),
+        notes: too_few_notes(metric, summaries),
     };
-    let Some(&(r, rs)) = ranked.get(1) else {
-        v.notes
-            .push("only one scheduler measured: nothing to compare".into());
-        return Some(v);
+    let Some(a) = analysis else {
+        v.brief = v.headline.clone();
+        return v;
     };
-    v.runner_up = Some(r.scheduler.clone());
-    v.runner_up_value = Some(rs.mean);
-    v.runner_up_n = count(r);
-    let gap = (rs.mean - ws.mean).abs();
-    if rs.mean.abs() < f64::EPSILON && ws.mean.abs() < f64::EPSILON {
-        v.noisy = true;
-        v.notes.push(format!(
-            "no {} was measured for any scheduler (is there any such I/O?)",
-            m.label()
-        ));
-        return Some(v);
-    }
-    let adv = if rs.mean.abs() > f64::EPSILON {
-        gap / rs.mean.abs() * 100.0
-    } else {
-        100.0
+    v.leader = a.leader.map(name);
+    let m = a.min_effect;
+    let against = |c: &crate::compare::Comparison| {
+        c.goal
+            .as_ref()
+            .map_or("no pair".to_string(), |e| e.sentence(m))
     };
-    v.advantage_pct = Some(adv);
-    if adv < NOISE_FLOOR_PCT {
-        v.noisy = true;
-        v.notes.push(format!(
-            "the advantage ({adv:.1}%) is below the {NOISE_FLOOR_PCT:.0}% noise floor"
-        ));
-    }
-    let spread = ws.range().max(rs.range());
-    if gap < spread {
-        v.noisy = true;
-        v.notes.push(format!(
-            "the gap ({:.3}{u}) is smaller than the spread across rounds ({} {:.3}–{:.3}, {} {:.3}–{:.3})",
-            gap,
-            w.scheduler,
-            ws.min,
-            ws.max,
-            r.scheduler,
-            rs.min,
-            rs.max,
-            u = m.unit()
-        ));
-    }
-    if ws.rounds < 2 || rs.rounds < 2 {
-        v.notes.push("one round only: the spread is unknown".into());
-    }
-    if let Some(n) = starvation_note(m, &w.scheduler, summaries) {
-        v.notes.push(n);
-    }
-    Some(v)
-}
-
-/// The schedulers left out of a ranking by the kernel's percentiles because
-/// they had too few I/Os for one: `kyber: 42 reads, too few for a p99`.
-pub fn too_few_notes(m: Metric, summaries: &[SchedulerSummary]) -> Vec<String> {
-    let Some((span, dir)) = m.kernel_io() else {
-        return Vec::new();
-    };
-    let (what, need) = match m {
-        Metric::KRP999 | Metric::KWP999 => ("p99.9", crate::latency::MIN_IOS_FOR_P999),
-        Metric::KRP50 | Metric::KWP50 => ("p50", 1),
-        _ => ("p99", crate::latency::MIN_IOS_FOR_P99),
-    };
-    let ios = if dir == Dir::Read { "reads" } else { "writes" };
-    summaries
-        .iter()
-        .filter(|s| s.get(m).is_none())
-        .filter_map(|s| {
-            let n = s.kernel.as_ref()?.count(span, dir);
-            Some(format!(
-                "{}: {n} {ios}, too few for a {what} (needs {need}): not ranked",
-                s.scheduler
-            ))
-        })
-        .collect()
-}
-
-/// A winner on read latency that nearly stopped the writes (or on write
-/// latency that nearly stopped the reads) won at their cost: bfq can starve
-/// a sequential writer for a whole dwell. Says so when the winner's rate of
-/// the other direction is below a tenth of the best other scheduler's.
-fn starvation_note(m: Metric, winner: &str, summaries: &[SchedulerSummary]) -> Option<String> {
-    let (other, what) = match m {
-        Metric::RAwait
-        | Metric::P50
-        | Metric::P99
-        | Metric::P999
-        | Metric::KRP50
-        | Metric::KRP99
-        | Metric::KRP999
-        | Metric::KRDevP99 => (Metric::WS, "writes"),
-        Metric::WAwait
-        | Metric::WP99
-        | Metric::KWP50
-        | Metric::KWP99
-        | Metric::KWP999
-        | Metric::KWDevP99 => (Metric::RS, "reads"),
-        _ => return None,
-    };
-    let rate = |s: &SchedulerSummary| s.get(other).map(|sp| sp.mean);
-    let mine = summaries
-        .iter()
-        .find(|s| s.scheduler == winner)
-        .and_then(rate)?;
-    let best = summaries
-        .iter()
-        .filter(|s| s.scheduler != winner)
-        .filter_map(rate)
-        .fold(0.0_f64, f64::max);
-    (best >= 1.0 && mine < best / 10.0).then(|| {
-        format!(
-            "{winner} nearly stopped the {what} ({mine:.1} {l} vs {best:.1} under another scheduler): \
-             its {} is bought with them",
-            m.label(),
-            l = other.label()
-        )
-    })
-}
-
-/// The measuring order: round 1 as given, round 2 reversed, and so on, so
-/// a slow drift (cache warming, a neighbour's backup) does not always
-/// favour the same scheduler.
-pub fn plan(schedulers: &[String], rounds: usize) -> Vec<(usize, String)> {
-    let mut out = Vec::with_capacity(schedulers.len() * rounds);
-    for r in 0..rounds {
-        if r % 2 == 0 {
-            out.extend(schedulers.iter().map(|s| (r, s.clone())));
-        } else {
-            out.extend(schedulers.iter().rev().map(|s| (r, s.clone())));
+    v.headline = match &a.outcome {
+        Outcome::Winner { leader, as_good } => {
+            let w = name(*leader);
+            v.winner = Some(w.clone());
+            v.winner_settings = settings.get(*leader).cloned();
+            v.as_good = as_good.iter().map(|&c| name(c)).collect();
+            // The closest among the decided worse ones.
+            let worse: Vec<usize> = a
+                .comparisons
+                .iter()
+                .filter(|c| c.goal.as_ref().is_some_and(|e| e.answer == Answer::Better))
+                .map(|c| c.other)
+                .collect();
+            let mut line = format!("winner for {figure}: {w}");
+            if let Some(c) = runner_up(a, &worse) {
+                v.runner_up = Some(name(c.other));
+                v.effect = c.goal.clone();
+                if let Some(e) = &c.goal {
+                    line.push_str(&format!(
+                        ", {} against {}, the closest other",
+                        e.number(),
+                        name(c.other)
+                    ));
+                }
+            }
+            if !v.as_good.is_empty() {
+                line.push_str(&format!(
+                    "; as good (within ±{:.0}%): {}",
+                    m * 100.0,
+                    v.as_good.join(", ")
+                ));
+            }
+            if let Some(n) = starvation_note(metric, &w, summaries) {
+                v.notes.push(n);
+            }
+            line
         }
-    }
-    out
+        Outcome::NoDifference => format!(
+            "no winner for {figure}: no difference: every configuration is within ±{:.0}% of {}",
+            m * 100.0,
+            v.leader.clone().unwrap_or_default()
+        ),
+        Outcome::Undecided { open } => {
+            let l = v.leader.clone().unwrap_or_default();
+            match runner_up(a, open) {
+                Some(c) => {
+                    v.runner_up = Some(name(c.other));
+                    v.effect = c.goal.clone();
+                    format!(
+                        "no winner for {figure}: {l} leads, but against {}: {}",
+                        name(c.other),
+                        against(c)
+                    )
+                }
+                None => format!("no winner for {figure}: undecided"),
+            }
+        }
+        Outcome::Unreliable { why } => format!(
+            "no winner for {figure}: UNRELIABLE: {}",
+            why.first().cloned().unwrap_or_default()
+        ),
+        Outcome::NothingToCompare if labels.len() < 2 => {
+            "no winner: only one configuration measured, nothing to compare".to_string()
+        }
+        Outcome::NothingToCompare if a.unranked.len() >= labels.len() => {
+            format!("no winner for {figure}: no round measured it (no such I/O in any)")
+        }
+        Outcome::NothingToCompare => {
+            let had: Vec<String> = (0..labels.len())
+                .filter(|c| !a.unranked.contains(c))
+                .map(name)
+                .collect();
+            format!(
+                "no winner for {figure}: only {} measured it, nothing to compare",
+                had.join(", ")
+            )
+        }
+    };
+    v.brief = match &a.outcome {
+        Outcome::Undecided { open } => format!(
+            "no winner for {figure}: {} leads, undecided against {}",
+            v.leader.clone().unwrap_or_default(),
+            open.iter().map(|&c| name(c)).collect::<Vec<_>>().join(", ")
+        ),
+        Outcome::Unreliable { .. } => {
+            format!("no winner for {figure}: UNRELIABLE, a control failed (above)")
+        }
+        _ => v.headline.clone(),
+    };
+    v.notes.extend(a.drift.iter().map(|d| {
+        format!(
+            "drift: {}: the interleaved pairs keep a steady drift out of the verdict, but the effect may not hold at another time",
+            d.text(&name(d.config))
+        )
+    }));
+    v
 }
 
 #[cfg(test)]

@@ -1,0 +1,177 @@
+//! A fake device that behaves: a thread keeps `/proc/diskstats` of a fake
+//! tree moving as if a load ran, at the latency a caller-given function
+//! assigns to the scheduler and nr_requests the device has now, and brackets
+//! every scheduler name written, as the kernel shows the active one. So a
+//! shoot-out or an A/B runs end to end without root, with a known truth.
+//! (Unlike the kernel it leaves nr_requests alone after a switch: a reset
+//! racing the tuner's own nr_requests write would fail its read-back.)
+
+use super::FakeTree;
+use crate::diskstats::Counters;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How one device of the fake tree is doing right now.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Behaviour {
+    pub reads_per_s: f64,
+    pub read_ms: f64,
+    pub writes_per_s: f64,
+    pub write_ms: f64,
+    /// Sectors per I/O.
+    pub sectors: f64,
+}
+
+/// A line of the simulated diskstats: a device, its numbers and, for the
+/// device under test, its scheduler settings.
+#[derive(Debug, Clone)]
+pub struct SimLine {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// The running simulation; stops (and joins) when dropped.
+#[derive(Debug)]
+pub struct Simulated {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Simulated {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How often the simulation advances the counters.
+const TICK: Duration = Duration::from_millis(1);
+
+/// Accumulated counters of one line (fractions kept until whole).
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    rd: f64,
+    rd_ms: f64,
+    wr: f64,
+    wr_ms: f64,
+    sectors_r: f64,
+    sectors_w: f64,
+    busy_ms: f64,
+    queue_ms: f64,
+}
+
+impl Acc {
+    fn add(&mut self, b: &Behaviour, dt: f64) {
+        let (r, w) = (b.reads_per_s * dt, b.writes_per_s * dt);
+        self.rd += r;
+        self.wr += w;
+        self.rd_ms += r * b.read_ms;
+        self.wr_ms += w * b.write_ms;
+        self.sectors_r += r * b.sectors;
+        self.sectors_w += w * b.sectors;
+        // Busy whenever there is I/O; the queue is I/Os times their time.
+        if r + w > 0.0 {
+            self.busy_ms += dt * 1000.0;
+        }
+        self.queue_ms += r * b.read_ms + w * b.write_ms;
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            rd_ios: self.rd as u64,
+            rd_sectors: self.sectors_r as u64,
+            rd_ticks: self.rd_ms as u32,
+            wr_ios: self.wr as u64,
+            wr_sectors: self.sectors_w as u64,
+            wr_ticks: self.wr_ms as u32,
+            io_ticks: self.busy_ms as u32,
+            time_in_queue: self.queue_ms as u32,
+            ..Counters::default()
+        }
+    }
+}
+
+impl FakeTree {
+    /// Bracket a bare scheduler name written to `device`'s queue (one of
+    /// `available`), atomically, as the kernel shows the active one; the
+    /// simulation does it every millisecond, a caller that must not wait
+    /// for its thread (a shoot-out's progress callback) does it at once.
+    pub fn bracket(&self, device: &str, available: &[&str]) {
+        let queue = self.dev_dir(device).join("queue");
+        let written = std::fs::read_to_string(queue.join("scheduler")).unwrap_or_default();
+        let written = written.trim();
+        if !available.contains(&written) {
+            return;
+        }
+        let all: Vec<String> = available.iter().map(|s| s.to_string()).collect();
+        let tmp = queue.join(".scheduler.tmp");
+        if std::fs::write(&tmp, super::scheduler_line(&all, written)).is_ok() {
+            let _ = std::fs::rename(&tmp, queue.join("scheduler"));
+        }
+    }
+
+    /// Keep diskstats of `lines` moving: every few milliseconds, bracket a
+    /// scheduler name written to `device` (whose schedulers are `available`;
+    /// `nr_default` when nr_requests cannot be read), then add the I/Os of the time
+    /// gone by, as `behave(active scheduler, nr_requests)` says each line
+    /// (in the order of `lines`) is doing. `behave` may keep state (noise).
+    pub fn simulate(
+        &self,
+        device: &str,
+        available: &[&str],
+        nr_default: u64,
+        lines: Vec<SimLine>,
+        mut behave: impl FnMut(&str, u64) -> Vec<Behaviour> + Send + 'static,
+    ) -> Simulated {
+        // The lines exist from the start: a first sample finds them all.
+        let zero: Vec<(&str, u32, u32, Counters)> = lines
+            .iter()
+            .map(|l| (l.name.as_str(), l.major, l.minor, Counters::default()))
+            .collect();
+        let _ = self.set_diskstats(&zero);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let tree = self.clone();
+        let device = device.to_string();
+        let available: Vec<String> = available.iter().map(|s| s.to_string()).collect();
+        let thread = std::thread::spawn(move || {
+            let avail: Vec<&str> = available.iter().map(String::as_str).collect();
+            let mut acc = vec![Acc::default(); lines.len()];
+            let mut last = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(TICK);
+                tree.bracket(&device, &avail);
+                let queue = tree.dev_dir(&device).join("queue");
+                let read = |f: &str| std::fs::read_to_string(queue.join(f)).unwrap_or_default();
+                let line = read("scheduler");
+                let active = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+                    .unwrap_or("")
+                    .to_string();
+                let nr = read("nr_requests").trim().parse().unwrap_or(nr_default);
+                let now = Instant::now();
+                let dt = now.duration_since(last).as_secs_f64();
+                last = now;
+                for (a, b) in acc.iter_mut().zip(behave(&active, nr)) {
+                    a.add(&b, dt);
+                }
+                let rows: Vec<(&str, u32, u32, Counters)> = lines
+                    .iter()
+                    .zip(&acc)
+                    .map(|(l, a)| (l.name.as_str(), l.major, l.minor, a.counters()))
+                    .collect();
+                let _ = tree.set_diskstats(&rows);
+            }
+        });
+        Simulated {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
