@@ -112,45 +112,45 @@ pub enum LoadChoice {
     Mix(Mix),
 }
 
-fn parse_load(s: &str) -> Result<LoadChoice, String> {
-    if s == "none" {
+fn parse_load(text: &str) -> Result<LoadChoice, String> {
+    if text == "none" {
         return Ok(LoadChoice::None);
     }
-    s.parse::<Mix>()
+    text.parse::<Mix>()
         .map(LoadChoice::Mix)
-        .map_err(|_| format!("unknown load '{s}'; choose none, randread, mixed or randrw"))
+        .map_err(|_| format!("unknown load '{text}'; choose none, randread, mixed or randrw"))
 }
 
-fn parse_goal(s: &str) -> Result<Goal, String> {
-    s.parse()
+fn parse_goal(text: &str) -> Result<Goal, String> {
+    text.parse()
 }
 
 /// `5` or `5%`: a percent above 0 and below 100, as a fraction.
-fn parse_min_effect(s: &str) -> Result<f64, String> {
-    let v: f64 = s
+fn parse_min_effect(text: &str) -> Result<f64, String> {
+    let v: f64 = text
         .trim_end_matches('%')
         .parse()
-        .map_err(|_| format!("minimum effect '{s}' is not a percent (5, 2.5%)"))?;
+        .map_err(|_| format!("minimum effect '{text}' is not a percent (5, 2.5%)"))?;
     if !(v > 0.0 && v < 100.0) {
         return Err(format!(
-            "minimum effect '{s}' is out of range: above 0 and below 100"
+            "minimum effect '{text}' is out of range: above 0 and below 100"
         ));
     }
     Ok(v / 100.0)
 }
 
-fn parse_dwell(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+fn parse_dwell(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
     if d < Duration::from_millis(500) {
-        return Err(format!("dwell '{s}' is too short: at least 500ms"));
+        return Err(format!("dwell '{text}' is too short: at least 500ms"));
     }
     Ok(d)
 }
 
-fn parse_scratch_size(s: &str) -> Result<u64, String> {
-    let n = parse_size(s)?;
+fn parse_scratch_size(text: &str) -> Result<u64, String> {
+    let n = parse_size(text)?;
     if !(16 << 20..=64 << 30).contains(&n) {
-        return Err(format!("scratch size '{s}' is out of range: 16M to 64G"));
+        return Err(format!("scratch size '{text}' is out of range: 16M to 64G"));
     }
     Ok(n)
 }
@@ -167,17 +167,17 @@ fn signal_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// Run `blktune bench`.
-pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
+pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let cancel = signal_flag()?;
-    let root = g.root();
-    let load = a.load.unwrap_or(if a.scratch.is_some() {
+    let root = global.root();
+    let load = args.load.unwrap_or(if args.scratch.is_some() {
         LoadChoice::Mix(Mix::Mixed)
     } else {
         LoadChoice::None
     });
     // The guard lives until this function returns: normal end, error, or a
     // signal (the flag stops the shoot-out, then the guard drops).
-    let scratch = match a.scratch {
+    let scratch = match args.scratch {
         Some(size) => {
             if !blktune_core::os::is_root() {
                 // Not root is a failure (exit 1), as for every other command.
@@ -185,24 +185,24 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                     "bench --scratch needs root: it creates a loop device (losetup); try 'sudo blktune bench --scratch SIZE'"
                 );
             }
-            for line in blktune_core::scratch::sweep(&root, &a.scratch_dir) {
+            for line in blktune_core::scratch::sweep(&root, &args.scratch_dir) {
                 eprintln!("{}", printable(&line));
             }
             // Names that can be checked are checked before anything is
             // created (after the sweep, which only removes a dead run's leftovers).
             if let Some(available) = loop_schedulers(&root) {
-                check_schedulers(&a.schedulers, &available)?;
+                check_schedulers(&args.schedulers, &available)?;
             }
-            Some(Scratch::create(&a.scratch_dir, size).with_context(|| {
+            Some(Scratch::create(&args.scratch_dir, size).with_context(|| {
                 format!(
                     "cannot create a scratch loop device in {}",
-                    a.scratch_dir.display()
+                    args.scratch_dir.display()
                 )
             })?)
         }
         None => None,
     };
-    let device = match (&scratch, &a.device) {
+    let device = match (&scratch, &args.device) {
         (Some(s), _) => s.name().to_owned(),
         (None, Some(d)) => d.clone(),
         (None, None) => return Err(UsageError("give a DEVICE or --scratch SIZE".into()).into()),
@@ -223,7 +223,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             let target = if mix.writes() {
                 // Refused for anything but our own, clean scratch device.
                 Target::writable(&root, &device).map_err(|e| UsageError(e.to_string()))?
-            } else if scratch.is_some() || a.allow_read_load {
+            } else if scratch.is_some() || args.allow_read_load {
                 Target::read_only(&root, &device).map_err(|e| UsageError(e.to_string()))?
             } else {
                 return Err(UsageError(format!(
@@ -232,32 +232,32 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .into());
             };
             let mut options = LoadOptions::new(mix);
-            options.queue_depth = a.queue_depth.into();
+            options.queue_depth = args.queue_depth.into();
             Some(LoadSpec { target, options })
         }
     };
     let cfg = Config {
         device: device.clone(),
-        schedulers: a.schedulers.clone(),
-        nr_requests: a.nr_requests.clone(),
+        schedulers: args.schedulers.clone(),
+        nr_requests: args.nr_requests.clone(),
         configurations: Vec::new(),
-        length: match a.rounds {
+        length: match args.rounds {
             Some(n) => Length::Rounds(n.into()),
-            None => Length::Budget(a.budget),
+            None => Length::Budget(args.budget),
         },
-        settle: a.settle,
-        dwell: a.dwell,
+        settle: args.settle,
+        dwell: args.dwell,
         load: load_spec,
-        goal: a.goal,
-        min_effect: a.min_effect,
-        apply: a.apply,
+        goal: args.goal,
+        min_effect: args.min_effect,
+        apply: args.apply,
         scratch: scratch.is_some(),
-        no_bpf: g.no_bpf,
+        no_bpf: global.no_bpf,
     };
-    let live = !a.json && std::io::stderr().is_terminal();
+    let live = !args.json && std::io::stderr().is_terminal();
     // Said once the request passed validation (the first progress report),
     // so a refused request prints only its one error line.
-    let mut said = a.json;
+    let mut said = args.json;
     let res = shootout::run(
         &root,
         Some(Journal::for_root(&root)),
@@ -269,7 +269,7 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
             let mut err = std::io::stderr();
             if !said {
                 said = true;
-                let _ = writeln!(err, "{}", printable(&intro(&cfg, a, scratch.is_some())));
+                let _ = writeln!(err, "{}", printable(&intro(&cfg, args, scratch.is_some())));
             }
             if live {
                 let _ = write!(err, "\r\x1b[K{}", printable(&p.line()));
@@ -291,12 +291,12 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         Err(e @ ShootoutError::Usage(_)) => return Err(UsageError(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
-    if a.json {
+    if args.json {
         out.line(&serde_json::to_string_pretty(&result)?)?;
     } else {
         out.text(&shootout::table(&result))?;
     }
-    if a.export {
+    if args.export {
         // Only a winner the comparison decided; never a leader inside the noise.
         let Some((_, winner)) = result.winner() else {
             anyhow::bail!(
@@ -306,8 +306,8 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         };
         let winner = winner.clone();
         let to = blktune_core::export::WinnerExport {
-            output: a.export_output.clone(),
-            force: a.force,
+            output: args.export_output.clone(),
+            force: args.force,
             measured: blktune_core::export::measured::shootout(&result),
             udev_db: None,
         };
@@ -354,7 +354,7 @@ fn check_schedulers(wanted: &[String], available: &[String]) -> Result<(), Usage
 }
 
 /// `benching loop3 (scratch, 256 MiB): load mixed: ...; settle 1s, dwell 10s, 2 rounds; ...`
-fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
+fn intro(cfg: &Config, args: &BenchArgs, scratch: bool) -> String {
     let what = cfg
         .load
         .as_ref()
@@ -364,7 +364,7 @@ fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
     let size = if scratch {
         format!(
             " (scratch, {})",
-            blktune_core::device::human_size(a.scratch.unwrap_or(0))
+            blktune_core::device::human_size(args.scratch.unwrap_or(0))
         )
     } else {
         String::new()
@@ -396,7 +396,7 @@ fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
         } else {
             cfg.schedulers.join(",")
         },
-        format_duration(a.settle),
-        format_duration(a.dwell),
+        format_duration(args.settle),
+        format_duration(args.dwell),
     )
 }

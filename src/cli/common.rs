@@ -84,10 +84,10 @@ impl SettingsArgs {
 }
 
 /// `NAME=VALUE`.
-pub fn parse_tunable(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
+pub fn parse_tunable(text: &str) -> Result<(String, String), String> {
+    let (k, v) = text
         .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=VALUE (example: read_expire=100)"))?;
+        .ok_or_else(|| format!("'{text}' is not NAME=VALUE (example: read_expire=100)"))?;
     Ok((k.trim().to_owned(), v.trim().to_owned()))
 }
 
@@ -107,17 +107,17 @@ pub struct QueueJson<'a> {
 }
 
 impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
-    fn from(q: &'a QueueSettings) -> Self {
-        let s = q.scheduler.as_ref();
+    fn from(queue_settings: &'a QueueSettings) -> Self {
+        let s = queue_settings.scheduler.as_ref();
         Self {
             scheduler: s.map(|s| s.active.as_str()),
             schedulers: s.map_or_else(Vec::new, |s| {
                 s.available.iter().map(String::as_str).collect()
             }),
-            nr_requests: q.nr_requests,
-            read_ahead_kb: q.read_ahead_kb,
-            tunables: &q.tunables,
-            knobs: &q.knobs,
+            nr_requests: queue_settings.nr_requests,
+            read_ahead_kb: queue_settings.read_ahead_kb,
+            tunables: &queue_settings.tunables,
+            knobs: &queue_settings.knobs,
         }
     }
 }
@@ -125,8 +125,8 @@ impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
 /// Is this device listed without `--all`? A device with a scheduler and
 /// a stack (LVM, crypt, multipath, md, an NVMe head), unless known to be
 /// empty; never a hidden NVMe path (its head is listed, as lsblk does).
-pub fn shown_by_default(d: &BlockDevice) -> bool {
-    (d.queue.has_scheduler() || d.stack.is_some()) && !d.is_empty() && !d.hidden
+pub fn shown_by_default(device: &BlockDevice) -> bool {
+    (device.queue.has_scheduler() || device.stack.is_some()) && !device.is_empty() && !device.hidden
 }
 
 /// What to say when the kernel lost completions (its count is
@@ -142,8 +142,8 @@ pub fn lost_note(lost: u64) -> Option<String> {
 }
 
 /// An export error with the CLI's exit codes (2 bad input, 1 failure).
-pub fn cli_error(e: ExportError) -> anyhow::Error {
-    match e {
+pub fn cli_error(export_error: ExportError) -> anyhow::Error {
+    match export_error {
         ExportError::Tune(t) => t.into(),
         e if e.exit_code() == 2 => UsageError(e.to_string()).into(),
         e => anyhow::anyhow!(e.to_string()),
@@ -153,9 +153,9 @@ pub fn cli_error(e: ExportError) -> anyhow::Error {
 /// `blktune: s` on stderr, on one line with control characters escaped
 /// (`eprintln!` would panic on a closed stderr; a message nobody can read
 /// is dropped).
-pub fn warn(s: &str) {
+pub fn warn(input: &str) {
     use std::io::Write;
-    let s = blktune_core::text::printable(s);
+    let s = blktune_core::text::printable(input);
     let _ = writeln!(std::io::stderr(), "blktune: {s}");
 }
 
@@ -200,13 +200,13 @@ pub fn stdout_was_closed() -> bool {
 /// The one error for a journal directory (or the register of live
 /// devices) `dir` that cannot be read (root's are mode 0700, so reading
 /// them needs root).
-pub fn journal_error(dir: &std::path::Path, e: std::io::Error) -> anyhow::Error {
+pub fn journal_error(dir: &std::path::Path, err: std::io::Error) -> anyhow::Error {
     let dir = dir.display();
-    if e.kind() == std::io::ErrorKind::PermissionDenied {
+    if err.kind() == std::io::ErrorKind::PermissionDenied {
         anyhow::anyhow!(
             "cannot read the journal in {dir}: permission denied; reading it needs root (try sudo)"
         )
     } else {
-        anyhow::Error::new(e).context(format!("cannot read the journal in {dir}"))
+        anyhow::Error::new(err).context(format!("cannot read the journal in {dir}"))
     }
 }

@@ -116,24 +116,24 @@ fn generated_at() -> String {
 }
 
 /// Run `blktune export`.
-pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let root = g.root();
-    let db = match &a.udev_db {
+pub fn run(global: &Global, args: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = global.root();
+    let db = match &args.udev_db {
         Some(dir) => UdevDb::new(dir),
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
     };
-    match &a.check {
-        Some(Some(file)) => return run_check(&root, &db, file, a.json, out),
-        Some(None) => return run_check_search_path(&root, &db, a, out),
+    match &args.check {
+        Some(Some(file)) => return run_check(&root, &db, file, args.json, out),
+        Some(None) => return run_check_search_path(&root, &db, args, out),
         None => {}
     }
-    let names = if a.devices.is_empty() {
+    let names = if args.devices.is_empty() {
         journal_devices(&root)?
     } else {
-        a.devices.clone()
+        args.devices.clone()
     };
-    let over = a.settings.wanted();
+    let over = args.settings.wanted();
     // Every device read once: the named ones' rules and the host's devices
     // (what the rules' matches are checked against) come from one read.
     let mut host_devices = device::discover(&root).unwrap_or_default();
@@ -166,20 +166,20 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         items.push(ExportItem::new(d, settings, env));
     }
     // `-` is standard output, the same as no -o.
-    let output = a.output.clone().filter(|p| !is_stdio(p));
+    let output = args.output.clone().filter(|p| !is_stdio(p));
     let opts = RenderOptions {
-        strategy: a.strategy,
-        format: a.format,
+        strategy: args.strategy,
+        format: args.format,
         host: HostInfo::read(&root).hostname,
         version: env!("CARGO_PKG_VERSION").into(),
         generated: Some(generated_at()),
         output: output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
-        tuned_include: export::check::search::active_tuned_profile(&a.tuned_dir()),
+        tuned_include: export::check::search::active_tuned_profile(&args.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
-    if let (Some(path), Format::Udev) = (&output, a.format)
+    if let (Some(path), Format::Udev) = (&output, args.format)
         && r.uses_udev_env
         && !export::sorts_after_persistent_storage(path)
     {
@@ -197,15 +197,15 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         return Ok(0);
     };
     // Write first: when it fails, its one line is all the user needs to read.
-    export::write_rules(path, &r.text, a.force).map_err(cli_error)?;
-    if a.format == Format::Udev && path.extension().is_none_or(|e| e != "rules") {
+    export::write_rules(path, &r.text, args.force).map_err(cli_error)?;
+    if args.format == Format::Udev && path.extension().is_none_or(|e| e != "rules") {
         eprintln!(
             "blktune: warning: {}: udev only reads files whose names end in .rules",
             printable(&path.display().to_string())
         );
     }
     print_warnings(&r.warnings);
-    match a.format {
+    match args.format {
         Format::Udev => out.line(&format!(
             "wrote {}; apply with: sudo udevadm control --reload && {}",
             path.display(),
@@ -292,16 +292,16 @@ fn journal_devices(root: &blktune_core::os::SysRoot) -> anyhow::Result<Vec<Strin
 fn run_check_search_path(
     root: &blktune_core::os::SysRoot,
     db: &UdevDb,
-    a: &ExportArgs,
+    args: &ExportArgs,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
     use blktune_core::export::check::search;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
-    let mut report = search::check_search_path(&a.config_root, root, db, &devices);
-    let profile_dirs = [a.tuned_dir(), a.config_root.join("usr/lib/tuned")];
-    report.tuned = search::tuned_warning(&a.tuned_dir(), &profile_dirs);
-    if a.json {
+    let mut report = search::check_search_path(&args.config_root, root, db, &devices);
+    let profile_dirs = [args.tuned_dir(), args.config_root.join("usr/lib/tuned")];
+    report.tuned = search::tuned_warning(&args.tuned_dir(), &profile_dirs);
+    if args.json {
         out.line(&serde_json::to_string_pretty(&report)?)?;
     } else {
         out.text(&search::render_search_text(&report))?;

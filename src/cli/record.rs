@@ -49,10 +49,10 @@ pub struct RecordArgs {
 }
 
 /// Map recorder errors to exit codes: an existing file or an unknown device is usage.
-fn classify(e: RecordError) -> anyhow::Error {
-    match e {
+fn classify(record_error: RecordError) -> anyhow::Error {
+    match record_error {
         RecordError::Exists(_) | RecordError::UnknownDevice(_) | RecordError::Refused(_) => {
-            UsageError(e.to_string()).into()
+            UsageError(record_error.to_string()).into()
         }
         e => e.into(),
     }
@@ -69,20 +69,20 @@ fn eprintln_quiet(line: &str) {
 }
 
 /// Run `blktune record`.
-pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
-    if let Some(d) = a.duration
-        && d < a.interval
+pub fn run(global: &Global, args: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
+    if let Some(d) = args.duration
+        && d < args.interval
     {
         return Err(UsageError(format!(
             "--duration '{}' is shorter than the interval '{}': nothing would be recorded",
             format_duration(d),
-            format_duration(a.interval)
+            format_duration(args.interval)
         ))
         .into());
     }
-    let root = g.root();
+    let root = global.root();
     let mut only = Vec::new();
-    for name in &a.devices {
+    for name in &args.devices {
         only.push(blktune_core::tuner::resolve(&root, name)?.to_string());
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -94,8 +94,9 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             .context("cannot install the signal handler")?;
     }
     // The kernel's latency histograms, recorded per interval when it can.
-    let mut sampler = TracedSampler::start(root.clone(), SamplerOptions::default(), true, g.no_bpf)
-        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    let mut sampler =
+        TracedSampler::start(root.clone(), SamplerOptions::default(), true, global.no_bpf)
+            .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     let why_not = sampler.latency().unavailable();
     if let Some(why) = why_not
         && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
@@ -108,7 +109,7 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         traced: why_not.is_none(),
         unavailable: why_not.map(ToString::to_string),
     };
-    if a.who
+    if args.who
         && let Err(why) = sampler.set_who(true)
     {
         eprintln_quiet(&format!("blktune: who does the I/O not recorded: {why}"));
@@ -116,15 +117,15 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     // Re-read settings every tick (half the interval, so that a tick that
     // comes a little early is still due), so a change made by another
     // process (`blktune set`) is placed within one interval.
-    sampler.sampler_mut().set_refresh_every(a.interval / 2);
+    sampler.sampler_mut().set_refresh_every(args.interval / 2);
     let opts = RecordOptions {
-        force: a.force,
+        force: args.force,
         only,
-        interval: a.interval,
+        interval: args.interval,
         checked_within: sampler.sampler().refresh_every(),
     };
     let mut rec = Recorder::create_traced(
-        &a.file,
+        &args.file,
         &root,
         sampler.sampler().devices(),
         0.0,
@@ -132,7 +133,7 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         Some(latency),
     )
     .map_err(classify)?;
-    let to_stdout = is_stdio(&a.file);
+    let to_stdout = is_stdio(&args.file);
     // Progress lines are informational: a closed stdout must not stop the
     // recording. When the recording itself is standard output, they go to stderr.
     let mut say = |line: &str| {
@@ -145,18 +146,19 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
     let shown = if to_stdout {
         "standard output".to_string()
     } else {
-        a.file.display().to_string()
+        args.file.display().to_string()
     };
     say(&format!(
         "recording to {shown} every {}{}; stop with Ctrl-C",
-        format_duration(a.interval),
-        a.duration
+        format_duration(args.interval),
+        args.duration
             .map_or(String::new(), |d| format!(" for {}", format_duration(d)))
     ));
     let start = Instant::now();
-    let mut next = start + a.interval;
+    let mut next = start + args.interval;
     let reason = loop {
-        if a.duration
+        if args
+            .duration
             .is_some_and(|d| next > start + d + Duration::from_millis(1))
         {
             break "duration";
@@ -172,7 +174,7 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         if stop.load(Ordering::Relaxed) {
             break "signal";
         }
-        next += a.interval;
+        next += args.interval;
         let tick = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;

@@ -50,25 +50,36 @@ pub struct RevertArgs {
 }
 
 /// `dev: attr  before -> after` for each change.
-fn outcome_lines(o: &Outcome) -> Vec<String> {
-    if o.changes.is_empty() {
-        return vec![format!("{}: already set, nothing changed", o.device)];
+fn outcome_lines(outcome: &Outcome) -> Vec<String> {
+    if outcome.changes.is_empty() {
+        return vec![format!("{}: already set, nothing changed", outcome.device)];
     }
-    let w = o.changes.iter().map(|c| c.attr.len()).max().unwrap_or(0);
-    o.changes
+    let w = outcome
+        .changes
         .iter()
-        .map(|c| format!("{}: {:<w$}  {} -> {}", o.device, c.attr, c.before, c.after))
+        .map(|c| c.attr.len())
+        .max()
+        .unwrap_or(0);
+    outcome
+        .changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {:<w$}  {} -> {}",
+                outcome.device, c.attr, c.before, c.after
+            )
+        })
         .collect()
 }
 
 /// Print `dev: attr  before -> after` for each change.
-pub fn print_outcome(out: &mut Out, o: &Outcome) -> anyhow::Result<()> {
-    for l in outcome_lines(o) {
+pub fn print_outcome(out: &mut Out, outcome: &Outcome) -> anyhow::Result<()> {
+    for l in outcome_lines(outcome) {
         out.line(&l)?;
     }
     // What the kernel kept differently from what was written, one line each.
-    for s in &o.stored {
-        out.line(&format!("{}: {}", o.device, s.line()))?;
+    for s in &outcome.stored {
+        out.line(&format!("{}: {}", outcome.device, s.line()))?;
     }
     Ok(())
 }
@@ -92,9 +103,9 @@ impl<'a> Report<'a> {
     }
 
     /// A line on stdout.
-    fn line(&mut self, s: &str) {
+    fn line(&mut self, text: &str) {
         if self.failed.is_none()
-            && let Err(e) = self.out.line(s)
+            && let Err(e) = self.out.line(text)
         {
             self.failed = Some(
                 e.downcast::<std::io::Error>()
@@ -105,8 +116,8 @@ impl<'a> Report<'a> {
 
     /// `blktune: s` on stderr, on one line (its values come from the
     /// journal, which is not trusted).
-    fn warn(&mut self, s: &str) {
-        warn(s);
+    fn warn(&mut self, text: &str) {
+        warn(text);
     }
 
     /// After the last write: say that the output was cut short (a closed
@@ -142,14 +153,14 @@ struct SetJson<'a> {
 }
 
 impl<'a> From<&'a Outcome> for SetJson<'a> {
-    fn from(o: &'a Outcome) -> Self {
+    fn from(outcome: &'a Outcome) -> Self {
         Self {
-            device: &o.device,
-            changes: &o.changes,
-            before: QueueJson::from(&o.before),
-            after: QueueJson::from(&o.after),
-            kernel_time_ms: o.kernel_time.as_secs_f64() * 1000.0,
-            stored: &o.stored,
+            device: &outcome.device,
+            changes: &outcome.changes,
+            before: QueueJson::from(&outcome.before),
+            after: QueueJson::from(&outcome.after),
+            kernel_time_ms: outcome.kernel_time.as_secs_f64() * 1000.0,
+            stored: &outcome.stored,
         }
     }
 }
@@ -157,23 +168,23 @@ impl<'a> From<&'a Outcome> for SetJson<'a> {
 /// Run `blktune set`. Once the change is made the exit code is 0, even
 /// when the report cannot be printed: then stderr says what changed and
 /// how to undo it (a failed print must not read as "nothing changed").
-pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let want = a.settings.wanted();
+pub fn run_set(global: &Global, args: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let want = args.settings.wanted();
     if want.is_empty() {
         return Err(UsageError(format!(
             "'blktune set {}' needs at least one of --scheduler, --tunable, --nr-requests, --read-ahead-kb, \
              --wbt-lat-usec, --nomerges, --rq-affinity, --max-sectors-kb, --add-random",
-            a.device
+            args.device
         ))
         .into());
     }
     let stdout_closed = stdout_was_closed();
-    let root = g.root();
+    let root = global.root();
     if want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some() {
-        stack_without_scheduler(&root, &a.device)?;
+        stack_without_scheduler(&root, &args.device)?;
     }
     let tuner = Tuner::new(root.clone(), Some(Journal::for_root(&root)));
-    let o = tuner.apply(&a.device, &want)?;
+    let o = tuner.apply(&args.device, &want)?;
     let undo = tuner
         .journal()
         .map(|j| j.revert_command(&root, &[o.device.as_str()]))
@@ -181,7 +192,7 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     let printed = if stdout_closed {
         Err(stdout_closed_error().into())
     } else {
-        print_set_report(out, a.json, &o, &want, &undo)
+        print_set_report(out, args.json, &o, &want, &undo)
     };
     if let Err(e) = printed {
         let quiet = o.changes.is_empty() && super::is_broken_pipe(&e);
@@ -196,23 +207,23 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
 fn print_set_report(
     out: &mut Out,
     json: bool,
-    o: &Outcome,
+    outcome: &Outcome,
     want: &Wanted,
     undo: &str,
 ) -> anyhow::Result<()> {
     if json {
-        out.line(&serde_json::to_string_pretty(&SetJson::from(o))?)?;
-    } else if o.changes.is_empty() {
+        out.line(&serde_json::to_string_pretty(&SetJson::from(outcome))?)?;
+    } else if outcome.changes.is_empty() {
         out.line(&format!(
             "{}: already {}; nothing changed",
-            o.device,
+            outcome.device,
             want.summary()
         ))?;
     } else {
-        print_outcome(out, o)?;
+        print_outcome(out, outcome)?;
         out.line(&format!(
             "took {} in the kernel; undo with: {undo}",
-            format_duration(o.kernel_time)
+            format_duration(outcome.kernel_time)
         ))?;
     }
     Ok(())
@@ -252,21 +263,21 @@ fn stack_without_scheduler(root: &blktune_core::os::SysRoot, name: &str) -> anyh
 
 /// What stderr says when the report of a `set` could not be printed: what
 /// changed (or that nothing did) and the undo command, on one line.
-fn unprinted_set_report(o: &Outcome, why: &str, undo: &str) -> String {
-    if o.changes.is_empty() {
+fn unprinted_set_report(outcome: &Outcome, why: &str, undo: &str) -> String {
+    if outcome.changes.is_empty() {
         return format!(
             "could not print the report ({why}); '{}' was already as asked, nothing changed",
-            o.device
+            outcome.device
         );
     }
-    let changes: Vec<String> = o
+    let changes: Vec<String> = outcome
         .changes
         .iter()
         .map(|c| format!("{} {} -> {}", c.attr, c.before, c.after))
         .collect();
     format!(
         "could not print the report ({why}); '{}' WAS changed: {}; undo with: {undo}",
-        o.device,
+        outcome.device,
         changes.join(", ")
     )
 }
@@ -315,21 +326,21 @@ pub fn needed_to_restore(original: &Wanted, now: &QueueSettings, hz: &KernelHz) 
 }
 
 /// `blktune set DEV --scheduler S --tunable K=V --nr-requests N --read-ahead-kb N`.
-pub fn set_command(device: &str, s: &Wanted) -> String {
+pub fn set_command(device: &str, wanted: &Wanted) -> String {
     let mut cmd = format!("blktune set {device}");
-    if let Some(v) = &s.scheduler {
+    if let Some(v) = &wanted.scheduler {
         cmd.push_str(&format!(" --scheduler {v}"));
     }
-    for (k, v) in &s.tunables {
+    for (k, v) in &wanted.tunables {
         cmd.push_str(&format!(" --tunable {k}={}", v.trim()));
     }
-    if let Some(n) = s.nr_requests {
+    if let Some(n) = wanted.nr_requests {
         cmd.push_str(&format!(" --nr-requests {n}"));
     }
-    if let Some(n) = s.read_ahead_kb {
+    if let Some(n) = wanted.read_ahead_kb {
         cmd.push_str(&format!(" --read-ahead-kb {n}"));
     }
-    for (k, v) in &s.knobs {
+    for (k, v) in &wanted.knobs {
         cmd.push_str(&format!(" --{} {}", k.replace('_', "-"), v.trim()));
     }
     cmd
@@ -350,13 +361,13 @@ enum Done {
 /// Run `blktune revert`. Every device is reverted under its lock; output
 /// errors never stop it (see [`Report`]). Exit 1 when anything was not put
 /// back; nothing to revert is exit 0 (`--strict`: 1).
-pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i32> {
+pub fn run_revert(global: &Global, args: &RevertArgs, out: &mut Out) -> anyhow::Result<i32> {
     let stdout_closed = stdout_was_closed();
-    let root = g.root();
+    let root = global.root();
     let journal = Journal::for_root(&root);
     let mut report = Report::new(out, stdout_closed);
     let mut failed = 0;
-    let names: Vec<String> = if a.all {
+    let names: Vec<String> = if args.all {
         let mut v = Vec::new();
         for e in journal
             .list()
@@ -377,7 +388,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         }
         v
     } else {
-        a.devices.clone()
+        args.devices.clone()
     };
     let boot = tuner::boot_id(&root);
     // Check every name before reverting anything (no path tricks into the journal dir).
@@ -413,7 +424,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         }
     }
     let mut nothing = 0;
-    if a.all && names.is_empty() && failed == 0 {
+    if args.all && names.is_empty() && failed == 0 {
         // A real device may be journalled in another directory (another
         // BLKTUNE_JOURNAL_DIR): status lists them all. Not listed here: what
         // other journal directories hold changes while this runs, so the
@@ -425,7 +436,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         };
         nothing_to_revert(
             &mut report,
-            a.strict,
+            args.strict,
             &format!(
                 "nothing to revert: the journal ({}) is empty{elsewhere}",
                 journal.dir().display()
@@ -439,7 +450,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
             &root,
             boot.as_deref(),
             name,
-            a.strict,
+            args.strict,
             &mut report,
         ) {
             Done::Reverted => {}
@@ -448,7 +459,7 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         }
     }
     report.finish();
-    Ok(if failed > 0 || (a.strict && nothing > 0) {
+    Ok(if failed > 0 || (args.strict && nothing > 0) {
         1
     } else {
         0

@@ -80,11 +80,11 @@ struct RefusedJson {
 
 /// Run `blktune status`: exit 0 when everything could be read, 1 when a
 /// journal directory or an entry could not (it is named).
-pub fn run(g: &Global, a: &StatusArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let root = g.root();
+pub fn run(global: &Global, args: &StatusArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = global.root();
     let journal = Journal::for_root(&root);
     let status = gather(&root, &journal)?;
-    if a.json {
+    if args.json {
         out.line(&serde_json::to_string_pretty(&status)?)?;
     } else {
         out.text(&render_text(&status))?;
@@ -164,54 +164,61 @@ fn gather(root: &SysRoot, journal: &Journal) -> anyhow::Result<StatusJson> {
 fn device_json(
     root: &SysRoot,
     journal: &Journal,
-    e: &JournalEntry,
+    journal_entry: &JournalEntry,
     boot: Option<&str>,
 ) -> DeviceJson {
-    let current = root.device(&e.device).map(|d| BlockDevice::read(root, &d));
-    let stale = e.stale_reason(current.as_ref(), boot);
+    let current = root
+        .device(&journal_entry.device)
+        .map(|d| BlockDevice::read(root, &d));
+    let stale = journal_entry.stale_reason(current.as_ref(), boot);
     let differs = match (&current, stale) {
-        (Some(d), None) => e.differences(&d.queue),
+        (Some(d), None) => journal_entry.differences(&d.queue),
         _ => Vec::new(),
     };
-    let saved = UNIX_EPOCH + Duration::try_from_secs_f64(e.saved_at).unwrap_or_default();
+    let saved =
+        UNIX_EPOCH + Duration::try_from_secs_f64(journal_entry.saved_at).unwrap_or_default();
     DeviceJson {
-        device: e.device.clone(),
+        device: journal_entry.device.clone(),
         journal: journal.dir().to_path_buf(),
         since: blktune_core::units::rfc3339(saved),
-        saved_at: e.saved_at,
-        pid: e.pid,
-        original: e.original.clone(),
+        saved_at: journal_entry.saved_at,
+        pid: journal_entry.pid,
+        original: journal_entry.original.clone(),
         differs,
         stale,
-        revert: journal.revert_command(root, &[e.device.as_str()]),
+        revert: journal.revert_command(root, &[journal_entry.device.as_str()]),
     }
 }
 
 /// The text report: one block per journal directory, one per device in it.
-fn render_text(s: &StatusJson) -> String {
+fn render_text(status_json: &StatusJson) -> String {
     let mut out = String::new();
     let dirs: Vec<&Path> = {
-        let mut v: Vec<&Path> = vec![s.journal.as_path()];
-        for d in &s.devices {
+        let mut v: Vec<&Path> = vec![status_json.journal.as_path()];
+        for d in &status_json.devices {
             if !v.contains(&d.journal.as_path()) {
                 v.push(&d.journal);
             }
         }
         v
     };
-    if s.devices.is_empty() {
+    if status_json.devices.is_empty() {
         out.push_str(&format!(
             "nothing changed by blktune: no original in the journal {} ({})\n",
-            s.journal.display(),
-            s.tree
+            status_json.journal.display(),
+            status_json.tree
         ));
     }
     for dir in dirs {
-        let here: Vec<&DeviceJson> = s.devices.iter().filter(|d| d.journal == dir).collect();
+        let here: Vec<&DeviceJson> = status_json
+            .devices
+            .iter()
+            .filter(|d| d.journal == dir)
+            .collect();
         if here.is_empty() {
             continue;
         }
-        let whose = if dir == s.journal {
+        let whose = if dir == status_json.journal {
             "this process's journal"
         } else {
             "named by the register of live devices"
@@ -219,7 +226,7 @@ fn render_text(s: &StatusJson) -> String {
         out.push_str(&format!(
             "journal {} ({whose}; {}):\n",
             dir.display(),
-            s.tree
+            status_json.tree
         ));
         for d in here {
             let pid = d
@@ -239,7 +246,7 @@ fn render_text(s: &StatusJson) -> String {
             out.push_str(&format!("    revert    {}\n", d.revert));
         }
     }
-    for r in &s.refused {
+    for r in &status_json.refused {
         let what = r
             .device
             .as_ref()

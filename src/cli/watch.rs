@@ -143,9 +143,9 @@ impl WatchRecord<'_> {
 
 /// The keys and values of a JSON object, each after a comma: what a
 /// flattened field adds to its record.
-fn push_keys(buf: &mut Vec<u8>, v: &impl Serialize) -> serde_json::Result<()> {
+fn push_keys(buf: &mut Vec<u8>, serialize: &impl Serialize) -> serde_json::Result<()> {
     let at = buf.len();
-    serde_json::to_writer(&mut *buf, v)?;
+    serde_json::to_writer(&mut *buf, serialize)?;
     // `{...}`: the brace becomes a comma and the closing one goes; `{}`
     // adds nothing.
     if buf.len() - at == 2 {
@@ -178,9 +178,9 @@ impl JsonMemo {
         })
     }
 
-    /// The memo's keys of `l`, if it is one of the two it keeps.
-    fn latency(&self, l: LatencyJson) -> Option<&[u8]> {
-        match l.0 {
+    /// The memo's keys of `latency_json`, if it is one of the two it keeps.
+    fn latency(&self, latency_json: LatencyJson) -> Option<&[u8]> {
+        match latency_json.0 {
             None => Some(&self.untraced),
             Some(s) if s == Summary::default() => Some(&self.traced_idle),
             Some(_) => None,
@@ -189,9 +189,9 @@ impl JsonMemo {
 }
 
 /// [`push_keys`] into a new buffer.
-fn keys_of(v: &impl Serialize) -> serde_json::Result<Vec<u8>> {
+fn keys_of(serialize: &impl Serialize) -> serde_json::Result<Vec<u8>> {
     let mut buf = Vec::new();
-    push_keys(&mut buf, v)?;
+    push_keys(&mut buf, serialize)?;
     Ok(buf)
 }
 
@@ -263,8 +263,8 @@ fn summary_of(traced: Option<&Interval>, dev: Option<&BlockDevice>) -> Option<Su
 }
 
 /// Which names to show.
-fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<String>> {
-    if a.devices.is_empty() {
+fn selection(global: &Global, args: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<String>> {
+    if args.devices.is_empty() {
         return Ok(snap
             .devices
             .iter()
@@ -272,8 +272,8 @@ fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<S
             .map(|d| d.name.clone())
             .collect());
     }
-    let root = g.root();
-    for name in &a.devices {
+    let root = global.root();
+    for name in &args.devices {
         // Partitions have stats too; anything else must be a device under /sys/block.
         if root.device(name).is_none() && !snap.stats.contains_key(name) {
             return Err(blktune_core::tuner::resolve(&root, name).err().map_or_else(
@@ -282,7 +282,7 @@ fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<S
             ));
         }
     }
-    Ok(a.devices.clone())
+    Ok(args.devices.clone())
 }
 
 fn header() -> String {
@@ -312,8 +312,9 @@ fn latency_header() -> String {
 }
 
 /// Extra cells of `--latency`: p99 in ms, or `n=K` under 100 I/Os, `-` untraced.
-fn latency_cells(s: Option<&Summary>) -> String {
-    let cell = |span, dir| s.map_or_else(|| "-".to_string(), |s| s.tail(span, dir).to_string());
+fn latency_cells(summary: Option<&Summary>) -> String {
+    let cell =
+        |span, dir| summary.map_or_else(|| "-".to_string(), |s| s.tail(span, dir).to_string());
     format!(
         " {:>8} {:>8} {:>8} {:>8}",
         cell(Span::Total, Dir::Read),
@@ -334,9 +335,9 @@ fn probe_header() -> String {
 /// Extra cells of `--probe`: how many reads the probe timed this interval,
 /// their p50, p99 (`-` under 100 reads: it would be the slowest one) and
 /// max in ms, and its own rate.
-fn probe_cells(p: Option<&ProbeStats>) -> String {
+fn probe_cells(probe_stats: Option<&ProbeStats>) -> String {
     let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
-    match p {
+    match probe_stats {
         Some(ProbeStats {
             error: Some(e),
             reads: 0,
@@ -357,8 +358,8 @@ fn probe_cells(p: Option<&ProbeStats>) -> String {
     }
 }
 
-fn row(name: &str, sched: &str, s: Option<&ExtStats>) -> String {
-    match s {
+fn row(name: &str, sched: &str, ext_stats: Option<&ExtStats>) -> String {
+    match ext_stats {
         Some(s) => format!(
             "{:<10} {:<12} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>6.2} {:>6.2}",
             name,
@@ -383,8 +384,8 @@ const WHO_SHOWN: usize = 3;
 
 /// `--who`'s lines under a device's row: its busiest processes, then the
 /// rest: `  who  fio 31865 /db.slice  41200 IOPS 161.0 MB/s  97.1%  r_p99 6.56`.
-fn who_lines(w: &DeviceWho) -> Vec<String> {
-    let mut out: Vec<String> = w
+fn who_lines(device_who: &DeviceWho) -> Vec<String> {
+    let mut out: Vec<String> = device_who
         .processes
         .iter()
         .take(WHO_SHOWN)
@@ -404,40 +405,40 @@ fn who_lines(w: &DeviceWho) -> Vec<String> {
             )
         })
         .collect();
-    let hidden = || w.processes.iter().skip(WHO_SHOWN);
-    let rest = w.rest_s + hidden().map(WhoRow::iops).sum::<f64>();
+    let hidden = || device_who.processes.iter().skip(WHO_SHOWN);
+    let rest = device_who.rest_s + hidden().map(WhoRow::iops).sum::<f64>();
     if rest > 0.0 && !out.is_empty() {
-        let share =
-            w.rest_share.unwrap_or(0.0) + hidden().map(|r| r.share.unwrap_or(0.0)).sum::<f64>();
+        let share = device_who.rest_share.unwrap_or(0.0)
+            + hidden().map(|r| r.share.unwrap_or(0.0)).sum::<f64>();
         out.push(format!("  who  (rest)  {rest:.0} IOPS  {share:.1}%"));
     }
     out
 }
 
 /// `-c N`: at least one interval (0 would print nothing and look like success).
-fn parse_count(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
         Ok(0) => Err("count '0' is out of range: at least 1 interval".into()),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("count '{s}' is not a whole number")),
+        Err(_) => Err(format!("count '{text}' is not a whole number")),
     }
 }
 
 /// Run `blktune watch`.
-pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
+pub fn run(global: &Global, args: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let interrupt = Interrupt::catch()?;
-    let root = g.root();
+    let root = global.root();
     // Only the named devices, and only the settings a row shows; the
     // kernel's percentiles where the output shows them.
     let opts = SamplerOptions {
-        only: (!a.devices.is_empty()).then(|| a.devices.clone()),
+        only: (!args.devices.is_empty()).then(|| args.devices.clone()),
         identity: false,
         ..SamplerOptions::default()
     };
-    let trace = a.json || a.latency || a.who;
-    let mut sampler = TracedSampler::start(root.clone(), opts, trace, g.no_bpf)
+    let trace = args.json || args.latency || args.who;
+    let mut sampler = TracedSampler::start(root.clone(), opts, trace, global.no_bpf)
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-    if a.who
+    if args.who
         && let Err(why) = sampler.set_who(true)
     {
         eprintln!(
@@ -464,23 +465,23 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
-    if a.latency && !a.json && sampler.latency().is_tracing() {
+    if args.latency && !args.json && sampler.latency().is_tracing() {
         out.line(
             "latency: the kernel's p99 (ms) of each interval's I/Os, from their start (what \
              r_await averages) and on the device (*_dev99); n=K when under 100 I/Os",
         )?;
     }
-    let mut next = Instant::now() + a.interval;
+    let mut next = Instant::now() + args.interval;
     let mut n = 0u64;
     let mut warned = false;
     let memo = JsonMemo::new()?;
     let mut buf: Vec<u8> = Vec::new();
-    while a.count.is_none_or(|c| n < c) {
+    while args.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
         if interrupt.sleep_until(next) {
             break;
         }
-        next += a.interval;
+        next += args.interval;
         let TracedTick {
             snapshot: snap,
             interval: traced,
@@ -513,20 +514,20 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         let sel = match &names {
             Some(s) => s.clone(),
             None => {
-                let s = selection(g, a, &snap)?;
-                if !a.devices.is_empty() {
+                let s = selection(global, args, &snap)?;
+                if !args.devices.is_empty() {
                     names = Some(s.clone());
                 }
                 s
             }
         };
-        if a.probe {
+        if args.probe {
             match &probe {
                 // The default selection follows hot-plug; so does the probe.
                 Some(p) => p.set_devices(&sel),
                 None => {
-                    let p = Probe::start(&root, &sel, a.probe_rate);
-                    if !a.json {
+                    let p = Probe::start(&root, &sel, args.probe_rate);
+                    if !args.json {
                         out.line(&format!(
                             "probe: {:.1} read-only direct 4 KiB reads/s per device at random offsets, \
                              timed above the block layer (counted in r/s); pr_n reads per interval, \
@@ -546,11 +547,11 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         // sample), from one buffer kept from tick to tick (fresh pages cost
         // a fault each).
         buf.clear();
-        buf.reserve(sel.len() * if a.json { 768 } else { 128 });
-        if !a.json {
+        buf.reserve(sel.len() * if args.json { 768 } else { 128 });
+        if !args.json {
             writeln!(buf, "\n{timestamp}  interval {itv:.3}s")?;
             buf.extend_from_slice(header().as_bytes());
-            if a.latency {
+            if args.latency {
                 buf.extend_from_slice(latency_header().as_bytes());
             }
             if probe.is_some() {
@@ -566,7 +567,7 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .and_then(|q| q.scheduler.as_ref())
                 .map(|s| s.active.as_str());
             let stat = snap.stats.get(name);
-            if a.json {
+            if args.json {
                 let (stats, no_data) = match stat.map(|s| s.stats) {
                     Some(Ok(s)) => (Some(s), None),
                     Some(Err(e)) => (None, Some(e)),
@@ -589,12 +590,12 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 buf.push(b'\n');
             } else {
                 let mut line = row(name, sched.unwrap_or("-"), snap.ext(name));
-                if (a.latency || probe.is_some()) && snap.ext(name).is_none() {
+                if (args.latency || probe.is_some()) && snap.ext(name).is_none() {
                     // Keep the extra columns aligned after a "no data" row.
                     let w = header().len();
                     line = format!("{line:<w$}");
                 }
-                if a.latency {
+                if args.latency {
                     let s = summary_of(traced.as_ref(), dev);
                     line.push_str(&latency_cells(s.as_ref()));
                 }
@@ -613,9 +614,9 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         if let Some(note) = lost_note(traced.as_ref().map_or(0, |i| i.lost)) {
             // Text: under the interval's rows. JSON: the records are per
             // device and this is nobody's, so stderr, like the other notes.
-            if a.json {
+            if args.json {
                 eprintln!("blktune: {note}");
-            } else if a.latency {
+            } else if args.latency {
                 writeln!(buf, "latency: {note}")?;
             }
         }

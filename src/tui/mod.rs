@@ -77,28 +77,28 @@ pub fn color_allowed() -> bool {
 }
 
 /// Run the TUI; returns the exit code.
-pub fn run(a: &Options) -> Result<i32, TuiError> {
-    run_with(a, |_| {})
+pub fn run(options: &Options) -> Result<i32, TuiError> {
+    run_with(options, |_| {})
 }
 
 /// Run the TUI after `setup` adjusted the fresh app (`blktune demo`).
-pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiError> {
-    let root = a.root.clone();
-    if let Some(dev) = &a.device {
+pub fn run_with(options: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiError> {
+    let root = options.root.clone();
+    if let Some(dev) = &options.device {
         tuner::resolve(&root, dev)?;
     }
-    let read_only = if a.read_only {
+    let read_only = if options.read_only {
         Some("--read-only".to_string())
     } else if !blktune_core::os::is_root() {
         Some("not root".to_string())
     } else {
         None
     };
-    let interval = a.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
+    let interval = options.interval.clamp(INTERVAL_RANGE.0, INTERVAL_RANGE.1);
     // The rows a screen shows first; the rest over the first ticks.
     // ... and the device it is told to select, wherever its row is.
     let opts = SamplerOptions {
-        first: a.device.clone(),
+        first: options.device.clone(),
         ..SamplerOptions::screen()
     };
     let sampler =
@@ -117,7 +117,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         interval,
         page_kb: blktune_core::sched::page_kb(),
         color: color_allowed(),
-        select: a.device.clone(),
+        select: options.device.clone(),
     });
     // The udev database belongs to the real /sys only; a fake tree has none.
     if root.sysfs() == std::path::Path::new("/sys") {
@@ -128,9 +128,9 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         app.tell(note);
     }
     // `P` turns the probe on at this rate when --probe did not.
-    app.probe_rate = a.probe_rate;
-    if a.probe {
-        app.enable_probe(a.probe_rate);
+    app.probe_rate = options.probe_rate;
+    if options.probe {
+        app.enable_probe(options.probe_rate);
     }
     setup(&mut app);
     let signals = Signals::register().map_err(TuiError::Signals)?;
@@ -141,8 +141,8 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     // The probe starts when the app names the selected device; read-only
     // mode allows it (it only reads).
     let handle = LiveSource::new(sampler, tuner, interval)
-        .with_probe_rate(a.probe_rate)
-        .with_latency(a.no_bpf)
+        .with_probe_rate(options.probe_rate)
+        .with_latency(options.no_bpf)
         .spawn(feed_tx, ctl_rx)
         .map_err(|source| TuiError::Thread {
             what: "sampler",
@@ -150,7 +150,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         })?;
     // What --revert-on-exit puts back: by the main thread at the end, or by
     // the watchdog when the main thread is stuck.
-    let revert = (a.revert_on_exit && read_only.is_none())
+    let revert = (options.revert_on_exit && read_only.is_none())
         .then(|| Arc::new(Tuner::new(root.clone(), Some(journal.clone()))));
     let pulse = Arc::new(Pulse::default());
 

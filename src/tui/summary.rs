@@ -129,13 +129,13 @@ pub fn roots_args(root: &blktune_core::os::SysRoot) -> String {
     )
 }
 
-/// `s` as one shell word: as it is when it is plain, else in single quotes.
-fn shell_quote(s: &str) -> String {
+/// `text` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_quote(text: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.to_string()
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
     } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 

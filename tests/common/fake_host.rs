@@ -107,11 +107,11 @@ impl FakeHost {
         UdevDb::new(self.path("udev-data"))
     }
 
-    /// What `export` would be given for `name` set to `s`.
-    pub fn item(&self, name: &str, s: Wanted) -> ExportItem {
+    /// What `export` would be given for `name` set to `wanted`.
+    pub fn item(&self, name: &str, wanted: Wanted) -> ExportItem {
         let d = self.devices().into_iter().find(|d| d.name == name).unwrap();
         let env = self.udev_db().properties(d.major, d.minor);
-        ExportItem::new(d, s, env)
+        ExportItem::new(d, wanted, env)
     }
 
     /// Render options as the golden files were made: fixed host, version

@@ -204,12 +204,12 @@ pub fn strace(cmd: &Command, trace: &str, log: &Path) -> (Output, String) {
     (out, std::fs::read_to_string(log).unwrap_or_default())
 }
 
-pub fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Is some loop device attached to a file inside `dir` (per `losetup -a`)?

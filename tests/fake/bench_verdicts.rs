@@ -76,8 +76,8 @@ impl Bench {
     }
 }
 
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn path(p: &Path) -> &str {

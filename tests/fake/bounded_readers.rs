@@ -19,9 +19,9 @@ use std::time::Duration;
 
 const HEADER: &str = r#"{"type":"header","version":1,"tool":"blktune 0.1.0","started_wall":1767323045.0,"started":"2026-01-02T03:04:05Z","interval_s":1.0,"host":{"hostname":"h","kernel":"6.18.0","uptime_s":100.0},"devices":[{"name":"sda","major":8,"minor":0,"kind":"ssd","size_bytes":1000000}]}"#;
 
-fn sample(t: f64, wall: f64, reads: u64) -> String {
+fn sample(at: f64, wall: f64, reads: u64) -> String {
     format!(
-        r#"{{"type":"sample","t":{t:e},"wall":{wall:e},"disks":{{"sda":[{reads},0,{},{},0,0,0,0,0,{},{}]}}}}"#,
+        r#"{{"type":"sample","t":{at:e},"wall":{wall:e},"disks":{{"sda":[{reads},0,{},{},0,0,0,0,0,{},{}]}}}}"#,
         reads * 8,
         reads,
         reads,
@@ -29,11 +29,11 @@ fn sample(t: f64, wall: f64, reads: u64) -> String {
     )
 }
 
-/// Run `c` with its output captured; killed and failed after `limit` (a
+/// Run `command` with its output captured; killed and failed after `limit` (a
 /// guard against a hang, not a measurement).
-fn run_within(mut c: Command, limit: Duration) -> Output {
-    let what = format!("{c:?}");
-    let child = c
+fn run_within(mut command: Command, limit: Duration) -> Output {
+    let what = format!("{command:?}");
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -42,8 +42,8 @@ fn run_within(mut c: Command, limit: Duration) -> Output {
     common::output_within(child, limit, &what)
 }
 
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn err(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// One gzip member of `data` (compressed once: the best level costs little

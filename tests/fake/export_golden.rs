@@ -49,10 +49,10 @@ fn host() -> FakeHost {
     h
 }
 
-fn opts(h: &FakeHost, strategy: Option<MatchStrategy>, format: Format) -> RenderOptions {
+fn opts(fake_host: &FakeHost, strategy: Option<MatchStrategy>, format: Format) -> RenderOptions {
     RenderOptions {
         strategy,
-        ..h.golden_opts(format)
+        ..fake_host.golden_opts(format)
     }
 }
 
@@ -66,8 +66,13 @@ fn deadline() -> Wanted {
     }
 }
 
-fn golden(name: &str, h: &FakeHost, items: Vec<ExportItem>, strategy: Option<MatchStrategy>) {
-    let r = render(&items, &opts(h, strategy, Format::Udev)).unwrap();
+fn golden(
+    name: &str,
+    fake_host: &FakeHost,
+    items: Vec<ExportItem>,
+    strategy: Option<MatchStrategy>,
+) {
+    let r = render(&items, &opts(fake_host, strategy, Format::Udev)).unwrap();
     let shown = format!(
         "{}\n--- warnings ---\n{}\n--- suggested: {}",
         r.text,

@@ -18,9 +18,9 @@ const AS_LIMIT: u64 = 768 << 20;
 
 const HEADER: &str = r#"{"type":"header","version":1,"tool":"blktune 0.1.0","started_wall":1767323045.0,"started":"2026-01-02T03:04:05Z","interval_s":1.0,"host":{"hostname":"h","kernel":"6.18.0","uptime_s":100.0},"devices":[{"name":"sda","major":8,"minor":0,"kind":"ssd","size_bytes":1000000}]}"#;
 
-fn sample(t: f64, wall: f64, reads: u64) -> String {
+fn sample(at: f64, wall: f64, reads: u64) -> String {
     format!(
-        r#"{{"type":"sample","t":{t:e},"wall":{wall:e},"disks":{{"sda":[{reads},0,{},{},0,0,0,0,0,{},{}]}}}}"#,
+        r#"{{"type":"sample","t":{at:e},"wall":{wall:e},"disks":{{"sda":[{reads},0,{},{},0,0,0,0,0,{},{}]}}}}"#,
         reads * 8,
         reads,
         reads,
@@ -51,9 +51,9 @@ fn replay(args: &[&str], feed: impl FnOnce(&mut dyn Write) + Send + 'static) -> 
 }
 
 /// Write `mib` MiB of `byte`; `false` when the reader stopped reading first.
-fn write_mib(w: &mut dyn Write, byte: u8, mib: usize) -> bool {
+fn write_mib(write: &mut dyn Write, byte: u8, mib: usize) -> bool {
     let chunk = vec![byte; 1 << 20];
-    (0..mib).all(|_| w.write_all(&chunk).is_ok())
+    (0..mib).all(|_| write.write_all(&chunk).is_ok())
 }
 
 /// `blktune replay PATH --summary` on a file (no limit, no stdin).
@@ -64,15 +64,15 @@ fn summary_of(path: &str) -> Output {
         .unwrap()
 }
 
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn err(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// No panic, no abort, few stderr lines.
-fn calm(o: &Output, max_lines: usize) {
-    let e = err(o);
+fn calm(output: &Output, max_lines: usize) {
+    let e = err(output);
     assert!(!e.contains("panicked"), "{e}");
-    assert!(o.status.code().is_some(), "killed by a signal: {e}");
+    assert!(output.status.code().is_some(), "killed by a signal: {e}");
     assert!(
         e.lines().count() <= max_lines,
         "{} lines: {e:.2000}",

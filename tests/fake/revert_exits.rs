@@ -99,12 +99,12 @@ fn pipe_without_reader() -> std::os::fd::OwnedFd {
     writer
 }
 
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+fn out(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn err(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// `set >/dev/full` changed and journalled the device but said only "No

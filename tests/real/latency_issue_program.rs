@@ -56,14 +56,14 @@ impl OwnLoop {
         ]);
     }
 
-    /// `n` direct 4 KiB reads, one at a time.
-    fn read(&self, n: u32) {
+    /// `total` direct 4 KiB reads, one at a time.
+    fn read(&self, total: u32) {
         let input = format!("if=/dev/{}", self.lo.name());
         self.dd(&[
             &input,
             "of=/dev/null",
             "iflag=direct",
-            &format!("count={n}"),
+            &format!("count={total}"),
         ]);
     }
 }
@@ -89,8 +89,11 @@ fn loaded_programs() -> usize {
 }
 
 /// Reads of `dev` in `span` of an interval.
-fn reads(i: &blktune_core::latency::Interval, dev: DevId, span: Span) -> u64 {
-    i.summary(dev, None).get(span, Dir::Read).map_or(0, |p| p.n)
+fn reads(interval: &blktune_core::latency::Interval, dev: DevId, span: Span) -> u64 {
+    interval
+        .summary(dev, None)
+        .get(span, Dir::Read)
+        .map_or(0, |p| p.n)
 }
 
 /// Both cases in one test: the links are counted per process, and two

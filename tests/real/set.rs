@@ -21,18 +21,18 @@ fn known_original(lo: &TestLoop) -> Vec<(String, String)> {
     s
 }
 
-/// `blktune set DEV ARGS` with the journal `j`; it must succeed.
-fn set(lo: &TestLoop, j: &Path, args: &[&str]) -> Output {
+/// `blktune set DEV ARGS` with the journal `path`; it must succeed.
+fn set(lo: &TestLoop, path: &Path, args: &[&str]) -> Output {
     let mut all = vec!["set", lo.name()];
     all.extend(args);
-    let o = blktune(&all, j);
+    let o = blktune(&all, path);
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
     o
 }
 
-/// `blktune revert DEV` with the journal `j`; it must succeed.
-fn revert(lo: &TestLoop, j: &Path) -> Output {
-    let o = blktune(&["revert", lo.name()], j);
+/// `blktune revert DEV` with the journal `path`; it must succeed.
+fn revert(lo: &TestLoop, path: &Path) -> Output {
+    let o = blktune(&["revert", lo.name()], path);
     assert!(o.status.success(), "{}", stderr(&o));
     o
 }
@@ -531,9 +531,9 @@ fn a_clamped_value_is_refused_and_a_rounded_one_is_said() {
     revert(&lo, j.path());
 }
 
-/// Is there no entry, temp or lock file in the journal `j`?
-fn journal_is_empty(j: &Path) -> Result<(), Vec<std::ffi::OsString>> {
-    let names: Vec<_> = std::fs::read_dir(j)
+/// Is there no entry, temp or lock file in the journal `path`?
+fn journal_is_empty(path: &Path) -> Result<(), Vec<std::ffi::OsString>> {
+    let names: Vec<_> = std::fs::read_dir(path)
         .map(|rd| rd.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();
     if names.is_empty() { Ok(()) } else { Err(names) }

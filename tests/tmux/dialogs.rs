@@ -57,17 +57,17 @@ impl Bed {
 }
 
 /// Quit the TUI and wait for the shell.
-fn quit(t: &Tmux) {
-    t.keys(&["q"]);
-    t.wait("the prompt back", |s| {
+fn quit(tmux: &Tmux) {
+    tmux.keys(&["q"]);
+    tmux.wait("the prompt back", |s| {
         s.contains("blktune: ") && s.trim_end().ends_with(PROMPT)
     });
 }
 
 /// Quit, then: the loop device has its original settings, and once dropped
 /// it is gone from `losetup -a`.
-fn quit_and_check_gone(t: &Tmux, lo: TestLoop, before: &[(String, String)], file: &Path) {
-    quit(t);
+fn quit_and_check_gone(tmux: &Tmux, lo: TestLoop, before: &[(String, String)], file: &Path) {
+    quit(tmux);
     assert_eq!(lo.settings(), before);
     drop(lo);
     assert!(!attached(file), "our loop device is gone from losetup -a");

@@ -73,8 +73,8 @@ impl Machine {
     }
 }
 
-fn mode_of(p: &Path) -> u32 {
-    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
 /// The files in `dir` (none when it is not there).

@@ -662,12 +662,12 @@ fn shoot_out_footer_shows_the_keys_of_its_stage() {
     assert_eq!(footer(&app), "Esc close");
 }
 
-/// The open export dialog with its warnings replaced by `n` long ones.
-fn with_warnings(app: &mut App, n: usize) {
+/// The open export dialog with its warnings replaced by `count` long ones.
+fn with_warnings(app: &mut App, count: usize) {
     let Some(Overlay::Export(d)) = &mut app.overlay else {
         panic!("no export dialog");
     };
-    d.preview.as_mut().unwrap().warnings = (1..=n)
+    d.preview.as_mut().unwrap().warnings = (1..=count)
         .map(|i| {
             format!(
                 "warning {i}: the class rule also matches loop{i} on this host, and more words so that it wraps"

@@ -21,12 +21,12 @@ use tui_fixture::*;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn proc_io(pid: u32, user: &str, cmd: &str, r: f64, w: f64, devs: &[&str]) -> ProcessIo {
+fn proc_io(pid: u32, user: &str, cmd: &str, ratio: f64, w: f64, devs: &[&str]) -> ProcessIo {
     ProcessIo {
         pid,
         user: user.into(),
         command: cmd.into(),
-        read_bps: r,
+        read_bps: ratio,
         write_bps: w,
         devices: devs.iter().map(|d| d.to_string()).collect(),
     }
@@ -68,8 +68,8 @@ fn sample(limited: bool) -> ProcessSample {
 }
 
 /// sda1 holds / (ext4), sdb is mounted whole on /srv/backup (xfs).
-fn topology(m: &Machine) -> Arc<Topology> {
-    let mut nodes: Vec<DeviceNode> = m.devices.iter().map(DeviceNode::from).collect();
+fn topology(machine: &Machine) -> Arc<Topology> {
+    let mut nodes: Vec<DeviceNode> = machine.devices.iter().map(DeviceNode::from).collect();
     if let Some(sda) = nodes.iter_mut().find(|n| n.name == "sda") {
         sda.partitions = vec!["sda1".into()];
     }
@@ -96,16 +96,19 @@ fn shown(limited: bool) -> (Machine, App) {
     (m, app)
 }
 
-fn check_panel(s: &str) {
-    assert!(s.contains("processes") && s.contains("approximate"), "{s}");
-    assert!(s.contains("PID USER"), "{s}");
+fn check_panel(text: &str) {
+    assert!(
+        text.contains("processes") && text.contains("approximate"),
+        "{text}"
+    );
+    assert!(text.contains("PID USER"), "{text}");
     // Numbers whole: the dd's 200 MiB/s, the tar's reads, postgres' 1.5M.
-    let dd = s.lines().find(|l| l.contains(" 977 ")).unwrap();
+    let dd = text.lines().find(|l| l.contains(" 977 ")).unwrap();
     assert!(dd.contains("0    200M sdb "), "{dd}");
-    let pg = s.lines().find(|l| l.contains(" 4242 ")).unwrap();
+    let pg = text.lines().find(|l| l.contains(" 4242 ")).unwrap();
     assert!(pg.contains("12.0M    1.5M sda1 "), "{pg}");
     // The device title stays above the panel.
-    assert!(s.contains("─ sda  "), "{s}");
+    assert!(text.contains("─ sda  "), "{text}");
 }
 
 #[test]
@@ -340,9 +343,9 @@ fn shown_from_the_kernel() -> (Machine, App) {
 
 /// The selected device's busiest process first, with its cgroup, share and
 /// r_p99; the rest; the cgroups with their pressure.
-fn check_kernel_view(s: &str) {
-    assert!(s.contains("who does the I/O on sda"), "{s}");
-    let lines: Vec<&str> = s.lines().collect();
+fn check_kernel_view(text: &str) {
+    assert!(text.contains("who does the I/O on sda"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
     let head = lines.iter().position(|l| l.contains("PROCESS")).unwrap();
     let first = lines[head + 1];
     assert!(first.contains("fio") && first.contains("31865"), "{first}");
@@ -355,7 +358,7 @@ fn check_kernel_view(s: &str) {
     assert!(dd.contains("session-3.scope") && dd.contains("n=0"), "{dd}");
     let wb = lines.iter().find(|l| l.contains("write-back")).unwrap();
     assert!(wb.contains(" - "), "{wb}");
-    assert!(s.contains("(rest)"), "{s}");
+    assert!(text.contains("(rest)"), "{text}");
     let cg = lines
         .iter()
         .position(|l| l.contains("CGROUP") && l.contains("PSI"))
@@ -365,7 +368,7 @@ fn check_kernel_view(s: &str) {
         "{}",
         lines[cg + 1]
     );
-    assert!(!s.contains("approximate"), "{s}");
+    assert!(!text.contains("approximate"), "{text}");
 }
 
 #[test]

@@ -15,10 +15,10 @@ use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
 use tui_fixture::*;
 
-/// `n` I/Os, one in fifty of them `tail_ms` slow and the rest `ms`.
-fn hist(n: u64, ms: f64, tail_ms: f64) -> Hist {
+/// `count` I/Os, one in fifty of them `tail_ms` slow and the rest `ms`.
+fn hist(count: u64, ms: f64, tail_ms: f64) -> Hist {
     let mut h = Hist::empty();
-    for i in 0..n {
+    for i in 0..count {
         let v = if i % 50 == 49 { tail_ms } else { ms };
         h.record((v * 1e6) as u64);
     }

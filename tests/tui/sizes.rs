@@ -141,10 +141,10 @@ fn after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     rest.split([' ', '─']).next()
 }
 
-/// Is `v` a figure as [`num`](blktune::tui::render) writes it: digits, a
+/// Is `value` a figure as [`num`](blktune::tui::render) writes it: digits, a
 /// decimal part, a `k` for thousands, a unit?
-fn whole_figure(v: &str) -> bool {
-    let v = v.trim_end_matches(['%']).trim_end_matches("ms");
+fn whole_figure(value: &str) -> bool {
+    let v = value.trim_end_matches(['%']).trim_end_matches("ms");
     let v = v.strip_suffix('k').unwrap_or(v);
     !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.') && !v.ends_with('.')
 }

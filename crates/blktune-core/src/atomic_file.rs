@@ -64,8 +64,8 @@ impl WriteError {
 }
 
 /// What a non-regular file is, for messages: `is a character device`.
-fn kind_of(m: &fs::Metadata) -> &'static str {
-    let t = m.file_type();
+fn kind_of(metadata: &fs::Metadata) -> &'static str {
+    let t = metadata.file_type();
     if t.is_symlink() {
         "is a symbolic link"
     } else if t.is_dir() {

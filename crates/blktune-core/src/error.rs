@@ -111,8 +111,8 @@ pub enum TuneError {
     Busy(String),
 }
 
-fn rollback_note(r: &Option<String>) -> String {
-    match r {
+fn rollback_note(string: &Option<String>) -> String {
+    match string {
         Some(r) => format!("; {r}"),
         None => String::new(),
     }

@@ -117,8 +117,8 @@ impl FakeDisk {
     }
 
     /// Builder: the active scheduler.
-    pub fn active(mut self, s: &str) -> Self {
-        self.active = s.into();
+    pub fn active(mut self, text: &str) -> Self {
+        self.active = text.into();
         self
     }
 
@@ -219,39 +219,42 @@ impl FakeTree {
     }
 
     /// Lay out one device.
-    pub fn add(&self, d: &FakeDisk) -> io::Result<()> {
-        let dir = self.dev_dir(&d.name);
+    pub fn add(&self, fake_disk: &FakeDisk) -> io::Result<()> {
+        let dir = self.dev_dir(&fake_disk.name);
         let b = |v: bool| if v { "1\n" } else { "0\n" };
-        write(&dir.join("dev"), &format!("{}:{}\n", d.major, d.minor))?;
-        write(&dir.join("size"), &format!("{}\n", d.size_sectors))?;
-        write(&dir.join("ro"), b(d.read_only))?;
-        write(&dir.join("removable"), b(d.removable))?;
-        write(&dir.join("queue/rotational"), b(d.rotational))?;
+        write(
+            &dir.join("dev"),
+            &format!("{}:{}\n", fake_disk.major, fake_disk.minor),
+        )?;
+        write(&dir.join("size"), &format!("{}\n", fake_disk.size_sectors))?;
+        write(&dir.join("ro"), b(fake_disk.read_only))?;
+        write(&dir.join("removable"), b(fake_disk.removable))?;
+        write(&dir.join("queue/rotational"), b(fake_disk.rotational))?;
         // Kernel 4.10+: every queue has it; host-managed/host-aware for zoned disks.
         write(&dir.join("queue/zoned"), "none\n")?;
         write(
             &dir.join("queue/read_ahead_kb"),
-            &format!("{}\n", d.read_ahead_kb),
+            &format!("{}\n", fake_disk.read_ahead_kb),
         )?;
-        if let Some(m) = &d.model {
+        if let Some(m) = &fake_disk.model {
             write(&dir.join("device/model"), &format!("{m}\n"))?;
         }
-        if let Some(v) = &d.vendor {
+        if let Some(v) = &fake_disk.vendor {
             write(&dir.join("device/vendor"), &format!("{v}\n"))?;
         }
-        if let Some(s) = &d.serial {
+        if let Some(s) = &fake_disk.serial {
             write(&dir.join("serial"), &format!("{s}\n"))?;
         }
-        if let Some(w) = &d.wwid {
+        if let Some(w) = &fake_disk.wwid {
             write(&dir.join("wwid"), &format!("{w}\n"))?;
         }
-        if let Some(seq) = d.diskseq {
+        if let Some(seq) = fake_disk.diskseq {
             write(&dir.join("diskseq"), &format!("{seq}\n"))?;
         }
-        if let Some(depth) = d.hw_queue_depth {
+        if let Some(depth) = fake_disk.hw_queue_depth {
             write(&dir.join("mq/0/nr_tags"), &format!("{depth}\n"))?;
         }
-        for (rel, v) in &d.attrs {
+        for (rel, v) in &fake_disk.attrs {
             if rel.split('/').any(|c| c == ".." || c.is_empty()) {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad attr path"));
             }
@@ -260,33 +263,33 @@ impl FakeTree {
         for sub in ["holders", "slaves"] {
             fs::create_dir_all(dir.join(sub))?;
         }
-        for h in &d.holders {
+        for h in &fake_disk.holders {
             write(&dir.join("holders").join(h), "")?;
         }
-        for s in &d.slaves {
+        for s in &fake_disk.slaves {
             write(&dir.join("slaves").join(s), "")?;
         }
-        for (i, p) in d.partitions.iter().enumerate() {
+        for (i, p) in fake_disk.partitions.iter().enumerate() {
             write(&dir.join(p).join("partition"), &format!("{}\n", i + 1))?;
             // The disk split evenly, for a size that is easy to check.
-            let sectors = d.size_sectors / d.partitions.len() as u64;
+            let sectors = fake_disk.size_sectors / fake_disk.partitions.len() as u64;
             write(&dir.join(p).join("size"), &format!("{sectors}\n"))?;
             write(
                 &dir.join(p).join("dev"),
-                &format!("{}:{}\n", d.major, d.minor + 1 + i as u32),
+                &format!("{}:{}\n", fake_disk.major, fake_disk.minor + 1 + i as u32),
             )?;
         }
-        if let Some(scheds) = &d.schedulers {
+        if let Some(scheds) = &fake_disk.schedulers {
             write(
                 &dir.join("queue/scheduler"),
-                &scheduler_line(scheds, &d.active),
+                &scheduler_line(scheds, &fake_disk.active),
             )?;
             write(
                 &dir.join("queue/nr_requests"),
-                &format!("{}\n", d.nr_requests),
+                &format!("{}\n", fake_disk.nr_requests),
             )?;
             fs::create_dir_all(dir.join("queue/iosched"))?;
-            for (k, v) in fake_tunables(&d.active) {
+            for (k, v) in fake_tunables(&fake_disk.active) {
                 write(&dir.join("queue/iosched").join(k), &format!("{v}\n"))?;
             }
         }
@@ -353,22 +356,22 @@ pub fn scheduler_line(available: &[String], active: &str) -> String {
 }
 
 /// One 20-column diskstats line.
-pub fn diskstats_line(name: &str, major: u32, minor: u32, c: &Counters) -> String {
-    let d = c.discard.unwrap_or_default();
-    let f = c.flush.unwrap_or_default();
+pub fn diskstats_line(name: &str, major: u32, minor: u32, counters: &Counters) -> String {
+    let d = counters.discard.unwrap_or_default();
+    let f = counters.flush.unwrap_or_default();
     format!(
         "{major:4} {minor:7} {name} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
-        c.rd_ios,
-        c.rd_merges,
-        c.rd_sectors,
-        c.rd_ticks,
-        c.wr_ios,
-        c.wr_merges,
-        c.wr_sectors,
-        c.wr_ticks,
-        c.in_flight,
-        c.io_ticks,
-        c.time_in_queue,
+        counters.rd_ios,
+        counters.rd_merges,
+        counters.rd_sectors,
+        counters.rd_ticks,
+        counters.wr_ios,
+        counters.wr_merges,
+        counters.wr_sectors,
+        counters.wr_ticks,
+        counters.in_flight,
+        counters.io_ticks,
+        counters.time_in_queue,
         d.ios,
         d.merges,
         d.sectors,

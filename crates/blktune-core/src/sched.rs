@@ -388,10 +388,10 @@ fn refuse(what: &str, value: impl ToString, why: impl Into<String>) -> ValueErro
     }
 }
 
-/// Is `v` a decimal integer as sysfs shows a tunable: digits (at most 20),
+/// Is `value` a decimal integer as sysfs shows a tunable: digits (at most 20),
 /// an optional minus sign, nothing else (surrounding whitespace trimmed)?
-pub fn is_integer_text(v: &str) -> bool {
-    let v = v.trim();
+pub fn is_integer_text(value: &str) -> bool {
+    let v = value.trim();
     let digits = v.strip_prefix('-').unwrap_or(v);
     !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
 }
@@ -420,33 +420,41 @@ pub fn check_tunable(name: &str, input: &str) -> Result<String, ValueError> {
 }
 
 /// Check nr_requests for the scheduler active after the change.
-pub fn check_nr_requests(n: u64, scheduler: &str, hw_depth: Option<u64>) -> Result<(), ValueError> {
-    if (NR_REQUESTS_MIN..=nr_requests_max(scheduler, hw_depth)).contains(&n) {
+pub fn check_nr_requests(
+    count: u64,
+    scheduler: &str,
+    hw_depth: Option<u64>,
+) -> Result<(), ValueError> {
+    if (NR_REQUESTS_MIN..=nr_requests_max(scheduler, hw_depth)).contains(&count) {
         return Ok(());
     }
     // Short enough for the TUI's status line; under none the top is the
     // hardware queue depth (the editor's hint and `set --help` say so).
     let range = nr_requests_range(scheduler, hw_depth);
-    Err(refuse("nr_requests", n, format!("out of range: {range}")))
+    Err(refuse(
+        "nr_requests",
+        count,
+        format!("out of range: {range}"),
+    ))
 }
 
 /// Check read_ahead_kb: at most [`READ_AHEAD_KB_MAX`], a whole number of pages.
-pub fn check_read_ahead_kb(n: u64, page_kb: u64) -> Result<(), ValueError> {
+pub fn check_read_ahead_kb(count: u64, page_kb: u64) -> Result<(), ValueError> {
     let page = page_kb.max(1);
-    if n > READ_AHEAD_KB_MAX {
+    if count > READ_AHEAD_KB_MAX {
         return Err(refuse(
             "read_ahead_kb",
-            n,
+            count,
             format!("out of range: 0 to {READ_AHEAD_KB_MAX}"),
         ));
     }
-    if !n.is_multiple_of(page) {
+    if !count.is_multiple_of(page) {
         return Err(refuse(
             "read_ahead_kb",
-            n,
+            count,
             format!(
                 "not a multiple of the page size ({page} KiB); the kernel would store {}",
-                n - n % page
+                count - count % page
             ),
         ));
     }

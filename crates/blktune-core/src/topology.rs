@@ -62,8 +62,8 @@ fn parse_mountinfo_line(line: &str) -> Option<Mount> {
 
 /// The kernel writes space, tab, newline and backslash in paths as `\ooo`
 /// (`fs/proc_namespace.c`, `mangle`); undo that, leaving anything else as it is.
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
+fn unescape_octal(text: &str) -> String {
+    let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
@@ -203,14 +203,14 @@ pub struct DeviceNode {
 }
 
 impl From<&BlockDevice> for DeviceNode {
-    fn from(d: &BlockDevice) -> Self {
+    fn from(device: &BlockDevice) -> Self {
         Self {
-            name: d.name.clone(),
-            major: d.major,
-            minor: d.minor,
-            partitions: d.partitions.clone(),
-            holders: d.holders.clone(),
-            slaves: d.slaves.clone(),
+            name: device.name.clone(),
+            major: device.major,
+            minor: device.minor,
+            partitions: device.partitions.clone(),
+            holders: device.holders.clone(),
+            slaves: device.slaves.clone(),
         }
     }
 }

@@ -79,17 +79,17 @@ impl LatencyReads {
         Ok(())
     }
 
-    /// Who did each whole device of `s` I/O in the interval since the last
+    /// Who did each whole device of `snapshot` I/O in the interval since the last
     /// reading (`None`: attribution off, the first reading, or a failed
     /// read, which switches it off).
-    pub fn read_who(&mut self, s: &Snapshot) -> Option<WhoByDevice> {
+    pub fn read_who(&mut self, snapshot: &Snapshot) -> Option<WhoByDevice> {
         let reading = {
             let t = self.tracer.as_ref().ok()?.lock().ok()?;
             self.who.as_ref()?;
             t.read_who()
         };
         match reading {
-            Ok(r) => self.who.as_mut()?.sample(r, s),
+            Ok(r) => self.who.as_mut()?.sample(r, snapshot),
             Err(_) => {
                 self.who = None;
                 None

@@ -30,19 +30,27 @@ pub struct Wanted {
 
 impl Wanted {
     /// Every current setting of a device, to restore it later.
-    pub fn snapshot_of(q: &QueueSettings) -> Self {
+    pub fn snapshot_of(queue_settings: &QueueSettings) -> Self {
         Self {
-            scheduler: q.scheduler.as_ref().map(|s| s.active.clone()),
-            tunables: q
+            scheduler: queue_settings.scheduler.as_ref().map(|s| s.active.clone()),
+            tunables: queue_settings
                 .tunables
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            nr_requests: q.scheduler.as_ref().and(q.nr_requests),
-            read_ahead_kb: q.read_ahead_kb,
+            nr_requests: queue_settings
+                .scheduler
+                .as_ref()
+                .and(queue_settings.nr_requests),
+            read_ahead_kb: queue_settings.read_ahead_kb,
             // The settable ones, in the catalogue's (the write) order.
             knobs: crate::sched::settable_knobs()
-                .filter_map(|k| Some((k.name.to_string(), q.knobs.get(k.name)?.clone())))
+                .filter_map(|k| {
+                    Some((
+                        k.name.to_string(),
+                        queue_settings.knobs.get(k.name)?.clone(),
+                    ))
+                })
                 .collect(),
         }
     }

@@ -95,8 +95,8 @@ pub struct WhoRow {
     pub io_avg10: bool,
 }
 
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 impl WhoRow {
@@ -166,9 +166,9 @@ impl WhoWatch {
         self.owners.next(reading);
     }
 
-    /// The rows of every whole device of `s`, from the kernel's `reading`
+    /// The rows of every whole device of `snapshot`, from the kernel's `reading`
     /// taken right after it; `None` for a baseline (the first reading).
-    pub fn sample(&mut self, reading: WhoReading, s: &Snapshot) -> Option<WhoByDevice> {
+    pub fn sample(&mut self, reading: WhoReading, snapshot: &Snapshot) -> Option<WhoByDevice> {
         let now = Instant::now();
         let since = self.read_at.replace(now);
         let interval = self.owners.next(reading)?;
@@ -176,7 +176,7 @@ impl WhoWatch {
         let mut out = WhoByDevice::new();
         // A cgroup on several disks is read once per sample.
         let mut read: HashMap<String, Stalled> = HashMap::new();
-        for d in s.devices.iter().filter(|d| d.size_bytes > 0) {
+        for d in snapshot.devices.iter().filter(|d| d.size_bytes > 0) {
             let dev = DevId {
                 major: d.major,
                 minor: d.minor,

@@ -53,8 +53,8 @@ impl App {
     }
 
     /// A message of the worker's hook.
-    pub(super) fn on_where_io(&mut self, f: WhereIoFeed) {
-        match f {
+    pub(super) fn on_where_io(&mut self, where_io_feed: WhereIoFeed) {
+        match where_io_feed {
             WhereIoFeed::Placement(t) => self.where_io.topology = t,
             // A sample that crossed a close on the channel is dropped.
             WhereIoFeed::Processes(s) if self.where_io.shown => self.where_io.sample = Some(s),

@@ -25,11 +25,11 @@ pub struct NrLimit {
 
 impl NrLimit {
     /// The limit of a device as the last snapshot shows it.
-    pub fn of(d: &BlockDevice) -> Self {
+    pub fn of(device: &BlockDevice) -> Self {
         Self {
-            scheduler: d.queue.active_label().to_string(),
-            hw_depth: d.hw_queue_depth,
-            max_hw_sectors_kb: d
+            scheduler: device.queue.active_label().to_string(),
+            hw_depth: device.hw_queue_depth,
+            max_hw_sectors_kb: device
                 .queue
                 .knobs
                 .get("max_hw_sectors_kb")
@@ -131,8 +131,8 @@ impl Editor {
 
 impl Editor {
     /// Take an action (Esc was handled by the caller); `None` closes.
-    pub fn on_action(mut self, a: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
-        match a {
+    pub fn on_action(mut self, action: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
+        match action {
             Action::Input(c) => {
                 if std::mem::take(&mut self.prefilled) {
                     self.input.clear();
@@ -240,14 +240,14 @@ pub fn knob_hint(name: &str, nr: &NrLimit, page_kb: u64) -> String {
     }
 }
 
-/// What a switch of `d` to `choice` does to nr_requests, for the picker:
+/// What a switch of `device` to `choice` does to nr_requests, for the picker:
 /// the kernel resets it on every switch (`elevator_switch()`), under `none`
 /// to the hardware queue depth, which also lowers a value above it (seen on
 /// a loop device: kyber with 512, switched to none, reads back 128).
-pub fn switch_note(d: &BlockDevice, choice: &str) -> String {
-    match (choice, d.hw_queue_depth) {
+pub fn switch_note(device: &BlockDevice, choice: &str) -> String {
+    match (choice, device.hw_queue_depth) {
         ("none", Some(depth)) => {
-            let now = d
+            let now = device
                 .queue
                 .nr_requests
                 .map_or_else(|| "-".into(), |n| n.to_string());

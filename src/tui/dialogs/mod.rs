@@ -124,32 +124,32 @@ impl Overlay {
         })
     }
 
-    /// Does `a` act on the dialog's device? The app checks first that it
+    /// Does `action` act on the dialog's device? The app checks first that it
     /// is still the selected one (never onto another device).
-    pub fn acts_on_device(&self, a: Action) -> bool {
+    pub fn acts_on_device(&self, action: Action) -> bool {
         match self {
-            Overlay::ShootOut(d) => d.acts_on_device(a),
-            _ => a == Action::Confirm && self.device().is_some(),
+            Overlay::ShootOut(d) => d.acts_on_device(action),
+            _ => action == Action::Confirm && self.device().is_some(),
         }
     }
 
     /// Take an action: the dialog to show next (`None`: closed) and what
     /// the app must do.
-    pub fn on_action(self, a: Action, ctx: &Ctx) -> (Option<Overlay>, Reply) {
+    pub fn on_action(self, action: Action, ctx: &Ctx) -> (Option<Overlay>, Reply) {
         let mut reply = Reply::default();
         let next = match self {
-            Overlay::Export(d) => d.on_action(a, &mut reply),
-            Overlay::ShootOut(d) => d.on_action(a, ctx, &mut reply),
-            Overlay::RecordPath(r) => r.on_action(a, &mut reply),
-            _ if a == Action::Cancel => None,
-            Overlay::Picker(p) => p.on_action(a, &mut reply),
-            Overlay::Tunables(t) => t.on_action(a),
-            Overlay::Edit(e) => e.on_action(a, ctx, &mut reply),
+            Overlay::Export(d) => d.on_action(action, &mut reply),
+            Overlay::ShootOut(d) => d.on_action(action, ctx, &mut reply),
+            Overlay::RecordPath(r) => r.on_action(action, &mut reply),
+            _ if action == Action::Cancel => None,
+            Overlay::Picker(p) => p.on_action(action, &mut reply),
+            Overlay::Tunables(t) => t.on_action(action),
+            Overlay::Edit(e) => e.on_action(action, ctx, &mut reply),
             Overlay::Help { scroll } => {
                 // Never past the end: Up after many Downs moves at once.
                 let max = u16::try_from(ctx.help_max).unwrap_or(u16::MAX);
                 let scroll = scroll.min(max);
-                let scroll = match a {
+                let scroll = match action {
                     Action::Up => scroll.saturating_sub(1),
                     Action::Down => scroll.saturating_add(1),
                     Action::PageUp => scroll.saturating_sub(10),
@@ -162,7 +162,7 @@ impl Overlay {
                     scroll: scroll.min(max),
                 })
             }
-            Overlay::Confirm { devices } if a == Action::Confirm => {
+            Overlay::Confirm { devices } if action == Action::Confirm => {
                 reply.revert = Some(devices);
                 None
             }

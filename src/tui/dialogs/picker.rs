@@ -57,10 +57,10 @@ pub fn step(cursor: usize, len: usize, down: bool) -> usize {
 
 impl Picker {
     /// Take an action (Esc was handled by the caller); `None` closes.
-    pub fn on_action(mut self, a: Action, reply: &mut Reply) -> Option<Overlay> {
-        match a {
+    pub fn on_action(mut self, action: Action, reply: &mut Reply) -> Option<Overlay> {
+        match action {
             Action::Up | Action::Down => {
-                self.cursor = step(self.cursor, self.options.len(), a == Action::Down);
+                self.cursor = step(self.cursor, self.options.len(), action == Action::Down);
                 // Another choice is asked about again.
                 self.confirmed = false;
             }
@@ -136,11 +136,11 @@ impl Picker {
 
 impl Tunables {
     /// Take an action (Esc was handled by the caller); Enter opens the editor.
-    pub fn on_action(mut self, a: Action) -> Option<Overlay> {
-        match a {
+    pub fn on_action(mut self, action: Action) -> Option<Overlay> {
+        match action {
             Action::Up | Action::Down => {
                 let len = self.items.len() + self.knobs.len();
-                self.cursor = step(self.cursor, len, a == Action::Down);
+                self.cursor = step(self.cursor, len, action == Action::Down);
             }
             Action::Confirm => {
                 let n = self.items.len();

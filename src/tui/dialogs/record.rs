@@ -41,14 +41,15 @@ pub const ROOT_DIR: &str = "/var/lib/blktune/recordings";
 /// The per-user state directory: root's [`ROOT_DIR`]; else
 /// `$XDG_STATE_HOME/blktune` (an absolute one, as the XDG base directory
 /// specification says), else `~/.local/state/blktune`; `None` without a home.
-pub fn state_dir(f: &Facts) -> Option<PathBuf> {
-    if f.root {
+pub fn state_dir(facts: &Facts) -> Option<PathBuf> {
+    if facts.root {
         return Some(PathBuf::from(ROOT_DIR));
     }
-    if let Some(x) = f.xdg_state_home.as_ref().filter(|p| p.is_absolute()) {
+    if let Some(x) = facts.xdg_state_home.as_ref().filter(|p| p.is_absolute()) {
         return Some(x.join("blktune"));
     }
-    f.home
+    facts
+        .home
         .as_ref()
         .filter(|h| h.is_absolute())
         .map(|h| h.join(".local/state/blktune"))
@@ -56,18 +57,18 @@ pub fn state_dir(f: &Facts) -> Option<PathBuf> {
 
 /// Record in the current directory when it is the user's own and writable
 /// and not `/`; else ask, offering the state directory ([`state_dir`]).
-pub fn place(f: &Facts) -> Place {
-    let why = match &f.cwd {
+pub fn place(facts: &Facts) -> Place {
+    let why = match &facts.cwd {
         None => Some("the current directory is unknown".to_string()),
         Some(c) if c == Path::new("/") => Some("the current directory is /".to_string()),
-        Some(c) if !f.writable => Some(format!("{} is not writable", c.display())),
-        Some(c) if !f.owned => Some(format!("{} is another user's", c.display())),
+        Some(c) if !facts.writable => Some(format!("{} is not writable", c.display())),
+        Some(c) if !facts.owned => Some(format!("{} is another user's", c.display())),
         Some(_) => None,
     };
-    match (why, &f.cwd) {
+    match (why, &facts.cwd) {
         (None, Some(c)) => Place::Here(c.clone()),
         (why, cwd) => Place::Ask {
-            offer: state_dir(f)
+            offer: state_dir(facts)
                 .or_else(|| cwd.clone())
                 .unwrap_or_else(|| PathBuf::from("/tmp")),
             why: why.unwrap_or_default(),
@@ -92,8 +93,8 @@ pub struct RecordPath {
 
 impl RecordPath {
     /// Take an action; `None` closes (Enter with a path, or Esc).
-    pub fn on_action(mut self, a: Action, reply: &mut Reply) -> Option<Overlay> {
-        match a {
+    pub fn on_action(mut self, action: Action, reply: &mut Reply) -> Option<Overlay> {
+        match action {
             Action::Cancel => {
                 reply.say(StatusKind::Info, "not recording (R asks again)");
                 return None;

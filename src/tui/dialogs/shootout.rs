@@ -137,20 +137,20 @@ impl ShootOutDialog {
         }
     }
 
-    /// Does `a` act on the device (start, apply the winner)? The app then
+    /// Does `action` act on the device (start, apply the winner)? The app then
     /// checks first that the device is still the one the dialog opened on.
-    pub fn acts_on_device(&self, a: Action) -> bool {
+    pub fn acts_on_device(&self, action: Action) -> bool {
         matches!(
-            (&self.stage, a),
+            (&self.stage, action),
             (Stage::Setup, Action::Confirm) | (Stage::Done(_), Action::ApplyWinner)
         )
     }
 
     /// Take an action; `ctx.refuse` says why a change cannot start now.
     /// `None` closes the dialog.
-    pub fn on_action(mut self, a: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
+    pub fn on_action(mut self, action: Action, ctx: &Ctx, reply: &mut Reply) -> Option<Overlay> {
         let d = &mut self;
-        match (&mut d.stage, a) {
+        match (&mut d.stage, action) {
             (Stage::Setup, Action::Cycle) => d.cycle_load(),
             (Stage::Setup, Action::Confirm) => {
                 if let Some(why) = &ctx.refuse {
@@ -223,8 +223,8 @@ impl ShootOutDialog {
 
     /// A message of the shoot-out runner while the dialog is open; returns
     /// whether the dialog closes (a cancel that finished).
-    pub fn on_feed(&mut self, f: ShootOutFeed, reply: &mut Reply) -> bool {
-        match f {
+    pub fn on_feed(&mut self, shoot_out_feed: ShootOutFeed, reply: &mut Reply) -> bool {
+        match shoot_out_feed {
             ShootOutFeed::Progress(p) => {
                 if let Stage::Running { progress, .. } = &mut self.stage {
                     *progress = Some(p);
@@ -263,8 +263,8 @@ impl ShootOutDialog {
 }
 
 /// The end of a shoot-out whose dialog was closed: one line in the status.
-pub fn on_feed_closed(f: ShootOutFeed, reply: &mut Reply) {
-    if let ShootOutFeed::Done(r) = f {
+pub fn on_feed_closed(shoot_out_feed: ShootOutFeed, reply: &mut Reply) {
+    if let ShootOutFeed::Done(r) = shoot_out_feed {
         let text = r.map_or_else(|e| e.to_string(), |r| r.final_settings.clone());
         reply.say(StatusKind::Info, format!("shoot-out: {text}"));
     }

@@ -18,7 +18,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 /// Draw the open overlay, if any.
-pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
+pub fn render(frame: &mut Frame, area: Rect, app: &App, theme: Theme) {
     match &app.overlay {
         None => {}
         Some(Overlay::Picker(Picker {
@@ -36,7 +36,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 let act = if o == active { "●" } else { " " };
                 let text = format!("{cur} {act} {:<12}{}", printable(o), scheduler_help(o));
                 let st = if i == *cursor {
-                    t.selected()
+                    theme.selected()
                 } else {
                     Style::new()
                 };
@@ -51,16 +51,16 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 .zip(app.devices.iter().find(|d| d.name == target))
                 .map(|(o, d)| switch_note(d, o))
                 .unwrap_or_default();
-            lines.push(Line::from(Span::styled(note, t.dim())));
+            lines.push(Line::from(Span::styled(note, theme.dim())));
             for s in shared {
                 lines.push(Line::from(Span::styled(
                     format!("{}: changed for it too", printable(s)),
-                    t.dim(),
+                    theme.dim(),
                 )));
             }
             lines.push(Line::from(Span::styled(
                 "● active   ↑↓ move   Enter apply   Esc cancel",
-                t.dim(),
+                theme.dim(),
             )));
             let h = lines.len() as u16 + 2;
             let title = if members.is_empty() {
@@ -72,7 +72,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                     printable(&names.join(", "))
                 )
             };
-            boxed(f, centered(area, 78, h), &title, lines, t);
+            boxed(frame, centered(area, 78, h), &title, lines, theme);
         }
         Some(Overlay::Tunables(Tunables {
             device,
@@ -88,7 +88,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 let cur = if i == *cursor { "▶" } else { " " };
                 let text = format!("{cur} {:<18}{:>9}  {help}", printable(k), printable(v));
                 let st = if i == *cursor {
-                    t.selected()
+                    theme.selected()
                 } else {
                     Style::new()
                 };
@@ -104,7 +104,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                     None,
                     Line::from(Span::styled(
                         "queue settings next to the scheduler",
-                        t.heading(),
+                        theme.heading(),
                     )),
                 ));
                 let n = items.len();
@@ -130,7 +130,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled(
                 "↑↓ move   Enter edit   Esc cancel",
-                t.dim(),
+                theme.dim(),
             )));
             let h = lines.len() as u16 + 2;
             let title = match (items.is_empty(), knobs.is_empty()) {
@@ -138,9 +138,11 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 (true, _) => format!("queue settings of {device}"),
                 (false, false) => format!("{scheduler} tunables and queue settings of {device}"),
             };
-            boxed(f, centered(area, 78, h), &title, lines, t);
+            boxed(frame, centered(area, 78, h), &title, lines, theme);
         }
-        Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
+        Some(Overlay::Edit(e)) => {
+            editor(frame, area, e, app.page_kb, &app.nr_limit(&e.device), theme)
+        }
         Some(Overlay::RecordPath(r)) => {
             let rect = centered(area, 78, 6);
             // The end of a long path, where the typing happens, stays in view.
@@ -148,22 +150,22 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             let lines = vec![
                 Line::from(Span::styled(
                     format!("{}: record to", printable(&r.why)),
-                    t.dim(),
+                    theme.dim(),
                 )),
                 Line::from(vec![Span::styled(
                     format!("{}▏", keep_end(&printable(&r.input), room)),
-                    t.heading(),
+                    theme.heading(),
                 )]),
                 Line::from(Span::styled(
                     format!("a missing directory is made (mode {:04o})", r.mode),
-                    t.dim(),
+                    theme.dim(),
                 )),
-                Line::from(Span::styled("Enter record   Esc no recording", t.dim())),
+                Line::from(Span::styled("Enter record   Esc no recording", theme.dim())),
             ];
-            boxed(f, rect, "record where?", lines, t);
+            boxed(frame, rect, "record where?", lines, theme);
         }
-        Some(Overlay::Export(d)) => super::export::render(f, area, d, t),
-        Some(Overlay::ShootOut(d)) => super::shootout::render(f, area, d, t),
+        Some(Overlay::Export(d)) => super::export::render(frame, area, d, theme),
+        Some(Overlay::ShootOut(d)) => super::shootout::render(frame, area, d, theme),
         Some(Overlay::Help { scroll }) => {
             let r = Rect::new(
                 area.x + 1,
@@ -171,17 +173,17 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 area.width.saturating_sub(2),
                 area.height.saturating_sub(2),
             );
-            let lines = help_lines(t, app.replay.is_some());
+            let lines = help_lines(theme, app.replay.is_some());
             let max = lines
                 .len()
                 .saturating_sub(r.height.saturating_sub(2) as usize);
             let skip = (*scroll as usize).min(max);
             boxed(
-                f,
+                frame,
                 r,
                 "help  ↑↓ PgUp PgDn Home End scroll  Esc close",
                 lines.into_iter().skip(skip).collect(),
-                t,
+                theme,
             );
         }
         Some(Overlay::Confirm { devices }) => {
@@ -196,14 +198,23 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 )));
             }
             lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled("y revert   n cancel", t.heading())));
+            lines.push(Line::from(Span::styled(
+                "y revert   n cancel",
+                theme.heading(),
+            )));
             let h = devices.len() as u16 + 5;
-            boxed(f, centered(area, 70, h), "revert every change?", lines, t);
+            boxed(
+                frame,
+                centered(area, 70, h),
+                "revert every change?",
+                lines,
+                theme,
+            );
         }
     }
 }
 
-fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: Theme) {
+fn editor(frame: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, theme: Theme) {
     let range = match &e.field {
         Field::NrRequests => nr.hint(),
         Field::ReadAheadKb => format!("KiB, a multiple of the page size ({page_kb} KiB)"),
@@ -211,34 +222,39 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         Field::Knob(n) => knob_hint(n, nr, page_kb),
     };
     let verdict = match e.check(page_kb, nr) {
-        Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
-        Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", t.done())),
-        Err(why) => Line::from(Span::styled(format!("✗ {}", printable(&why)), t.error())),
+        Ok(_) if e.input.trim() == e.current => {
+            Line::from(Span::styled("= unchanged", theme.dim()))
+        }
+        Ok(_) => Line::from(Span::styled("✓ valid: Enter applies", theme.done())),
+        Err(why) => Line::from(Span::styled(
+            format!("✗ {}", printable(&why)),
+            theme.error(),
+        )),
     };
     let lines = vec![
         Line::raw(format!("now  {}", printable(&e.current))),
         Line::from(vec![
             Span::raw("new  "),
-            Span::styled(format!("{}▏", printable(&e.input)), t.heading()),
+            Span::styled(format!("{}▏", printable(&e.input)), theme.heading()),
             Span::styled(
                 if e.prefilled {
                     "  (typing replaces it)"
                 } else {
                     ""
                 },
-                t.dim(),
+                theme.dim(),
             ),
         ]),
         verdict,
-        Line::from(Span::styled(range, t.dim())),
-        Line::from(Span::styled(text_hints(), t.dim())),
+        Line::from(Span::styled(range, theme.dim())),
+        Line::from(Span::styled(text_hints(), theme.dim())),
     ];
     boxed(
-        f,
+        frame,
         centered(area, 66, 7),
         &format!("{} of {}", e.field.label(), e.device),
         lines,
-        t,
+        theme,
     );
 }
 
@@ -261,19 +277,19 @@ const HELP_WIDTH: usize = 78;
 
 /// Every line of the help: keys (from the command lists), the glossary of
 /// marks, schedulers, tunables.
-pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
-    let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
+pub fn help_lines(theme: Theme, replay: bool) -> Vec<Line<'static>> {
+    let mut out = vec![Line::from(Span::styled("Keys", theme.heading()))];
     for b in if replay { REPLAY } else { MAIN } {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
     // The glossary: a mark, then what it means, wrapped under itself.
     out.push(Line::from(Span::styled(
         "Marks and abbreviations",
-        t.heading(),
+        theme.heading(),
     )));
     for (shown, means) in GLOSSARY {
         if shown.is_empty() {
-            out.push(Line::from(Span::styled(format!(" {means}"), t.dim())));
+            out.push(Line::from(Span::styled(format!(" {means}"), theme.dim())));
             continue;
         }
         let pad = shown.chars().count().max(11) + 3;
@@ -287,7 +303,7 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     }
     out.push(Line::from(Span::styled(
         "In lists and editors",
-        t.heading(),
+        theme.heading(),
     )));
     // Lists and editors share Enter and Esc: each key once.
     let mut seen = Vec::new();
@@ -297,14 +313,14 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
             out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
         }
     }
-    out.push(Line::from(Span::styled("Schedulers", t.heading())));
+    out.push(Line::from(Span::styled("Schedulers", theme.heading())));
     for s in SCHEDULERS {
         out.push(Line::raw(format!("  {s:<12}{}", scheduler_help(s))));
     }
     for s in SCHEDULERS.iter().skip(1) {
         out.push(Line::from(Span::styled(
             format!("{s} tunables"),
-            t.heading(),
+            theme.heading(),
         )));
         for k in known_tunables(s) {
             out.push(Line::raw(format!("  {k:<18}{}", tunable_help(k))));
@@ -314,7 +330,7 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     // tunables), each with why it is one to reach for.
     out.push(Line::from(Span::styled(
         "Queue settings next to the scheduler (t)",
-        t.heading(),
+        theme.heading(),
     )));
     for k in QUEUE_KNOBS {
         let head = if k.settable {
@@ -324,22 +340,25 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
         };
         out.push(Line::raw(format!("  {head:<18}{}", k.help)));
         for l in super::width::wrap(k.why, HELP_WIDTH - 22) {
-            out.push(Line::from(Span::styled(format!("{:<22}{l}", ""), t.dim())));
+            out.push(Line::from(Span::styled(
+                format!("{:<22}{l}", ""),
+                theme.dim(),
+            )));
         }
     }
     out
 }
 
-/// `s` cut to its last `room` characters (at least 2), with `…` first
+/// `text` cut to its last `room` characters (at least 2), with `…` first
 /// where the beginning was left out.
-fn keep_end(s: &str, room: usize) -> String {
+fn keep_end(text: &str, room: usize) -> String {
     let room = room.max(2);
-    let n = s.chars().count();
+    let n = text.chars().count();
     if n <= room {
-        return s.to_owned();
+        return text.to_owned();
     }
     std::iter::once('…')
-        .chain(s.chars().skip(n - (room - 1)))
+        .chain(text.chars().skip(n - (room - 1)))
         .collect()
 }
 

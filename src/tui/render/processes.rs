@@ -70,8 +70,8 @@ pub fn rate(bps: f64) -> String {
     }
 }
 
-/// The header and one row, in `w` columns.
-fn row_text(cells: [&str; 6], w: usize) -> String {
+/// The header and one row, in `cols` columns.
+fn row_text(cells: [&str; 6], cols: usize) -> String {
     let [pid, user, r, wr, dev, cmd] = cells;
     let head = format!(
         "{pid:>PID_W$} {:<USER_W$} {r:>RATE_W$} {wr:>RATE_W$} {:<DEV_W$} ",
@@ -84,26 +84,26 @@ fn row_text(cells: [&str; 6], w: usize) -> String {
         s + &" ".repeat(extra)
     };
     let head = pad(head, PID_W + USER_W + 2 * RATE_W + DEV_W + 5);
-    let left = w.saturating_sub(width(&head));
-    clip(&(head + &clip(cmd, left)), w)
+    let left = cols.saturating_sub(width(&head));
+    clip(&(head + &clip(cmd, left)), cols)
 }
 
-fn process_row(p: &ProcessIo, w: usize) -> String {
-    let devices = if p.devices.is_empty() {
+fn process_row(process_io: &ProcessIo, width: usize) -> String {
+    let devices = if process_io.devices.is_empty() {
         "-".to_string()
     } else {
-        p.devices.join(",")
+        process_io.devices.join(",")
     };
     row_text(
         [
-            &p.pid.to_string(),
-            &p.user,
-            &rate(p.read_bps),
-            &rate(p.write_bps),
+            &process_io.pid.to_string(),
+            &process_io.user,
+            &rate(process_io.read_bps),
+            &rate(process_io.write_bps),
             &devices,
-            &p.command,
+            &process_io.command,
         ],
-        w,
+        width,
     )
 }
 
@@ -147,18 +147,18 @@ impl Cols {
     }
 }
 
-/// A cgroup row's name cell in a line of `w` columns: all the room the
+/// A cgroup row's name cell in a line of `width` columns: all the room the
 /// pressure and the numbers leave.
-fn cgroup_left(name: &str, w: usize) -> String {
-    cell(name, w.saturating_sub(NUMBERS_W + PSI_W + 2))
+fn cgroup_left(name: &str, width: usize) -> String {
+    cell(name, width.saturating_sub(NUMBERS_W + PSI_W + 2))
 }
 
 /// IOPS or MB/s in a few columns: `0`, `0.12`, `812`, `41k`.
-fn short(v: f64) -> String {
-    if v >= 9_999.5 {
-        format!("{:.0}k", v / 1000.0)
+fn short(value: f64) -> String {
+    if value >= 9_999.5 {
+        format!("{:.0}k", value / 1000.0)
     } else {
-        num(v)
+        num(value)
     }
 }
 
@@ -193,20 +193,27 @@ fn heading_numbers() -> String {
 }
 
 /// A row's numbers as [`numbers`] gives them.
-fn row_numbers(r: &WhoRow) -> String {
-    numbers(r.iops(), Some(r.mib_s()), r.share, Some((r.r_p99, r.r_n)))
+fn row_numbers(who_row: &WhoRow) -> String {
+    numbers(
+        who_row.iops(),
+        Some(who_row.mib_s()),
+        who_row.share,
+        Some((who_row.r_p99, who_row.r_n)),
+    )
 }
 
 /// A process row of the kernel view in `w` columns.
-fn who_process_row(r: &WhoRow, cols: Cols, w: usize) -> String {
-    let pid = r.pid.map_or_else(|| "-".to_string(), |p| p.to_string());
-    let left = cols.left(&r.name, &pid);
+fn who_process_row(who_row: &WhoRow, cols: Cols, w: usize) -> String {
+    let pid = who_row
+        .pid
+        .map_or_else(|| "-".to_string(), |p| p.to_string());
+    let left = cols.left(&who_row.name, &pid);
     let room = w.saturating_sub(width(&left) + NUMBERS_W + 2);
-    let cgroup = r
+    let cgroup = who_row
         .cgroup
         .as_deref()
         .map_or_else(|| "-".to_string(), |p| path_or_unit(p, room));
-    who_line(&left, &cgroup, &row_numbers(r), w)
+    who_line(&left, &cgroup, &row_numbers(who_row), w)
 }
 
 /// A cgroup's whole path where it fits in `room` columns, else its unit name.
@@ -219,54 +226,57 @@ fn path_or_unit(path: &str, room: usize) -> String {
 }
 
 /// A cgroup row: its name, its pressure (`12%/3%`: some, full), numbers.
-fn who_cgroup_row(r: &WhoRow, w: usize) -> String {
+fn who_cgroup_row(who_row: &WhoRow, width: usize) -> String {
     // `~`: the kernel's 10 s average (the cgroup's first reading).
-    let approx = if r.io_avg10 { "~" } else { "" };
-    let psi = match (r.io_some, r.io_full) {
+    let approx = if who_row.io_avg10 { "~" } else { "" };
+    let psi = match (who_row.io_some, who_row.io_full) {
         (Some(s), Some(f)) => format!("{approx}{s:.0}%/{f:.0}%"),
         (Some(s), None) => format!("{approx}{s:.0}%"),
         _ => "-".into(),
     };
-    let room = w.saturating_sub(NUMBERS_W + PSI_W + 2);
-    let name = r
+    let room = width.saturating_sub(NUMBERS_W + PSI_W + 2);
+    let name = who_row
         .cgroup
         .as_deref()
-        .map_or_else(|| r.name.clone(), |p| path_or_unit(p, room));
+        .map_or_else(|| who_row.name.clone(), |p| path_or_unit(p, room));
     who_line(
-        &cgroup_left(&name, w),
+        &cgroup_left(&name, width),
         &format!("{psi:>PSI_W$}"),
-        &row_numbers(r),
-        w,
+        &row_numbers(who_row),
+        width,
     )
 }
 
-/// `s` cut or padded to `n` columns.
-fn cell(s: &str, n: usize) -> String {
-    let c = clip(s, n);
-    let pad = n.saturating_sub(width(&c));
+/// `text` cut or padded to `count` columns.
+fn cell(text: &str, count: usize) -> String {
+    let c = clip(text, count);
+    let pad = count.saturating_sub(width(&c));
     c + &" ".repeat(pad)
 }
 
 /// `left`, then `middle` in what the numbers leave, then the numbers at
-/// the right edge of `w` columns.
-fn who_line(left: &str, middle: &str, nums: &str, w: usize) -> String {
-    let mid_w = w.saturating_sub(width(left) + NUMBERS_W + 2);
-    clip(&format!("{left} {} {nums}", cell(middle, mid_w)), w)
+/// the right edge of `cols` columns.
+fn who_line(left: &str, middle: &str, nums: &str, cols: usize) -> String {
+    let mid_w = cols.saturating_sub(width(left) + NUMBERS_W + 2);
+    clip(&format!("{left} {} {nums}", cell(middle, mid_w)), cols)
 }
 
 /// The kernel view's lines for one device, in `iw` columns and `rows` rows.
-fn who_lines(d: &DeviceWho, iw: usize, rows: usize, t: Theme) -> Vec<(String, Style)> {
+fn who_lines(device_who: &DeviceWho, iw: usize, rows: usize, theme: Theme) -> Vec<(String, Style)> {
     let cols = Cols::at(iw);
-    let mut procs: Vec<(String, Style)> = d
+    let mut procs: Vec<(String, Style)> = device_who
         .processes
         .iter()
         .map(|r| (who_process_row(r, cols, iw), Style::new()))
         .collect();
-    if d.rest_s > 0.0 {
-        let nums = numbers(d.rest_s, None, d.rest_share, None);
-        procs.push((who_line(&cols.left("(rest)", ""), "", &nums, iw), t.dim()));
+    if device_who.rest_s > 0.0 {
+        let nums = numbers(device_who.rest_s, None, device_who.rest_share, None);
+        procs.push((
+            who_line(&cols.left("(rest)", ""), "", &nums, iw),
+            theme.dim(),
+        ));
     }
-    let cgroups: Vec<(String, Style)> = d
+    let cgroups: Vec<(String, Style)> = device_who
         .cgroups
         .iter()
         .map(|r| (who_cgroup_row(r, iw), Style::new()))
@@ -284,7 +294,7 @@ fn who_lines(d: &DeviceWho, iw: usize, rows: usize, t: Theme) -> Vec<(String, St
             &heading_numbers(),
             iw,
         ),
-        t.heading(),
+        theme.heading(),
     )];
     out.extend(procs.into_iter().take(pr_room));
     out.push((
@@ -294,7 +304,7 @@ fn who_lines(d: &DeviceWho, iw: usize, rows: usize, t: Theme) -> Vec<(String, St
             &heading_numbers(),
             iw,
         ),
-        t.heading(),
+        theme.heading(),
     ));
     out.extend(cgroups.into_iter().take(cg_room));
     out
@@ -306,7 +316,7 @@ fn frame<'a>(
     app: &App,
     left_long: &'a str,
     left_short: &'a str,
-    t: Theme,
+    theme: Theme,
 ) -> (Rect, Block<'a>) {
     let area = Rect {
         y: detail.y + 1,
@@ -327,28 +337,28 @@ fn frame<'a>(
     };
     let block = Block::new()
         .borders(Borders::ALL)
-        .border_style(t.dim())
+        .border_style(theme.dim())
         .title(left)
-        .title_style(t.heading())
+        .title_style(theme.heading())
         .title(ratatui::text::Line::from(right).right_aligned());
     (area, block)
 }
 
 /// Draw the panel over `detail` (the detail pane), if it is shown.
-pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
+pub fn render(buf: &mut Buffer, detail: Rect, app: &App, theme: Theme) {
     let w = &app.where_io;
     if !w.shown || detail.height < 4 {
         return;
     }
     if w.no_who.is_none() && w.sample.is_none() {
-        return render_who(buf, detail, app, t);
+        return render_who(buf, detail, app, theme);
     }
     let (area, mut block) = frame(
         detail,
         app,
         " processes doing I/O, approximate (/proc) ",
         " processes, approximate ",
-        t,
+        theme,
     );
     Clear.render(area, buf);
     let limited = w.sample.as_ref().is_some_and(|s| s.limited);
@@ -360,16 +370,17 @@ pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
     let iw = inner.width as usize;
     let mut lines: Vec<(String, Style)> = vec![(
         row_text(["PID", "USER", "RD B/s", "WR B/s", "DEVICE", "COMMAND"], iw),
-        t.heading(),
+        theme.heading(),
     )];
     match &w.sample {
-        None => lines.push(("measuring… (rates after one interval)".into(), t.dim())),
+        None => lines.push(("measuring… (rates after one interval)".into(), theme.dim())),
         Some(s) if s.rows.is_empty() && s.interval <= 0.0 => {
-            lines.push(("measuring… (rates after one interval)".into(), t.dim()))
+            lines.push(("measuring… (rates after one interval)".into(), theme.dim()))
         }
-        Some(s) if s.rows.is_empty() => {
-            lines.push(("no process did I/O in the last interval".into(), t.dim()))
-        }
+        Some(s) if s.rows.is_empty() => lines.push((
+            "no process did I/O in the last interval".into(),
+            theme.dim(),
+        )),
         Some(s) => {
             let selected = app.selected.as_deref();
             for p in &s.rows {
@@ -379,7 +390,7 @@ pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
                         .iter()
                         .any(|x| x == d || x.strip_prefix(d).is_some_and(is_partition_suffix))
                 });
-                let st = if mine { t.heading() } else { Style::new() };
+                let st = if mine { theme.heading() } else { Style::new() };
                 lines.push((process_row(p, iw), st));
             }
         }
@@ -390,12 +401,12 @@ pub fn render(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
 }
 
 /// The kernel view: who did the selected device's I/O in the last interval.
-fn render_who(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
+fn render_who(buf: &mut Buffer, detail: Rect, app: &App, theme: Theme) {
     let w = &app.where_io;
     let dev = app.selected.as_deref().unwrap_or("-");
     let long = format!(" who does the I/O on {dev}, from the kernel ");
     let short_title = format!(" who does the I/O on {dev} ");
-    let (area, block) = frame(detail, app, &long, &short_title, t);
+    let (area, block) = frame(detail, app, &long, &short_title, theme);
     Clear.render(area, buf);
     let inner = block.inner(area);
     block.render(area, buf);
@@ -404,15 +415,15 @@ fn render_who(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
     let lines: Vec<(String, Style)> = match &w.who {
         None => vec![(
             "measuring… (from the kernel, after one interval)".into(),
-            t.dim(),
+            theme.dim(),
         )],
         // A replay of a part recorded without the panel open (or `record --who`).
         Some(all) if all.is_empty() && app.replay.is_some() => vec![(
             "not recorded here: record with the i panel open, or blktune record --who".into(),
-            t.dim(),
+            theme.dim(),
         )],
         Some(all) => match all.get(dev) {
-            Some(d) => who_lines(d, iw, rows, t),
+            Some(d) => who_lines(d, iw, rows, theme),
             None => {
                 let busy = app
                     .latest(dev)
@@ -424,7 +435,7 @@ fn render_who(buf: &mut Buffer, detail: Rect, app: &App, t: Theme) {
                 } else {
                     format!("{dev} did no I/O in the last interval")
                 };
-                vec![(why, t.dim())]
+                vec![(why, theme.dim())]
             }
         },
     };

@@ -16,26 +16,26 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-/// A text progress bar of `w` cells.
-pub fn bar(done: f64, w: usize) -> String {
-    let filled = ((done.clamp(0.0, 1.0) * w as f64).round() as usize).min(w);
-    format!("{}{}", "█".repeat(filled), "░".repeat(w - filled))
+/// A text progress bar of `width` cells.
+pub fn bar(done: f64, width: usize) -> String {
+    let filled = ((done.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
+    format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
 }
 
 /// Draw the shoot-out dialog.
-pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
+pub fn render(frame: &mut Frame, area: Rect, shoot_out_dialog: &ShootOutDialog, theme: Theme) {
     let r = big(area);
     let w = r.width.saturating_sub(2) as usize;
     let mut lines = Vec::new();
     let mut keys: Option<&str> = None;
-    let title = format!("scheduler shoot-out on {}", d.device);
-    match &d.stage {
+    let title = format!("scheduler shoot-out on {}", shoot_out_dialog.device);
+    match &shoot_out_dialog.stage {
         Stage::Setup => {
-            let names = printable(&d.schedulers.join(" ")).into_owned();
+            let names = printable(&shoot_out_dialog.schedulers.join(" ")).into_owned();
             lines.push(Line::raw(format!("schedulers  {names}")));
             lines.push(Line::from(vec![
-                Span::raw(format!("load        {:<48}", d.load.label())),
-                Span::styled("l/Tab: change", t.dim()),
+                Span::raw(format!("load        {:<48}", shoot_out_dialog.load.label())),
+                Span::styled("l/Tab: change", theme.dim()),
             ]));
             lines.push(Line::raw(format!(
                 "timing      rounds of settle {} + dwell {}, interleaved, for up to {}",
@@ -50,26 +50,28 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
                 "'no winner' when the time runs out. At the end, or on Esc, the original",
                 "settings come back. Passive adds no I/O; randread adds reads only.",
             ] {
-                lines.push(Line::from(Span::styled(l, t.dim())));
+                lines.push(Line::from(Span::styled(l, theme.dim())));
             }
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled(
                 "Enter start   l/Tab load   Esc close",
-                t.heading(),
+                theme.heading(),
             )));
         }
         Stage::Running {
             progress,
             cancelling,
         } => {
-            let (line, done, left) = progress
-                .as_ref()
-                .map_or(("starting…".to_string(), 0.0, d.planned()), |p| {
-                    (p.line(), p.done, p.time_left)
-                });
-            lines.push(Line::raw(format!("load   {}", d.load.label())));
+            let (line, done, left) = progress.as_ref().map_or(
+                ("starting…".to_string(), 0.0, shoot_out_dialog.planned()),
+                |p| (p.line(), p.done, p.time_left),
+            );
+            lines.push(Line::raw(format!(
+                "load   {}",
+                shoot_out_dialog.load.label()
+            )));
             lines.push(Line::raw(""));
-            lines.push(Line::styled(line, t.heading()));
+            lines.push(Line::styled(line, theme.heading()));
             let pct = format!(" {:>3.0}%", done * 100.0);
             lines.push(Line::raw(format!(
                 "{}{pct}",
@@ -87,13 +89,13 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             } else {
                 "Esc cancels and restores the original settings"
             };
-            lines.push(Line::from(Span::styled(hint, t.heading())));
+            lines.push(Line::from(Span::styled(hint, theme.heading())));
         }
         Stage::Done(res) => {
             // Every detail where there is room for it (bench prints them all);
             // inside the box's rows, less the borders and the key line.
             let rows = (r.height as usize).saturating_sub(3);
-            lines.extend(results_lines(res, t, w, area.height >= 40, rows));
+            lines.extend(results_lines(res, theme, w, area.height >= 40, rows));
             if wrapped_rows(&lines, w) < rows {
                 lines.push(Line::raw(""));
             }
@@ -107,10 +109,10 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
         Stage::Failed(e) => {
             lines.push(Line::from(Span::styled(
                 printable(e).into_owned(),
-                t.error(),
+                theme.error(),
             )));
             lines.push(Line::raw(""));
-            lines.push(Line::from(Span::styled("Esc close", t.heading())));
+            lines.push(Line::from(Span::styled("Esc close", theme.heading())));
         }
     }
     // Wrapped rows, plus the key line, plus the borders; the key line is
@@ -118,20 +120,20 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
     let rows = wrapped_rows(&lines, w) + usize::from(keys.is_some());
     let h = (rows as u16 + 2).min(r.height);
     let boxr = Rect::new(r.x, r.y + (r.height - h) / 2, r.width, h);
-    framed(f, boxr, &title, lines, t, true);
+    framed(frame, boxr, &title, lines, theme, true);
     if let Some(k) = keys
         && boxr.height > 2
     {
         let row = Rect::new(boxr.x + 1, boxr.bottom() - 2, boxr.width - 2, 1);
-        f.render_widget(Clear, row);
-        f.render_widget(Paragraph::new(Span::styled(k, t.heading())), row);
+        frame.render_widget(Clear, row);
+        frame.render_widget(Paragraph::new(Span::styled(k, theme.heading())), row);
     }
 }
 
-/// Rows `lines` take when word-wrapped greedily at `w` columns (as the
+/// Rows `lines` take when word-wrapped greedily at `width` columns (as the
 /// paragraph wraps them; a word longer than a row is split).
-fn wrapped_rows(lines: &[Line], w: usize) -> usize {
-    let w = w.max(1);
+fn wrapped_rows(lines: &[Line], width: usize) -> usize {
+    let w = width.max(1);
     lines
         .iter()
         .map(|l| {
@@ -216,18 +218,21 @@ impl Col {
     }
 
     /// The cell of one configuration.
-    fn cell(self, s: &ConfigSummary) -> String {
+    fn cell(self, config_summary: &ConfigSummary) -> String {
         let io = |dir| {
-            s.kernel
+            config_summary
+                .kernel
                 .as_ref()
                 .and_then(|k| k.get(IoSpan::Total, dir).copied())
         };
         match self {
-            Col::Disk(m @ (Metric::RAwait | Metric::WAwait)) => {
-                s.get(m).map_or("-".to_string(), |sp| ms(sp.mean))
-            }
-            Col::Disk(m) => s.get(m).map_or("-".to_string(), |sp| num(sp.mean)),
-            Col::N(dir) => count_cell(s.kernel.is_some(), io(dir)),
+            Col::Disk(m @ (Metric::RAwait | Metric::WAwait)) => config_summary
+                .get(m)
+                .map_or("-".to_string(), |sp| ms(sp.mean)),
+            Col::Disk(m) => config_summary
+                .get(m)
+                .map_or("-".to_string(), |sp| num(sp.mean)),
+            Col::N(dir) => count_cell(config_summary.kernel.is_some(), io(dir)),
             Col::P50 => io(Dir::Read).map_or("-".into(), |l| ms(l.p50)),
             Col::P99(dir) => p99_cell(io(dir)),
         }
@@ -237,15 +242,15 @@ impl Col {
 /// Least width of the configuration column.
 const NAME_W: usize = 12;
 
-/// The columns that fit in `w`: all of diskstats' (9 wide) without the
+/// The columns that fit in `width`: all of diskstats' (9 wide) without the
 /// kernel's figures; with them (8 wide), by [`Col::PRIORITY`], the writes'
 /// only when some scheduler saw writes.
-fn columns(w: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
+fn columns(width: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
     if !kernel {
         return (Col::ALL.into_iter().filter(|c| !c.kernel()).collect(), 9);
     }
     let cw = 8;
-    let fits = (w.saturating_sub(name_w) / cw).max(1);
+    let fits = (width.saturating_sub(name_w) / cw).max(1);
     let chosen: Vec<Col> = Col::PRIORITY
         .into_iter()
         .filter(|c| writes || !matches!(c, Col::N(Dir::Write) | Col::P99(Dir::Write)))
@@ -278,32 +283,35 @@ enum Part {
 }
 
 /// The results table (each configuration's rounds pooled: diskstats means
-/// and the kernel's percentiles, as many columns as `w` holds), the
+/// and the kernel's percentiles, as many columns as `width` holds), the
 /// verdict's lines ([`verdict_lines`]: controls, intervals, conclusion) and
 /// what the device was left with, in at most `rows` rows where it can
 /// ([`fit`]).
 pub fn results_lines(
-    r: &ShootoutResult,
-    t: Theme,
-    w: usize,
+    shootout_result: &ShootoutResult,
+    theme: Theme,
+    width: usize,
     full: bool,
     rows: usize,
 ) -> Vec<Line<'static>> {
-    let kernel = r.configurations.iter().any(|s| s.kernel.is_some());
-    let writes = r.configurations.iter().any(|s| {
+    let kernel = shootout_result
+        .configurations
+        .iter()
+        .any(|s| s.kernel.is_some());
+    let writes = shootout_result.configurations.iter().any(|s| {
         s.kernel
             .as_ref()
             .is_some_and(|k| k.count(IoSpan::Total, Dir::Write) > 0)
     });
     // Schedulers alone, or with nr_requests (`kyber nr_requests=256`).
-    let longest = r
+    let longest = shootout_result
         .configurations
         .iter()
         .map(|s| s.configuration.chars().count())
         .max()
         .unwrap_or(0);
     let name_w = NAME_W.max(longest + 2);
-    let what = if r
+    let what = if shootout_result
         .configurations
         .iter()
         .any(|s| s.configuration.contains(' '))
@@ -312,14 +320,14 @@ pub fn results_lines(
     } else {
         "scheduler"
     };
-    let (cols, cw) = columns(w, name_w, kernel, writes);
+    let (cols, cw) = columns(width, name_w, kernel, writes);
     let mut head = format!("{what:<name_w$}");
     for c in &cols {
         head.push_str(&format!("{:>cw$}", c.label()));
     }
-    let winner = r.verdict.winner.clone();
-    let mut out = vec![(Part::Keep, Line::styled(head, t.heading()))];
-    for s in &r.configurations {
+    let winner = shootout_result.verdict.winner.clone();
+    let mut out = vec![(Part::Keep, Line::styled(head, theme.heading()))];
+    for s in &shootout_result.configurations {
         // A star for a decided winner only.
         let mark = if winner.as_deref() == Some(s.configuration.as_str()) {
             "★"
@@ -337,12 +345,12 @@ pub fn results_lines(
         Line::styled(
             format!(
                 "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
-                r.rounds,
-                format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
-                r.blocks,
-                if r.blocks == 1 { "" } else { "s" }
+                shootout_result.rounds,
+                format_duration(std::time::Duration::from_secs_f64(shootout_result.dwell_s)),
+                shootout_result.blocks,
+                if shootout_result.blocks == 1 { "" } else { "s" }
             ),
-            t.dim(),
+            theme.dim(),
         ),
     ));
     out.push((
@@ -357,20 +365,24 @@ pub fn results_lines(
                 format!(
                     "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
                     names.join(" "),
-                    r.device
+                    shootout_result.device
                 )
             } else {
-                let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+                let why = shootout_result
+                    .kernel
+                    .unavailable
+                    .as_deref()
+                    .unwrap_or("not traced");
                 format!("no kernel percentiles: {}", printable(why))
             },
-            t.dim(),
+            theme.dim(),
         ),
     ));
-    for l in verdict_lines(r, full) {
+    for l in verdict_lines(shootout_result, full) {
         let st = if l.contains("FAILED") || l.contains("UNRELIABLE") {
-            t.error()
+            theme.error()
         } else if l.starts_with("winner for ") {
-            t.done()
+            theme.done()
         } else {
             Style::new()
         };
@@ -385,9 +397,9 @@ pub fn results_lines(
     }
     out.push((
         Part::Restore,
-        Line::styled(r.final_settings.clone(), t.done()),
+        Line::styled(shootout_result.final_settings.clone(), theme.done()),
     ));
-    fit(out, t, w, rows)
+    fit(out, theme, width, rows)
 }
 
 /// The lines in at most `rows` wrapped rows where they can be: what a small
@@ -451,13 +463,13 @@ fn fit(
 }
 
 /// `s` for a count other than one.
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }
 
 /// An I/O count: `-` when the dwell was not traced.
-fn count_cell(traced: bool, l: Option<IoLatency>) -> String {
-    match (traced, l) {
+fn count_cell(traced: bool, io_latency: Option<IoLatency>) -> String {
+    match (traced, io_latency) {
         (false, _) => "-".into(),
         (true, None) => "0".into(),
         (true, Some(l)) if l.n >= 100_000 => format!("{}k", l.n / 1000),
@@ -466,8 +478,8 @@ fn count_cell(traced: bool, l: Option<IoLatency>) -> String {
 }
 
 /// A p99, or `n=K` when it rests on fewer than 100 I/Os.
-fn p99_cell(l: Option<IoLatency>) -> String {
-    match l {
+fn p99_cell(io_latency: Option<IoLatency>) -> String {
+    match io_latency {
         None => "-".into(),
         Some(l) => l.p99.map_or_else(|| format!("n={}", l.n), ms),
     }
@@ -475,13 +487,13 @@ fn p99_cell(l: Option<IoLatency>) -> String {
 
 /// A latency in ms with three significant figures below 1 ms (`0.0123`,
 /// `0.490`: on fast devices the differences are there), as [`num`] above.
-fn ms(v: f64) -> String {
-    if v != 0.0 && v.abs() < 0.1 {
-        format!("{v:.4}")
-    } else if v.abs() < 1.0 {
-        format!("{v:.3}")
+fn ms(value: f64) -> String {
+    if value != 0.0 && value.abs() < 0.1 {
+        format!("{value:.4}")
+    } else if value.abs() < 1.0 {
+        format!("{value:.3}")
     } else {
-        num(v)
+        num(value)
     }
 }
 

@@ -229,20 +229,20 @@ fn fit(width: u16, latency: bool, mounts: bool) -> (Vec<Col>, u16) {
     (Vec::new(), 0)
 }
 
-fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
+fn cell(device: &BlockDevice, ext_stats: Option<&ExtStats>, id: ColId) -> String {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
-    let stat = |f: fn(&ExtStats) -> f64| s.map_or_else(|| "-".into(), |s| num(f(s)));
+    let stat = |f: fn(&ExtStats) -> f64| ext_stats.map_or_else(|| "-".into(), |s| num(f(s)));
     match id {
-        ColId::Name => d.name.clone(),
+        ColId::Name => device.name.clone(),
         // A stack by lsblk's type (lvm, crypt, mpath, raid1).
-        ColId::Kind => d
-            .stack
-            .as_ref()
-            .map_or_else(|| kind_label(d.kind).to_string(), |s| s.type_name.clone()),
-        ColId::Size => d.size_label(),
-        ColId::Sched => d.queue.active_label().to_string(),
-        ColId::Nr => opt(d.queue.nr_requests),
-        ColId::Ra => opt(d.queue.read_ahead_kb),
+        ColId::Kind => device.stack.as_ref().map_or_else(
+            || kind_label(device.kind).to_string(),
+            |s| s.type_name.clone(),
+        ),
+        ColId::Size => device.size_label(),
+        ColId::Sched => device.queue.active_label().to_string(),
+        ColId::Nr => opt(device.queue.nr_requests),
+        ColId::Ra => opt(device.queue.read_ahead_kb),
         ColId::Rs => stat(|s| s.r_s),
         ColId::Ws => stat(|s| s.w_s),
         ColId::RMbs => stat(|s| s.rkb_s / 1024.0),
@@ -254,7 +254,7 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
         ColId::RAwait => stat(|s| s.r_await),
         ColId::WAwait => stat(|s| s.w_await),
         ColId::Aqu => stat(|s| s.aqu_sz),
-        ColId::Util => s.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
+        ColId::Util => ext_stats.map_or_else(|| "-".into(), |s| format!("{:.1}", s.util)),
         // Drawn by the caller, which has the app's latency history and topology.
         ColId::RP99 | ColId::WP99 | ColId::Mount => String::new(),
     }
@@ -262,8 +262,8 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
 
 /// The device class in at most the TYPE column's 5 characters (`virtio`
 /// would be cut to `virti`); the detail title uses the same word.
-pub fn kind_label(k: DeviceKind) -> &'static str {
-    match k {
+pub fn kind_label(device_kind: DeviceKind) -> &'static str {
+    match device_kind {
         DeviceKind::Virtio => "virt",
         k => k.label(),
     }
@@ -317,15 +317,15 @@ fn sort_key(id: ColId) -> Option<SortKey> {
 /// after a left-aligned heading, before a right-aligned one, always inside
 /// the column's own width ([`widen_sorted`] makes room), so that
 /// `w/s ↓r_await` cannot read as "sorted by w/s". Returns (x, text, width).
-fn heading(c: &Col, x: u16, sorted: bool) -> (u16, String, u16) {
-    let w = c.width as usize;
-    let text = match (sorted, c.right) {
-        (false, true) => format!("{:>w$}", c.head),
-        (false, false) => format!("{:<w$}", c.head),
-        (true, false) => format!("{:<w$}", format!("{}↓", c.head)),
-        (true, true) => format!("{:>w$}", format!("↓{}", c.head)),
+fn heading(col: &Col, x: u16, sorted: bool) -> (u16, String, u16) {
+    let w = col.width as usize;
+    let text = match (sorted, col.right) {
+        (false, true) => format!("{:>w$}", col.head),
+        (false, false) => format!("{:<w$}", col.head),
+        (true, false) => format!("{:<w$}", format!("{}↓", col.head)),
+        (true, true) => format!("{:>w$}", format!("↓{}", col.head)),
     };
-    (x, text, c.width)
+    (x, text, col.width)
 }
 
 /// The sort column one wider when its heading fills it, so that the arrow
@@ -340,21 +340,21 @@ fn widen_sorted(cols: &mut [Col], spark_w: &mut u16, sort: SortKey) {
     }
 }
 
-/// `s` in `width` characters: whole, or with the middle of its path left
+/// `text` in `width` characters: whole, or with the middle of its path left
 /// out as `…` at a `/`: the device a backing file is on (`→sda:`) and the
 /// file's name tell more than its first directories.
-fn keep_tail(s: &str, width: usize) -> String {
-    let n = s.chars().count();
+fn keep_tail(text: &str, width: usize) -> String {
+    let n = text.chars().count();
     if n <= width {
-        return s.to_string();
+        return text.to_string();
     }
     // `→sda:/path`: keep `→sda:`.
-    let head: String = match s.find(':') {
-        Some(i) if s.starts_with('→') => s[..=i].to_string(),
+    let head: String = match text.find(':') {
+        Some(i) if text.starts_with('→') => text[..=i].to_string(),
         _ => String::new(),
     };
     let room = width.saturating_sub(head.chars().count() + 1);
-    let rest = &s[head.len()..];
+    let rest = &text[head.len()..];
     let tail: String = rest
         .chars()
         .skip(rest.chars().count().saturating_sub(room))
@@ -386,7 +386,7 @@ pub fn sort_keys_shown(width: u16, app: &App) -> Vec<SortKey> {
 
 /// Draw the table into `area` (first row: headings); returns the names of
 /// the devices whose rows it drew.
-pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> {
+pub fn render(buf: &mut Buffer, area: Rect, app: &App, theme: Theme) -> Vec<String> {
     let latency = app.latency.tracing != Tracing::Unknown;
     let (mut cols, mut spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
     widen_sorted(&mut cols, &mut spark_w, app.sort);
@@ -415,7 +415,7 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
     for c in &cols {
         let sorted = sort_key(c.id) == Some(app.sort);
         let (hx, text, w) = heading(c, x, sorted);
-        put(buf, hx, area.y, &text, w, t.heading());
+        put(buf, hx, area.y, &text, w, theme.heading());
         x += c.width + 1;
     }
     if spark_w >= 4 {
@@ -429,7 +429,7 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
         if spark_max > 0.0 && head.chars().count() + 1 + scale.len() <= spark_w as usize {
             head = format!("{head} {scale}");
         }
-        put(buf, x, area.y, &head, spark_w, t.heading());
+        put(buf, x, area.y, &head, spark_w, theme.heading());
     }
     if devs.is_empty() {
         let msg = if app.filter.is_empty() {
@@ -437,7 +437,14 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
         } else {
             format!("no device matches '{}' (Esc clears the filter)", app.filter)
         };
-        put(buf, area.x + 1, area.y + 1, &msg, area.width - 1, t.dim());
+        put(
+            buf,
+            area.x + 1,
+            area.y + 1,
+            &msg,
+            area.width - 1,
+            theme.dim(),
+        );
         return Vec::new();
     }
     for ((i, d), spark) in devs.iter().enumerate().skip(offset).take(rows).zip(&sparks) {
@@ -445,11 +452,11 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> 
         let selected = sel == Some(i);
         let hot = app.row_hot(&d.name);
         let style = if selected {
-            t.selected()
+            theme.selected()
         } else if hot.is_some() {
-            t.error()
+            theme.error()
         } else if !d.queue.has_scheduler() {
-            t.dim()
+            theme.dim()
         } else {
             ratatui::style::Style::new()
         };

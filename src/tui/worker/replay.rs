@@ -193,9 +193,9 @@ impl ReplaySource {
     }
 
     /// Act on a key's request; returns what to send.
-    pub fn control(&mut self, c: &ToWorker<ReplayControl>, now: Instant) -> Vec<Feed> {
+    pub fn control(&mut self, to_worker: &ToWorker<ReplayControl>, now: Instant) -> Vec<Feed> {
         let mut out = Vec::new();
-        match *c {
+        match *to_worker {
             ToWorker::Own(ReplayControl::Seek(delta)) => {
                 let at = self.clock.position(now);
                 self.seek_to(now, at + delta, &mut out);

@@ -170,20 +170,20 @@ impl Analysis {
 }
 
 /// A figure's value in a round, with its I/O count.
-fn value_of(r: &Round, m: Metric) -> Option<(f64, Option<u64>)> {
-    r.values.get(&m).map(|s: &Sample| (s.value, s.ios))
+fn value_of(round: &Round, metric: Metric) -> Option<(f64, Option<u64>)> {
+    round.values.get(&metric).map(|s: &Sample| (s.value, s.ios))
 }
 
-/// The pairs' mean log ratio of `b` against `a` on `m`, when they have any.
-fn mean_log(rounds: &[Round], a: usize, b: usize, m: Metric) -> Option<f64> {
-    mean_sd(&pairs_of(rounds, a, b, |r| value_of(r, m)).0).map(|(mean, _)| mean)
+/// The pairs' mean log ratio of `b` against `a` on `metric`, when they have any.
+fn mean_log(rounds: &[Round], a: usize, b: usize, metric: Metric) -> Option<f64> {
+    mean_sd(&pairs_of(rounds, a, b, |r| value_of(r, metric)).0).map(|(mean, _)| mean)
 }
 
 /// The leader among `ranked` (see the module documentation).
-fn leader(rounds: &[Round], ranked: &[usize], m: Metric) -> Option<usize> {
+fn leader(rounds: &[Round], ranked: &[usize], metric: Metric) -> Option<usize> {
     // Positive: `c` is better than the other.
     let good = |c: usize, o: usize| {
-        mean_log(rounds, o, c, m).map(|d| if m.lower_is_better() { -d } else { d })
+        mean_log(rounds, o, c, metric).map(|d| if metric.lower_is_better() { -d } else { d })
     };
     let score = |c: usize| {
         let mut wins = 0usize;

@@ -77,12 +77,12 @@ enum Side {
 }
 
 /// Where the change interval `[lo, hi]` (as fractions: −0.51 is 51 % lower) lies.
-fn side(lo: f64, hi: f64, m: f64) -> Side {
-    if hi < -m {
+fn side(lo: f64, hi: f64, ms: f64) -> Side {
+    if hi < -ms {
         Side::Lower
-    } else if lo > m {
+    } else if lo > ms {
         Side::Higher
-    } else if lo > -m && hi < m {
+    } else if lo > -ms && hi < ms {
         Side::Within
     } else {
         Side::Across
@@ -310,8 +310,8 @@ const PCT_SHOWN: f64 = 9999.0;
 
 /// A fraction as a signed percent with `d` decimals, without the sign of
 /// percent: `-51`, `+8.8`, `>+9999`.
-fn bare(x: f64, d: usize) -> String {
-    let p = x * 100.0;
+fn bare(value: f64, d: usize) -> String {
+    let p = value * 100.0;
     if p > PCT_SHOWN {
         format!(">+{PCT_SHOWN:.0}")
     } else {
@@ -320,8 +320,8 @@ fn bare(x: f64, d: usize) -> String {
 }
 
 /// A fraction as a signed percent with `d` decimals: `-51%`, `+8.8%`.
-fn pct(x: f64, d: usize) -> String {
-    format!("{}%", bare(x, d))
+fn pct(value: f64, d: usize) -> String {
+    format!("{}%", bare(value, d))
 }
 
 /// One decimal below 10 %, none from 10 % on (of the largest value shown);
@@ -354,8 +354,8 @@ mod tests {
     };
 
     /// Pairs whose ratios are `exp(mean ± spread)`, alternating.
-    fn pairs(mean: f64, spread: f64, n: usize) -> Vec<f64> {
-        (0..n)
+    fn pairs(mean: f64, spread: f64, count: usize) -> Vec<f64> {
+        (0..count)
             .map(|i| mean + if i % 2 == 0 { spread } else { -spread })
             .collect()
     }

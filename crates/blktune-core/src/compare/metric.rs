@@ -143,9 +143,9 @@ impl Metric {
 
     /// The value among the kernel's figures (`None`: not one of them, no
     /// such I/O, or too few I/Os for the percentile).
-    pub fn of_kernel(self, k: &KernelFigures) -> Option<f64> {
+    pub fn of_kernel(self, kernel_figures: &KernelFigures) -> Option<f64> {
         let (span, dir) = self.kernel_io()?;
-        let l = k.get(span, dir)?;
+        let l = kernel_figures.get(span, dir)?;
         match self {
             Metric::KRP50 | Metric::KWP50 => Some(l.p50),
             Metric::KRP999 | Metric::KWP999 => l.p999,

@@ -24,13 +24,13 @@ const LANCZOS: [f64; 9] = [
 ];
 
 /// `ln Γ(x)` for x > 0 (Lanczos; relative error near 1e-15).
-pub fn ln_gamma(x: f64) -> f64 {
-    if x < 0.5 {
+pub fn ln_gamma(value: f64) -> f64 {
+    if value < 0.5 {
         // Reflection: Γ(x) Γ(1 − x) = π / sin(πx).
         let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+        return (pi / (pi * value).sin()).ln() - ln_gamma(1.0 - value);
     }
-    let x = x - 1.0;
+    let x = value - 1.0;
     let mut sum = LANCZOS[0];
     for (i, c) in LANCZOS.iter().enumerate().skip(1) {
         sum += c / (x + i as f64);
@@ -40,12 +40,12 @@ pub fn ln_gamma(x: f64) -> f64 {
 }
 
 /// The continued fraction of the incomplete beta function (modified Lentz).
-fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+fn beta_cf(a: f64, b: f64, value: f64) -> f64 {
     const TINY: f64 = 1e-300;
     const EPS: f64 = 1e-15;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
+    let mut d = 1.0 - qab * value / qap;
     if d.abs() < TINY {
         d = TINY;
     }
@@ -56,8 +56,8 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
         let m2 = 2.0 * m;
         // The even step, then the odd one.
         for aa in [
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            m * (b - m) * value / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * value / ((a + m2) * (qap + m2)),
         ] {
             d = 1.0 + aa * d;
             if d.abs() < TINY {
@@ -78,28 +78,29 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// The regularized incomplete beta function I_x(a, b).
-pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
+pub fn inc_beta(a: f64, b: f64, value: f64) -> f64 {
+    if value <= 0.0 {
         return 0.0;
     }
-    if x >= 1.0 {
+    if value >= 1.0 {
         return 1.0;
     }
     let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * value.ln() + b * (1.0 - value).ln())
+            .exp();
     // The fraction converges fast on this side of the mean; use the symmetry otherwise.
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_cf(a, b, x) / a
+    if value < (a + 1.0) / (a + b + 2.0) {
+        front * beta_cf(a, b, value) / a
     } else {
-        1.0 - front * beta_cf(b, a, 1.0 - x) / b
+        1.0 - front * beta_cf(b, a, 1.0 - value) / b
     }
 }
 
 /// P(T ≤ t) for Student's t with `df` degrees of freedom.
-pub fn t_cdf(t: f64, df: f64) -> f64 {
+pub fn t_cdf(at: f64, df: f64) -> f64 {
     // P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2).
-    let tail = 0.5 * inc_beta(df / 2.0, 0.5, df / (df + t * t));
-    if t >= 0.0 { 1.0 - tail } else { tail }
+    let tail = 0.5 * inc_beta(df / 2.0, 0.5, df / (df + at * at));
+    if at >= 0.0 { 1.0 - tail } else { tail }
 }
 
 /// Quantiles already computed, by (p, df): a comparison asks for the same
@@ -111,22 +112,22 @@ thread_local! {
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-/// The t with P(T ≤ t) = `p` (0 < p < 1), by bisection on [`t_cdf`]: slow
+/// The t with P(T ≤ t) = `quantile` (0 < p < 1), by bisection on [`t_cdf`]: slow
 /// next to a closed form, but exact to 1e-10 for any degrees of freedom and
 /// any tail, which the corrected levels (a few in ten thousand) need.
 /// Remembered per thread.
-pub fn t_quantile(p: f64, df: f64) -> f64 {
-    if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
+pub fn t_quantile(quantile: f64, df: f64) -> f64 {
+    if !(quantile > 0.0 && quantile < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
-    if p < 0.5 {
-        return -t_quantile(1.0 - p, df);
+    if quantile < 0.5 {
+        return -t_quantile(1.0 - quantile, df);
     }
-    let key = (p.to_bits(), df.to_bits());
+    let key = (quantile.to_bits(), df.to_bits());
     if let Some(t) = QUANTILES.with(|c| c.borrow().get(&key).copied()) {
         return t;
     }
-    let t = t_quantile_uncached(p, df);
+    let t = t_quantile_uncached(quantile, df);
     QUANTILES.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= QUANTILE_CACHE {
@@ -138,15 +139,15 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 }
 
 /// [`t_quantile`] for p ≥ 0.5, computed.
-fn t_quantile_uncached(p: f64, df: f64) -> f64 {
+fn t_quantile_uncached(quantile: f64, df: f64) -> f64 {
     let mut hi = 2.0;
-    while t_cdf(hi, df) < p && hi < 1e12 {
+    while t_cdf(hi, df) < quantile && hi < 1e12 {
         hi *= 2.0;
     }
     let mut lo = 0.0;
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if t_cdf(mid, df) < p {
+        if t_cdf(mid, df) < quantile {
             lo = mid;
         } else {
             hi = mid;

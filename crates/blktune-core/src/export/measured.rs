@@ -14,10 +14,10 @@ use crate::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span, Summary};
 use crate::shootout::{IoLatency, ShootoutResult};
 
 /// `1.234 ms (n=4000)`, or `n=42` when too few for a p99.
-fn p99_cell(n: u64, p99: Option<f64>) -> String {
+fn p99_cell(count: u64, p99: Option<f64>) -> String {
     match p99 {
-        Some(ms) if n >= MIN_IOS_FOR_P99 => format!("{ms:.3} ms (n={n})"),
-        _ => format!("n={n}, too few for a p99"),
+        Some(ms) if count >= MIN_IOS_FOR_P99 => format!("{ms:.3} ms (n={count})"),
+        _ => format!("n={count}, too few for a p99"),
     }
 }
 
@@ -25,10 +25,10 @@ fn p99_cell(n: u64, p99: Option<f64>) -> String {
 /// verdict as the engine decided it (the winner's effect with its interval),
 /// and the kernel's read and write p99 of the winner and the runner-up
 /// where they were measured. `None` without a decided winner.
-pub fn shootout(r: &ShootoutResult) -> Option<String> {
-    let v = &r.verdict;
+pub fn shootout(shootout_result: &ShootoutResult) -> Option<String> {
+    let v = &shootout_result.verdict;
     let winner = v.winner.as_ref()?;
-    let what = r
+    let what = shootout_result
         .load
         .as_ref()
         .map_or("passive".to_string(), |l| l.describe());
@@ -36,18 +36,24 @@ pub fn shootout(r: &ShootoutResult) -> Option<String> {
     let mut lines = vec![
         format!(
             "blktune bench ({what}) on {}, {} interleaved round{} of {} in {} block{}",
-            r.device,
-            r.rounds,
-            lines_of(r.rounds),
-            crate::units::format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
-            r.blocks,
-            lines_of(r.blocks)
+            shootout_result.device,
+            shootout_result.rounds,
+            lines_of(shootout_result.rounds),
+            crate::units::format_duration(std::time::Duration::from_secs_f64(
+                shootout_result.dwell_s
+            )),
+            shootout_result.blocks,
+            lines_of(shootout_result.blocks)
         ),
         v.headline.clone(),
     ];
     // The kernel's tail of the device's own I/O, where it was traced.
     for name in std::iter::once(winner).chain(v.runner_up.as_ref()) {
-        let Some(s) = r.configurations.iter().find(|s| &s.configuration == name) else {
+        let Some(s) = shootout_result
+            .configurations
+            .iter()
+            .find(|s| &s.configuration == name)
+        else {
             continue;
         };
         let Some(k) = s.kernel else {
@@ -67,8 +73,8 @@ pub fn shootout(r: &ShootoutResult) -> Option<String> {
 
 /// A figure's change as header text: the percent only when it is more
 /// than noise.
-fn change(d: Delta) -> &'static str {
-    match d {
+fn change(delta: Delta) -> &'static str {
+    match delta {
         Delta::Pct(_) => "",
         Delta::Noise(_) => " (inside the noise)",
         Delta::TooShort => " (too few intervals to compare)",
@@ -114,10 +120,10 @@ fn p99_change(
 /// intervals' percentiles averaged). `None` without both windows.
 pub fn before_after(
     label: &str,
-    c: &Comparison,
+    comparison: &Comparison,
     p99: Option<(&Summary, &Summary)>,
 ) -> Option<String> {
-    let (b, a) = (c.before?, c.after?);
+    let (b, a) = (comparison.before?, comparison.after?);
     let f = |name: &str, fig: Figure, unit: &str| {
         let (x, _) = fig.of(&b);
         let (y, _) = fig.of(&a);
@@ -175,9 +181,9 @@ mod tests {
         }
     }
 
-    fn reads(n: u64, ns: u64) -> Summary {
+    fn reads(count: u64, ns: u64) -> Summary {
         let mut h = Hist::empty();
-        for _ in 0..n {
+        for _ in 0..count {
             h.record(ns);
         }
         Summary::of([(Span::Total, Dir::Read, &h)])

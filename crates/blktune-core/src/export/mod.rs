@@ -137,8 +137,8 @@ impl ExportItem {
 /// settings next to the scheduler likewise, where the kernel's default is
 /// known from the device ([`crate::sched::knob_default`]); one whose default
 /// is the driver's (`add_random`, `max_sectors_kb`) only when asked for.
-pub fn live_settings(d: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted {
-    let q = &d.queue;
+pub fn live_settings(device: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted {
+    let q = &device.queue;
     let Some(s) = &q.scheduler else {
         return Wanted {
             read_ahead_kb: q.read_ahead_kb,
@@ -158,7 +158,7 @@ pub fn live_settings(d: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted
     let knobs = crate::sched::settable_knobs()
         .filter_map(|k| {
             let v = q.knobs.get(k.name)?;
-            let default = crate::sched::knob_default(k.name, d.rotational, Some(&s.active))?;
+            let default = crate::sched::knob_default(k.name, device.rotational, Some(&s.active))?;
             (v != default).then(|| (k.name.to_string(), v.clone()))
         })
         .collect();

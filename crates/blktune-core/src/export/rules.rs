@@ -62,42 +62,46 @@ impl Block {
     }
 }
 
-fn unsafe_value(d: &BlockDevice, what: &str, v: &str, why: &str) -> ExportError {
+fn unsafe_value(device: &BlockDevice, what: &str, val: &str, why: &str) -> ExportError {
     ExportError::UnsafeValue {
-        dev: d.name.clone(),
+        dev: device.name.clone(),
         what: what.into(),
-        value: shown(v),
+        value: shown(val),
         why: why.into(),
     }
 }
 
-/// The writes of `s`, in the only safe order: scheduler, its tunables,
+/// The writes of `wanted`, in the only safe order: scheduler, its tunables,
 /// nr_requests, read_ahead_kb (a scheduler switch resets the middle two),
 /// then the queue settings next to the scheduler (after the switch, which
 /// may turn write-back throttling off or on).
-pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, ExportError> {
-    if s.is_empty() {
+pub(super) fn assignments(
+    device: &BlockDevice,
+    wanted: &Wanted,
+) -> Result<Vec<Assign>, ExportError> {
+    if wanted.is_empty() {
         return Err(ExportError::Nothing {
-            dev: d.name.clone(),
+            dev: device.name.clone(),
         });
     }
-    let needs_queue = s.scheduler.is_some() || !s.tunables.is_empty() || s.nr_requests.is_some();
-    if needs_queue && !d.queue.has_scheduler() {
+    let needs_queue =
+        wanted.scheduler.is_some() || !wanted.tunables.is_empty() || wanted.nr_requests.is_some();
+    if needs_queue && !device.queue.has_scheduler() {
         return Err(TuneError::NoScheduler {
-            dev: d.name.clone(),
+            dev: device.name.clone(),
         }
         .into());
     }
     let mut out = Vec::new();
-    if let Some(name) = &s.scheduler {
+    if let Some(name) = &wanted.scheduler {
         if let Some(why) = check_assign_value(name) {
-            return Err(unsafe_value(d, "scheduler", name, why));
+            return Err(unsafe_value(device, "scheduler", name, why));
         }
-        if let Some(st) = &d.queue.scheduler
+        if let Some(st) = &device.queue.scheduler
             && !st.available.contains(name)
         {
             return Err(TuneError::UnknownScheduler {
-                dev: d.name.clone(),
+                dev: device.name.clone(),
                 name: name.chars().take(32).collect(),
                 available: st.available.clone(),
             }
@@ -108,17 +112,22 @@ pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, Ex
             value: name.clone(),
         });
     }
-    for (name, value) in &s.tunables {
+    for (name, value) in &wanted.tunables {
         if !is_plausible_tunable_name(name) {
-            return Err(unsafe_value(d, "tunable name", name, "not a tunable name"));
+            return Err(unsafe_value(
+                device,
+                "tunable name",
+                name,
+                "not a tunable name",
+            ));
         }
         if let Some(why) = check_assign_value(value) {
-            return Err(unsafe_value(d, name, value, why));
+            return Err(unsafe_value(device, name, value, why));
         }
         // The one value check of the catalogue: a rule must not write what
         // the kernel would clamp or wrap.
         let value = crate::sched::check_tunable(name, value).map_err(|e| TuneError::BadValue {
-            dev: d.name.clone(),
+            dev: device.name.clone(),
             what: e.what,
             value: e.value,
             why: e.why,
@@ -128,27 +137,27 @@ pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, Ex
             value,
         });
     }
-    if let Some(n) = s.nr_requests {
+    if let Some(n) = wanted.nr_requests {
         out.push(Assign {
             attr: "queue/nr_requests".into(),
             value: n.to_string(),
         });
     }
-    if let Some(n) = s.read_ahead_kb {
+    if let Some(n) = wanted.read_ahead_kb {
         out.push(Assign {
             attr: "queue/read_ahead_kb".into(),
             value: n.to_string(),
         });
     }
-    let max_hw = d
+    let max_hw = device
         .queue
         .knobs
         .get("max_hw_sectors_kb")
         .and_then(|v| v.parse().ok());
-    for (name, value) in &s.knobs {
+    for (name, value) in &wanted.knobs {
         let v = crate::sched::check_knob(name, value, max_hw, crate::sched::page_kb()).map_err(
             |e| TuneError::BadValue {
-                dev: d.name.clone(),
+                dev: device.name.clone(),
                 what: e.what,
                 value: e.value,
                 why: e.why,
@@ -163,14 +172,15 @@ pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, Ex
 }
 
 /// `'it''s'`-style quoting for a path shown in a shell command.
-pub(super) fn sh_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
+pub(super) fn sh_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@".contains(&b))
     {
-        s.to_owned()
+        text.to_owned()
     } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -201,8 +211,8 @@ fn install_lines(opts: &RenderOptions, uses_env: bool) -> (String, String) {
 }
 
 /// Is this a udev rules directory (`/etc/udev/rules.d`, `/run/udev/rules.d`, ...)?
-fn in_rules_dir(p: &Path) -> bool {
-    p.parent()
+fn in_rules_dir(path: &Path) -> bool {
+    path.parent()
         .and_then(|d| d.file_name())
         .is_some_and(|n| n == "rules.d")
 }
@@ -211,19 +221,24 @@ fn in_rules_dir(p: &Path) -> bool {
 /// them: `sda: ssd, 8:0, 465.8G, vendor ATA, model Samsung SSD 860`, and
 /// for a stack its type, name and uuid: `dm-0: lvm vg0-root, 253:0, 20G,
 /// uuid LVM-...`.
-pub(super) fn device_line(d: &BlockDevice) -> String {
-    let mut line = match &d.stack {
-        Some(s) => format!("{}: {}", d.name, s.type_name),
-        None => format!("{}: {}", d.name, d.kind),
+pub(super) fn device_line(device: &BlockDevice) -> String {
+    let mut line = match &device.stack {
+        Some(s) => format!("{}: {}", device.name, s.type_name),
+        None => format!("{}: {}", device.name, device.kind),
     };
-    if let Some(n) = d.stack_name() {
+    if let Some(n) = device.stack_name() {
         line.push_str(&format!(" {n}"));
     }
-    line.push_str(&format!(", {}:{}, {}", d.major, d.minor, d.size_label()));
+    line.push_str(&format!(
+        ", {}:{}, {}",
+        device.major,
+        device.minor,
+        device.size_label()
+    ));
     for (what, v) in [
-        ("vendor", &d.vendor),
-        ("model", &d.model),
-        ("uuid", &d.stack.as_ref().and_then(|s| s.uuid.clone())),
+        ("vendor", &device.vendor),
+        ("model", &device.model),
+        ("uuid", &device.stack.as_ref().and_then(|s| s.uuid.clone())),
     ] {
         if let Some(v) = v {
             line.push_str(&format!(", {what} {v}"));

@@ -5,12 +5,12 @@ use crate::device::BlockDevice;
 use crate::fake::{FakeDisk, FakeTree};
 use crate::kernel_hz::KernelHz;
 
-fn device(d: FakeDisk) -> BlockDevice {
+fn device(fake_disk: FakeDisk) -> BlockDevice {
     let dir = tempfile::tempdir().unwrap();
     let t = FakeTree::new(dir.path()).unwrap();
-    t.add(&d).unwrap();
+    t.add(&fake_disk).unwrap();
     let root = t.root();
-    let name = root.device(&d.name).unwrap();
+    let name = root.device(&fake_disk.name).unwrap();
     BlockDevice::read(&root, &name)
 }
 

@@ -66,19 +66,19 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, b: &Behaviour, dt: f64) {
-        let (r, w) = (b.reads_per_s * dt, b.writes_per_s * dt);
+    fn add(&mut self, behaviour: &Behaviour, dt: f64) {
+        let (r, w) = (behaviour.reads_per_s * dt, behaviour.writes_per_s * dt);
         self.rd += r;
         self.wr += w;
-        self.rd_ms += r * b.read_ms;
-        self.wr_ms += w * b.write_ms;
-        self.sectors_r += r * b.sectors;
-        self.sectors_w += w * b.sectors;
+        self.rd_ms += r * behaviour.read_ms;
+        self.wr_ms += w * behaviour.write_ms;
+        self.sectors_r += r * behaviour.sectors;
+        self.sectors_w += w * behaviour.sectors;
         // Busy whenever there is I/O; the queue is I/Os times their time.
         if r + w > 0.0 {
             self.busy_ms += dt * 1000.0;
         }
-        self.queue_ms += r * b.read_ms + w * b.write_ms;
+        self.queue_ms += r * behaviour.read_ms + w * behaviour.write_ms;
     }
 
     fn counters(&self) -> Counters {

@@ -42,8 +42,8 @@ pub(super) fn refused(path: &Path, why: impl std::fmt::Display) -> io::Error {
 }
 
 /// An OS error with the path it concerns in its message (its kind kept).
-pub(super) fn os_err(path: &Path, e: Errno) -> io::Error {
-    let e = io::Error::from(e);
+pub(super) fn os_err(path: &Path, errno: Errno) -> io::Error {
+    let e = io::Error::from(errno);
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 

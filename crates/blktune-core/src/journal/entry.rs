@@ -153,11 +153,11 @@ pub struct DeviceId {
 }
 
 impl From<&BlockDevice> for DeviceId {
-    fn from(d: &BlockDevice) -> Self {
+    fn from(device: &BlockDevice) -> Self {
         Self {
-            major: d.major,
-            minor: d.minor,
-            diskseq: d.diskseq,
+            major: device.major,
+            minor: device.minor,
+            diskseq: device.diskseq,
         }
     }
 }
@@ -177,8 +177,8 @@ pub enum Kept {
 /// that is not an identifier, a tunable whose name or value is not one the
 /// kernel shows (a whole number). Such an entry was not written by blktune
 /// and is not written to sysfs on its word.
-pub(super) fn implausible_original(w: &Wanted) -> Option<String> {
-    if let Some(s) = w.scheduler.as_deref()
+pub(super) fn implausible_original(wanted: &Wanted) -> Option<String> {
+    if let Some(s) = wanted.scheduler.as_deref()
         && !crate::os::is_plausible_scheduler_name(s)
     {
         return Some(format!(
@@ -186,7 +186,7 @@ pub(super) fn implausible_original(w: &Wanted) -> Option<String> {
             s.escape_debug()
         ));
     }
-    for (k, v) in &w.tunables {
+    for (k, v) in &wanted.tunables {
         if !crate::os::is_plausible_tunable_name(k) || !crate::sched::is_integer_text(v) {
             return Some(format!(
                 "tunable '{}' = '{}' is not a tunable's name and number",
@@ -195,7 +195,7 @@ pub(super) fn implausible_original(w: &Wanted) -> Option<String> {
             ));
         }
     }
-    for (k, v) in &w.knobs {
+    for (k, v) in &wanted.knobs {
         if crate::os::QueueAttr::knob(k).is_none() || !crate::sched::is_integer_text(v) {
             return Some(format!(
                 "queue setting '{}' = '{}' is not one blktune sets and a number",

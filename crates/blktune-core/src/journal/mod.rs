@@ -250,13 +250,13 @@ impl Journal {
         Ok(Some(e))
     }
 
-    /// Why `e` is not an entry of the tree this journal is bound to.
-    fn not_of_this_tree(&self, e: &JournalEntry) -> Option<String> {
+    /// Why `journal_entry` is not an entry of the tree this journal is bound to.
+    fn not_of_this_tree(&self, journal_entry: &JournalEntry) -> Option<String> {
         let mine = self.tree.as_ref()?;
-        match &e.tree {
+        match &journal_entry.tree {
             Some(theirs) if theirs != mine => Some(format!(
                 "the original of '{}' in {theirs}, not of {mine}; left in place (revert it with {})",
-                e.device,
+                journal_entry.device,
                 match theirs {
                     Tree::Live => "blktune revert, without --sysfs-root".to_string(),
                     Tree::Files(sys) => format!("--sysfs-root {}", sys.display()),
@@ -417,13 +417,13 @@ fn one_spelling(dir: &Path) -> PathBuf {
     }
 }
 
-/// `s` as one shell word: as it is when it is plain, else in single quotes.
-fn shell_word(s: &str) -> String {
+/// `text` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_word(text: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
-    if !s.is_empty() && s.chars().all(plain) {
-        s.to_string()
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
     } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -452,9 +452,9 @@ pub(super) mod test_support {
         }
     }
 
-    pub fn chmod(p: &Path, mode: u32) {
+    pub fn chmod(path: &Path, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
     }
 
     pub fn is_root() -> bool {
@@ -462,8 +462,8 @@ pub(super) mod test_support {
     }
 
     /// The error's message, which must name `path`.
-    pub fn names_path(e: &io::Error, path: &Path) -> String {
-        let msg = e.to_string();
+    pub fn names_path(err: &io::Error, path: &Path) -> String {
+        let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert_eq!(msg.lines().count(), 1, "{msg}");
         msg

@@ -264,15 +264,15 @@ impl Registry {
         Ok(Some(r))
     }
 
-    /// Register `r` (replacing what was there: the caller holds the
+    /// Register `registration` (replacing what was there: the caller holds the
     /// device's lock and has checked it), atomically.
-    pub fn put(&self, r: &Registration) -> io::Result<()> {
-        let name = Self::file_name(&r.device)?;
-        let json = serde_json::to_vec_pretty(r).map_err(io::Error::other)?;
+    pub fn put(&self, registration: &Registration) -> io::Result<()> {
+        let name = Self::file_name(&registration.device)?;
+        let json = serde_json::to_vec_pretty(registration).map_err(io::Error::other)?;
         let Some(dir) = Dir::open(&self.dir, true)? else {
             return Err(refused(&self.dir, "cannot be created"));
         };
-        let tmp = dir.write_temp(&r.device, &json)?;
+        let tmp = dir.write_temp(&registration.device, &json)?;
         let out = renameat(&dir.fd, tmp.as_str(), &dir.fd, name.as_str())
             .map_err(|e| os_err(&dir.at(&name), e));
         let _ = dir.unlink(&tmp);
@@ -369,9 +369,9 @@ mod tests {
         }
     }
 
-    fn ra(n: u64) -> Wanted {
+    fn ra(count: u64) -> Wanted {
         Wanted {
-            read_ahead_kb: Some(n),
+            read_ahead_kb: Some(count),
             ..Wanted::default()
         }
     }

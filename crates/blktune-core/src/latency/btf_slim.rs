@@ -72,8 +72,8 @@ struct Keep {
     walked: BTreeSet<u32>,
 }
 
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at.checked_add(4)?)?;
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let s = bytes.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
@@ -398,12 +398,12 @@ mod tests {
                 ..Self::default()
             }
         }
-        fn name(&mut self, s: &str) -> u32 {
-            if s.is_empty() {
+        fn name(&mut self, text: &str) -> u32 {
+            if text.is_empty() {
                 return 0;
             }
             let at = self.strings.len() as u32;
-            self.strings.extend_from_slice(s.as_bytes());
+            self.strings.extend_from_slice(text.as_bytes());
             self.strings.push(0);
             at
         }
@@ -456,18 +456,18 @@ mod tests {
         Types::walk(&blob[24..24 + tl], strings).unwrap()
     }
 
-    fn name_of<'a>(t: &Types<'a>, id: u32) -> &'a str {
-        std::str::from_utf8(t.name(id).unwrap()).unwrap()
+    fn name_of<'a>(types: &Types<'a>, id: u32) -> &'a str {
+        std::str::from_utf8(types.name(id).unwrap()).unwrap()
     }
 
     /// Names of the members (or enumerators) of type `id`.
-    fn member_names<'a>(t: &Types<'a>, id: u32, stride: usize) -> Vec<&'a str> {
-        let (_, vlen, _) = t.head(id).unwrap();
-        let at = t.start(id).unwrap() + TYPE_LEN;
+    fn member_names<'a>(types: &Types<'a>, id: u32, stride: usize) -> Vec<&'a str> {
+        let (_, vlen, _) = types.head(id).unwrap();
+        let at = types.start(id).unwrap() + TYPE_LEN;
         (0..vlen)
             .map(|m| {
-                let off = u32_at(t.section, at + m * stride).unwrap();
-                std::str::from_utf8(t.string(off).unwrap()).unwrap()
+                let off = u32_at(types.section, at + m * stride).unwrap();
+                std::str::from_utf8(types.string(off).unwrap()).unwrap()
             })
             .collect()
     }

@@ -170,14 +170,14 @@ pub fn who_slot_bounds(coarse: usize) -> (u64, Option<u64>) {
     }
 }
 
-/// The latency below which a fraction `q` of the counts lie, interpolated
+/// The latency below which a fraction `quantile` of the counts lie, interpolated
 /// inside its coarse slot; `None` without counts.
-fn coarse_quantile_ns(slots: &[u64], q: f64) -> Option<f64> {
+fn coarse_quantile_ns(slots: &[u64], quantile: f64) -> Option<f64> {
     let n: u64 = slots.iter().sum();
     if n == 0 {
         return None;
     }
-    let rank = q.clamp(0.0, 1.0) * n as f64;
+    let rank = quantile.clamp(0.0, 1.0) * n as f64;
     let mut below = 0u64;
     let mut last = 0;
     for (i, &c) in slots.iter().enumerate() {

@@ -65,8 +65,8 @@ fn is_handed_pipe(f: &fs::File, meta: &fs::Metadata) -> bool {
 }
 
 /// [`read_attr`] of an open file.
-pub(super) fn read_file(mut f: fs::File) -> io::Result<String> {
-    read_page(|buf, _| f.read(buf))
+pub(super) fn read_file(mut file: fs::File) -> io::Result<String> {
+    read_page(|buf, _| file.read(buf))
 }
 
 /// Up to a page through `read(buf, offset)`, as [`read_attr`] reads it.

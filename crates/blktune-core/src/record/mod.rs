@@ -139,9 +139,9 @@ pub enum RecordError {
 }
 
 impl From<crate::atomic_file::WriteError> for RecordError {
-    fn from(e: crate::atomic_file::WriteError) -> Self {
+    fn from(write_error: crate::atomic_file::WriteError) -> Self {
         use crate::atomic_file::WriteError;
-        match e {
+        match write_error {
             WriteError::Exists(p) => RecordError::Exists(p),
             WriteError::Io { path, source } => RecordError::Io { path, source },
             e => RecordError::Refused(e.to_string()),

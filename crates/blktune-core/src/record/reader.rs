@@ -88,21 +88,21 @@ const MAX_SKIP: u64 = 1 << 30;
 /// not kept, so one huge line costs no memory. On an error `buf` holds what
 /// was read of the line.
 fn read_line(
-    r: &mut dyn BufRead,
+    buf_read: &mut dyn BufRead,
     buf: &mut Vec<u8>,
     max: usize,
     skip_max: u64,
 ) -> io::Result<Read> {
     buf.clear();
     let limit = u64::try_from(max).unwrap_or(u64::MAX);
-    if <&mut dyn BufRead as io::Read>::take(&mut *r, limit).read_until(b'\n', buf)? == 0 {
+    if <&mut dyn BufRead as io::Read>::take(&mut *buf_read, limit).read_until(b'\n', buf)? == 0 {
         return Ok(Read::Eof);
     }
     if buf.last() == Some(&b'\n') || buf.len() < max {
         return Ok(Read::Line);
     }
     // `max` bytes and no end of line yet: read past the rest of it.
-    let rest = <&mut dyn BufRead as io::Read>::take(&mut *r, skip_max).skip_until(b'\n');
+    let rest = <&mut dyn BufRead as io::Read>::take(&mut *buf_read, skip_max).skip_until(b'\n');
     let read = match rest {
         // The data ended right there: the line was exactly `max` long.
         Ok(0) if skip_max > 0 => return Ok(Read::Line),
@@ -323,9 +323,9 @@ impl RecordReader {
 }
 
 /// Is this the error of a compressed stream that simply stops?
-fn is_cut_off(e: &io::Error) -> bool {
+fn is_cut_off(err: &io::Error) -> bool {
     matches!(
-        e.kind(),
+        err.kind(),
         io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidInput
     )
 }

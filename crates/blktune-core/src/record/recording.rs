@@ -82,9 +82,9 @@ impl Scan {
 
     /// Take one record; `false` for a sample that replay leaves out (its
     /// time did not move forward: rates need time to pass).
-    pub(super) fn take(&mut self, r: &Record) -> bool {
+    pub(super) fn take(&mut self, record: &Record) -> bool {
         let rec = &mut self.rec;
-        match r {
+        match record {
             Record::Sample(s) => {
                 if rec.last_t.is_some_and(|l| s.t <= l) || !s.t.is_finite() {
                     self.backwards += 1;

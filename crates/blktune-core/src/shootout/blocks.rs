@@ -17,19 +17,21 @@ pub(super) type Measured = (
 );
 
 /// A look in a few words, for the progress line.
-fn look_line(a: &compare::Analysis, labels: &[String]) -> String {
+fn look_line(analysis: &compare::Analysis, labels: &[String]) -> String {
     let name = |c: usize| labels.get(c).map_or("?", String::as_str);
-    let lead = a
+    let lead = analysis
         .leader
         .map_or("no leader".to_string(), |l| format!("{} leads", name(l)));
-    match &a.outcome {
+    match &analysis.outcome {
         compare::Outcome::Undecided { open } => format!(
             "look {}: {lead}; open: {}",
-            a.look,
+            analysis.look,
             open.iter().map(|&c| name(c)).collect::<Vec<_>>().join(", ")
         ),
-        compare::Outcome::Unreliable { .. } => format!("look {}: {lead}; a control failed", a.look),
-        _ => format!("look {}: {lead}", a.look),
+        compare::Outcome::Unreliable { .. } => {
+            format!("look {}: {lead}; a control failed", analysis.look)
+        }
+        _ => format!("look {}: {lead}", analysis.look),
     }
 }
 

@@ -22,8 +22,8 @@ use crate::compare::{Analysis, Effect, Status, change_only};
 pub const CONTROLS_HEAD: &str = "controls (what else changed in the same rounds):";
 
 /// `OK`, `note`, `FAILED`, padded.
-fn status_word(s: Status) -> &'static str {
-    match s {
+fn status_word(status: Status) -> &'static str {
+    match status {
         Status::Ok => "ok    ",
         Status::Note => "note  ",
         Status::Failed => "FAILED",
@@ -32,11 +32,11 @@ fn status_word(s: Status) -> &'static str {
 
 /// How many I/Os a percentile's rounds rested on: `(kernel r_p99: 120 to
 /// 4,100 I/Os per round, median 3,950)`.
-fn ios_line(e: &Effect) -> Option<String> {
-    let ios = e.ios?;
+fn ios_line(effect: &Effect) -> Option<String> {
+    let ios = effect.ios?;
     Some(format!(
         "({} from {} to {} I/Os per round, median {})",
-        e.metric.label(),
+        effect.metric.label(),
         ios.min,
         ios.median.max(ios.min),
         ios.median
@@ -44,11 +44,15 @@ fn ios_line(e: &Effect) -> Option<String> {
 }
 
 /// The lines of the comparisons with the leader.
-fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) -> Vec<String> {
-    let Some(leader) = a.leader else {
+fn comparison_lines(
+    analysis: &Analysis,
+    name: &dyn Fn(usize) -> String,
+    full: bool,
+) -> Vec<String> {
+    let Some(leader) = analysis.leader else {
         return Vec::new();
     };
-    let pairs: Vec<usize> = a
+    let pairs: Vec<usize> = analysis
         .comparisons
         .iter()
         .filter_map(|c| c.goal.as_ref().map(|e| e.pairs))
@@ -66,51 +70,51 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
         vec![
             format!(
                 "{} of {} against each other configuration: {pairs},",
-                a.metric.label(),
+                analysis.metric.label(),
                 name(leader)
             ),
             format!(
                 "  {:.1}% intervals ({:.0}% over {} comparison{}, look {} of {}); minimum effect ±{:.0}%",
-                a.confidence * 100.0,
-                a.alpha_total * 100.0,
-                a.comparisons_in_family,
-                if a.comparisons_in_family == 1 {
+                analysis.confidence * 100.0,
+                analysis.alpha_total * 100.0,
+                analysis.comparisons_in_family,
+                if analysis.comparisons_in_family == 1 {
                     ""
                 } else {
                     "s"
                 },
-                a.look,
-                a.looks,
-                a.min_effect * 100.0
+                analysis.look,
+                analysis.looks,
+                analysis.min_effect * 100.0
             ),
         ]
     } else {
         // One line on a small screen.
         vec![format!(
             "{} of {} against each: {}, {:.1}% intervals, minimum ±{:.0}%",
-            a.metric.label(),
+            analysis.metric.label(),
             name(leader),
             pairs.trim_end_matches(" each"),
-            a.confidence * 100.0,
-            a.min_effect * 100.0
+            analysis.confidence * 100.0,
+            analysis.min_effect * 100.0
         )]
     };
     // A failed control (the whole run's or this comparison's) makes its
     // answer unreliable, never a win: said on its own line too.
-    let run_failed = a.controls.iter().any(|c| c.status == Status::Failed);
-    let width = a
+    let run_failed = analysis.controls.iter().any(|c| c.status == Status::Failed);
+    let width = analysis
         .comparisons
         .iter()
         .map(|c| name(c.other).chars().count())
         .max()
         .unwrap_or(0);
-    for c in &a.comparisons {
+    for c in &analysis.comparisons {
         let said = c
             .goal
             .as_ref()
             .map_or("no pair has the figure".to_string(), |e| {
                 if full {
-                    e.sentence(a.min_effect)
+                    e.sentence(analysis.min_effect)
                 } else {
                     e.brief()
                 }
@@ -124,7 +128,8 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
     }
     if let (true, Some(line)) = (
         full,
-        a.comparisons
+        analysis
+            .comparisons
             .iter()
             .filter_map(|c| c.goal.as_ref())
             .find_map(ios_line),
@@ -139,17 +144,18 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
 /// every figure against the closest other, and each answer in words
 /// (`bench`); a small screen gets each comparison and the conclusion in
 /// one line ([`crate::compare::Effect::brief`], [`super::Verdict::brief`]).
-pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
+pub fn verdict_lines(shootout_result: &ShootoutResult, full: bool) -> Vec<String> {
     let name = |c: usize| {
-        r.configurations
+        shootout_result
+            .configurations
             .get(c)
             .map_or("?".to_string(), |s| s.configuration.clone())
     };
     let mut out = Vec::new();
-    if let Some(a) = &r.analysis {
+    if let Some(a) = &shootout_result.analysis {
         // Whatever failed or is worth a note; what held only for the closest
         // comparison (the others' steady lines say the same).
-        let closest = r
+        let closest = shootout_result
             .verdict
             .runner_up
             .as_ref()
@@ -169,12 +175,12 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
             }
         }
     }
-    for n in &r.verdict.notes {
+    for n in &shootout_result.verdict.notes {
         out.push(format!("note: {n}"));
     }
-    if let Some(a) = &r.analysis {
+    if let Some(a) = &shootout_result.analysis {
         out.extend(comparison_lines(a, &name, full));
-        if let (true, Some(l), Some(ru)) = (full, a.leader, &r.verdict.runner_up)
+        if let (true, Some(l), Some(ru)) = (full, a.leader, &shootout_result.verdict.runner_up)
             && let Some(c) = a.comparisons.iter().find(|c| &name(c.other) == ru)
         {
             // One pair has no interval: the bare changes, said once.
@@ -202,9 +208,9 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
         }
     }
     out.push(if full {
-        r.verdict.headline.clone()
+        shootout_result.verdict.headline.clone()
     } else {
-        r.verdict.brief.clone()
+        shootout_result.verdict.brief.clone()
     });
     out
 }

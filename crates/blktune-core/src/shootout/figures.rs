@@ -68,20 +68,20 @@ impl Figures {
 impl Metric {
     /// The value in a measurement's diskstats or load figures, if it has
     /// one (the kernel's: [`Metric::of_kernel`]).
-    pub fn of(self, f: &Figures) -> Option<f64> {
-        let reads = f.load.and_then(|l| l.reads);
+    pub fn of(self, figures: &Figures) -> Option<f64> {
+        let reads = figures.load.and_then(|l| l.reads);
         match self {
-            Metric::RS => Some(f.r_s),
-            Metric::WS => Some(f.w_s),
-            Metric::MbS => Some(f.mb_s),
-            Metric::RAwait => Some(f.r_await),
-            Metric::WAwait => Some(f.w_await),
-            Metric::AquSz => Some(f.aqu_sz),
-            Metric::Util => Some(f.util),
+            Metric::RS => Some(figures.r_s),
+            Metric::WS => Some(figures.w_s),
+            Metric::MbS => Some(figures.mb_s),
+            Metric::RAwait => Some(figures.r_await),
+            Metric::WAwait => Some(figures.w_await),
+            Metric::AquSz => Some(figures.aqu_sz),
+            Metric::Util => Some(figures.util),
             Metric::P50 => reads.map(|r| r.p50),
             Metric::P99 => reads.map(|r| r.p99),
             Metric::P999 => reads.map(|r| r.p999),
-            Metric::WP99 => f.load.and_then(|l| l.writes).map(|w| w.p99),
+            Metric::WP99 => figures.load.and_then(|l| l.writes).map(|w| w.p99),
             _ => None,
         }
     }
@@ -164,13 +164,13 @@ impl fmt::Display for Goal {
 
 impl FromStr for Goal {
     type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, String> {
         Goal::ALL
             .into_iter()
-            .find(|g| g.label() == s)
+            .find(|g| g.label() == text)
             .ok_or_else(|| {
                 format!(
-                    "unknown goal '{s}'; choose read-latency, write-latency, throughput, p99 or write-p99"
+                    "unknown goal '{text}'; choose read-latency, write-latency, throughput, p99 or write-p99"
                 )
             })
     }
@@ -288,11 +288,11 @@ impl ConfigSummary {
 
 /// The configurations left out of a ranking by the kernel's percentiles because
 /// they had too few I/Os for one: `kyber: 42 reads, too few for a p99`.
-pub fn too_few_notes(m: Metric, summaries: &[ConfigSummary]) -> Vec<String> {
-    let Some((span, dir)) = m.kernel_io() else {
+pub fn too_few_notes(metric: Metric, summaries: &[ConfigSummary]) -> Vec<String> {
+    let Some((span, dir)) = metric.kernel_io() else {
         return Vec::new();
     };
-    let (what, need) = match m {
+    let (what, need) = match metric {
         Metric::KRP999 | Metric::KWP999 => ("p99.9", crate::latency::MIN_IOS_FOR_P999),
         Metric::KRP50 | Metric::KWP50 => ("p50", 1),
         _ => ("p99", crate::latency::MIN_IOS_FOR_P99),
@@ -300,7 +300,7 @@ pub fn too_few_notes(m: Metric, summaries: &[ConfigSummary]) -> Vec<String> {
     let ios = if dir == Dir::Read { "reads" } else { "writes" };
     summaries
         .iter()
-        .filter(|s| s.get(m).is_none())
+        .filter(|s| s.get(metric).is_none())
         .filter_map(|s| {
             let n = s.kernel.as_ref()?.count(span, dir);
             Some(format!(
@@ -315,8 +315,12 @@ pub fn too_few_notes(m: Metric, summaries: &[ConfigSummary]) -> Vec<String> {
 /// latency that nearly stopped the reads) won at their cost: bfq can starve
 /// a sequential writer for a whole dwell. Says so when the winner's rate of
 /// the other direction is below a tenth of the best other configuration's.
-pub fn starvation_note(m: Metric, winner: &str, summaries: &[ConfigSummary]) -> Option<String> {
-    let (other, what) = match m {
+pub fn starvation_note(
+    metric: Metric,
+    winner: &str,
+    summaries: &[ConfigSummary],
+) -> Option<String> {
+    let (other, what) = match metric {
         Metric::RAwait
         | Metric::P50
         | Metric::P99
@@ -347,7 +351,7 @@ pub fn starvation_note(m: Metric, winner: &str, summaries: &[ConfigSummary]) -> 
         format!(
             "{winner} nearly stopped the {what} ({mine:.1} {l} vs {best:.1} under another configuration): \
              its {} is bought with them",
-            m.label(),
+            metric.label(),
             l = other.label()
         )
     })

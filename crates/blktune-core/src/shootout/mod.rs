@@ -439,18 +439,18 @@ enum Stop {
 }
 
 impl From<TuneError> for Stop {
-    fn from(e: TuneError) -> Self {
-        match e {
-            TuneError::Replaced { .. } => Stop::Replaced(e.to_string()),
+    fn from(tune_error: TuneError) -> Self {
+        match tune_error {
+            TuneError::Replaced { .. } => Stop::Replaced(tune_error.to_string()),
             e => Stop::Failed(e.to_string()),
         }
     }
 }
 
 impl From<LoadError> for Stop {
-    fn from(e: LoadError) -> Self {
-        match e {
-            LoadError::Replaced { .. } => Stop::Replaced(e.to_string()),
+    fn from(load_error: LoadError) -> Self {
+        match load_error {
+            LoadError::Replaced { .. } => Stop::Replaced(load_error.to_string()),
             e => Stop::Failed(e.to_string()),
         }
     }

@@ -34,13 +34,17 @@ pub struct LoadInfo {
 
 impl LoadInfo {
     /// Describe a load's options.
-    pub fn of(o: &LoadOptions) -> Self {
+    pub fn of(load_options: &LoadOptions) -> Self {
         Self {
-            mix: o.mix,
-            queue_depth: o.queue_depth,
-            writers: if o.mix == Mix::Mixed { o.writers } else { 0 },
-            block_bytes: o.block,
-            seq_block_bytes: o.seq_block,
+            mix: load_options.mix,
+            queue_depth: load_options.queue_depth,
+            writers: if load_options.mix == Mix::Mixed {
+                load_options.writers
+            } else {
+                0
+            },
+            block_bytes: load_options.block,
+            seq_block_bytes: load_options.seq_block,
         }
     }
 
@@ -125,8 +129,8 @@ impl ShootoutResult {
 }
 
 /// Number of decimals for a metric's column.
-fn decimals(m: Metric) -> usize {
-    match m {
+fn decimals(metric: Metric) -> usize {
+    match metric {
         Metric::RS | Metric::WS | Metric::MbS | Metric::Util => 1,
         Metric::RAwait | Metric::WAwait | Metric::AquSz => 2,
         _ => 3,
@@ -151,10 +155,10 @@ pub(super) fn value_decimals(base: usize, values: &[Option<f64>]) -> usize {
 }
 
 /// The line under the table: what its figures are, naming only the columns it shows.
-fn footnote(r: &ShootoutResult, cols: &[Metric]) -> String {
+fn footnote(shootout_result: &ShootoutResult, cols: &[Metric]) -> String {
     let mut parts = vec![format!(
         "each configuration's rounds of {} pooled, for display only: the verdict rests on the rounds' pairs",
-        crate::units::format_duration(std::time::Duration::from_secs_f64(r.dwell_s))
+        crate::units::format_duration(std::time::Duration::from_secs_f64(shootout_result.dwell_s))
     )];
     parts.push("r_await/w_await/aqu-sz/%util from diskstats".into());
     let reads = [Metric::P50, Metric::P99, Metric::P999]
@@ -176,19 +180,24 @@ fn footnote(r: &ShootoutResult, cols: &[Metric]) -> String {
 
 /// The results: each configuration's rounds pooled (means; the kernel's
 /// percentiles from the pooled histograms), then the verdict.
-pub fn table(r: &ShootoutResult) -> String {
+pub fn table(shootout_result: &ShootoutResult) -> String {
     let cols: Vec<Metric> = Metric::ALL
         .into_iter()
-        .filter(|m| r.configurations.iter().any(|s| s.get(*m).is_some()))
+        .filter(|m| {
+            shootout_result
+                .configurations
+                .iter()
+                .any(|s| s.get(*m).is_some())
+        })
         .collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut head = vec!["configuration".to_string(), "rounds".to_string()];
     head.extend(cols.iter().map(|m| m.label().to_string()));
     rows.push(head);
-    for s in &r.configurations {
+    for s in &shootout_result.configurations {
         let mut row = vec![s.configuration.clone(), s.rounds.len().to_string()];
         for m in &cols {
-            let values: Vec<Option<f64>> = r
+            let values: Vec<Option<f64>> = shootout_result
                 .configurations
                 .iter()
                 .map(|o| o.get(*m).map(|sp| sp.mean))
@@ -202,22 +211,26 @@ pub fn table(r: &ShootoutResult) -> String {
         rows.push(row);
     }
     let mut out = grid(&rows, 0);
-    let _ = writeln!(out, "{}", footnote(r, &cols));
+    let _ = writeln!(out, "{}", footnote(shootout_result, &cols));
     out.push('\n');
-    out.push_str(&kernel_table(r));
-    let metric = r.verdict.metric;
-    if r.goal.fallback() == Some(metric) {
-        let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+    out.push_str(&kernel_table(shootout_result));
+    let metric = shootout_result.verdict.metric;
+    if shootout_result.goal.fallback() == Some(metric) {
+        let why = shootout_result
+            .kernel
+            .unavailable
+            .as_deref()
+            .unwrap_or("not traced");
         let _ = writeln!(
             out,
             "{} is ranked by the built-in load's own latencies: no kernel percentiles ({why})",
-            r.goal
+            shootout_result.goal
         );
     }
-    for line in super::conclusion::verdict_lines(r, true) {
+    for line in super::conclusion::verdict_lines(shootout_result, true) {
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "{}", r.final_settings);
+    let _ = writeln!(out, "{}", shootout_result.final_settings);
     out
 }
 
@@ -256,15 +269,27 @@ fn grid(rows: &[Vec<String>], name_w: usize) -> String {
 /// The kernel's percentiles of the device's own I/O per configuration, pooled
 /// over its rounds, with the I/O counts; a count instead of a p99 under 100
 /// I/Os. One line saying why when they are missing.
-fn kernel_table(r: &ShootoutResult) -> String {
-    if !r.configurations.iter().any(|s| s.kernel.is_some()) {
-        let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+fn kernel_table(shootout_result: &ShootoutResult) -> String {
+    if !shootout_result
+        .configurations
+        .iter()
+        .any(|s| s.kernel.is_some())
+    {
+        let why = shootout_result
+            .kernel
+            .unavailable
+            .as_deref()
+            .unwrap_or("not traced");
         return format!("no kernel latency percentiles: {why}\n\n");
     }
     let count = |s: &ConfigSummary, dir| s.kernel.map_or(0, |k| k.count(Span::Total, dir));
     // Reads always; writes when any configuration saw one.
     let mut dirs = vec![Dir::Read];
-    if r.configurations.iter().any(|s| count(s, Dir::Write) > 0) {
+    if shootout_result
+        .configurations
+        .iter()
+        .any(|s| count(s, Dir::Write) > 0)
+    {
         dirs.push(Dir::Write);
     }
     let mut head = vec!["kernel".to_string()];
@@ -275,7 +300,7 @@ fn kernel_table(r: &ShootoutResult) -> String {
         }
     }
     let mut rows = vec![head];
-    for s in &r.configurations {
+    for s in &shootout_result.configurations {
         let mut mean = vec![s.configuration.clone()];
         for &d in &dirs {
             let n = count(s, d);
@@ -318,7 +343,7 @@ fn kernel_table(r: &ShootoutResult) -> String {
         "(the kernel's latency of every I/O on {} in ms, whoever issued it: from its start, the span \
          r_await averages, and on the device alone (dev99: issue to completion); each \
          configuration's rounds pooled; n = I/Os; no p99 under 100 I/Os, no p99.9 under 1000)",
-        r.device,
+        shootout_result.device,
     );
     out.push('\n');
     out

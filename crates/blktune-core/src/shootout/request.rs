@@ -117,11 +117,11 @@ impl Candidate {
 
     /// The scheduler, nr_requests and tunables of whole settings (an A/B's
     /// before and after); `None` without a scheduler.
-    pub fn of(w: &Wanted) -> Option<Self> {
+    pub fn of(wanted: &Wanted) -> Option<Self> {
         Some(Self {
-            scheduler: w.scheduler.clone()?,
-            nr_requests: w.nr_requests,
-            tunables: w.tunables.clone(),
+            scheduler: wanted.scheduler.clone()?,
+            nr_requests: wanted.nr_requests,
+            tunables: wanted.tunables.clone(),
         })
     }
 
@@ -229,7 +229,7 @@ pub(super) fn prepare(root: &SysRoot, cfg: &Config) -> Result<Prepared, Shootout
 pub(super) fn candidates(
     root: &SysRoot,
     dev: &DeviceName,
-    q: &QueueSettings,
+    queue_settings: &QueueSettings,
     schedulers: &[String],
     nr_requests: &[u64],
 ) -> Result<(Vec<Candidate>, Vec<String>), ShootoutError> {
@@ -248,7 +248,7 @@ pub(super) fn candidates(
                 nr_requests: nr,
                 ..Candidate::scheduler(s)
             };
-            match tuner::validate(dev, q, depth, &c.wanted()) {
+            match tuner::validate(dev, queue_settings, depth, &c.wanted()) {
                 Ok(_) => {
                     if !out.contains(&c) {
                         out.push(c);
@@ -294,13 +294,13 @@ pub(super) fn plan_of(cfg: &Config, configs: usize) -> Plan {
 fn given(
     root: &SysRoot,
     dev: &DeviceName,
-    q: &QueueSettings,
+    queue_settings: &QueueSettings,
     configurations: &[Candidate],
 ) -> Result<(Vec<Candidate>, Vec<String>), ShootoutError> {
     let depth = hw_queue_depth(root, dev);
     let mut out: Vec<Candidate> = Vec::new();
     for c in configurations {
-        tuner::validate(dev, q, depth, &c.wanted())?;
+        tuner::validate(dev, queue_settings, depth, &c.wanted())?;
         if !out.contains(c) {
             out.push(c.clone());
         }

@@ -156,31 +156,35 @@ impl Bench<'_> {
 }
 
 /// The device's own offered load in a dwell.
-fn load_sample(s: &ExtStats) -> LoadSample {
-    let iops = s.r_s + s.w_s;
-    let kb = s.rkb_s + s.wkb_s;
+fn load_sample(ext_stats: &ExtStats) -> LoadSample {
+    let iops = ext_stats.r_s + ext_stats.w_s;
+    let kb = ext_stats.rkb_s + ext_stats.wkb_s;
     LoadSample {
         iops,
         mb_s: kb * 1024.0 / 1e6,
-        read_share: if iops > 0.0 { s.r_s / iops } else { 0.0 },
+        read_share: if iops > 0.0 {
+            ext_stats.r_s / iops
+        } else {
+            0.0
+        },
         req_kb: if iops > 0.0 { kb / iops } else { 0.0 },
-        aqu_sz: s.aqu_sz,
+        aqu_sz: ext_stats.aqu_sz,
     }
 }
 
 /// A device underneath in a dwell: the await of all its reads and writes.
-fn under_sample(name: &str, relation: &str, s: &ExtStats) -> UnderSample {
-    let iops = s.r_s + s.w_s;
+fn under_sample(name: &str, relation: &str, ext_stats: &ExtStats) -> UnderSample {
+    let iops = ext_stats.r_s + ext_stats.w_s;
     UnderSample {
         name: name.into(),
         relation: relation.into(),
         await_ms: if iops > 0.0 {
-            (s.r_await * s.r_s + s.w_await * s.w_s) / iops
+            (ext_stats.r_await * ext_stats.r_s + ext_stats.w_await * ext_stats.w_s) / iops
         } else {
             0.0
         },
         await_sd: None,
-        util: s.util,
+        util: ext_stats.util,
         iops,
     }
 }
@@ -234,11 +238,11 @@ pub(super) fn wait(
     }
 }
 
-/// Read diskstats into the tracker at time `t`; each device's stats (`None`: no data).
+/// Read diskstats into the tracker at time `at`; each device's stats (`None`: no data).
 fn sample(
     root: &SysRoot,
     rates: &mut RateTracker,
-    t: f64,
+    at: f64,
 ) -> Result<Vec<(String, Option<ExtStats>)>, Stop> {
     let text = root.read_diskstats().map_err(|e| {
         Stop::Failed(format!(
@@ -248,7 +252,7 @@ fn sample(
     })?;
     let (lines, _) = diskstats::parse(&text);
     Ok(rates
-        .update(t, &lines)
+        .update(at, &lines)
         .into_iter()
         .map(|(n, s)| (n, s.stats.ok()))
         .collect())

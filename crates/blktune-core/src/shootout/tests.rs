@@ -117,24 +117,24 @@ fn one_step() -> (tempfile::TempDir, FakeTree, Journal, Config) {
 
 /// The fake tree keeps a written scheduler name as written: give the
 /// file the kernel's form again (every scheduler, the active one in brackets).
-fn bracket(t: &FakeTree) {
+fn bracket(fake_tree: &FakeTree) {
     let all: Vec<String> = ["none", "mq-deadline", "kyber", "bfq"]
         .map(String::from)
         .to_vec();
     std::fs::write(
-        t.dev_dir("sda").join("queue/scheduler"),
-        crate::fake::scheduler_line(&all, &active(t)),
+        fake_tree.dev_dir("sda").join("queue/scheduler"),
+        crate::fake::scheduler_line(&all, &active(fake_tree)),
     )
     .unwrap();
 }
 
-fn active(t: &FakeTree) -> String {
-    active_of(t, "sda")
+fn active(fake_tree: &FakeTree) -> String {
+    active_of(fake_tree, "sda")
 }
 
 /// The active scheduler of `name`.
-fn active_of(t: &FakeTree, name: &str) -> String {
-    let root = t.root();
+fn active_of(fake_tree: &FakeTree, name: &str) -> String {
+    let root = fake_tree.root();
     QueueSettings::read(&root, &root.device(name).unwrap())
         .active_label()
         .to_string()
@@ -258,7 +258,7 @@ fn a_restore_refused_on_a_re_created_device_says_nothing_was_restored() {
 /// a thread keeps moving: reads at `ms(active scheduler, nr_requests)`, and
 /// the lines of `others` (name, major, minor) as `under` says.
 fn simulated(
-    t: &FakeTree,
+    fake_tree: &FakeTree,
     name: &str,
     ms: impl Fn(&str, u64) -> f64 + Send + 'static,
     others: &[(&str, u32, u32)],
@@ -276,7 +276,7 @@ fn simulated(
         minor: mi,
     }));
     let n_others = others.len();
-    t.simulate(
+    fake_tree.simulate(
         name,
         &["none", "mq-deadline", "kyber", "bfq"],
         64,
@@ -301,8 +301,8 @@ fn simulated(
 
 /// A progress callback that brackets each switch of `name` at once, as the
 /// kernel would (the simulation's thread may be late on a busy machine).
-fn kernel_like(t: &FakeTree, name: &str) -> impl FnMut(&Progress) {
-    let (t, name) = (t.clone(), name.to_string());
+fn kernel_like(fake_tree: &FakeTree, name: &str) -> impl FnMut(&Progress) {
+    let (t, name) = (fake_tree.clone(), name.to_string());
     move |p: &Progress| {
         if p.phase == Phase::Settling {
             t.bracket(&name, &["none", "mq-deadline", "kyber", "bfq"]);

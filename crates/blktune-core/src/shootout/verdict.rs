@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 /// latency only where there was I/O of its direction), the kernel's
 /// percentiles of that round's histogram with the I/Os they rest on (none
 /// under 100 I/Os for a p99, 1000 for a p99.9), the load's own likewise.
-pub fn round_of(m: &Measurement) -> Round {
-    let mut r = Round::new(m.config, m.block, m.at_s);
-    let f = &m.figures;
+pub fn round_of(measurement: &Measurement) -> Round {
+    let mut r = Round::new(measurement.config, measurement.block, measurement.at_s);
+    let f = &measurement.figures;
     let mut put = |metric: Metric, value: f64, ios: Option<u64>| {
         r.values.insert(metric, Sample { value, ios });
     };
@@ -28,7 +28,7 @@ pub fn round_of(m: &Measurement) -> Round {
     if f.w_s > 0.0 {
         put(Metric::WAwait, f.w_await, None);
     }
-    if let Some(k) = &m.kernel {
+    if let Some(k) = &measurement.kernel {
         for metric in Metric::KERNEL {
             let Some((span, dir)) = metric.kernel_io() else {
                 continue;
@@ -58,7 +58,7 @@ pub fn round_of(m: &Measurement) -> Round {
             put(Metric::WP99, v, Some(writes.count));
         }
     }
-    r.controls = m.controls.clone();
+    r.controls = measurement.controls.clone();
     r
 }
 
@@ -99,17 +99,21 @@ impl Verdict {
 }
 
 /// The comparison closest to the leader: the effect least in its favour.
-fn runner_up<'a>(a: &'a Analysis, among: &[usize]) -> Option<&'a crate::compare::Comparison> {
+fn runner_up<'a>(
+    analysis: &'a Analysis,
+    among: &[usize],
+) -> Option<&'a crate::compare::Comparison> {
     let toward = |c: &crate::compare::Comparison| {
         let e = c.goal.as_ref()?;
         // The leader's change against it: lower is better for latencies.
-        Some(if a.metric.lower_is_better() {
+        Some(if analysis.metric.lower_is_better() {
             e.change
         } else {
             -e.change
         })
     };
-    a.comparisons
+    analysis
+        .comparisons
         .iter()
         .filter(|c| among.is_empty() || among.contains(&c.other))
         .max_by(|x, y| {

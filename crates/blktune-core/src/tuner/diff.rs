@@ -158,24 +158,26 @@ pub(super) fn add_requested_tunables(
     }
 }
 
-/// Would applying `want` to a device in state `q` write nothing? (Every
+/// Would applying `want` to a device in state `queue_settings` write nothing? (Every
 /// requested value is already in force; a scheduler switch never is a no-op,
 /// as it resets the others.)
-pub fn is_no_op(q: &QueueSettings, want: &Wanted) -> bool {
-    let active = q.scheduler.as_ref().map(|s| s.active.as_str());
+pub fn is_no_op(queue_settings: &QueueSettings, want: &Wanted) -> bool {
+    let active = queue_settings.scheduler.as_ref().map(|s| s.active.as_str());
     want.scheduler.as_deref().is_none_or(|s| Some(s) == active)
         && want
             .tunables
             .iter()
-            .all(|(k, v)| q.tunables.get(k).map(|c| c.trim()) == Some(v.trim()))
-        && want.nr_requests.is_none_or(|n| q.nr_requests == Some(n))
+            .all(|(k, v)| queue_settings.tunables.get(k).map(|c| c.trim()) == Some(v.trim()))
+        && want
+            .nr_requests
+            .is_none_or(|n| queue_settings.nr_requests == Some(n))
         && want
             .read_ahead_kb
-            .is_none_or(|n| q.read_ahead_kb == Some(n))
+            .is_none_or(|n| queue_settings.read_ahead_kb == Some(n))
         && want
             .knobs
             .iter()
-            .all(|(k, v)| q.knobs.get(k).map(|c| c.trim()) == Some(v.trim()))
+            .all(|(k, v)| queue_settings.knobs.get(k).map(|c| c.trim()) == Some(v.trim()))
 }
 
 /// Every value that differs, in the safe write order.

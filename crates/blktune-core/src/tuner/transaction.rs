@@ -237,14 +237,14 @@ impl Tuner {
     /// ([`Journal::save_original`]: the first original wins, a stale entry of
     /// an earlier incarnation is replaced, a live device journalled in
     /// another directory is refused). Returns whether a new entry was
-    /// written. `seq` is the diskseq read at the start of the change, `q`
+    /// written. `seq` is the diskseq read at the start of the change, `queue_settings`
     /// its settings.
     fn journal_original(
         &self,
-        j: &Journal,
+        journal: &Journal,
         dev: &DeviceName,
         seq: Option<u64>,
-        q: &QueueSettings,
+        queue_settings: &QueueSettings,
     ) -> Result<bool, TuneError> {
         let (major, minor) = read_dev_numbers(&self.root, dev).unwrap_or((0, 0));
         let entry = JournalEntry {
@@ -257,21 +257,21 @@ impl Tuner {
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
-            original: Wanted::snapshot_of(q),
-            tree: j.tree().cloned(),
+            original: Wanted::snapshot_of(queue_settings),
+            tree: journal.tree().cloned(),
             pid: Some(std::process::id()),
         };
-        j.save_original(&entry).map_err(|e| match e {
+        journal.save_original(&entry).map_err(|e| match e {
             SaveError::Elsewhere { dir, .. } => TuneError::JournalledElsewhere {
                 dev: dev.to_string(),
-                here: j.dir().display().to_string(),
-                revert: j
+                here: journal.dir().display().to_string(),
+                revert: journal
                     .sibling(dir.clone())
                     .revert_command(&self.root, &[dev.as_str()]),
                 dir: dir.display().to_string(),
             },
             SaveError::Io(source) => TuneError::Journal {
-                dir: j.dir().display().to_string(),
+                dir: journal.dir().display().to_string(),
                 source,
             },
         })
@@ -707,15 +707,15 @@ mod tests {
         assert_eq!(QueueSettings::read(&root, &dev).active_label(), "kyber");
     }
 
-    fn nr(n: u64) -> Wanted {
+    fn nr(count: u64) -> Wanted {
         Wanted {
-            nr_requests: Some(n),
+            nr_requests: Some(count),
             ..Wanted::default()
         }
     }
 
-    fn attr(t: &FakeTree, a: &str) -> String {
-        std::fs::read_to_string(t.dev_dir("sda").join("queue").join(a))
+    fn attr(fake_tree: &FakeTree, arg: &str) -> String {
+        std::fs::read_to_string(fake_tree.dev_dir("sda").join("queue").join(arg))
             .unwrap()
             .trim()
             .to_string()

@@ -43,55 +43,55 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn env(&self, k: &str) -> Known {
+    fn env(&self, key: &str) -> Known {
         self.env
-            .get(k)
+            .get(key)
             .cloned()
             .unwrap_or_else(|| match &self.missing {
                 Known::Value(_) => Known::Value(String::new()),
-                Known::Unknown(why) => Known::Unknown(format!("ENV{{{k}}}: {why}")),
+                Known::Unknown(why) => Known::Unknown(format!("ENV{{{key}}}: {why}")),
             })
     }
 }
 
-fn has_subst(v: &str) -> bool {
-    v.contains('%') || v.contains('$')
+fn has_subst(value: &str) -> bool {
+    value.contains('%') || value.contains('$')
 }
 
-fn compare(t: &Token, actual: &str) -> Tri {
-    if udev_match(&t.value, actual) == (t.op == Op::Match) {
+fn compare(token: &Token, actual: &str) -> Tri {
+    if udev_match(&token.value, actual) == (token.op == Op::Match) {
         Tri::Yes
     } else {
         Tri::No
     }
 }
 
-fn unknown(t: &Token, why: &str) -> Tri {
-    Tri::Unknown(format!("{}: {why}", t.display()))
+fn unknown(token: &Token, why: &str) -> Tri {
+    Tri::Unknown(format!("{}: {why}", token.display()))
 }
 
 /// One match key (not `ATTRS`, which is evaluated per rule).
-fn eval_token(ctx: &Ctx<'_>, t: &Token) -> Option<Tri> {
-    let is_match = t.op.is_match() || ALWAYS_MATCH_KEYS.contains(&t.key.as_str());
-    if !is_match || t.key == "ATTRS" {
+fn eval_token(ctx: &Ctx<'_>, token: &Token) -> Option<Tri> {
+    let is_match = token.op.is_match() || ALWAYS_MATCH_KEYS.contains(&token.key.as_str());
+    if !is_match || token.key == "ATTRS" {
         return None;
     }
     let evaluable = matches!(
-        (t.key.as_str(), t.attr.is_some()),
+        (token.key.as_str(), token.attr.is_some()),
         ("ACTION" | "SUBSYSTEM" | "KERNEL" | "TEST", false) | ("ENV" | "ATTR", true)
     );
     if !evaluable {
-        return Some(unknown(t, "cannot evaluate this key"));
+        return Some(unknown(token, "cannot evaluate this key"));
     }
-    if has_subst(&t.value) || t.attr.as_deref().is_some_and(has_subst) {
-        return Some(unknown(t, "uses a udev substitution"));
+    if has_subst(&token.value) || token.attr.as_deref().is_some_and(has_subst) {
+        return Some(unknown(token, "uses a udev substitution"));
     }
-    Some(match (t.key.as_str(), t.attr.as_deref()) {
-        ("ACTION", None) => compare(t, ctx.action),
-        ("SUBSYSTEM", None) => compare(t, "block"),
-        ("KERNEL", None) => compare(t, ctx.name),
+    Some(match (token.key.as_str(), token.attr.as_deref()) {
+        ("ACTION", None) => compare(token, ctx.action),
+        ("SUBSYSTEM", None) => compare(token, "block"),
+        ("KERNEL", None) => compare(token, ctx.name),
         ("ENV", Some(k)) => match ctx.env(k) {
-            Known::Value(v) => compare(t, &v),
+            Known::Value(v) => compare(token, &v),
             Known::Unknown(why) => Tri::Unknown(why),
         },
         // udev: an attribute that cannot be read fails the match, whatever the operator.
@@ -100,21 +100,21 @@ fn eval_token(ctx: &Ctx<'_>, t: &Token) -> Option<Tri> {
             .first()
             .map(|d| ctx.root.read_lineage_attr(d, a))
         {
-            Some(Ok(v)) => compare(t, &v),
+            Some(Ok(v)) => compare(token, &v),
             _ => Tri::No,
         },
-        ("TEST", None) if !t.value.starts_with('/') => {
+        ("TEST", None) if !token.value.starts_with('/') => {
             let exists = ctx.lineage.first().is_some_and(|d| {
-                !t.value.split('/').any(|c| c == "..") && d.join(&t.value).exists()
+                !token.value.split('/').any(|c| c == "..") && d.join(&token.value).exists()
             });
-            if exists == (t.op == Op::Match) {
+            if exists == (token.op == Op::Match) {
                 Tri::Yes
             } else {
                 Tri::No
             }
         }
-        ("TEST", _) => unknown(t, "absolute paths and modes are not checked"),
-        _ => unknown(t, "cannot evaluate this key"),
+        ("TEST", _) => unknown(token, "absolute paths and modes are not checked"),
+        _ => unknown(token, "cannot evaluate this key"),
     })
 }
 
@@ -165,7 +165,7 @@ fn eval_rule(ctx: &Ctx<'_>, rule: &Rule) -> Tri {
 fn initial_env(
     root: &SysRoot,
     dev: &DeviceName,
-    d: &BlockDevice,
+    device: &BlockDevice,
     props: Option<&BTreeMap<String, String>>,
     action: &str,
 ) -> BTreeMap<String, Known> {
@@ -177,9 +177,9 @@ fn initial_env(
     set("SUBSYSTEM", "block".into());
     // Every entry of <sysfs>/block is a whole disk.
     set("DEVTYPE", "disk".into());
-    set("MAJOR", d.major.to_string());
-    set("MINOR", d.minor.to_string());
-    set("DEVNAME", format!("/dev/{}", d.name));
+    set("MAJOR", device.major.to_string());
+    set("MINOR", device.minor.to_string());
+    set("DEVNAME", format!("/dev/{}", device.name));
     add_uevent_and_database(&mut env, root.read_dev_attr(dev, "uevent").ok(), props);
     env
 }
@@ -474,8 +474,13 @@ fn walk(rules: &[Rule], mut ctx: Ctx<'_>) -> ActionCheck {
 /// failed write but a line in its log. Values with a substitution are not
 /// judged. Worded without the device's name, so one line that does it to
 /// every device is one problem.
-fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -> Option<String> {
-    let v = w.value.trim();
+fn value_problem(
+    dev: &BlockDevice,
+    sched: Option<&str>,
+    line: usize,
+    write: &Write,
+) -> Option<String> {
+    let v = write.value.trim();
     if has_subst(v) {
         return None;
     }
@@ -483,9 +488,9 @@ fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -
         v.parse::<u64>()
             .map_err(|_| format!("{what} '{}' is not a whole number", v.escape_debug()))
     };
-    let why = match w.attr.as_str() {
+    let why = match write.attr.as_str() {
         "queue/scheduler" => {
-            let s = d.queue.scheduler.as_ref()?;
+            let s = dev.queue.scheduler.as_ref()?;
             if s.available.iter().any(|a| a == v) {
                 return None;
             }
@@ -496,7 +501,7 @@ fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -
             )
         }
         "queue/nr_requests" => match number("nr_requests") {
-            Ok(n) => crate::sched::check_nr_requests(n, sched?, d.hw_queue_depth)
+            Ok(n) => crate::sched::check_nr_requests(n, sched?, dev.hw_queue_depth)
                 .err()?
                 .to_string(),
             Err(e) => e,
@@ -509,7 +514,7 @@ fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -
         },
         a if crate::os::QueueAttr::knob(a.strip_prefix("queue/").unwrap_or(a)).is_some() => {
             let name = a.strip_prefix("queue/")?;
-            let max_hw = d
+            let max_hw = dev
                 .queue
                 .knobs
                 .get("max_hw_sectors_kb")
@@ -548,8 +553,9 @@ mod tests {
         evaluate(&parse_rules(text), &root, &dev, &d, props, "change")
     }
 
-    fn result(a: &ActionCheck) -> Vec<(&str, &str)> {
-        a.result
+    fn result(action_check: &ActionCheck) -> Vec<(&str, &str)> {
+        action_check
+            .result
             .iter()
             .map(|w| (w.attr.as_str(), w.value.as_str()))
             .collect()

@@ -6,8 +6,8 @@ use super::super::kernel::DwellHists;
 use super::super::kernel::tests::hist;
 use super::*;
 
-fn runs(ms: f64, n: usize, dwell: Option<(u64, u64)>) -> Vec<(Figures, Option<DwellHists>)> {
-    (0..n)
+fn runs(ms: f64, count: usize, dwell: Option<(u64, u64)>) -> Vec<(Figures, Option<DwellHists>)> {
+    (0..count)
         .map(|i| {
             let f = Figures {
                 r_s: 1000.0,

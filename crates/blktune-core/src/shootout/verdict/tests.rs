@@ -18,8 +18,8 @@ fn fig(r_await: f64, w_s: f64) -> Figures {
 }
 
 /// Rounds of r_await `ms`, each `1 ± wobble` alternately.
-fn runs(ms: f64, wobble: f64, n: usize) -> Vec<(Figures, Option<DwellHists>)> {
-    (0..n)
+fn runs(ms: f64, wobble: f64, count: usize) -> Vec<(Figures, Option<DwellHists>)> {
+    (0..count)
         .map(|i| {
             let w = if i % 2 == 0 {
                 1.0 + wobble
