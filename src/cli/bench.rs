@@ -266,18 +266,19 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
                 ..Default::default()
             })
             .ok_or_else(|| UsageError("no winner to export".into()))?;
-        let to = shootout::WinnerExport {
+        let to = blktune_core::export::WinnerExport {
             output: a.export_output.clone(),
             force: a.force,
             measured: blktune_core::export::measured::shootout(&result),
             udev_db: None,
         };
         // A refused device keeps its own exit code (2 for bad input).
-        let written =
-            shootout::export_winner(&root, &device, &winner, &to).map_err(|e| match e {
+        let written = blktune_core::export::export_winner(&root, &device, &winner, &to).map_err(
+            |e| match e {
                 blktune_core::export::ExportError::Tune(t) => anyhow::Error::from(t),
                 e => e.into(),
-            })?;
+            },
+        )?;
         for line in written.lines() {
             eprintln!("blktune: {}", printable(line));
         }

@@ -4,7 +4,7 @@
 //! panic (the guards drop while unwinding).
 
 use super::{Global, TuiArgs, UsageError, parse_probe_rate, parse_tui_interval};
-use crate::tui::demo::Demo;
+use crate::tui::app::demo::Demo;
 use anyhow::Context;
 use blktune_core::load::{Load, LoadOptions, Mix, Scratch, Target};
 use blktune_core::scratch::QueueRestore;

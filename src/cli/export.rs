@@ -1,17 +1,15 @@
 //! `blktune export`: write udev rules (or a script) that keep the chosen
 //! settings, and `blktune export --check FILE` to see what a rules file does.
 
-use super::set::parse_tunable;
+use super::common::{SettingsArgs, cli_error};
 use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::{self, BlockDevice};
-use blktune_core::export::{
-    self, ExportError, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb,
-};
+use blktune_core::export::{self, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb};
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
 use blktune_core::text::printable;
-use blktune_core::tuner::{self, Wanted};
+use blktune_core::tuner::{self};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -58,23 +56,8 @@ pub struct ExportArgs {
     #[arg(long = "match", value_parser = match_parser(), value_name = "HOW")]
     pub strategy: Option<MatchStrategy>,
 
-    /// Export this scheduler instead of the active one (keeps the live
-    /// nr_requests and read_ahead_kb, written after it; drops the old
-    /// scheduler's tunables).
-    #[arg(long, short = 's', value_name = "NAME")]
-    pub scheduler: Option<String>,
-
-    /// Export this queue/nr_requests (4 to 2048).
-    #[arg(long, value_name = "N")]
-    pub nr_requests: Option<u64>,
-
-    /// Export this queue/read_ahead_kb (a multiple of the page size).
-    #[arg(long, value_name = "N")]
-    pub read_ahead_kb: Option<u64>,
-
-    /// A tunable of the exported scheduler, e.g. read_expire=100 (repeatable).
-    #[arg(long = "tunable", short = 't', value_name = "NAME=VALUE", value_parser = parse_tunable)]
-    pub tunables: Vec<(String, String)>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
 
     /// Write to FILE (atomically) instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -121,15 +104,6 @@ impl ExportArgs {
     }
 }
 
-/// An export error with the CLI's exit codes (2 bad input, 1 failure).
-pub(super) fn cli_error(e: ExportError) -> anyhow::Error {
-    match e {
-        ExportError::Tune(t) => t.into(),
-        e if e.exit_code() == 2 => UsageError(e.to_string()).into(),
-        e => anyhow::anyhow!(e.to_string()),
-    }
-}
-
 /// `SOURCE_DATE_EPOCH` (reproducible builds convention) or now.
 fn generated_at() -> String {
     let t = std::env::var("SOURCE_DATE_EPOCH")
@@ -157,12 +131,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     } else {
         a.devices.clone()
     };
-    let over = Wanted {
-        scheduler: a.scheduler.clone(),
-        tunables: a.tunables.clone(),
-        nr_requests: a.nr_requests,
-        read_ahead_kb: a.read_ahead_kb,
-    };
+    let over = a.settings.wanted();
     // Every device read once: the named ones' rules and the host's devices
     // (what the rules' matches are checked against) come from one read.
     let host_devices = device::discover(&root).unwrap_or_default();

@@ -1,9 +1,10 @@
 //! `blktune list`: the devices and their queue settings.
 
+use super::common::{QueueJson, lost_note, shown_by_default};
 use super::metrics;
 use super::{Global, Out, UsageError};
 use anyhow::Context;
-use blktune_core::device::{self, BlockDevice, QueueSettings, human_size};
+use blktune_core::device::{self, BlockDevice, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
 use serde::Serialize;
@@ -117,34 +118,35 @@ fn trace_window(
     devices: &[&BlockDevice],
     window: std::time::Duration,
 ) -> Vec<metrics::LatencyHistogram> {
-    use blktune_core::latency::{DevId, Dir, Intervals, Span, Tracer};
-    let mut tracer = match Tracer::start(g.no_bpf, g.root().is_live()) {
-        Ok(t) => t,
-        Err(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "blktune: no latency histograms: {}",
-                blktune_core::text::printable(&why.to_string())
-            );
-            return Vec::new();
-        }
+    use blktune_core::latency::{DevId, Dir, Span};
+    use blktune_core::traced::{LatencyReads, TraceNote};
+    let say = |what: &str| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "blktune: {}",
+            blktune_core::text::printable(what)
+        );
     };
-    let mut intervals = Intervals::new();
-    let read = |t: &mut Tracer| t.read().map_err(|e| format!("no latency histograms: {e}"));
-    let interval = read(&mut tracer).and_then(|r| {
-        intervals.next(r);
-        std::thread::sleep(window);
-        let r = read(&mut tracer)?;
-        Ok(intervals.next(r).unwrap_or_default())
-    });
-    let interval = match interval {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "blktune: {e}");
-            return Vec::new();
+    let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
+    if let Some(why) = latency.unavailable() {
+        say(&format!("no latency histograms: {why}"));
+        return Vec::new();
+    }
+    latency.baseline();
+    std::thread::sleep(window);
+    let (interval, notes) = latency.read_interval();
+    for note in &notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => {
+                say(&blktune_core::latency::no_device_span_note(why));
+            }
+            TraceNote::Stopped(why) => say(&format!("no latency histograms: {why}")),
         }
+    }
+    let Some(interval) = interval else {
+        return Vec::new();
     };
-    if let Some(note) = super::watch::lost_note(interval.lost) {
+    if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");
     }
     let mut out = Vec::new();
@@ -227,32 +229,6 @@ pub struct ListEntry<'a> {
     pub partitions: &'a [String],
 }
 
-/// A device's queue settings in JSON, the same keys wherever they appear
-/// (`list --json`, and `before`/`after` of `set --json`).
-#[derive(Debug, Serialize)]
-pub struct QueueJson<'a> {
-    pub scheduler: Option<&'a str>,
-    pub schedulers: Vec<&'a str>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    pub tunables: &'a BTreeMap<String, String>,
-}
-
-impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
-    fn from(q: &'a QueueSettings) -> Self {
-        let s = q.scheduler.as_ref();
-        Self {
-            scheduler: s.map(|s| s.active.as_str()),
-            schedulers: s.map_or_else(Vec::new, |s| {
-                s.available.iter().map(String::as_str).collect()
-            }),
-            nr_requests: q.nr_requests,
-            read_ahead_kb: q.read_ahead_kb,
-            tunables: &q.tunables,
-        }
-    }
-}
-
 impl<'a> ListEntry<'a> {
     /// The entry of `d` with its stable ids.
     pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>) -> Self {
@@ -289,11 +265,6 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             partitions: &d.partitions,
         }
     }
-}
-
-/// Is this device listed without `--all`?
-pub fn shown_by_default(d: &BlockDevice) -> bool {
-    d.queue.has_scheduler() && d.size_bytes > 0
 }
 
 /// `none [mq-deadline] kyber bfq`, or `-`.

@@ -189,7 +189,7 @@ pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     }
     // The same exit codes as export's (2: a missing directory, ...); the
     // name's warning only once the file is there.
-    blktune_core::export::write_rules(path, text, true).map_err(super::export::cli_error)?;
+    blktune_core::export::write_rules(path, text, true).map_err(super::common::cli_error)?;
     if path.extension().is_none_or(|e| e != "prom") {
         eprintln!(
             "blktune: warning: {}: node_exporter's textfile collector reads only files ending in .prom",

@@ -2,6 +2,7 @@
 //! its own file; this one only wires them together.
 
 mod bench;
+mod common;
 mod completions;
 mod demo;
 mod export;

@@ -3,10 +3,11 @@
 
 use super::{Global, Out, UsageError, parse_interval};
 use anyhow::Context;
-use blktune_core::latency::{Intervals, Tracer, Unavailable};
+use blktune_core::latency::{Unavailable, no_device_span_note};
 use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordError, RecordOptions, Recorder, is_stdio};
-use blktune_core::sampler::Sampler;
+use blktune_core::sampler::SamplerOptions;
+use blktune_core::traced::{TraceNote, TracedSampler};
 use blktune_core::units::{format_duration, parse_duration};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::path::PathBuf;
@@ -85,10 +86,11 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
             .context("cannot install the signal handler")?;
     }
-    // The kernel's latency histograms, recorded per interval when it can;
-    // loaded before the sampler's first reading so both count the same intervals.
-    let mut tracer = Tracer::start(g.no_bpf, root.is_live());
-    if let Err(why) = &tracer
+    // The kernel's latency histograms, recorded per interval when it can.
+    let mut sampler = TracedSampler::start(root.clone(), SamplerOptions::default(), true, g.no_bpf)
+        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    let why_not = sampler.latency().unavailable();
+    if let Some(why) = why_not
         && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
     {
         eprintln_quiet(&format!(
@@ -96,31 +98,28 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         ));
     }
     let latency = LatencyFacts {
-        traced: tracer.is_ok(),
-        unavailable: tracer.as_ref().err().map(ToString::to_string),
+        traced: why_not.is_none(),
+        unavailable: why_not.map(ToString::to_string),
     };
-    let mut intervals = Intervals::new();
-    let mut sampler = Sampler::new(root.clone())
-        .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
     // Re-read settings every tick (half the interval, so that a tick that
     // comes a little early is still due), so a change made by another
     // process (`blktune set`) is placed within one interval.
-    sampler.set_refresh_every(a.interval / 2);
+    sampler.sampler_mut().set_refresh_every(a.interval / 2);
     let opts = RecordOptions {
         force: a.force,
         only,
         interval: a.interval,
-        checked_within: sampler.refresh_every(),
+        checked_within: sampler.sampler().refresh_every(),
     };
-    let mut rec =
-        Recorder::create_traced(&a.file, &root, sampler.devices(), 0.0, &opts, Some(latency))
-            .map_err(classify)?;
-    // The baseline: the first interval's histograms start here.
-    if let Ok(t) = tracer.as_mut()
-        && let Ok(r) = t.read()
-    {
-        intervals.next(r);
-    }
+    let mut rec = Recorder::create_traced(
+        &a.file,
+        &root,
+        sampler.sampler().devices(),
+        0.0,
+        &opts,
+        Some(latency),
+    )
+    .map_err(classify)?;
     let to_stdout = is_stdio(&a.file);
     // Progress lines are informational: a closed stdout must not stop the
     // recording. When the recording itself is standard output, they go to stderr.
@@ -162,25 +161,22 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
             break "signal";
         }
         next += a.interval;
-        let snap = sampler
+        let tick = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
-        let mut failed = None;
-        let traced = tracer.as_mut().ok().and_then(|t| {
-            let r = t.read().ok();
-            failed = t.take_issue_failure();
-            r
-        });
-        if let Some(why) = failed {
-            eprintln_quiet(&format!(
-                "blktune: {}",
-                blktune_core::latency::no_device_span_note(&why)
-            ));
-            // A replay says it too, from this sample on.
-            rec.no_device_span(&why);
+        for note in &tick.notes {
+            match note {
+                TraceNote::NoDeviceSpan(why) => {
+                    eprintln_quiet(&format!("blktune: {}", no_device_span_note(why)));
+                    // A replay says it too, from this sample on.
+                    rec.no_device_span(why);
+                }
+                TraceNote::Stopped(why) => eprintln_quiet(&format!(
+                    "blktune: no more kernel latency histograms recorded: {why}"
+                )),
+            }
         }
-        let traced = traced.and_then(|r| intervals.next(r));
-        rec.snapshot_traced(&snap, traced.as_ref())?;
+        rec.snapshot_traced(&tick.snapshot, tick.interval.as_ref())?;
     };
     let stats = rec.finish(reason)?;
     say(&format!(

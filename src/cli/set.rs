@@ -1,6 +1,6 @@
 //! `blktune set` and `blktune revert`.
 
-use super::list::QueueJson;
+use super::common::{QueueJson, SettingsArgs};
 use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
@@ -14,22 +14,8 @@ pub struct SetArgs {
     /// The whole device (sda, nvme0n1, loop0), not a partition.
     pub device: String,
 
-    /// Scheduler to switch to (one of the device's available ones).
-    #[arg(long, short = 's', value_name = "NAME")]
-    pub scheduler: Option<String>,
-
-    /// queue/nr_requests (4 to 2048; under none at most the hardware queue depth);
-    /// written after the scheduler switch, which resets it.
-    #[arg(long, value_name = "N")]
-    pub nr_requests: Option<u64>,
-
-    /// queue/read_ahead_kb (a multiple of the page size).
-    #[arg(long, value_name = "N")]
-    pub read_ahead_kb: Option<u64>,
-
-    /// A tunable of the target scheduler, e.g. read_expire=100 (repeatable).
-    #[arg(long = "tunable", short = 't', value_name = "NAME=VALUE", value_parser = parse_tunable)]
-    pub tunables: Vec<(String, String)>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
 
     /// Print the result as JSON.
     #[arg(long)]
@@ -46,14 +32,6 @@ pub struct RevertArgs {
     /// Revert every device in the journal.
     #[arg(long, conflicts_with = "devices")]
     pub all: bool,
-}
-
-/// `NAME=VALUE`.
-pub fn parse_tunable(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=VALUE (example: read_expire=100)"))?;
-    Ok((k.trim().to_owned(), v.trim().to_owned()))
 }
 
 /// `dev: attr  before -> after` for each change.
@@ -155,12 +133,7 @@ impl<'a> From<&'a Outcome> for SetJson<'a> {
 
 /// Run `blktune set`.
 pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let want = Wanted {
-        scheduler: a.scheduler.clone(),
-        tunables: a.tunables.clone(),
-        nr_requests: a.nr_requests,
-        read_ahead_kb: a.read_ahead_kb,
-    };
+    let want = a.settings.wanted();
     if want.is_empty() {
         return Err(UsageError(format!(
             "'blktune set {}' needs at least one of --scheduler, --tunable, --nr-requests, --read-ahead-kb",

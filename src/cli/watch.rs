@@ -1,16 +1,17 @@
 //! `blktune watch`: iostat -x style rows, or NDJSON with iostat's JSON keys.
 
+use super::common::{lost_note, shown_by_default};
 use super::{Global, Out, UsageError, parse_interval, parse_probe_rate};
 use anyhow::Context;
 use blktune_core::device::BlockDevice;
 use blktune_core::iostat::{ExtStats, NoData};
 use blktune_core::latency::{
-    DevId, Dir, Interval, Intervals, Percentiles, Span, Summary, Tracer, Unavailable,
-    no_device_span_note,
+    DevId, Dir, Interval, Percentiles, Span, Summary, Unavailable, no_device_span_note,
 };
 use blktune_core::probe::{MIN_IOS_FOR_P99, Probe, ProbeJson, ProbeStats};
-use blktune_core::sampler::{Sampler, SamplerOptions, Snapshot};
+use blktune_core::sampler::{SamplerOptions, Snapshot};
 use blktune_core::text::printable;
+use blktune_core::traced::{TraceNote, TracedSampler, TracedTick};
 use blktune_core::units::rfc3339;
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -220,52 +221,13 @@ impl Serialize for LatencyJson {
     }
 }
 
-/// The kernel tracer of `watch`, or why there is none.
-#[derive(Debug)]
-struct Latency {
-    tracer: Result<Tracer, Unavailable>,
-    intervals: Intervals,
-}
-
-impl Latency {
-    /// Start tracing when the output shows percentiles; the reason on stderr
-    /// once when it cannot. No message for `--no-bpf` (asked for) or a fake
-    /// sysfs tree (not the live kernel): the fields stay null.
-    fn start(g: &Global, a: &WatchArgs) -> Option<Self> {
-        if !(a.json || a.latency) {
-            return None;
-        }
-        let live = g.root().is_live();
-        let tracer = Tracer::start(g.no_bpf, live);
-        if let Err(why) = &tracer
-            && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
-        {
-            eprintln!("blktune: no kernel latency percentiles: {why}");
-        }
-        let mut l = Self {
-            tracer,
-            intervals: Intervals::new(),
-        };
-        // The baseline, so the first interval is a whole one.
-        l.tick();
-        Some(l)
-    }
-
-    /// Read the kernel's histograms: the interval since the last read.
-    fn tick(&mut self) -> Option<Interval> {
-        let tracer = self.tracer.as_mut().ok()?;
-        match tracer.read() {
-            Ok(r) => {
-                if let Some(why) = tracer.take_issue_failure() {
-                    eprintln!("blktune: {}", no_device_span_note(&why));
-                }
-                self.intervals.next(r)
-            }
-            Err(e) => {
-                eprintln!("blktune: no kernel latency percentiles: {e}");
-                self.tracer = Err(Unavailable::Read(e));
-                None
-            }
+/// Say on stderr what tracing said this tick: an issue program that could
+/// not be attached, or a read that failed (tracing then stops).
+fn say_notes(notes: &[TraceNote]) {
+    for note in notes {
+        match note {
+            TraceNote::NoDeviceSpan(why) => eprintln!("blktune: {}", no_device_span_note(why)),
+            TraceNote::Stopped(why) => eprintln!("blktune: no kernel latency percentiles: {why}"),
         }
     }
 }
@@ -289,7 +251,7 @@ fn selection(g: &Global, a: &WatchArgs, snap: &Snapshot) -> anyhow::Result<Vec<S
         return Ok(snap
             .devices
             .iter()
-            .filter(|d| super::list::shown_by_default(d))
+            .filter(|d| shown_by_default(d))
             .map(|d| d.name.clone())
             .collect());
     }
@@ -342,18 +304,6 @@ fn latency_cells(s: Option<&Summary>) -> String {
         cell(Span::Device, Dir::Read),
         cell(Span::Device, Dir::Write)
     )
-}
-
-/// What to say when the kernel lost completions (its count is
-/// machine-wide: the histogram it could not make was the only record of
-/// whose they were); nothing when it lost none.
-pub fn lost_note(lost: u64) -> Option<String> {
-    (lost > 0).then(|| {
-        format!(
-            "lost {lost} I/O(s) of some device in this interval: the kernel had no room for a \
-             new histogram, so latency counts may be short by as many"
-        )
-    })
 }
 
 /// Extra header columns of `--probe`.
@@ -423,25 +373,32 @@ fn parse_count(s: &str) -> Result<u64, String> {
 /// Run `blktune watch`.
 pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let root = g.root();
-    // Loading the BPF program takes a moment: before the sampler's first
-    // reading, so that the two count the same intervals.
-    let mut latency = Latency::start(g, a);
-    // Only the named devices, and only the settings a row shows.
+    // Only the named devices, and only the settings a row shows; the
+    // kernel's percentiles where the output shows them.
     let opts = SamplerOptions {
         only: (!a.devices.is_empty()).then(|| a.devices.clone()),
         identity: false,
         ..SamplerOptions::default()
     };
-    let mut sampler = Sampler::with_options(root.clone(), opts)
+    let trace = a.json || a.latency;
+    let mut sampler = TracedSampler::start(root.clone(), opts, trace, g.no_bpf)
         .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+    // Why there are no percentiles, once. Not for --no-bpf (asked for) or a
+    // fake sysfs tree (not the live kernel): the fields stay null.
+    if trace
+        && let Some(why) = sampler.latency().unavailable()
+        && !matches!(why, Unavailable::Disabled | Unavailable::NotLive)
+    {
+        eprintln!("blktune: no kernel latency percentiles: {why}");
+    }
     if std::env::var_os("BLKTUNE_DEBUG").is_some()
-        && let Some(note) = sampler.hotplug_note()
+        && let Some(note) = sampler.sampler().hotplug_note()
     {
         eprintln!("blktune: debug: {note}");
     }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
-    if a.latency && !a.json && latency.as_ref().is_some_and(|l| l.tracer.is_ok()) {
+    if a.latency && !a.json && sampler.latency().is_tracing() {
         out.line(
             "latency: the kernel's p99 (ms) of each interval's I/Os, from their start (what \
              r_await averages) and on the device (*_dev99); n=K when under 100 I/Os",
@@ -459,9 +416,14 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
             std::thread::sleep(next - now);
         }
         next += a.interval;
-        let snap = sampler
+        let TracedTick {
+            snapshot: snap,
+            interval: traced,
+            notes,
+        } = sampler
             .tick()
             .with_context(|| format!("cannot read {}/diskstats", root.procfs().display()))?;
+        say_notes(&notes);
         if !warned && !snap.warnings.is_empty() {
             // A file with no usable line at all is a failure; a few odd lines
             // among good ones are reported once and skipped.
@@ -512,7 +474,6 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         }
         let itv = snap.interval.unwrap_or(0.0);
         let probed = probe.as_ref().map(Probe::take).unwrap_or_default();
-        let traced = latency.as_mut().and_then(Latency::tick);
         let timestamp = rfc3339(snap.wall);
         // The whole interval goes out in one write (a thousand devices are
         // a thousand lines: one syscall each would cost more than the

@@ -12,7 +12,6 @@
 
 pub mod app;
 pub mod command;
-pub mod demo;
 pub mod dialogs;
 mod error;
 pub mod event_loop;

@@ -3,8 +3,8 @@
 //! errors are [`TuiError`]. Read-only by
 //! construction: no tuner, no sysfs, no root needed.
 
+use super::app::demo::Demo;
 use super::app::{App, Config};
-use super::demo::Demo;
 use super::worker::protocol::{FeedTx, ReplayPosition, Shared};
 use super::worker::replay::ReplaySource;
 use super::{INTERVAL_RANGE, RestoreGuard, Signals, TuiError, color_allowed, event_loop};
@@ -13,33 +13,6 @@ use blktune_core::record::Recording;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// `01:23`, or `1:02:03` past an hour.
-pub(crate) fn clock(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
-    } else {
-        format!("{:02}:{:02}", s / 60, s % 60)
-    }
-}
-
-/// The header's replay part: `replay 01:23/01:30 x2 ▶`.
-pub fn position_label(p: &ReplayPosition) -> String {
-    let state = if p.ended {
-        "■ end"
-    } else if p.paused {
-        "‖"
-    } else {
-        "▶"
-    };
-    format!(
-        "replay {}/{} x{} {state}",
-        clock(p.at),
-        clock(p.total),
-        p.speed
-    )
-}
 
 /// The app of a replay: the recorded host, read-only, on the first changed device.
 pub fn replay_app(rec: &Recording, start: f64, speed: f64) -> App {
@@ -104,28 +77,4 @@ pub fn run(rec: Arc<Recording>, start: f64, speed: f64, demo: bool) -> Result<i3
         result?;
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn position_label_reads_like_a_player() {
-        let mut p = ReplayPosition {
-            at: 83.4,
-            total: 90.0,
-            speed: 2.0,
-            paused: false,
-            ended: false,
-        };
-        assert_eq!(position_label(&p), "replay 01:23/01:30 x2 ▶");
-        p.paused = true;
-        p.speed = 0.5;
-        assert_eq!(position_label(&p), "replay 01:23/01:30 x0.5 ‖");
-        p.ended = true;
-        p.at = 3723.0;
-        assert!(position_label(&p).starts_with("replay 1:02:03/"));
-        assert!(position_label(&p).ends_with("■ end"));
-    }
 }

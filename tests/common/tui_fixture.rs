@@ -135,6 +135,7 @@ impl Machine {
             refreshed: true,
             stats,
             iowait_pct: Some(self.iowait),
+            pressure: None,
             warnings: Vec::new(),
         }
     }
@@ -193,6 +194,7 @@ impl Machine {
             refreshed: true,
             stats: Default::default(),
             iowait_pct: None,
+            pressure: None,
             warnings: Vec::new(),
         }
     }

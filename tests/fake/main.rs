@@ -11,6 +11,7 @@ mod export_fleet;
 mod export_golden;
 mod fixtures_vm;
 mod hostile_files;
+mod import_graph;
 mod journal_cli;
 mod list_fleet;
 mod man_completions;

@@ -326,7 +326,7 @@ fn the_demo_replay_hint_follows_the_recordings_switches() {
     let t0 = Instant::now();
     let hint_at = |start: f64| {
         let mut app = replay_app(&rec, start, 1.0);
-        app.demo = blktune::tui::demo::Demo::recorded(&rec);
+        app.demo = blktune::tui::app::demo::Demo::recorded(&rec);
         let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0).unwrap();
         feed(&mut app, src.begin(t0));
         let s = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));

@@ -3,14 +3,16 @@
 //! ([`Reply`]). The dialogs themselves (state and keys) are in
 //! [`crate::tui::dialogs`].
 
+use super::Window;
 use super::{App, Overlay, StatusKind};
 use crate::tui::command::Action;
-use crate::tui::dialogs::export::{Candidate, ExportDialog, WriteError, measured_text};
+use crate::tui::dialogs::export::{Candidate, ExportDialog, WriteError};
 use crate::tui::dialogs::shootout::{ShootOutDialog, on_feed_closed};
 use crate::tui::dialogs::{Ctx, Reply, export};
 use crate::tui::worker::protocol::{ApplyKind, Control};
 use crate::tui::worker::shootout::ShootOutFeed;
 use blktune_core::export as rules;
+use blktune_core::history::Comparison;
 use blktune_core::tuner::Wanted;
 use std::path::PathBuf;
 
@@ -233,4 +235,24 @@ impl App {
         }
         self.on_reply(reply);
     }
+}
+
+/// The before/after of a change as the rule file's header text, in the
+/// engine's words ([`blktune_core::export::measured::before_after`]): no
+/// percent from a window under three intervals, a move inside the noise
+/// marked as such, so no unsound figure is ever written into a rule file.
+/// `latency` is the kernel's windows of the change
+/// ([`crate::tui::app::App::latency_compare`]): with both, the text cites
+/// the read and write p99 before and after, each window's histograms
+/// pooled, with their counts (a count alone under 100 I/Os).
+fn measured_text(
+    label: &str,
+    c: &Comparison,
+    latency: Option<&(Option<Window>, Option<Window>)>,
+) -> Option<String> {
+    let p99 = match latency {
+        Some((Some(b), Some(a))) => Some((b.summary(), a.summary())),
+        _ => None,
+    };
+    blktune_core::export::measured::before_after(label, c, p99)
 }

@@ -10,9 +10,10 @@
 
 use super::{App, BEFORE_WINDOW, KEEP_SECS, SHORT_POINTS};
 use crate::tui::status::StatusKind;
-use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample, Pool};
+use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample};
 use blktune_core::device::BlockDevice;
 use blktune_core::history::{Delta, Side, delta_of};
+use blktune_core::latency::Pool;
 use blktune_core::latency::{
     Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary, no_device_span_note,
 };

@@ -12,13 +12,14 @@
 //! - `processes`: the processes panel (`i`) and where each device's I/O goes
 //! - `sort`: the table's order and the rows that stand out
 
+pub mod demo;
 mod dialogs;
 mod feed;
 mod keys;
 mod latency;
 mod probe;
 mod processes;
-mod replay;
+pub mod replay;
 mod sort;
 
 pub use latency::{
@@ -35,7 +36,8 @@ pub use super::status::{Status, StatusKind};
 use super::command::Mode;
 use super::dialogs::editor::NrLimit;
 use super::dialogs::export::Focus;
-use super::worker::protocol::{Control, LiveControl, ReplayPosition};
+pub use super::worker::protocol::ReplayPosition;
+use super::worker::protocol::{Control, LiveControl};
 use blktune_core::device::BlockDevice;
 use blktune_core::export::UdevDb;
 use blktune_core::history::{ChangeMark, Comparison, DeviceHistory, compare};
@@ -172,7 +174,7 @@ pub struct App {
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
     /// `blktune demo` and `replay --demo`: what the guided hint is about.
-    pub demo: Option<crate::tui::demo::Demo>,
+    pub demo: Option<demo::Demo>,
     /// The latency probe (`--probe`, `P`); `None` when it is off.
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.

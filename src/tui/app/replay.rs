@@ -9,6 +9,16 @@ use crate::tui::worker::recorder::{RecordEvent, default_file_name};
 use crate::tui::worker::replay::{SEEK_STEP, step_speed};
 use std::time::SystemTime;
 
+/// `01:23`, or `1:02:03` past an hour.
+pub fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
 impl App {
     /// A replay's position: shown in the header; the end is said once.
     pub(super) fn on_position(&mut self, p: ReplayPosition) {

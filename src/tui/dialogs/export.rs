@@ -15,7 +15,6 @@
 //! [`Feed::ExportWritten`]: crate::tui::worker::protocol::Feed::ExportWritten
 
 use super::{Overlay, Reply};
-use crate::tui::app::Window;
 use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
 use crate::tui::worker::protocol::LiveControl;
@@ -24,7 +23,6 @@ use blktune_core::device::BlockDevice;
 use blktune_core::export::{
     self, DEFAULT_RULES_PATH, ExportItem, MatchStrategy, RenderOptions, Rendered, match_spec,
 };
-use blktune_core::history::Comparison;
 use blktune_core::tuner::Wanted;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -398,24 +396,4 @@ pub fn on_written(
         }
     }
     false
-}
-
-/// The before/after of a change as the rule file's header text, in the
-/// engine's words ([`blktune_core::export::measured::before_after`]): no
-/// percent from a window under three intervals, a move inside the noise
-/// marked as such, so no unsound figure is ever written into a rule file.
-/// `latency` is the kernel's windows of the change
-/// ([`crate::tui::app::App::latency_compare`]): with both, the text cites
-/// the read and write p99 before and after, each window's histograms
-/// pooled, with their counts (a count alone under 100 I/Os).
-pub fn measured_text(
-    label: &str,
-    c: &Comparison,
-    latency: Option<&(Option<Window>, Option<Window>)>,
-) -> Option<String> {
-    let p99 = match latency {
-        Some((Some(b), Some(a))) => Some((b.summary(), a.summary())),
-        _ => None,
-    };
-    blktune_core::export::measured::before_after(label, c, p99)
 }

@@ -16,7 +16,7 @@
 //! of them, wrapped, and only `y` writes.
 
 use super::Theme;
-use super::overlay::{big, boxed};
+use super::frame::{big, boxed, text_hints};
 use super::width::{clip, wrap};
 use crate::tui::command::EXPORT;
 use crate::tui::dialogs::export::{ExportDialog, Focus, STRATEGIES};
@@ -140,7 +140,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
         )),
         Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
         Focus::Path { .. } => Line::from(Span::styled(
-            format!("type the path   {}", super::overlay::text_hints()),
+            format!("type the path   {}", text_hints()),
             t.dim(),
         )),
         // The footer's list of keys, Enter first.

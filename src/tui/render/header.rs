@@ -2,7 +2,8 @@
 //! read-only banner.
 
 use super::Theme;
-use crate::tui::app::{App, Tracing, fmt_interval};
+use crate::tui::app::replay::clock;
+use crate::tui::app::{App, ReplayPosition, Tracing, fmt_interval};
 use blktune_core::host::format_uptime;
 use blktune_core::text::printable;
 use ratatui::Frame;
@@ -98,7 +99,7 @@ pub fn header_text(app: &App, width: usize) -> String {
         parts.push((Part::Kernel, app.host.kernel.clone()));
     }
     match &app.replay {
-        Some(r) => parts.push((Part::Position, crate::tui::replay::position_label(r))),
+        Some(r) => parts.push((Part::Position, position_label(r))),
         None => parts.push((
             Part::Uptime,
             format!("up {}", format_uptime(app.host.uptime_s + app.now)),
@@ -170,13 +171,30 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.error()))),
             b,
         );
-    } else if let (Some(b), Some(hint)) = (banner, crate::tui::demo::hint(app)) {
+    } else if let (Some(b), Some(hint)) = (banner, crate::tui::app::demo::hint(app)) {
         let msg = format!(" {hint}");
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.heading()))),
             b,
         );
     }
+}
+
+/// The header's replay part: `replay 01:23/01:30 x2 ▶`.
+pub fn position_label(p: &ReplayPosition) -> String {
+    let state = if p.ended {
+        "■ end"
+    } else if p.paused {
+        "‖"
+    } else {
+        "▶"
+    };
+    format!(
+        "replay {}/{} x{} {state}",
+        clock(p.at),
+        clock(p.total),
+        p.speed
+    )
 }
 
 #[cfg(test)]
@@ -331,5 +349,24 @@ mod tests {
         assert_eq!(ellipsize_middle("abcdefghij", 5), "ab…ij");
         assert_eq!(ellipsize_middle("abc", 5), "abc");
         assert_eq!(ellipsize_middle("abcdef", 0), "…f");
+    }
+
+    #[test]
+    fn position_label_reads_like_a_player() {
+        let mut p = ReplayPosition {
+            at: 83.4,
+            total: 90.0,
+            speed: 2.0,
+            paused: false,
+            ended: false,
+        };
+        assert_eq!(position_label(&p), "replay 01:23/01:30 x2 ▶");
+        p.paused = true;
+        p.speed = 0.5;
+        assert_eq!(position_label(&p), "replay 01:23/01:30 x0.5 ‖");
+        p.ended = true;
+        p.at = 3723.0;
+        assert!(position_label(&p).starts_with("replay 1:02:03/"));
+        assert!(position_label(&p).ends_with("■ end"));
     }
 }

@@ -22,6 +22,7 @@ mod chart;
 mod detail;
 mod export;
 mod footer;
+pub mod frame;
 mod header;
 mod latency;
 pub mod overlay;

@@ -3,7 +3,7 @@
 //! their own files. Each clears its area first.
 
 use super::Theme;
-use super::width::fit;
+use super::frame::{boxed, centered, text_hints};
 use crate::tui::app::{App, Overlay};
 use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
 use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
@@ -14,66 +14,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
-
-/// A `w` x `h` box in the middle of `area`, clipped to it.
-pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    )
-}
-
-/// `Clear`, then a bordered box titled `title` with `lines`.
-pub(super) fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
-    framed(f, r, title, lines, t, false);
-}
-
-/// [`boxed`], with the lines word-wrapped when `wrap`.
-pub(super) fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, wrap: bool) {
-    f.render_widget(Clear, r);
-    // Titles name devices (and a dialog's lines go through `printable` where
-    // they show a name, a value or a path read from the machine).
-    let title = printable(title);
-    let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
-    // Unwrapped lines that do not fit end in `…`, never inside a number
-    // (the box's edge would cut `nr_requests 128→1000000` to `→10000`).
-    let inner = r.width.saturating_sub(2) as usize;
-    let lines: Vec<Line> = if wrap {
-        lines
-    } else {
-        lines
-            .into_iter()
-            .map(|l| match l.spans.as_slice() {
-                [one] if one.width() > inner => {
-                    Line::from(Span::styled(fit(&one.content, inner), one.style))
-                }
-                _ => l,
-            })
-            .collect()
-    };
-    let p = Paragraph::new(lines).block(block);
-    let p = if wrap {
-        p.wrap(Wrap { trim: false })
-    } else {
-        p
-    };
-    f.render_widget(p, r);
-}
-
-/// Nearly the whole screen, leaving the status and hint lines visible.
-pub(super) fn big(area: Rect) -> Rect {
-    Rect::new(
-        area.x + 1,
-        area.y + 1,
-        area.width.saturating_sub(2),
-        area.height.saturating_sub(3),
-    )
-}
 
 /// Draw the open overlay, if any.
 pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
@@ -236,14 +176,6 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         lines,
         t,
     );
-}
-
-/// The editor's key line, from the same list as the footer: `Enter apply   Esc cancel   …`.
-pub fn text_hints() -> String {
-    TEXT.iter()
-        .filter_map(|b| Some(format!("{} {}", b.shown, b.hint?)))
-        .collect::<Vec<_>>()
-        .join("   ")
 }
 
 /// How far the help can scroll in a `width` x `height` terminal: its lines

@@ -1,7 +1,7 @@
 //! The shoot-out dialog (`b`; its state and keys: `dialogs/shootout.rs`):
 //! its setup, then a progress bar, then the results.
 
-use super::overlay::{big, framed};
+use super::frame::{big, framed};
 use super::{Theme, num};
 use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Span as IoSpan};

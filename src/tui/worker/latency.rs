@@ -7,15 +7,10 @@
 //! that the app can pool any window by summing them: percentiles of a
 //! window are never averaged from the intervals' percentiles.
 
-use blktune_core::latency::hist::{Hist, NR_SLOTS, VALUE_LEN};
-use blktune_core::latency::{
-    DevId, Dir, Interval, Intervals, IssueProgram, Span, SparseHist, Tracer, Unavailable,
-};
+use blktune_core::latency::{DevId, Dir, Interval, Span, SparseHist, Unavailable};
 use blktune_core::record::latency::{DeviceLat, LatencyFacts, parse_key};
 use blktune_core::sampler::Snapshot;
-use blktune_core::shootout::SharedTracer;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 /// The spans and directions the TUI shows (discards and flushes are left
 /// to `watch --json`).
@@ -25,39 +20,6 @@ pub const KEPT: [(Span, Dir); 4] = [
     (Span::Total, Dir::Write),
     (Span::Device, Dir::Write),
 ];
-
-/// Sums sparse histograms: the pooled histogram of a window.
-#[derive(Debug, Clone)]
-pub struct Pool {
-    /// The slots, then the sum in ns (a map value's layout).
-    value: Vec<u64>,
-}
-
-impl Default for Pool {
-    fn default() -> Self {
-        Self {
-            value: vec![0; VALUE_LEN],
-        }
-    }
-}
-
-impl Pool {
-    /// Add one interval's histogram.
-    pub fn add(&mut self, c: &SparseHist) {
-        for &(slot, n) in &c.slots {
-            // Slots of a recording are range-checked on read; the sum has its own place.
-            let i = (slot as usize).min(NR_SLOTS - 1);
-            self.value[i] = self.value[i].saturating_add(n);
-        }
-        self.value[NR_SLOTS] = self.value[NR_SLOTS].saturating_add(c.sum_ns);
-    }
-
-    /// The pooled histogram.
-    pub fn hist(&self) -> Hist {
-        // The length is right by construction.
-        Hist::from_value(&self.value).unwrap_or_default()
-    }
-}
 
 /// One device's histograms of one interval.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -210,105 +172,9 @@ pub fn recorded_feed(facts: Option<&LatencyFacts>) -> LatencyFeed {
     }
 }
 
-/// The live source's tracer and its previous reading.
-#[derive(Debug)]
-pub struct LiveLatency {
-    /// Shared with a running shoot-out, which reads it too.
-    tracer: SharedTracer,
-    intervals: Intervals,
-}
-
-impl LiveLatency {
-    /// Load the BPF program (no BPF call at all when `no_bpf`, not `live`
-    /// or not root); the first reading is the baseline.
-    pub fn start(no_bpf: bool, live: bool) -> Result<Self, Unavailable> {
-        let mut l = Self {
-            tracer: Arc::new(Mutex::new(Tracer::start(no_bpf, live)?)),
-            intervals: Intervals::new(),
-        };
-        l.baseline();
-        Ok(l)
-    }
-
-    /// Read the histograms after the snapshot `s`: the interval since the
-    /// last read (`None` for a snapshot without rates: the baseline). `Err`
-    /// when reading failed (tracing then stops).
-    pub fn tick(&mut self, s: &Snapshot) -> Result<Option<Interval>, String> {
-        if s.interval.is_none() {
-            self.baseline();
-            return Ok(None);
-        }
-        let readings = self.read()?;
-        Ok(self.intervals.next(readings))
-    }
-
-    /// Why the issue program could not be attached, once
-    /// ([`Tracer::take_issue_failure`]); a shoot-out's read may have tried.
-    pub fn take_issue_failure(&self) -> Option<String> {
-        self.tracer.lock().ok()?.take_issue_failure()
-    }
-
-    /// Why the issue program could not be attached, however often asked
-    /// (a recording started after the failure says it too).
-    pub fn issue_failure(&self) -> Option<String> {
-        match self.tracer.lock().ok()?.issue_program() {
-            IssueProgram::Failed(why) => Some(why.clone()),
-            _ => None,
-        }
-    }
-
-    /// The tracer, for a shoot-out to read too (the program is loaded once).
-    pub fn shared(&self) -> SharedTracer {
-        Arc::clone(&self.tracer)
-    }
-
-    fn read(&self) -> Result<blktune_core::latency::Readings, String> {
-        let mut t = self.tracer.lock().map_err(|_| "tracer poisoned")?;
-        t.read()
-    }
-
-    /// A reading taken only as the next baseline.
-    fn baseline(&mut self) {
-        if let Ok(r) = self.read() {
-            self.intervals.next(r);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blktune_core::latency::Percentiles;
-
-    fn hist(values: &[u64]) -> Hist {
-        let mut h = Hist::empty();
-        for &v in values {
-            h.record(v);
-        }
-        h
-    }
-
-    #[test]
-    fn compact_keeps_only_non_empty_slots_and_pools_back_exactly() {
-        let a = hist(&[1_000_000; 90]);
-        let b = hist(&[10_000_000; 10]);
-        let (ca, cb) = (SparseHist::from(&a), SparseHist::from(&b));
-        assert_eq!(ca.slots.len(), 1);
-        assert_eq!((ca.count(), cb.count()), (90, 10));
-        let mut p = Pool::default();
-        p.add(&ca);
-        p.add(&cb);
-        let mut whole = a.clone();
-        whole.add(&b);
-        assert_eq!(p.hist(), whole);
-        // The pooled p99 is the slow tenth's, which no average of the two
-        // intervals' p99s (1 ms and 10 ms) would give.
-        let pct = Percentiles::of(&p.hist()).unwrap();
-        assert_eq!(pct.n, 100);
-        assert!((pct.p99 - 10.0).abs() < 0.2, "{pct:?}");
-        assert!((pct.p50 - 1.0).abs() < 0.02, "{pct:?}");
-        assert_eq!(Pool::default().hist(), Hist::empty());
-    }
 
     #[test]
     fn a_recording_header_says_tracing_or_why_not_in_a_few_words() {

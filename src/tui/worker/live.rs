@@ -4,7 +4,7 @@
 //! and the export writer, and tells the app everything through [`Feed`]
 //! ([`super::protocol`]).
 
-use super::latency::{LatencyFeed, LiveLatency, reason, sample_of};
+use super::latency::{LatencyFeed, reason, sample_of};
 use super::procio::WhereIo;
 use super::protocol::{
     ApplyError, ApplyKind, ApplyReport, ApplyRequest, Feed, FeedTx, LiveControl, ProbeSample,
@@ -14,11 +14,11 @@ use super::recorder::LiveRecorder;
 use super::shootout::{self, Report, ShootOutError, ShootOutFeed, ShootOutHandle, ShootOutRequest};
 use blktune_core::export::ExportError;
 use blktune_core::history::ChangeMark;
-use blktune_core::latency::Unavailable;
 use blktune_core::probe::{Probe, ProbeStats};
 use blktune_core::record::latency::LatencyFacts;
 use blktune_core::sampler::Sampler;
 use blktune_core::shootout::Tracing;
+use blktune_core::traced::{LatencyReads, TraceNote};
 use blktune_core::tuner::{Tuner, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,11 +51,10 @@ pub struct LiveSource {
     probe_target: Vec<String>,
     /// `Some(no_bpf)` until the thread starts the kernel tracer.
     trace: Option<bool>,
-    /// The kernel tracer, while it runs.
-    latency: Option<LiveLatency>,
-    /// Why the tracer does not run: told to a shoot-out (which then loads
-    /// none) and written in a recording's header.
-    untraced: Option<Unavailable>,
+    /// The kernel tracer and its last reading, once started; or why it does
+    /// not run: told to a shoot-out (which then loads none) and written in a
+    /// recording's header.
+    latency: Option<LatencyReads>,
     /// Who does the I/O (while shown) and where it goes.
     where_io: WhereIo,
 }
@@ -77,7 +76,6 @@ impl LiveSource {
             probe_target: Vec::new(),
             trace: None,
             latency: None,
-            untraced: None,
             where_io: WhereIo::default(),
         }
     }
@@ -95,32 +93,23 @@ impl LiveSource {
         let Some(no_bpf) = self.trace.take() else {
             return true;
         };
-        let msg = match LiveLatency::start(no_bpf, self.sampler.root().is_live()) {
-            Ok(l) => {
-                self.latency = Some(l);
-                LatencyFeed::Tracing
-            }
-            Err(why) => {
-                let msg = LatencyFeed::Unavailable(reason(&why));
-                self.untraced = Some(why);
-                msg
-            }
+        let mut reads = LatencyReads::start(no_bpf, self.sampler.root().is_live());
+        reads.baseline();
+        let msg = match reads.unavailable() {
+            None => LatencyFeed::Tracing,
+            Some(why) => LatencyFeed::Unavailable(reason(why)),
         };
+        self.latency = Some(reads);
         feed.send(Feed::Latency(msg)).is_ok()
     }
 
     /// What a recording started now says of the kernel's histograms; `None`
     /// when tracing was never asked for.
     fn latency_facts(&self) -> Option<LatencyFacts> {
-        if self.latency.is_some() {
-            return Some(LatencyFacts {
-                traced: true,
-                unavailable: None,
-            });
-        }
-        self.untraced.as_ref().map(|why| LatencyFacts {
-            traced: false,
-            unavailable: Some(why.to_string()),
+        let why_not = self.latency.as_ref()?.unavailable();
+        Some(LatencyFacts {
+            traced: why_not.is_none(),
+            unavailable: why_not.map(ToString::to_string),
         })
     }
 
@@ -207,11 +196,23 @@ impl LiveSource {
                     })
                 });
                 // The kernel's histograms read right after the sample too.
-                let (interval, latency) = match self.latency.as_mut().map(|l| l.tick(&s)) {
-                    None | Some(Ok(None)) => (None, None),
-                    Some(Ok(Some(i))) => {
-                        let failed = self.latency.as_ref().and_then(|l| l.take_issue_failure());
-                        if let Some(why) = failed {
+                let (interval, notes) = match self.latency.as_mut() {
+                    None => (None, Vec::new()),
+                    // No rates (the first snapshot, or one after a pause):
+                    // the next interval starts here.
+                    Some(l) if s.interval.is_none() => {
+                        l.baseline();
+                        (None, Vec::new())
+                    }
+                    Some(l) => l.read_interval(),
+                };
+                let mut latency = interval
+                    .as_ref()
+                    .and_then(|i| sample_of(i, &s))
+                    .map(LatencyFeed::Sample);
+                for note in notes {
+                    match note {
+                        TraceNote::NoDeviceSpan(why) => {
                             self.recorder.no_device_span(&why);
                             if feed
                                 .send(Feed::Latency(LatencyFeed::NoDeviceSpan(why)))
@@ -220,17 +221,11 @@ impl LiveSource {
                                 return false;
                             }
                         }
-                        let sample = sample_of(&i, &s).map(LatencyFeed::Sample);
-                        (Some(i), sample)
+                        TraceNote::Stopped(why) => {
+                            latency = Some(LatencyFeed::Unavailable(reason(&why)));
+                        }
                     }
-                    Some(Err(e)) => {
-                        self.latency = None;
-                        let why = Unavailable::Read(e);
-                        let msg = LatencyFeed::Unavailable(reason(&why));
-                        self.untraced = Some(why);
-                        (None, Some(msg))
-                    }
-                };
+                }
                 // The recording gets the interval the app is sent.
                 if let Some(ev) = self.recorder.snapshot(&s, interval.as_ref())
                     && feed.send_quietly(Feed::Record(ev)).is_err()
@@ -324,10 +319,13 @@ impl LiveSource {
             });
         };
         // The sampler's tracer, shared: the BPF program is never loaded twice.
-        let tracing = match (&self.latency, &self.untraced) {
-            (Some(l), _) => Tracing::Shared(l.shared()),
-            (None, Some(why)) => Tracing::Off(why.clone()),
-            (None, None) => Tracing::Own,
+        let tracing = match &self.latency {
+            Some(l) => match (l.shared(), l.unavailable()) {
+                (Some(t), _) => Tracing::Shared(t),
+                (None, Some(why)) => Tracing::Off(why.clone()),
+                (None, None) => Tracing::Own,
+            },
+            None => Tracing::Own,
         };
         match shootout::spawn(
             tuner.root().clone(),

@@ -33,11 +33,13 @@ mod safe;
 mod script;
 pub mod tuned;
 mod udevdb;
+mod winner;
 mod write;
 
 pub use matching::{MatchKey, MatchSpec, MatchStrategy, match_spec};
 pub use safe::{check_assign_value, check_match_value};
 pub use udevdb::{StableIds, UdevDb, parse_db, parse_links, scan_by_id};
+pub use winner::{WinnerExport, export_winner};
 pub use write::write_rules;
 
 use crate::device::BlockDevice;

@@ -36,7 +36,7 @@ pub use lock::{DeviceLock, LockError};
 
 use crate::device::{BlockDevice, QueueSettings};
 use crate::os::{SysRoot, is_plausible_device_name};
-use crate::tuner::Wanted;
+use crate::wanted::Wanted;
 use dir::{Dir, os_err, refused};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, renameat};
@@ -403,7 +403,7 @@ impl Journal {
 /// that is not an identifier, a tunable whose name or value is not one the
 /// kernel shows (a whole number). Such an entry was not written by blktune
 /// and is not written to sysfs on its word.
-fn implausible_original(w: &crate::tuner::Wanted) -> Option<String> {
+fn implausible_original(w: &Wanted) -> Option<String> {
     if let Some(s) = w.scheduler.as_deref()
         && !crate::os::is_plausible_scheduler_name(s)
     {

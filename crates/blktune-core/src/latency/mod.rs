@@ -25,7 +25,7 @@ mod tracer;
 
 pub use hist::{Hist, Reset};
 pub use intervals::{DeviceInterval, Interval, Intervals};
-pub use sparse::{SparseError, SparseHist};
+pub use sparse::{Pool, SparseError, SparseHist};
 pub use summary::{
     IoLatency, KernelFigures, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Summary, Tail,
 };

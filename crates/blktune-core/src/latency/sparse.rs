@@ -100,9 +100,43 @@ impl SparseHist {
     }
 }
 
+/// Sums sparse histograms: the pooled histogram of a window.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// The slots, then the sum in ns (a map value's layout).
+    value: Vec<u64>,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self {
+            value: vec![0; VALUE_LEN],
+        }
+    }
+}
+
+impl Pool {
+    /// Add one interval's histogram.
+    pub fn add(&mut self, c: &SparseHist) {
+        for &(slot, n) in &c.slots {
+            // Slots of a recording are range-checked on read; the sum has its own place.
+            let i = (slot as usize).min(NR_SLOTS - 1);
+            self.value[i] = self.value[i].saturating_add(n);
+        }
+        self.value[NR_SLOTS] = self.value[NR_SLOTS].saturating_add(c.sum_ns);
+    }
+
+    /// The pooled histogram.
+    pub fn hist(&self) -> Hist {
+        // The length is right by construction.
+        Hist::from_value(&self.value).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::Percentiles;
     use proptest::prelude::*;
 
     #[test]
@@ -165,5 +199,35 @@ mod tests {
             let back: SparseHist = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
             prop_assert_eq!(back.to_hist().unwrap(), h);
         }
+    }
+
+    fn hist(values: &[u64]) -> Hist {
+        let mut h = Hist::empty();
+        for &v in values {
+            h.record(v);
+        }
+        h
+    }
+
+    #[test]
+    fn compact_keeps_only_non_empty_slots_and_pools_back_exactly() {
+        let a = hist(&[1_000_000; 90]);
+        let b = hist(&[10_000_000; 10]);
+        let (ca, cb) = (SparseHist::from(&a), SparseHist::from(&b));
+        assert_eq!(ca.slots.len(), 1);
+        assert_eq!((ca.count(), cb.count()), (90, 10));
+        let mut p = Pool::default();
+        p.add(&ca);
+        p.add(&cb);
+        let mut whole = a.clone();
+        whole.add(&b);
+        assert_eq!(p.hist(), whole);
+        // The pooled p99 is the slow tenth's, which no average of the two
+        // intervals' p99s (1 ms and 10 ms) would give.
+        let pct = Percentiles::of(&p.hist()).unwrap();
+        assert_eq!(pct.n, 100);
+        assert!((pct.p99 - 10.0).abs() < 0.2, "{pct:?}");
+        assert!((pct.p50 - 1.0).abs() < 0.02, "{pct:?}");
+        assert_eq!(Pool::default().hist(), Hist::empty());
     }
 }

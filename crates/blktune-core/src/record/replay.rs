@@ -260,6 +260,7 @@ impl Frames {
                 refreshed,
                 stats,
                 iowait_pct: s.iowait_pct,
+                pressure: None,
                 warnings,
             },
             marks: std::mem::take(&mut self.marks),

@@ -39,6 +39,7 @@ use crate::diskstats::{self, InFlight};
 use crate::host::CpuTimes;
 use crate::natural::natural_cmp;
 use crate::os::{DeviceName, OpenAttr, SysRoot};
+use crate::pressure::{IoPressure, Pressure};
 use crate::uevent::{Action, Uevent, UeventSocket};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
@@ -135,6 +136,8 @@ pub struct Sampler {
     baseline: Option<Snapshot>,
     text: String,
     cpu: Option<CpuTimes>,
+    /// The last reading of `<proc>/pressure/io`.
+    pressure: Option<Pressure>,
     open_files: OpenFiles,
 }
 
@@ -186,6 +189,7 @@ impl Sampler {
             baseline: None,
             text: String::new(),
             cpu: None,
+            pressure: None,
             open_files: OpenFiles::new(),
         };
         s.discover()?;
@@ -638,6 +642,15 @@ impl Sampler {
             _ => None,
         };
         self.cpu = cpu;
+        // One small read; a kernel without PSI has no file (and says so once
+        // per tick with ENOENT, which costs nothing).
+        let psi = self
+            .root
+            .read_proc("pressure/io")
+            .ok()
+            .and_then(|s| Pressure::parse(&s));
+        let pressure = psi.map(|p| IoPressure::since(p, self.pressure.as_ref(), interval));
+        self.pressure = psi;
 
         Ok(Snapshot {
             wall,
@@ -647,6 +660,7 @@ impl Sampler {
             refreshed: changed,
             stats,
             iowait_pct,
+            pressure,
             warnings,
         })
     }

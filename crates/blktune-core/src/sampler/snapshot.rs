@@ -4,6 +4,7 @@ use super::stats::DeviceStats;
 use crate::device::BlockDevice;
 use crate::iostat::ExtStats;
 use crate::natural::natural_cmp;
+use crate::pressure::IoPressure;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -24,6 +25,9 @@ pub struct Snapshot {
     pub stats: DeviceStats,
     /// CPU iowait percentage over the interval, from `<proc>/stat`.
     pub iowait_pct: Option<f64>,
+    /// The system's I/O pressure (PSI, `<proc>/pressure/io`), where the
+    /// kernel has it.
+    pub pressure: Option<IoPressure>,
     /// Lines of diskstats that could not be parsed, as messages.
     pub warnings: Vec<String>,
 }

@@ -186,6 +186,44 @@ mod cache {
         (d, t)
     }
 
+    /// PSI is read each tick where the kernel has it; the interval's share
+    /// comes from the two totals; no file (an older kernel) is no figure.
+    #[test]
+    fn io_pressure_is_sampled_with_its_share_of_the_interval() {
+        let (_d, t) = tree();
+        let mut s = Sampler::new(t.root()).unwrap();
+        let first = s.tick().unwrap();
+        assert_eq!(first.pressure, None, "no pressure file: none");
+        let psi = t.root().procfs().join("pressure");
+        std::fs::create_dir_all(&psi).unwrap();
+        let write = |total: u64| {
+            std::fs::write(
+                psi.join("io"),
+                format!(
+                    "some avg10=1.00 avg60=2.00 avg300=3.00 total={total}\n\
+                     full avg10=0.50 avg60=0.10 avg300=0.00 total=7\n"
+                ),
+            )
+            .unwrap();
+        };
+        write(1_000_000);
+        let snap = s.tick().unwrap();
+        let p = snap.pressure.unwrap();
+        assert_eq!(p.file.some.avg60, 2.0);
+        assert_eq!(p.some_pct, None, "no reading before");
+        std::thread::sleep(Duration::from_millis(20));
+        write(1_000_000 + 5_000);
+        let snap = s.tick().unwrap();
+        let p = snap.pressure.unwrap();
+        let itv = snap.interval.unwrap();
+        let want = 5_000.0 / (itv * 1e6) * 100.0;
+        assert!(
+            (p.some_pct.unwrap() - want.min(100.0)).abs() < 1e-9,
+            "{p:?} {itv}"
+        );
+        assert_eq!(p.full_pct, Some(0.0));
+    }
+
     #[test]
     fn queue_settings_are_cached_until_invalidated() {
         let (_d, t) = tree();

@@ -20,8 +20,7 @@ use crate::os::{DeviceName, SysRoot};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
-/// A tracer several threads read (the TUI's sampler and its shoot-out).
-pub type SharedTracer = Arc<Mutex<Tracer>>;
+pub use crate::traced::SharedTracer;
 
 /// Where a shoot-out's kernel histograms come from.
 #[derive(Debug, Clone)]

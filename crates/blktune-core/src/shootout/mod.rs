@@ -36,7 +36,6 @@
 
 mod blocks;
 mod conclusion;
-mod export;
 #[cfg(any(test, feature = "testing"))]
 mod fake;
 mod figures;
@@ -48,7 +47,6 @@ mod verdict;
 
 pub use crate::latency::{IoLatency, KernelFigures};
 pub use conclusion::verdict_lines;
-pub use export::{WinnerExport, export_winner};
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{FakeRounds, fake_result};
 pub use figures::{ConfigSummary, Figures, Goal, LoadFigures, Metric, Spread, too_few_notes};

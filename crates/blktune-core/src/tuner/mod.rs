@@ -9,8 +9,9 @@
 //! already changed is put back. The device's original settings are journalled
 //! before its first change.
 //!
-//! The files, by idea: this one holds the request ([`Wanted`]), the
-//! [`Tuner`] and its lock ([`Locked`]); `validate` checks a request through
+//! The files, by idea: this one holds the
+//! [`Tuner`] and its lock ([`Locked`]) (the request, [`Wanted`], is a leaf of
+//! its own: `crate::wanted`); `validate` checks a request through
 //! the scheduler catalogue; `transaction` is the one transaction (request ->
 //! validate -> journal -> write in kernel order -> read back -> rollback);
 //! `diff` says what changed ([`diff`], [`ValueChange`], [`Outcome::label`]).
@@ -20,6 +21,7 @@ mod transaction;
 mod validate;
 
 pub use crate::device::hw_queue_depth;
+pub use crate::wanted::Wanted;
 pub use diff::{Outcome, Stored, ValueChange, diff, is_no_op};
 pub use transaction::boot_id;
 pub use validate::validate;
@@ -28,69 +30,8 @@ use crate::device::QueueSettings;
 use crate::error::TuneError;
 use crate::journal::{DeviceLock, Journal, JournalEntry, Kept, LOCK_WAIT, LockError};
 use crate::os::{DeviceName, SysRoot};
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;
-
-/// A request: the settings wanted for a device (beside
-/// [`QueueSettings`], the settings it has). `None` (or an absent tunable)
-/// means "leave as it is". Also what the journal, recordings and the
-/// shoot-out keep as a device's settings to put back; the type's name is
-/// in no file format (serde writes only the fields).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Wanted {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduler: Option<String>,
-    /// Tunables of the target scheduler, applied in this order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tunables: Vec<(String, String)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nr_requests: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_ahead_kb: Option<u64>,
-}
-
-impl Wanted {
-    /// Every current setting of a device, to restore it later.
-    pub fn snapshot_of(q: &QueueSettings) -> Self {
-        Self {
-            scheduler: q.scheduler.as_ref().map(|s| s.active.clone()),
-            tunables: q
-                .tunables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            nr_requests: q.scheduler.as_ref().and(q.nr_requests),
-            read_ahead_kb: q.read_ahead_kb,
-        }
-    }
-
-    /// Does this ask for nothing?
-    pub fn is_empty(&self) -> bool {
-        self.scheduler.is_none()
-            && self.tunables.is_empty()
-            && self.nr_requests.is_none()
-            && self.read_ahead_kb.is_none()
-    }
-
-    /// One-line summary: `scheduler=kyber nr_requests=64`.
-    pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(s) = &self.scheduler {
-            parts.push(format!("scheduler={s}"));
-        }
-        for (k, v) in &self.tunables {
-            parts.push(format!("{k}={v}"));
-        }
-        if let Some(n) = self.nr_requests {
-            parts.push(format!("nr_requests={n}"));
-        }
-        if let Some(n) = self.read_ahead_kb {
-            parts.push(format!("read_ahead_kb={n}"));
-        }
-        parts.join(" ")
-    }
-}
 
 /// Resolve user input to a whole device, with the errors the CLI shows.
 pub fn resolve(root: &SysRoot, name: &str) -> Result<DeviceName, TuneError> {

@@ -3,7 +3,7 @@
 //! is made. In `blktune replay --demo`: when the recording switches and
 //! what the room will see then, from the recording's own change events.
 
-use super::app::App;
+use super::App;
 use blktune_core::record::Recording;
 
 /// What the demo's hint is about.

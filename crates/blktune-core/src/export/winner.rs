@@ -1,4 +1,4 @@
-//! The winner of a shoot-out as a udev rule.
+//! The winner of a shoot-out (or any chosen settings) as a udev rule.
 
 use crate::device::BlockDevice;
 use crate::export::{self, ExportError, ExportItem, RenderOptions, UdevDb};

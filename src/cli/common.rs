@@ -1,0 +1,106 @@
+//! What several subcommands share: the settings arguments of `set` and
+//! `export`, the queue settings' JSON shape, and a few words and checks. A
+//! leaf of `cli`: subcommands import from here, never from each other.
+
+use super::UsageError;
+use blktune_core::device::{BlockDevice, QueueSettings};
+use blktune_core::export::ExportError;
+use blktune_core::tuner::Wanted;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The settings a command asks for, flattened into `set` and `export`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SettingsArgs {
+    /// Scheduler (one of the device's available ones). `set` switches to it;
+    /// `export` exports it instead of the active one (keeping the live
+    /// nr_requests and read_ahead_kb, written after it; dropping the old
+    /// scheduler's tunables).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scheduler: Option<String>,
+
+    /// queue/nr_requests (4 to 2048; under none at most the hardware queue depth);
+    /// written after the scheduler switch, which resets it.
+    #[arg(long, value_name = "N")]
+    pub nr_requests: Option<u64>,
+
+    /// queue/read_ahead_kb (a multiple of the page size).
+    #[arg(long, value_name = "N")]
+    pub read_ahead_kb: Option<u64>,
+
+    /// A tunable of the target scheduler, e.g. read_expire=100 (repeatable).
+    #[arg(long = "tunable", short = 't', value_name = "NAME=VALUE", value_parser = parse_tunable)]
+    pub tunables: Vec<(String, String)>,
+}
+
+impl SettingsArgs {
+    /// The request these arguments make (empty when they name nothing).
+    pub fn wanted(&self) -> Wanted {
+        Wanted {
+            scheduler: self.scheduler.clone(),
+            tunables: self.tunables.clone(),
+            nr_requests: self.nr_requests,
+            read_ahead_kb: self.read_ahead_kb,
+        }
+    }
+}
+
+/// `NAME=VALUE`.
+pub fn parse_tunable(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=VALUE (example: read_expire=100)"))?;
+    Ok((k.trim().to_owned(), v.trim().to_owned()))
+}
+
+/// A device's queue settings in JSON, the same keys wherever they appear
+/// (`list --json`, and `before`/`after` of `set --json`).
+#[derive(Debug, Serialize)]
+pub struct QueueJson<'a> {
+    pub scheduler: Option<&'a str>,
+    pub schedulers: Vec<&'a str>,
+    pub nr_requests: Option<u64>,
+    pub read_ahead_kb: Option<u64>,
+    pub tunables: &'a BTreeMap<String, String>,
+}
+
+impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
+    fn from(q: &'a QueueSettings) -> Self {
+        let s = q.scheduler.as_ref();
+        Self {
+            scheduler: s.map(|s| s.active.as_str()),
+            schedulers: s.map_or_else(Vec::new, |s| {
+                s.available.iter().map(String::as_str).collect()
+            }),
+            nr_requests: q.nr_requests,
+            read_ahead_kb: q.read_ahead_kb,
+            tunables: &q.tunables,
+        }
+    }
+}
+
+/// Is this device listed without `--all`?
+pub fn shown_by_default(d: &BlockDevice) -> bool {
+    d.queue.has_scheduler() && d.size_bytes > 0
+}
+
+/// What to say when the kernel lost completions (its count is
+/// machine-wide: the histogram it could not make was the only record of
+/// whose they were); nothing when it lost none.
+pub fn lost_note(lost: u64) -> Option<String> {
+    (lost > 0).then(|| {
+        format!(
+            "lost {lost} I/O(s) of some device in this interval: the kernel had no room for a \
+             new histogram, so latency counts may be short by as many"
+        )
+    })
+}
+
+/// An export error with the CLI's exit codes (2 bad input, 1 failure).
+pub fn cli_error(e: ExportError) -> anyhow::Error {
+    match e {
+        ExportError::Tune(t) => t.into(),
+        e if e.exit_code() == 2 => UsageError(e.to_string()).into(),
+        e => anyhow::anyhow!(e.to_string()),
+    }
+}
