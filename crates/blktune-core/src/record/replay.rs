@@ -39,6 +39,7 @@ use super::recording::{MAX_CHANGES, Recording};
 use crate::device::{BlockDevice, QueueSettings};
 use crate::diskstats::DiskStatsLine;
 use crate::history::ChangeMark;
+use crate::pressure::IoPressure;
 use crate::record::check::MAX_DEVICES;
 use crate::sampler::{RateTracker, Snapshot};
 use std::collections::{BTreeMap, VecDeque};
@@ -260,7 +261,12 @@ impl Frames {
                 refreshed,
                 stats,
                 iowait_pct: s.iowait_pct,
-                pressure: None,
+                cpu_busy_pct: s.cpu_busy_pct,
+                // Only the interval's share was recorded, not the file.
+                pressure: s.psi_some_pct.map(|p| IoPressure {
+                    some_pct: Some(p),
+                    ..IoPressure::default()
+                }),
                 warnings,
             },
             marks: std::mem::take(&mut self.marks),
@@ -539,6 +545,8 @@ mod tests {
             t,
             wall: 1.7e9 + t,
             iowait_pct: None,
+            cpu_busy_pct: None,
+            psi_some_pct: None,
             disks,
             lat: BTreeMap::new(),
             lost: 0,
