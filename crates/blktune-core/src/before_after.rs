@@ -32,7 +32,7 @@ use crate::compare::{
     self, Answer, ControlCheck, LoadKind, LoadSample, Metric, Options, Round, RoundControls,
     Sample, Spread, Status, SystemSample, UnderSample,
 };
-use crate::history::{MIN_INTERVALS, Point};
+use crate::history::{MIN_INTERVALS, MIN_IOS_FOR_PCT, Point};
 use crate::iostat::ExtStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -316,7 +316,8 @@ pub enum Basis {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub metric: Metric,
-    /// The figure over the before side (a window, or the A/B's rounds of it).
+    /// The figure over the before side: a window's, or the geometric mean
+    /// of an A/B's rounds of it.
     pub before: f64,
     pub after: f64,
     /// After against before, as a fraction (−0.16: 16 % lower).
@@ -332,13 +333,36 @@ pub struct Row {
     /// The I/Os each side rests on (latencies only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ios: Option<(u64, u64)>,
+    /// Why no change is stated, when none is (the values still are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
+}
+
+/// Why a row states no change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Withheld {
+    /// A window under [`MIN_INTERVALS`] intervals: one second before a
+    /// change is no basis for +936 %.
+    Short,
+    /// A latency from under [`MIN_IOS_FOR_PCT`] I/Os on a side: a handful
+    /// of I/Os moves a mean or a percentile by tens of percent.
+    Few,
 }
 
 impl Row {
-    /// `-16% (-19..-13)`, or `-16%` without an interval.
+    /// `-16% (-19..-13)`, `-16%` without an interval, `short` or `few`
+    /// when no change is stated.
     pub fn number(&self) -> String {
+        match self.withheld {
+            Some(Withheld::Short) => return "short".into(),
+            Some(Withheld::Few) => return "few".into(),
+            None => {}
+        }
+        // A change within a twentieth of a percent of none is none: never `-0.0`.
+        let snap = |x: f64| if (x * 100.0).abs() < 0.05 { 0.0 } else { x };
         match (self.lo, self.hi) {
-            (Some(lo), Some(hi)) => compare::change_text(self.change, lo, hi),
+            (Some(lo), Some(hi)) => compare::change_text(snap(self.change), snap(lo), snap(hi)),
             _ => {
                 let d = if self.change.abs() < 0.0995 { 1 } else { 0 };
                 format!("{:+.d$}%", self.change * 100.0)
@@ -450,7 +474,15 @@ pub fn one_pair(before: &WindowFigures, after: &WindowFigures, device: &str) -> 
             if b.value <= 0.0 || a.value <= 0.0 {
                 return None;
             }
-            let iv = within(b, a, ALPHA);
+            let ios = b.ios.zip(a.ios);
+            let withheld = if before.intervals.min(after.intervals) < MIN_INTERVALS {
+                Some(Withheld::Short)
+            } else if ios.is_some_and(|(x, y)| x.min(y) < MIN_IOS_FOR_PCT) {
+                Some(Withheld::Few)
+            } else {
+                None
+            };
+            let iv = within(b, a, ALPHA).filter(|_| withheld.is_none());
             Some(Row {
                 metric: m,
                 before: b.value,
@@ -459,7 +491,8 @@ pub fn one_pair(before: &WindowFigures, after: &WindowFigures, device: &str) -> 
                 lo: iv.map(|i| i.0),
                 hi: iv.map(|i| i.1),
                 answer: Answer::Undecided,
-                ios: b.ios.zip(a.ios),
+                ios,
+                withheld,
             })
         })
         .collect();
@@ -498,13 +531,17 @@ pub fn from_rounds(rounds: &[Round], device: &str) -> BeforeAfter {
         LoadKind::Unknown,
     );
     let c = compare::compare_two(rounds, 0, 1, &opts, compare::DEFAULT_ALPHA, 2);
+    // Each side's geometric mean over its rounds: with every round paired,
+    // their ratio is the engine's change (the mean of the log ratios).
     let side = |config: usize, m: Metric| {
         let v: Vec<f64> = rounds
             .iter()
             .filter(|r| r.config == config)
             .filter_map(|r| r.values.get(&m).map(|s| s.value))
+            .filter(|v| *v > 0.0)
+            .map(f64::ln)
             .collect();
-        mean(&v)
+        mean(&v).map(f64::exp)
     };
     let ios = |config: usize, m: Metric| -> Option<u64> {
         rounds
@@ -526,6 +563,7 @@ pub fn from_rounds(rounds: &[Round], device: &str) -> BeforeAfter {
                 hi: e.hi,
                 answer: e.answer,
                 ios: ios(0, m).zip(ios(1, m)),
+                withheld: None,
             })
         })
         .collect();

@@ -87,11 +87,16 @@ fn one_pair_has_rates_with_the_windows_interval_and_stays_undecided() {
         "{:?}",
         ba.row(Metric::RAwait)
     );
-    // Under three intervals a side: the change, no interval.
+    // Under three intervals a side: no change stated.
     let short = WindowFigures::of_device(&window(10.0, 2, 3000.0, 1.33, 0.02)).unwrap();
     let r = one_pair(&b, &short, "loop0");
     assert_eq!(r.row(Metric::RS).unwrap().lo, None);
-    assert_eq!(r.row(Metric::RS).unwrap().number(), "-25%");
+    assert_eq!(r.row(Metric::RS).unwrap().number(), "short");
+    // A mean latency from under 100 I/Os a side: none either.
+    let few = WindowFigures::of_device(&window(0.0, 10, 5.0, 1.0, 0.02)).unwrap();
+    let r = one_pair(&few, &few, "loop0");
+    assert_eq!(r.row(Metric::RAwait).unwrap().number(), "few");
+    assert_eq!(r.row(Metric::RS).unwrap().number(), "+0.0% (-2.0..+2.0)");
 }
 
 #[test]
