@@ -24,6 +24,7 @@ impl App {
                     | Feed::Probe(_)
                     | Feed::Latency(_)
                     | Feed::WhereIo(_)
+                    | Feed::Ab(_)
             )
         {
             held.push_back(feed);
@@ -47,6 +48,7 @@ impl App {
             Feed::Probe(p) => self.on_probe(&p),
             Feed::Latency(l) => self.on_latency(l),
             Feed::WhereIo(w) => self.on_where_io(w),
+            Feed::Ab(f) => self.on_ab(f),
         }
     }
 
@@ -101,6 +103,7 @@ impl App {
             self.status = None;
         }
         self.iowait = s.iowait_pct;
+        self.system.push(&s);
         self.samples += 1;
         self.replaced.clear();
         if !Arc::ptr_eq(&self.devices, &s.devices) {
@@ -169,6 +172,7 @@ impl App {
             }
         }
         self.reconcile_selection();
+        self.read_ab_rounds();
         if let Some((why, what)) = self.close_overlay_of_other_device() {
             self.say(
                 StatusKind::Error,

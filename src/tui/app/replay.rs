@@ -45,6 +45,8 @@ impl App {
         self.samples = 0;
         self.now = 0.0;
         self.iowait = None;
+        self.system.clear();
+        self.ab = None;
     }
 
     /// Keys of the replay viewer; the rest act as in the live view.

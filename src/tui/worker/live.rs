@@ -4,6 +4,7 @@
 //! and the export writer, and tells the app everything through [`Feed`]
 //! ([`super::protocol`]).
 
+use super::ab::{self, AbFeed, AbHandle, AbRequest};
 use super::latency::{LatencyFeed, reason, sample_of};
 use super::procio::WhereIo;
 use super::protocol::{
@@ -37,6 +38,8 @@ pub struct LiveSource {
     last: Option<(Instant, f64)>,
     /// The running shoot-out, if any (dropping it cancels and restores).
     shootout: Option<ShootOutHandle>,
+    /// The running A/B, if any (dropping it cancels and restores).
+    ab: Option<AbHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
     /// The rows the screen shows ([`LiveControl::InView`]); `None` until it
@@ -69,6 +72,7 @@ impl LiveSource {
             paused: false,
             last: None,
             shootout: None,
+            ab: None,
             recorder: LiveRecorder::default(),
             in_view: None,
             probe: None,
@@ -181,6 +185,13 @@ impl LiveSource {
             self.sampler.invalidate();
             if self.shootout.as_ref().is_some_and(ShootOutHandle::finished) {
                 self.shootout = None;
+            }
+        }
+        // So does an A/B.
+        if self.ab.is_some() {
+            self.sampler.invalidate();
+            if self.ab.as_ref().is_some_and(AbHandle::finished) {
+                self.ab = None;
             }
         }
         let msg = match self.sampler.tick() {
@@ -343,6 +354,36 @@ impl LiveSource {
         }
     }
 
+    /// Start the A/B thread; `Some(why)` when it cannot start.
+    fn start_ab(&mut self, req: AbRequest, feed: &FeedTx) -> Option<String> {
+        if self.ab.as_ref().is_some_and(|h| !h.finished()) {
+            return Some("an A/B is already running".into());
+        }
+        if self.shootout.as_ref().is_some_and(|h| !h.finished()) {
+            return Some("a shoot-out is running: the A/B waits for it to end".into());
+        }
+        let Some(tuner) = &self.tuner else {
+            return Some("read-only: the A/B is disabled".into());
+        };
+        // The sampler's clock: its time zero as an instant.
+        let epoch = self.last.map_or_else(Instant::now, |(i, t)| {
+            i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
+                .unwrap_or(i)
+        });
+        let clock = move |at: Instant| at.saturating_duration_since(epoch).as_secs_f64();
+        let feed = feed.clone();
+        let report = move |f: AbFeed| {
+            let _ = feed.send(Feed::Ab(f));
+        };
+        match ab::spawn(tuner.clone(), req, clock, report) {
+            Ok(h) => {
+                self.ab = Some(h);
+                None
+            }
+            Err(e) => Some(format!("cannot start the A/B thread: {e}")),
+        }
+    }
+
     fn run(mut self, feed: &FeedTx, control: &Receiver<ToWorker<LiveControl>>) {
         // The devices and their settings at once, the rates at the first tick.
         if let Some(first) = self.sampler.take_baseline() {
@@ -430,6 +471,16 @@ impl LiveSource {
                 Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
                 Ok(ToWorker::Own(LiveControl::Processes(on))) => self.where_io.show_processes(on),
                 Ok(ToWorker::Own(LiveControl::InView(rows))) => self.in_view = Some(rows),
+                Ok(ToWorker::Own(LiveControl::StartAb(req))) => {
+                    if let Some(why) = self.start_ab(*req, feed) {
+                        let _ = feed.send(Feed::Ab(AbFeed::Done(Err(why))));
+                    }
+                }
+                Ok(ToWorker::Own(LiveControl::CancelAb)) => {
+                    if let Some(h) = &self.ab {
+                        h.cancel();
+                    }
+                }
                 Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();
