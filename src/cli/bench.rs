@@ -5,7 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Scratch, Target};
-use blktune_core::shootout::{self, Config, Goal, LoadSpec, ShootoutError};
+use blktune_core::shootout::{self, Config, Goal, Length, LoadSpec, ShootoutError};
 use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration, parse_size};
 use std::io::IsTerminal;
@@ -34,17 +34,35 @@ pub struct BenchArgs {
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub schedulers: Vec<String>,
 
-    /// Measuring time per scheduler and round.
-    #[arg(long, value_name = "DUR", value_parser = parse_dwell, default_value = "10s")]
+    /// nr_requests values to try with every scheduler, comma-separated
+    /// (64,256,1024); default: each scheduler's own. A value a scheduler
+    /// refuses (above the queue depth under none) is left out, said.
+    #[arg(long, value_name = "N,M", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(4..=2048))]
+    pub nr_requests: Vec<u64>,
+
+    /// Measuring time per round.
+    #[arg(long, value_name = "DUR", value_parser = parse_dwell, default_value = "3s")]
     pub dwell: Duration,
 
     /// Time after each switch before measuring.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "1s")]
     pub settle: Duration,
 
-    /// Rounds; round 2 measures in reverse order, round 3 forward again, ...
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=100))]
-    pub rounds: u16,
+    /// Keep measuring, in interleaved rounds, until the verdict is decided
+    /// or this time runs out (then "no winner").
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "3m", conflicts_with = "rounds")]
+    pub budget: Duration,
+
+    /// Instead of a budget: exactly N rounds of every configuration
+    /// (forward, then backward, ...), judged once at the end.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub rounds: Option<u16>,
+
+    /// The smallest effect worth acting on, in percent: a difference is
+    /// called only when its whole interval is beyond it; "no difference"
+    /// when its whole interval is within it.
+    #[arg(long, value_name = "PCT", default_value = "5", value_parser = parse_min_effect)]
+    pub min_effect: f64,
 
     /// none (passive: the device's own workload), randread, mixed or randrw
     /// (default: mixed on --scratch, none on a DEVICE).
@@ -105,6 +123,20 @@ fn parse_load(s: &str) -> Result<LoadChoice, String> {
 
 fn parse_goal(s: &str) -> Result<Goal, String> {
     s.parse()
+}
+
+/// `5` or `5%`: a percent above 0 and below 100, as a fraction.
+fn parse_min_effect(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("minimum effect '{s}' is not a percent (5, 2.5%)"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!(
+            "minimum effect '{s}' is out of range: above 0 and below 100"
+        ));
+    }
+    Ok(v / 100.0)
 }
 
 fn parse_dwell(s: &str) -> Result<Duration, String> {
@@ -177,7 +209,8 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     };
     // A partition or an unknown name gets the tuner's own message, before any load check.
     blktune_core::tuner::resolve(&root, &device)?;
-    if scratch.is_none() && !blktune_core::os::is_root() {
+    // A fake tree (--sysfs-root) is not the machine: nothing real is written.
+    if scratch.is_none() && root.is_live() && !blktune_core::os::is_root() {
         // Without root the first switch fails and the restore fails with it:
         // say so before anything starts, like --scratch and demo.
         anyhow::bail!(
@@ -206,11 +239,17 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let cfg = Config {
         device: device.clone(),
         schedulers: a.schedulers.clone(),
-        rounds: a.rounds.into(),
+        nr_requests: a.nr_requests.clone(),
+        configurations: Vec::new(),
+        length: match a.rounds {
+            Some(n) => Length::Rounds(n.into()),
+            None => Length::Budget(a.budget),
+        },
         settle: a.settle,
         dwell: a.dwell,
         load: load_spec,
         goal: a.goal,
+        min_effect: a.min_effect,
         apply: a.apply,
         scratch: scratch.is_some(),
         no_bpf: g.no_bpf,
@@ -258,14 +297,14 @@ pub fn run(g: &Global, a: &BenchArgs, out: &mut Out) -> anyhow::Result<i32> {
         out.text(&shootout::table(&result))?;
     }
     if a.export {
-        let winner = result
-            .verdict
-            .as_ref()
-            .map(|v| blktune_core::tuner::Wanted {
-                scheduler: Some(v.winner.clone()),
-                ..Default::default()
-            })
-            .ok_or_else(|| UsageError("no winner to export".into()))?;
+        // Only a winner the comparison decided; never a leader inside the noise.
+        let Some((_, winner)) = result.winner() else {
+            anyhow::bail!(
+                "no rule written: the shoot-out decided no winner ({})",
+                result.verdict.headline
+            );
+        };
+        let winner = winner.clone();
         let to = blktune_core::export::WinnerExport {
             output: a.export_output.clone(),
             force: a.force,
@@ -330,12 +369,34 @@ fn intro(cfg: &Config, a: &BenchArgs, scratch: bool) -> String {
     } else {
         String::new()
     };
+    let length = match cfg.length {
+        Length::Rounds(n) => format!("{n} round{} of each", if n == 1 { "" } else { "s" }),
+        Length::Budget(b) => format!(
+            "interleaved rounds until decided or {} have passed",
+            format_duration(b)
+        ),
+    };
+    let dims = if cfg.nr_requests.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " x nr_requests {}",
+            cfg.nr_requests
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
     format!(
-        "benching {}{size}: load {what}; settle {}, dwell {}, {} round{}; Ctrl-C stops and restores",
+        "benching {}{size}: load {what}; schedulers {}{dims}; settle {} + dwell {} a round, {length}; Ctrl-C stops and restores",
         cfg.device,
+        if cfg.schedulers.is_empty() {
+            "all".to_string()
+        } else {
+            cfg.schedulers.join(",")
+        },
         format_duration(a.settle),
         format_duration(a.dwell),
-        a.rounds,
-        if a.rounds == 1 { "" } else { "s" }
     )
 }

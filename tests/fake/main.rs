@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bench_verdicts;
 mod cli_errors;
 mod discovery;
 mod export_cli;

@@ -174,6 +174,25 @@ fn summary_compares_before_and_after_each_change() {
     let text = sum.to_text();
     assert!(text.contains("mq-deadline→kyber"), "{text}");
     assert!(text.contains("r_await"), "{text}");
+    // The comparison engine's word on one before and one after: one pair,
+    // no interval, undecided, in the one number format.
+    let v = c.verdict.as_ref().unwrap();
+    assert_eq!(v.answer, blktune_core::compare::Answer::Undecided);
+    let rs = v
+        .effects
+        .iter()
+        .find(|e| e.metric == blktune_core::compare::Metric::RS)
+        .unwrap();
+    assert_eq!((rs.pairs, rs.lo), (1, None));
+    assert!((rs.change * 100.0 - c.pct["r/s"].unwrap()).abs() < 1e-6);
+    assert!(
+        text.contains(
+            "    verdict   undecided: one before and one after give no interval (r_await "
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&sum).unwrap();
+    assert_eq!(json["changes"][0]["verdict"]["answer"], "undecided");
 }
 
 // ---- gzip ----

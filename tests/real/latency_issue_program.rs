@@ -220,7 +220,7 @@ fn a_shoot_outs_dwell_begins_with_the_issue_program_attached(own: &OwnLoop) {
     let tracer = Arc::new(Mutex::new(tracer));
     let cfg = Config {
         schedulers: vec!["none".into()],
-        rounds: 1,
+        length: shootout::Length::Rounds(1),
         settle: std::time::Duration::ZERO,
         dwell: std::time::Duration::from_millis(1500),
         ..Config::passive(own.lo.name())

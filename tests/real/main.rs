@@ -6,7 +6,6 @@ mod common;
 
 mod bench;
 mod bench_latency;
-mod bench_stderr;
 mod export_udev;
 mod hotplug;
 mod latency_agreement;

@@ -10,7 +10,7 @@ use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
 use blktune::tui::worker::protocol::{ApplyKind, Control, Feed, LiveControl};
 use blktune::tui::worker::shootout::{ShootOutError, ShootOutFeed};
 use blktune_core::shootout::{
-    Figures, Goal, Phase, Progress, SchedulerSummary, ShootoutError, ShootoutResult, verdict,
+    FakeRounds, Figures, Goal, Phase, Progress, ShootoutError, ShootoutResult, fake_result,
 };
 use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
@@ -312,53 +312,77 @@ fn progress(step: usize, sched: &str, left: u64, done: f64) -> Progress {
     Progress {
         device: "sda".into(),
         scheduler: sched.into(),
-        round: 1,
-        rounds: 1,
+        configuration: sched.into(),
         step,
-        steps: 4,
+        steps: 29,
+        block: 1,
         phase: Phase::Measuring,
         time_left: Duration::from_secs(left),
         done,
+        look: None,
     }
 }
 
+/// Six interleaved rounds of each scheduler, r_await `ms` ± 2 %.
+fn rounds(ms: f64, r_s: f64) -> FakeRounds {
+    (0..6)
+        .map(|i| {
+            let f = Figures {
+                r_s,
+                w_s: 40.0,
+                mb_s: 3.4,
+                // A wobble of its own for each scheduler: rounds vary.
+                r_await: ms * (1.0 + 0.04 * (i as f64 * 1.7 + ms * 3.1).sin()),
+                w_await: 10.0,
+                aqu_sz: 3.0,
+                util: 88.0,
+                load: None,
+            };
+            (f, None)
+        })
+        .collect()
+}
+
+/// A shoot-out of sda's four schedulers whose verdict is decided: kyber.
 fn result() -> ShootoutResult {
-    let fig = |r_await: f64, r_s: f64| Figures {
-        r_s,
-        w_s: 40.0,
-        mb_s: 3.4,
-        r_await,
-        w_await: 10.0,
-        aqu_sz: 3.0,
-        util: 88.0,
-        load: None,
+    let mut r = fake_result(
+        "sda",
+        Goal::ReadLatency,
+        &[
+            ("none", rounds(4.2, 790.0)),
+            ("mq-deadline", rounds(4.0, 800.0)),
+            ("kyber", rounds(1.1, 812.0)),
+            ("bfq", rounds(6.5, 610.0)),
+        ],
+    );
+    r.original = Wanted {
+        scheduler: Some("mq-deadline".into()),
+        ..Wanted::default()
     };
-    let schedulers = vec![
-        SchedulerSummary::new("none", vec![fig(4.2, 790.0)]),
-        SchedulerSummary::new("mq-deadline", vec![fig(4.0, 800.0)]),
-        SchedulerSummary::new("kyber", vec![fig(1.1, 812.0)]),
-        SchedulerSummary::new("bfq", vec![fig(6.5, 610.0)]),
-    ];
-    ShootoutResult {
-        device: "sda".into(),
-        scratch: false,
-        load: None,
-        goal: Goal::ReadLatency,
-        kernel: Default::default(),
-        rounds: 1,
-        settle_s: 1.0,
-        dwell_s: 5.0,
-        original: Wanted {
-            scheduler: Some("mq-deadline".into()),
-            ..Wanted::default()
-        },
-        measurements: Vec::new(),
-        verdict: verdict(Goal::ReadLatency, &schedulers),
-        schedulers,
-        applied: None,
-        final_settings: "original settings restored (scheduler=mq-deadline)".into(),
-        elapsed_s: 24.0,
+    r.final_settings = "original settings restored (scheduler=mq-deadline)".into();
+    r
+}
+
+/// The same, but mq-deadline and kyber within the noise of each other.
+fn undecided() -> ShootoutResult {
+    let mut wide = rounds(1.2, 800.0);
+    for (i, (f, _)) in wide.iter_mut().enumerate() {
+        f.r_await *= if i % 3 == 0 { 1.6 } else { 0.7 };
     }
+    let mut r = fake_result(
+        "sda",
+        Goal::ReadLatency,
+        &[
+            ("none", rounds(4.2, 790.0)),
+            ("mq-deadline", wide),
+            ("kyber", rounds(1.1, 812.0)),
+            ("bfq", rounds(6.5, 610.0)),
+        ],
+    );
+    r.final_settings =
+        "original settings restored (scheduler=mq-deadline nr_requests=256 read_ahead_kb=2560)"
+            .into();
+    r
 }
 
 #[test]
@@ -480,34 +504,40 @@ fn applying_a_winner_the_shoot_out_left_in_force_changes_nothing() {
 }
 
 #[test]
-fn a_long_noisy_verdict_never_pushes_out_the_result_keys() {
+fn an_undecided_shoot_out_offers_nothing_to_apply_and_its_keys_stay_in_the_box() {
     let (_m, mut app) = started();
     press(&mut app, &chars("b"));
     press(&mut app, &[KeyCode::Enter]);
-    let mut r = result();
-    let v = r.verdict.as_mut().unwrap();
-    v.noisy = true;
-    v.notes = vec![
-        "the advantage (1.4%) is below the 5% noise floor".into(),
-        "one round only: the spread is unknown".into(),
-    ];
-    r.final_settings =
-        "original settings restored (scheduler=mq-deadline nr_requests=256 read_ahead_kb=2560)"
-            .into();
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(
+        Box::new(undecided()),
+    ))));
+    assert_eq!(bench(&app).winner(), None);
+    assert!(
+        status(&app).ends_with("done: no winner"),
+        "{}",
+        status(&app)
+    );
+    assert!(press(&mut app, &chars("a")).is_empty(), "nothing to apply");
+    assert_eq!(status(&app), "no decided winner to apply");
+    assert!(press(&mut app, &chars("e")).is_empty());
+    assert_eq!(status(&app), "no decided winner to export");
     for (w, h) in [(80, 24), (60, 20)] {
         let s = text(&screen(&app, w, h));
+        assert!(!s.contains('★'), "no star without a decided winner:\n{s}");
         let lines: Vec<&str> = s.lines().collect();
         let keys = lines
             .iter()
-            .position(|l| l.contains("a apply the winner"))
+            .position(|l| l.contains("no decided winner: nothing to apply"))
             .unwrap_or_else(|| panic!("{w}x{h}: no result keys:\n{s}"));
         assert!(
             lines[keys + 1].contains('└'),
             "{w}x{h}: the keys sit on the box's last row:\n{s}"
         );
         if w >= 80 {
-            assert!(s.contains("WARNING: inside the noise"), "{w}x{h}:\n{s}");
+            assert!(
+                s.contains("no winner for read-latency (r_await): kyber leads, but"),
+                "{w}x{h}:\n{s}"
+            );
         }
     }
 }

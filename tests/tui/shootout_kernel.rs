@@ -10,9 +10,7 @@ use blktune::tui::app::App;
 use blktune::tui::worker::protocol::Feed;
 use blktune::tui::worker::shootout::ShootOutFeed;
 use blktune_core::latency::Hist;
-use blktune_core::shootout::{
-    DwellHists, Figures, Goal, KernelStatus, SchedulerSummary, ShootoutResult, verdict,
-};
+use blktune_core::shootout::{DwellHists, Figures, Goal, ShootoutResult, fake_result};
 use blktune_core::tuner::Wanted;
 use crossterm::event::KeyCode;
 use tui_fixture::*;
@@ -49,48 +47,33 @@ fn result(traced: bool) -> ShootoutResult {
         util: 88.0,
         load: None,
     };
-    let k = |d: DwellHists| if traced { vec![d] } else { Vec::new() };
-    let schedulers = vec![
-        SchedulerSummary::new("none", vec![fig(4.2, 790.0)])
-            .with_kernel(&k(dwell(3950, 4.0, 9.5, 200))),
-        SchedulerSummary::new("mq-deadline", vec![fig(4.0, 800.0)])
-            .with_kernel(&k(dwell(4000, 3.8, 12.0, 200))),
-        // Few reads in the dwell: a count instead of a p99.
-        SchedulerSummary::new("kyber", vec![fig(1.1, 812.0)])
-            .with_kernel(&k(dwell(42, 1.0, 2.0, 60))),
-        SchedulerSummary::new("bfq", vec![fig(6.5, 610.0)])
-            .with_kernel(&k(dwell(3050, 6.0, 25.0, 200))),
-    ];
-    ShootoutResult {
-        device: "sda".into(),
-        scratch: false,
-        load: None,
-        goal: Goal::ReadLatency,
-        kernel: if traced {
-            KernelStatus {
-                traced: true,
-                unavailable: None,
-            }
-        } else {
-            KernelStatus {
-                traced: false,
-                unavailable: Some("needs root".into()),
-            }
-        },
-        rounds: 1,
-        settle_s: 1.0,
-        dwell_s: 5.0,
-        original: Wanted {
-            scheduler: Some("mq-deadline".into()),
-            ..Wanted::default()
-        },
-        measurements: Vec::new(),
-        verdict: verdict(Goal::ReadLatency, &schedulers),
-        schedulers,
-        applied: None,
-        final_settings: "original settings restored (scheduler=mq-deadline)".into(),
-        elapsed_s: 24.0,
-    }
+    let k = |d: DwellHists| traced.then_some(d);
+    let mut r = fake_result(
+        "sda",
+        Goal::ReadLatency,
+        &[
+            (
+                "none",
+                vec![(fig(4.2, 790.0), k(dwell(3950, 4.0, 9.5, 200)))],
+            ),
+            (
+                "mq-deadline",
+                vec![(fig(4.0, 800.0), k(dwell(4000, 3.8, 12.0, 200)))],
+            ),
+            // Few reads in the dwell: a count instead of a p99.
+            ("kyber", vec![(fig(1.1, 812.0), k(dwell(42, 1.0, 2.0, 60)))]),
+            (
+                "bfq",
+                vec![(fig(6.5, 610.0), k(dwell(3050, 6.0, 25.0, 200)))],
+            ),
+        ],
+    );
+    r.original = Wanted {
+        scheduler: Some("mq-deadline".into()),
+        ..Wanted::default()
+    };
+    r.final_settings = "original settings restored (scheduler=mq-deadline)".into();
+    r
 }
 
 /// The app with the shoot-out's result in its dialog.

@@ -56,53 +56,6 @@ impl CpuTimes {
     }
 }
 
-/// The cumulative stall times of `/proc/pressure/io` (PSI; kernel
-/// `Documentation/accounting/psi.rst`): microseconds in which some task, or
-/// every non-idle task (`full`), waited on I/O. Absent without
-/// `CONFIG_PSI` or with `psi=0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoPressure {
-    pub some_us: u64,
-    /// `None` when the `full` line is missing.
-    pub full_us: Option<u64>,
-}
-
-impl IoPressure {
-    /// Parse `some avg10=0.00 avg60=0.00 avg300=0.00 total=123` lines.
-    pub fn parse(text: &str) -> Option<Self> {
-        let total = |kind: &str| {
-            let line = text.lines().find(|l| l.starts_with(kind))?;
-            line.split_ascii_whitespace()
-                .find_map(|f| f.strip_prefix("total="))?
-                .parse()
-                .ok()
-        };
-        Some(Self {
-            some_us: total("some ")?,
-            full_us: total("full "),
-        })
-    }
-
-    /// Read it through the seam (`None`: no PSI here).
-    pub fn read(root: &SysRoot) -> Option<Self> {
-        root.read_proc("pressure/io")
-            .ok()
-            .and_then(|t| Self::parse(&t))
-    }
-
-    /// Percent of `secs` since `prev` in which some task, and every task,
-    /// waited on I/O.
-    pub fn pct_since(&self, prev: &IoPressure, secs: f64) -> Option<(f64, Option<f64>)> {
-        if secs <= 0.0 {
-            return None;
-        }
-        let pct = |now: u64, then: u64| Some(now.checked_sub(then)? as f64 / (secs * 1e4));
-        let some = pct(self.some_us, prev.some_us)?;
-        let full = self.full_us.zip(prev.full_us).and_then(|(n, p)| pct(n, p));
-        Some((some, full))
-    }
-}
-
 /// Facts about the host shown in the header and stored in recordings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct HostInfo {
@@ -154,25 +107,6 @@ mod tests {
         assert_eq!(b.busy_pct_since(&a), Some(25.0));
         assert_eq!(a.busy_pct_since(&b), None);
         assert_eq!(CpuTimes::parse("garbage"), None);
-    }
-
-    #[test]
-    fn io_pressure_totals_and_shares() {
-        let a = IoPressure::parse(
-            "some avg10=0.02 avg60=0.46 avg300=4.67 total=86194149\nfull avg10=0.00 avg60=0.19 avg300=2.60 total=49519299\n",
-        )
-        .unwrap();
-        assert_eq!((a.some_us, a.full_us), (86_194_149, Some(49_519_299)));
-        // 0.5 s of some and 0.1 s of full in 2 s: 25 % and 5 %.
-        let b = IoPressure {
-            some_us: a.some_us + 500_000,
-            full_us: Some(49_519_299 + 100_000),
-        };
-        let (some, full) = b.pct_since(&a, 2.0).unwrap();
-        assert!((some - 25.0).abs() < 1e-9 && (full.unwrap() - 5.0).abs() < 1e-9);
-        assert_eq!(b.pct_since(&a, 0.0), None);
-        assert_eq!(a.pct_since(&b, 1.0), None, "a total that went back");
-        assert_eq!(IoPressure::parse("some avg10=1"), None);
     }
 
     #[test]

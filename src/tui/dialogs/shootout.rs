@@ -9,10 +9,10 @@
 //! [`Stage::Done`] (the results table; apply or export the winner) or
 //! [`Stage::Failed`].
 //!
-//! Defaults are sized for a live demo: every scheduler, one round, 1 s settle
-//! and 5 s dwell, so four schedulers take about 25 s. One round cannot tell
-//! noise from a difference; the results say so, and `blktune bench` is there
-//! for the careful measurement.
+//! Every scheduler is measured in interleaved rounds (1 s settle, 3 s dwell)
+//! until the comparison engine decides or [`BUDGET`] runs out: then the
+//! results say "no winner", and only a decided winner can be applied or
+//! exported. `blktune bench --budget` is there for a longer measurement.
 
 use super::{Ctx, Overlay, Reply};
 use crate::tui::command::Action;
@@ -20,16 +20,15 @@ use crate::tui::status::StatusKind;
 use crate::tui::worker::protocol::LiveControl;
 use crate::tui::worker::shootout::{ShootOutFeed, ShootOutRequest};
 use blktune_core::load::Mix;
-use blktune_core::shootout::{Progress, ShootoutResult, verdict_text};
-use blktune_core::tuner::Wanted;
+use blktune_core::shootout::{Length, Progress, ShootoutResult};
 use std::time::Duration;
 
-/// Measuring time per scheduler in the TUI.
-pub const DWELL: Duration = Duration::from_secs(5);
+/// Measuring time per round in the TUI.
+pub const DWELL: Duration = Duration::from_secs(3);
 /// Time after each switch before measuring.
 pub const SETTLE: Duration = Duration::from_secs(1);
-/// Rounds in the TUI.
-pub const ROUNDS: usize = 1;
+/// The most time a TUI shoot-out takes: it stops earlier once decided.
+pub const BUDGET: Duration = Duration::from_secs(60);
 
 /// The load of a TUI shoot-out. Write loads are never offered: the TUI runs on
 /// devices blktune did not create.
@@ -112,15 +111,15 @@ impl ShootOutDialog {
         matches!(self.stage, Stage::Running { .. })
     }
 
-    /// Planned time of the whole shoot-out.
+    /// The most time the whole shoot-out takes.
     pub fn planned(&self) -> Duration {
-        (SETTLE + DWELL) * (self.schedulers.len() * ROUNDS) as u32
+        BUDGET
     }
 
-    /// The winner's scheduler, when there is a result with one.
+    /// The decided winner, when there is a result with one.
     pub fn winner(&self) -> Option<&str> {
         match &self.stage {
-            Stage::Done(r) => r.verdict.as_ref().map(|v| v.winner.as_str()),
+            Stage::Done(r) => r.verdict.winner.as_deref(),
             _ => None,
         }
     }
@@ -132,7 +131,7 @@ impl ShootOutDialog {
         ShootOutRequest {
             device: self.device.clone(),
             load: self.load.mix(),
-            rounds: ROUNDS,
+            length: Length::Budget(BUDGET),
             settle: SETTLE,
             dwell: DWELL,
         }
@@ -180,45 +179,40 @@ impl ShootOutDialog {
                 );
             }
             (Stage::Done(r), Action::ApplyWinner) => {
-                let Some(v) = &r.verdict else {
-                    reply.say(StatusKind::Info, "no winner to apply");
+                // Only a decided winner: never a leader inside the noise.
+                let Some((label, want)) = r.winner() else {
+                    reply.say(StatusKind::Info, "no decided winner to apply");
                     return Some(Overlay::ShootOut(Box::new(self)));
                 };
                 // What the shoot-out itself left on the device: fresher than
                 // the last snapshot, which may still show a scheduler it tried.
-                let active = r.applied.as_ref().unwrap_or(&r.original).scheduler.clone();
+                let left = r.applied.as_ref().unwrap_or(&r.original);
+                let same = left.scheduler == want.scheduler
+                    && want.nr_requests.is_none_or(|n| left.nr_requests == Some(n));
                 if let Some(why) = &ctx.refuse {
                     reply.say(StatusKind::Error, why.clone());
-                } else if active.as_deref() == Some(v.winner.as_str()) {
+                } else if same {
                     reply.say(
                         StatusKind::Info,
-                        format!("'{}': {} is already active", d.device, v.winner),
+                        format!("'{}': {label} is already active", d.device),
                     );
                 } else {
-                    let s = Wanted {
-                        scheduler: Some(v.winner.clone()),
-                        ..Wanted::default()
-                    };
                     reply.say(
                         StatusKind::Info,
-                        format!("applying the winner: {} → {}…", d.device, v.winner),
+                        format!("applying the winner: {} → {label}…", d.device),
                     );
-                    reply.change(&d.device, d.diskseq, s);
+                    reply.change(&d.device, d.diskseq, want.clone());
                     return None;
                 }
             }
             (Stage::Done(r), Action::Export) => {
-                if let Some(v) = &r.verdict {
-                    let s = Wanted {
-                        scheduler: Some(v.winner.clone()),
-                        ..Wanted::default()
-                    };
+                if let Some((_, want)) = r.winner() {
                     let load = r.load.as_ref().map_or("passive".into(), |l| l.describe());
-                    let text = format!("blktune shoot-out ({load}): {}", verdict_text(v));
-                    reply.export_winner = Some((d.device.clone(), s, text));
+                    let text = format!("blktune shoot-out ({load}): {}", r.verdict.headline);
+                    reply.export_winner = Some((d.device.clone(), want.clone(), text));
                     return None;
                 }
-                reply.say(StatusKind::Info, "no winner to export");
+                reply.say(StatusKind::Info, "no decided winner to export");
             }
             (Stage::Setup | Stage::Done(_) | Stage::Failed(_), Action::Cancel)
             | (Stage::Done(_) | Stage::Failed(_), Action::Confirm) => return None,
@@ -237,10 +231,10 @@ impl ShootOutDialog {
                 }
             }
             ShootOutFeed::Done(Ok(r)) => {
-                let msg = match &r.verdict {
-                    Some(v) => format!(
-                        "shoot-out on {} done: winner {}; a applies it, e exports it",
-                        r.device, v.winner
+                let msg = match &r.verdict.winner {
+                    Some(w) => format!(
+                        "shoot-out on {} done: winner {w}; a applies it, e exports it",
+                        r.device
                     ),
                     None => format!("shoot-out on {} done: no winner", r.device),
                 };

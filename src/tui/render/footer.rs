@@ -195,7 +195,7 @@ fn shootout_hint(stage: &Stage, a: Action, hint: &'static str) -> Option<&'stati
         (Stage::Setup, Action::Cycle | Action::Confirm) => Some(hint),
         (Stage::Running { cancelling, .. }, Action::Cancel) => (!*cancelling).then_some("cancel"),
         (Stage::Done(r), Action::ApplyWinner | Action::Export) => {
-            r.verdict.is_some().then_some(hint)
+            r.verdict.decided().then_some(hint)
         }
         (Stage::Setup | Stage::Done(_) | Stage::Failed(_), Action::Cancel) => Some("close"),
         _ => None,

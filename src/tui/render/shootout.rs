@@ -3,9 +3,9 @@
 
 use super::frame::{big, framed};
 use super::{Theme, num};
-use crate::tui::dialogs::shootout::{DWELL, ROUNDS, SETTLE, ShootOutDialog, Stage};
+use crate::tui::dialogs::shootout::{BUDGET, DWELL, SETTLE, ShootOutDialog, Stage};
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Span as IoSpan};
-use blktune_core::shootout::{IoLatency, Metric, SchedulerSummary, ShootoutResult, verdict_text};
+use blktune_core::shootout::{ConfigSummary, IoLatency, Metric, ShootoutResult, verdict_lines};
 use blktune_core::text::printable;
 use blktune_core::units::format_duration;
 use ratatui::Frame;
@@ -36,17 +36,17 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
                 Span::styled("l/Tab: change", t.dim()),
             ]));
             lines.push(Line::raw(format!(
-                "timing      {ROUNDS} round, settle {} + dwell {} each: about {}",
+                "timing      rounds of settle {} + dwell {}, interleaved, for up to {}",
                 format_duration(SETTLE),
                 format_duration(DWELL),
-                format_duration(d.planned())
+                format_duration(BUDGET)
             )));
             lines.push(Line::raw(""));
             for l in [
-                "Each scheduler is switched in through the tuner (journalled) and measured",
-                "from diskstats; the charts mark every switch. At the end, or on Esc, the",
-                "original settings come back. Passive adds no I/O; randread adds reads",
-                "only. One short round is a demo: use 'blktune bench' to decide.",
+                "Schedulers take turns (A B B A ...) through the tuner (journalled); the",
+                "charts mark every switch. It stops once the verdict is decided, or says",
+                "'no winner' when the time runs out. At the end, or on Esc, the original",
+                "settings come back. Passive adds no I/O; randread adds reads only.",
             ] {
                 lines.push(Line::from(Span::styled(l, t.dim())));
             }
@@ -88,9 +88,15 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             lines.push(Line::from(Span::styled(hint, t.heading())));
         }
         Stage::Done(res) => {
-            lines.extend(results_lines(res, t, w));
+            // Every detail where there is room for it (bench prints them all).
+            lines.extend(results_lines(res, t, w, area.height >= 40));
             lines.push(Line::raw(""));
-            keys = Some("a apply the winner   e export it as a udev rule   Esc close");
+            // Only a decided winner can be applied or kept.
+            keys = Some(if res.verdict.decided() {
+                "a apply the winner   e export it as a udev rule   Esc close"
+            } else {
+                "no decided winner: nothing to apply   Esc close"
+            });
         }
         Stage::Failed(e) => {
             lines.push(Line::from(Span::styled(
@@ -203,8 +209,8 @@ impl Col {
         !matches!(self, Col::Disk(_))
     }
 
-    /// The cell of one scheduler.
-    fn cell(self, s: &SchedulerSummary) -> String {
+    /// The cell of one configuration.
+    fn cell(self, s: &ConfigSummary) -> String {
         let io = |dir| {
             s.kernel
                 .as_ref()
@@ -222,18 +228,18 @@ impl Col {
     }
 }
 
-/// Width of the scheduler column.
+/// Least width of the configuration column.
 const NAME_W: usize = 12;
 
 /// The columns that fit in `w`: all of diskstats' (9 wide) without the
 /// kernel's figures; with them (8 wide), by [`Col::PRIORITY`], the writes'
 /// only when some scheduler saw writes.
-fn columns(w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
+fn columns(w: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
     if !kernel {
         return (Col::ALL.into_iter().filter(|c| !c.kernel()).collect(), 9);
     }
     let cw = 8;
-    let fits = (w.saturating_sub(NAME_W) / cw).max(1);
+    let fits = (w.saturating_sub(name_w) / cw).max(1);
     let chosen: Vec<Col> = Col::PRIORITY
         .into_iter()
         .filter(|c| writes || !matches!(c, Col::N(Dir::Write) | Col::P99(Dir::Write)))
@@ -248,30 +254,49 @@ fn columns(w: usize, kernel: bool, writes: bool) -> (Vec<Col>, usize) {
     )
 }
 
-/// The results table (diskstats means and the kernel's percentiles per
-/// scheduler, as many columns as `w` holds), the verdict and what the
-/// device was left with.
-pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize) -> Vec<Line<'static>> {
-    let kernel = r.schedulers.iter().any(|s| s.kernel.is_some());
-    let writes = r.schedulers.iter().any(|s| {
+/// The results table (each configuration's rounds pooled: diskstats means
+/// and the kernel's percentiles, as many columns as `w` holds), the
+/// verdict's lines ([`verdict_lines`]: controls, intervals, conclusion) and
+/// what the device was left with.
+pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<Line<'static>> {
+    let kernel = r.configurations.iter().any(|s| s.kernel.is_some());
+    let writes = r.configurations.iter().any(|s| {
         s.kernel
             .as_ref()
             .is_some_and(|k| k.count(IoSpan::Total, Dir::Write) > 0)
     });
-    let (cols, cw) = columns(w, kernel, writes);
-    let mut head = format!("{:<NAME_W$}", "scheduler");
+    // Schedulers alone, or with nr_requests (`kyber nr_requests=256`).
+    let longest = r
+        .configurations
+        .iter()
+        .map(|s| s.configuration.chars().count())
+        .max()
+        .unwrap_or(0);
+    let name_w = NAME_W.max(longest + 2);
+    let what = if r
+        .configurations
+        .iter()
+        .any(|s| s.configuration.contains(' '))
+    {
+        "configuration"
+    } else {
+        "scheduler"
+    };
+    let (cols, cw) = columns(w, name_w, kernel, writes);
+    let mut head = format!("{what:<name_w$}");
     for c in &cols {
         head.push_str(&format!("{:>cw$}", c.label()));
     }
-    let winner = r.verdict.as_ref().map(|v| v.winner.clone());
+    let winner = r.verdict.winner.clone();
     let mut out = vec![Line::styled(head, t.heading())];
-    for s in &r.schedulers {
-        let mark = if winner.as_deref() == Some(s.scheduler.as_str()) {
+    for s in &r.configurations {
+        // A star for a decided winner only.
+        let mark = if winner.as_deref() == Some(s.configuration.as_str()) {
             "★"
         } else {
             " "
         };
-        let mut row = format!("{mark}{:<w$}", s.scheduler, w = NAME_W - 1);
+        let mut row = format!("{mark}{:<w$}", s.configuration, w = name_w - 1);
         for c in &cols {
             row.push_str(&format!("{:>cw$}", c.cell(s)));
         }
@@ -279,8 +304,11 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize) -> Vec<Line<'static
     }
     out.push(Line::styled(
         format!(
-            "{} round of {:.0}s each; latencies in ms",
-            r.rounds, r.dwell_s
+            "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
+            r.rounds,
+            format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
+            r.blocks,
+            if r.blocks == 1 { "" } else { "s" }
         ),
         t.dim(),
     ));
@@ -302,21 +330,15 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize) -> Vec<Line<'static
         },
         t.dim(),
     ));
-    match &r.verdict {
-        Some(v) => {
-            for l in verdict_text(v).lines() {
-                let st = if l.starts_with("WARNING") {
-                    t.error()
-                } else {
-                    Style::new()
-                };
-                out.push(Line::styled(l.to_string(), st));
-            }
-        }
-        None => out.push(Line::raw(format!(
-            "no winner for {}: its figure was not measured",
-            r.goal
-        ))),
+    for l in verdict_lines(r, full) {
+        let st = if l.contains("FAILED") || l.contains("UNRELIABLE") {
+            t.error()
+        } else if l.starts_with("winner for ") {
+            t.done()
+        } else {
+            Style::new()
+        };
+        out.push(Line::styled(printable(&l).into_owned(), st));
     }
     out.push(Line::styled(r.final_settings.clone(), t.done()));
     out

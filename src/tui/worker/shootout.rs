@@ -9,7 +9,9 @@ use blktune_core::history::ChangeMark;
 use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Target};
 use blktune_core::os::SysRoot;
-use blktune_core::shootout::{self, Config, LoadSpec, Phase, Progress, ShootoutResult, Tracing};
+use blktune_core::shootout::{
+    self, Config, Length, LoadSpec, Phase, Progress, ShootoutResult, Tracing,
+};
 use blktune_core::tuner::Wanted;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,10 +24,11 @@ pub struct ShootOutRequest {
     pub device: String,
     /// The load to add (read-only), or `None`: the device's own workload.
     pub load: Option<Mix>,
-    pub rounds: usize,
+    /// Until decided, within a time budget, or a fixed number of rounds.
+    pub length: Length,
     /// Time after each switch before measuring.
     pub settle: Duration,
-    /// Measuring time per scheduler.
+    /// Measuring time per round.
     pub dwell: Duration,
 }
 
@@ -113,7 +116,7 @@ pub fn config(root: &SysRoot, req: &ShootOutRequest) -> Result<Config, ShootOutE
         }),
     };
     Ok(Config {
-        rounds: req.rounds,
+        length: req.length,
         settle: req.settle,
         dwell: req.dwell,
         load,

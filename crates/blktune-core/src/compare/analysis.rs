@@ -137,6 +137,9 @@ pub struct Analysis {
     pub unranked: Vec<usize>,
     /// Configurations whose own rounds drift on the goal's figure.
     pub drift: Vec<Drift>,
+    /// The controls of the whole run (idle spells, saturation), said once.
+    #[serde(default)]
+    pub controls: Vec<ControlCheck>,
     pub outcome: Outcome,
     /// Rounds it rests on.
     pub rounds: usize,
@@ -148,10 +151,15 @@ impl Analysis {
         self.comparisons.iter().find(|c| c.other == other)
     }
 
-    /// Every control's line, each once, failed ones first.
-    pub fn controls(&self) -> Vec<ControlCheck> {
+    /// Every control's line, each once, failed ones first: the whole run's,
+    /// then each comparison's.
+    pub fn all_controls(&self) -> Vec<ControlCheck> {
         let mut out: Vec<ControlCheck> = Vec::new();
-        for c in self.comparisons.iter().flat_map(|c| &c.controls) {
+        for c in self
+            .controls
+            .iter()
+            .chain(self.comparisons.iter().flat_map(|c| &c.controls))
+        {
             if !out.iter().any(|o| o.text == c.text) {
                 out.push(c.clone());
             }
@@ -230,14 +238,16 @@ pub fn compare_two(
         .as_ref()
         .filter(|_| opts.metric.lower_is_better())
         .map(|e| e.change);
-    let controls = controls::check(
+    // The whole run's controls too (the same lines for every comparison
+    // of one analysis; said once).
+    let mut controls = controls::overall(rounds, &opts.names, &opts.device);
+    controls.extend(controls::check(
         rounds,
         (a, opts.name(a)),
         (b, opts.name(b)),
-        &opts.device,
         opts.load,
         ours,
-    );
+    ));
     Comparison {
         other: a,
         goal,
@@ -277,7 +287,8 @@ pub fn analyse(
     let drift = (0..configs)
         .filter_map(|c| drift_of(rounds, c, m, opts.min_effect))
         .collect();
-    let outcome = outcome_of(lead, &comparisons, ranked.len());
+    let controls = controls::overall(rounds, &opts.names, &opts.device);
+    let outcome = outcome_of(lead, &comparisons, &controls, ranked.len());
     Analysis {
         metric: m,
         look: look.0,
@@ -291,19 +302,25 @@ pub fn analyse(
         comparisons,
         unranked,
         drift,
+        controls,
         outcome,
         rounds: rounds.len(),
     }
 }
 
 /// The outcome of the comparisons with the leader.
-fn outcome_of(lead: Option<usize>, comparisons: &[Comparison], ranked: usize) -> Outcome {
+fn outcome_of(
+    lead: Option<usize>,
+    comparisons: &[Comparison],
+    overall: &[ControlCheck],
+    ranked: usize,
+) -> Outcome {
     let Some(leader) = lead.filter(|_| ranked >= 2) else {
         return Outcome::NothingToCompare;
     };
-    let failed: Vec<String> = comparisons
+    let failed: Vec<String> = overall
         .iter()
-        .flat_map(|c| &c.controls)
+        .chain(comparisons.iter().flat_map(|c| &c.controls))
         .filter(|c| c.status == Status::Failed)
         .map(|c| c.text.clone())
         .fold(Vec::new(), |mut v, t| {
@@ -438,6 +455,18 @@ impl Sequence {
         self.last
             .clone()
             .unwrap_or_else(|| analyse(rounds, self.configs, &self.opts, self.opts.alpha, (1, 1)))
+    }
+
+    /// The most rounds, seen again (a time budget over the rounds' time as
+    /// measured, not as planned): moves the looks still to come. Depends
+    /// on the clock only, never on the figures, so the error rate holds.
+    pub fn set_max_rounds(&mut self, max_rounds: usize) {
+        self.plan.max_rounds = max_rounds.max(1);
+    }
+
+    /// The most rounds as planned now.
+    pub fn max_rounds(&self) -> usize {
+        self.plan.max_rounds
     }
 
     /// Has it stopped?

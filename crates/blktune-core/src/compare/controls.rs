@@ -9,7 +9,8 @@
 //! the side of calling a verdict unreliable). The rules:
 //!
 //! - **Idle spells** (any load): rounds with almost no I/O (under 5 % of the
-//!   median round, or under one a second) measured nothing. Failed.
+//!   median round, or under one a second) measured nothing. Failed. Said
+//!   once for the whole run ([`overall`]), with the saturation notes.
 //! - **Offered load.** A closed-loop load (the built-in one: a fixed number of
 //!   I/Os in flight) lowers its rate when latency rises: the rate's change
 //!   is part of the effect (a note). For a load of unknown kind (a passive
@@ -351,21 +352,72 @@ fn system_one_pair(
 }
 
 /// What changed between configurations `a` and `b` in `rounds` besides the
-/// switch. `device` names the compared device; `ours` is the verdict's own
-/// latency change (as a fraction, B against A) when its figure is a latency.
+/// switch (the whole run's controls: [`overall`]). `ours` is the verdict's
+/// own latency change (as a fraction, B against A) when its figure is a latency.
 pub fn check(
     rounds: &[Round],
     a: (usize, &str),
     b: (usize, &str),
-    device: &str,
     kind: LoadKind,
     ours: Option<f64>,
 ) -> Vec<ControlCheck> {
     let mut out = Vec::new();
-    out.extend(idle(rounds, &[a, b], device));
     out.extend(load(rounds, a, b, kind));
     out.extend(under(rounds, a, b, ours));
     out.extend(system(rounds, a, b));
+    out
+}
+
+/// What held over all `rounds`, whatever the configuration: idle spells,
+/// a saturated CPU, a saturated device underneath. Said once, not per
+/// comparison. `names` are the configurations' names by index.
+pub fn overall(rounds: &[Round], names: &[String], device: &str) -> Vec<ControlCheck> {
+    let all: Vec<(usize, &str)> = names
+        .iter()
+        .enumerate()
+        .map(|(c, n)| (c, n.as_str()))
+        .collect();
+    let mut out: Vec<ControlCheck> = idle(rounds, &all, device).into_iter().collect();
+    let busy: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| r.controls.system.map(|s| s.cpu_busy_pct))
+        .collect();
+    let hot = busy.iter().filter(|&&v| v >= CPU_SATURATED).count();
+    if hot > 0 {
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Note,
+            format!(
+                "system: the CPU was saturated (>= {CPU_SATURATED:.0}% busy) in {hot} of {} rounds: the figures include waiting for a CPU",
+                busy.len()
+            ),
+        ));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for u in rounds.iter().flat_map(|r| &r.controls.under) {
+        if seen.contains(&u.name) {
+            continue;
+        }
+        seen.push(u.name.clone());
+        let mine: Vec<&UnderSample> = rounds
+            .iter()
+            .flat_map(|r| &r.controls.under)
+            .filter(|x| x.name == u.name)
+            .collect();
+        let saturated = mine.iter().filter(|x| x.util >= SATURATED_UTIL).count();
+        if saturated * 4 >= mine.len() && saturated > 0 {
+            out.push(ControlCheck::new(
+                ControlKind::Under,
+                Status::Note,
+                format!(
+                    "{} ({}) was saturated (%util >= {SATURATED_UTIL:.0}) in {saturated} of {} rounds",
+                    u.name,
+                    u.relation,
+                    mine.len()
+                ),
+            ));
+        }
+    }
     out
 }
 
@@ -480,7 +532,10 @@ fn load(
         out.push(ControlCheck::new(
             ControlKind::Load,
             Status::Ok,
-            format!("load: IOPS steady ({} under {bn} against {an})", text(rate)),
+            format!(
+                "load: IOPS {} under {bn} against {an}: no change beyond its noise",
+                text(rate)
+            ),
         ));
     }
     let shares = diffs_of(rounds, a, b, |r| {
@@ -597,26 +652,10 @@ fn under(
             ControlCheck::new(
                 ControlKind::Under,
                 Status::Ok,
-                format!("{who} steady: {values} ({an} -> {bn})"),
+                format!("{who}: {values} ({an} -> {bn}), no change beyond its noise"),
             )
         };
         out.push(check);
-        let mine: Vec<UnderSample> = rounds
-            .iter()
-            .filter(|r| r.config == a || r.config == b)
-            .filter_map(find)
-            .collect();
-        let saturated = mine.iter().filter(|u| u.util >= SATURATED_UTIL).count();
-        if saturated * 4 >= mine.len() && saturated > 0 {
-            out.push(ControlCheck::new(
-                ControlKind::Under,
-                Status::Note,
-                format!(
-                    "{who} was saturated (%util >= {SATURATED_UTIL:.0}) in {saturated} of {} rounds",
-                    mine.len()
-                ),
-            ));
-        }
     }
     out
 }
@@ -646,21 +685,11 @@ fn system(rounds: &[Round], (a, an): (usize, &str), (b, bn): (usize, &str)) -> V
             ),
         ));
     } else {
-        let mine: Vec<f64> = rounds
-            .iter()
-            .filter(|r| r.config == a || r.config == b)
-            .filter_map(busy)
-            .collect();
-        let hot = mine.iter().filter(|&&v| v >= CPU_SATURATED).count();
-        let status = if hot > 0 { Status::Note } else { Status::Ok };
-        let mut t = format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})");
-        if hot > 0 {
-            t.push_str(&format!(
-                ", saturated (>= {CPU_SATURATED:.0}%) in {hot} of {} rounds: figures include waiting for a CPU",
-                mine.len()
-            ));
-        }
-        out.push(ControlCheck::new(ControlKind::System, status, t));
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Ok,
+            format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})"),
+        ));
     }
     let psi = sys(|s| s.psi_some_pct);
     if let (Some(pa), Some(pb)) = (mean_of(rounds, a, psi), mean_of(rounds, b, psi))

@@ -195,14 +195,11 @@ impl Effect {
         })
     }
 
-    /// `-51% (-58..-43)`; one pair: `-51% (one pair: no interval)`.
+    /// `-51% (-58..-43)`; one pair: `-51% (one pair, no interval)`.
     pub fn number(&self) -> String {
         match (self.lo, self.hi) {
             (Some(lo), Some(hi)) => change_text(self.change, lo, hi),
-            _ => format!(
-                "{} (one pair: no interval)",
-                pct(self.change, decimals(&[self.change]))
-            ),
+            _ => format!("{} (one pair, no interval)", change_only(self.change)),
         }
     }
 
@@ -244,10 +241,7 @@ impl Effect {
                 min_effect * 100.0
             ),
             Answer::Undecided => match (self.reach_pct(), more) {
-                (None, _) => format!(
-                    "{}: undecided (the noise between rounds is unknown)",
-                    self.number()
-                ),
+                (None, _) => format!("{}: undecided", self.number()),
                 (Some(reach), Some(more)) if self.holds_zero() => {
                     format!("no difference detectable (±{reach:.0}% at this noise; {more})")
                 }
@@ -303,9 +297,25 @@ fn more_rounds(iv: &Interval, level: Level) -> MoreRounds {
     }
 }
 
+/// Percents beyond this are written as `>+9999`: a hundredfold rise says
+/// all there is to say, and an interval's edge from a few pairs can reach
+/// absurd figures.
+const PCT_SHOWN: f64 = 9999.0;
+
+/// A fraction as a signed percent with `d` decimals, without the sign of
+/// percent: `-51`, `+8.8`, `>+9999`.
+fn bare(x: f64, d: usize) -> String {
+    let p = x * 100.0;
+    if p > PCT_SHOWN {
+        format!(">+{PCT_SHOWN:.0}")
+    } else {
+        format!("{p:+.d$}")
+    }
+}
+
 /// A fraction as a signed percent with `d` decimals: `-51%`, `+8.8%`.
 fn pct(x: f64, d: usize) -> String {
-    format!("{:+.d$}%", x * 100.0)
+    format!("{}%", bare(x, d))
 }
 
 /// One decimal below 10 %, none from 10 % on (of the largest value shown);
@@ -316,11 +326,15 @@ fn decimals(values: &[f64]) -> usize {
     if big >= 0.0995 && !near_all { 0 } else { 1 }
 }
 
+/// A change without an interval, in the same format: `-51%`, `+2.1%`.
+pub fn change_only(change: f64) -> String {
+    pct(change, decimals(&[change]))
+}
+
 /// The one number format: `-51% (-58..-43)`, `+2.1% (-0.4..+4.6)`.
 pub fn change_text(change: f64, lo: f64, hi: f64) -> String {
     let d = decimals(&[change, lo, hi]);
-    let bare = |x: f64| format!("{:+.d$}", x * 100.0);
-    format!("{} ({}..{})", pct(change, d), bare(lo), bare(hi))
+    format!("{} ({}..{})", pct(change, d), bare(lo, d), bare(hi, d))
 }
 
 #[cfg(test)]
@@ -395,11 +409,8 @@ mod tests {
     fn one_pair_has_no_interval_and_is_undecided() {
         let e = Effect::of(Metric::RAwait, &[0.5], &[], LEVEL).unwrap();
         assert_eq!((e.answer, e.lo, e.pairs), (Answer::Undecided, None, 1));
-        assert_eq!(e.number(), "+65% (one pair: no interval)");
-        assert!(
-            e.sentence(0.05)
-                .contains("the noise between rounds is unknown")
-        );
+        assert_eq!(e.number(), "+65% (one pair, no interval)");
+        assert_eq!(e.sentence(0.05), "+65% (one pair, no interval): undecided");
         assert!(Effect::of(Metric::RAwait, &[], &[], LEVEL).is_none());
     }
 

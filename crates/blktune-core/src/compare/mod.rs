@@ -65,7 +65,7 @@ pub use controls::{
     UnderSample, check_one_pair,
 };
 pub use drift::Drift;
-pub use effect::{Answer, Effect, IosPerRound, MoreRounds, Sample, change_text};
+pub use effect::{Answer, Effect, IosPerRound, MoreRounds, Sample, change_only, change_text};
 pub use metric::Metric;
 
 use serde::{Deserialize, Serialize};

@@ -35,11 +35,11 @@ pub fn shootout(r: &ShootoutResult) -> Option<String> {
     let lines_of = |n: usize| if n == 1 { "" } else { "s" };
     let mut lines = vec![
         format!(
-            "blktune bench ({what}) on {}, {} interleaved round{} of {:.0}s in {} block{}",
+            "blktune bench ({what}) on {}, {} interleaved round{} of {} in {} block{}",
             r.device,
             r.rounds,
             lines_of(r.rounds),
-            r.dwell_s,
+            crate::units::format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
             r.blocks,
             lines_of(r.blocks)
         ),

@@ -50,7 +50,7 @@ impl Drop for Simulated {
 }
 
 /// How often the simulation advances the counters.
-const TICK: Duration = Duration::from_millis(2);
+const TICK: Duration = Duration::from_millis(1);
 
 /// Accumulated counters of one line (fractions kept until whole).
 #[derive(Debug, Clone, Default)]
@@ -97,6 +97,24 @@ impl Acc {
 }
 
 impl FakeTree {
+    /// Bracket a bare scheduler name written to `device`'s queue (one of
+    /// `available`), atomically, as the kernel shows the active one; the
+    /// simulation does it every millisecond, a caller that must not wait
+    /// for its thread (a shoot-out's progress callback) does it at once.
+    pub fn bracket(&self, device: &str, available: &[&str]) {
+        let queue = self.dev_dir(device).join("queue");
+        let written = std::fs::read_to_string(queue.join("scheduler")).unwrap_or_default();
+        let written = written.trim();
+        if !available.contains(&written) {
+            return;
+        }
+        let all: Vec<String> = available.iter().map(|s| s.to_string()).collect();
+        let tmp = queue.join(".scheduler.tmp");
+        if std::fs::write(&tmp, super::scheduler_line(&all, written)).is_ok() {
+            let _ = std::fs::rename(&tmp, queue.join("scheduler"));
+        }
+    }
+
     /// Keep diskstats of `lines` moving: every few milliseconds, bracket a
     /// scheduler name written to `device` (whose schedulers are `available`;
     /// `nr_default` when nr_requests cannot be read), then add the I/Os of the time
@@ -127,18 +145,10 @@ impl FakeTree {
             let mut last = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(TICK);
+                tree.bracket(&device, &avail);
                 let queue = tree.dev_dir(&device).join("queue");
                 let read = |f: &str| std::fs::read_to_string(queue.join(f)).unwrap_or_default();
-                let mut line = read("scheduler");
-                let written = line.trim().to_string();
-                if avail.contains(&written.as_str()) {
-                    // Atomically: the tuner reads it back at any moment.
-                    line = super::scheduler_line(&available, &written);
-                    let tmp = queue.join(".scheduler.tmp");
-                    if std::fs::write(&tmp, &line).is_ok() {
-                        let _ = std::fs::rename(&tmp, queue.join("scheduler"));
-                    }
-                }
+                let line = read("scheduler");
                 let active = line
                     .split_whitespace()
                     .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))

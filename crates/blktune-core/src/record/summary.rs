@@ -18,6 +18,7 @@ use super::latency::{DeviceLat, LatAcc, LatencyFacts};
 use super::reader::RecordReader;
 use super::recording::{MAX_CHANGES, Recording};
 use super::replay::{Frame, Frames};
+use crate::compare::{self, Answer, Effect, Metric, Round, Sample};
 use crate::device::{DeviceKind, human_size};
 use crate::history::{
     self, Delta, MIN_INTERVALS, MIN_IOS_FOR_PCT, Means, MeansAcc, NOISE_FLOOR_PCT, Point,
@@ -123,6 +124,82 @@ pub struct ChangeSummary {
     /// pooled (`null`: not recorded, or past the first [`LATENCY_CHANGES`]).
     pub latency_before: Option<KernelFigures>,
     pub latency_after: Option<KernelFigures>,
+    /// What the comparison engine makes of the two windows: one pair of
+    /// rounds, so each figure's change has no interval and the answer is
+    /// always undecided ([`crate::compare`]); `null` without both windows.
+    pub verdict: Option<OneSwitch>,
+}
+
+/// The engine's view of one switch: one before, one after.
+#[derive(Debug, Clone, Serialize)]
+pub struct OneSwitch {
+    /// Always `undecided`: one before and one after give no interval.
+    pub answer: Answer,
+    /// Each figure both windows have, in the engine's order.
+    pub effects: Vec<Effect>,
+}
+
+impl OneSwitch {
+    /// The two windows as the engine's rounds (before: configuration 0,
+    /// after: 1, one block): awaits where the direction had I/O, rates, and
+    /// the kernel's pooled percentiles with their counts.
+    pub fn of(
+        before: &Means,
+        after: &Means,
+        lat: (Option<&KernelFigures>, Option<&KernelFigures>),
+    ) -> Self {
+        let round = |config: usize, m: &Means, k: Option<&KernelFigures>| {
+            let mut r = Round::new(config, 0, 0.0);
+            let mut put = |metric, value, ios| {
+                r.values.insert(metric, Sample { value, ios });
+            };
+            put(Metric::RS, m.r_s, None);
+            put(Metric::WS, m.w_s, None);
+            if m.r_s > 0.0 {
+                put(Metric::RAwait, m.r_await, None);
+            }
+            if m.w_s > 0.0 {
+                put(Metric::WAwait, m.w_await, None);
+            }
+            for metric in Metric::KERNEL {
+                let (Some(k), Some((span, dir))) = (k, metric.kernel_io()) else {
+                    continue;
+                };
+                if let (Some(v), Some(l)) = (metric.of_kernel(k), k.get(span, dir)) {
+                    put(metric, v, Some(l.n));
+                }
+            }
+            r
+        };
+        let rounds = [round(0, before, lat.0), round(1, after, lat.1)];
+        let names = vec!["before".to_string(), "after".to_string()];
+        let opts = compare::Options::new(Metric::RAwait, names, "", compare::LoadKind::Unknown);
+        let c = compare::compare_two(&rounds, 0, 1, &opts, opts.alpha, 2);
+        Self {
+            answer: Answer::Undecided,
+            effects: c.figures,
+        }
+    }
+
+    /// `undecided: one before and one after give no interval (r_await -42%,
+    /// kernel r_p99 -30%); alternate them to decide`.
+    pub fn line(&self) -> String {
+        let shown: Vec<String> = self
+            .effects
+            .iter()
+            .filter(|e| !matches!(e.metric, Metric::RS | Metric::WS | Metric::MbS))
+            .map(|e| format!("{} {}", e.metric.label(), compare::change_only(e.change)))
+            .collect();
+        let figures = if shown.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", shown.join(", "))
+        };
+        format!(
+            "{}: one before and one after give no interval{figures}; alternate them to decide (blktune bench, the live A/B)",
+            self.answer.label()
+        )
+    }
 }
 
 /// The figures compared, as (key, label, unit, figure).
@@ -417,7 +494,16 @@ impl Acc {
                     .iter()
                     .filter_map(|&(k, d)| Some((k.to_owned(), d?.label())))
                     .collect();
+                let verdict = match (&before, &after) {
+                    (Some(b), Some(a)) => Some(OneSwitch::of(
+                        b,
+                        a,
+                        (latency_before.as_ref(), latency_after.as_ref()),
+                    )),
+                    _ => None,
+                };
                 ChangeSummary {
+                    verdict,
                     device: c.device,
                     t: c.t,
                     label: c.label,
@@ -702,6 +788,9 @@ impl Summary {
                         fig(f.of(a), unit),
                         c.change.get(key).map_or("-", String::as_str)
                     );
+                }
+                if let Some(v) = &c.verdict {
+                    let _ = writeln!(o, "    verdict   {}", v.line());
                 }
             }
         }

@@ -64,6 +64,7 @@ pub(super) fn measure_all(
             break;
         }
         block += 1;
+        let seq_most = seq.max_rounds();
         for &c in &order {
             if bench.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Cancelled);
@@ -87,7 +88,7 @@ pub(super) fn measure_all(
                     scheduler: candidates[c].scheduler.clone(),
                     configuration: labels[c].clone(),
                     step,
-                    steps: plan.max_rounds,
+                    steps: seq_most,
                     block,
                     phase,
                     time_left: left,
@@ -102,6 +103,13 @@ pub(super) fn measure_all(
             hists.push(h);
         }
         per_round = bench.started.elapsed() / measurements.len().max(1) as u32;
+        if let Some(b) = budget {
+            // The looks still to come, placed by the rounds' real time (a
+            // switch and the load's start take their share too).
+            let left = b.saturating_sub(bench.started.elapsed());
+            let more = (left.as_secs_f64() / per_round.as_secs_f64().max(1e-3)) as usize;
+            seq.set_max_rounds(rounds.len() + more);
+        }
         if let Some(a) = seq.block_done(&rounds) {
             look = Some(look_line(a, &labels));
         }

@@ -5,10 +5,10 @@
 //!
 //! ```text
 //! controls (what else changed in the same rounds):
-//!   ok      load: IOPS steady (-2% (-6..+2) under kyber against none)
+//!   ok      load: IOPS -2% (-6..+2) under kyber against none: no change beyond its noise
 //!   FAILED  vda (under loop3) slowed too: await 0.40 -> 540 ms (none -> kyber, ...); the switch is not the only change
-//! read-latency (r_await) of kyber against each other configuration: 8 pairs each,
-//!   99.2% intervals (5% over 3 comparisons and 4 looks; look 4), minimum effect ±5%
+//! r_await of kyber against each other configuration: 8 pairs each,
+//!   99.2% intervals (5% over 3 comparisons, look 4 of 4); minimum effect ±5%
 //!   none          -18% (-27..-8): better
 //!   mq-deadline   no difference detectable (±12% at this noise; 40 more rounds would narrow it to ±6%)
 //! every figure of kyber against mq-deadline: r_await -3% (-15..+10); r/s +4% (-8..+18); ...
@@ -16,7 +16,7 @@
 //! ```
 
 use super::ShootoutResult;
-use crate::compare::{Analysis, Effect, Status};
+use crate::compare::{Analysis, Effect, Status, change_only};
 
 /// `OK`, `note`, `FAILED`, padded.
 fn status_word(s: Status) -> &'static str {
@@ -41,7 +41,7 @@ fn ios_line(e: &Effect) -> Option<String> {
 }
 
 /// The lines of the comparisons with the leader.
-fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String> {
+fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) -> Vec<String> {
     let Some(leader) = a.leader else {
         return Vec::new();
     };
@@ -54,10 +54,10 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String>
         pairs.iter().min().copied().unwrap_or(0),
         pairs.iter().max().copied().unwrap_or(0),
     );
-    let pairs = if lo == hi {
-        format!("{lo} pairs each")
-    } else {
-        format!("{lo} to {hi} pairs")
+    let pairs = match (lo, hi) {
+        (1, 1) => "1 pair each".to_string(),
+        (lo, hi) if lo == hi => format!("{lo} pairs each"),
+        (lo, hi) => format!("{lo} to {hi} pairs"),
     };
     let mut out = vec![
         format!(
@@ -66,7 +66,7 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String>
             name(leader)
         ),
         format!(
-            "  {:.1}% intervals ({:.0}% over {} comparison{} and {} look{}; look {}), minimum effect ±{:.0}%",
+            "  {:.1}% intervals ({:.0}% over {} comparison{}, look {} of {}); minimum effect ±{:.0}%",
             a.confidence * 100.0,
             a.alpha_total * 100.0,
             a.comparisons_in_family,
@@ -75,9 +75,8 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String>
             } else {
                 "s"
             },
-            a.looks,
-            if a.looks == 1 { "" } else { "s" },
             a.look,
+            a.looks,
             a.min_effect * 100.0
         ),
     ];
@@ -96,19 +95,23 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String) -> Vec<String>
             });
         out.push(format!("  {:<width$}  {said}", name(c.other)));
     }
-    if let Some(line) = a
-        .comparisons
-        .iter()
-        .filter_map(|c| c.goal.as_ref())
-        .find_map(ios_line)
-    {
+    if let (true, Some(line)) = (
+        full,
+        a.comparisons
+            .iter()
+            .filter_map(|c| c.goal.as_ref())
+            .find_map(ios_line),
+    ) {
         out.push(format!("  {line}"));
     }
     out
 }
 
-/// Every line of the verdict (see the module documentation).
-pub fn verdict_lines(r: &ShootoutResult) -> Vec<String> {
+/// Every line of the verdict (see the module documentation); `full`:
+/// also the controls that are fine, the I/O counts of the percentiles and
+/// every figure against the closest other (`bench`; a small screen leaves
+/// them out).
+pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
     let name = |c: usize| {
         r.configurations
             .get(c)
@@ -116,7 +119,21 @@ pub fn verdict_lines(r: &ShootoutResult) -> Vec<String> {
     };
     let mut out = Vec::new();
     if let Some(a) = &r.analysis {
-        let controls = a.controls();
+        // Whatever failed or is worth a note; what held only for the closest
+        // comparison (the others' steady lines say the same).
+        let closest = r
+            .verdict
+            .runner_up
+            .as_ref()
+            .and_then(|ru| a.comparisons.iter().find(|c| &name(c.other) == ru));
+        let controls: Vec<_> = a
+            .all_controls()
+            .into_iter()
+            .filter(|c| {
+                c.status != Status::Ok
+                    || (full && closest.is_some_and(|cl| cl.controls.contains(c)))
+            })
+            .collect();
         if !controls.is_empty() {
             out.push("controls (what else changed in the same rounds):".to_string());
             for c in controls {
@@ -128,19 +145,29 @@ pub fn verdict_lines(r: &ShootoutResult) -> Vec<String> {
         out.push(format!("note: {n}"));
     }
     if let Some(a) = &r.analysis {
-        out.extend(comparison_lines(a, &name));
-        if let (Some(l), Some(ru)) = (a.leader, &r.verdict.runner_up)
+        out.extend(comparison_lines(a, &name, full));
+        if let (true, Some(l), Some(ru)) = (full, a.leader, &r.verdict.runner_up)
             && let Some(c) = a.comparisons.iter().find(|c| &name(c.other) == ru)
         {
+            // One pair has no interval: the bare changes, said once.
+            let one_pair = c.figures.iter().all(|e| e.lo.is_none());
             let figures: Vec<String> = c
                 .figures
                 .iter()
-                .map(|e| format!("{} {}", e.metric.label(), e.number()))
+                .map(|e| match e.lo {
+                    Some(_) => format!("{} {}", e.metric.label(), e.number()),
+                    None => format!("{} {}", e.metric.label(), change_only(e.change)),
+                })
                 .collect();
             if !figures.is_empty() {
                 out.push(format!(
-                    "every figure of {} against {ru}: {}",
+                    "every figure of {} against {ru}{}: {}",
                     name(l),
+                    if one_pair {
+                        " (one pair, no intervals)"
+                    } else {
+                        ""
+                    },
                     figures.join("; ")
                 ));
             }

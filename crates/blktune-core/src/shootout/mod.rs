@@ -66,6 +66,7 @@ use crate::tuner::{self, Tuner, Wanted};
 use blocks::measure_all;
 #[cfg(test)]
 use request::choose_schedulers;
+
 use request::{Prepared, plan_of, prepare};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;

@@ -153,8 +153,8 @@ pub(super) fn value_decimals(base: usize, values: &[Option<f64>]) -> usize {
 /// The line under the table: what its figures are, naming only the columns it shows.
 fn footnote(r: &ShootoutResult, cols: &[Metric]) -> String {
     let mut parts = vec![format!(
-        "each configuration's rounds of {:.0}s pooled, for display only: the verdict rests on the rounds' pairs",
-        r.dwell_s
+        "each configuration's rounds of {} pooled, for display only: the verdict rests on the rounds' pairs",
+        crate::units::format_duration(std::time::Duration::from_secs_f64(r.dwell_s))
     )];
     parts.push("r_await/w_await/aqu-sz/%util from diskstats".into());
     let reads = [Metric::P50, Metric::P99, Metric::P999]
@@ -214,7 +214,7 @@ pub fn table(r: &ShootoutResult) -> String {
             r.goal
         );
     }
-    for line in super::conclusion::verdict_lines(r) {
+    for line in super::conclusion::verdict_lines(r, true) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "{}", r.final_settings);

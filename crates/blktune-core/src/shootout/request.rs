@@ -42,6 +42,12 @@ pub struct Config {
     pub schedulers: Vec<String>,
     /// nr_requests values to try with each scheduler (empty: its default).
     pub nr_requests: Vec<u64>,
+    /// Exactly these configurations instead of `schedulers` x `nr_requests`
+    /// (an A/B of two whole settings, tunables included); empty: those.
+    /// A configuration leaves what it does not name as it is: give each
+    /// every setting that differs between them (`Candidate::of` of a
+    /// [`Wanted::snapshot_of`]).
+    pub configurations: Vec<Candidate>,
     pub length: Length,
     /// Time after each switch before measuring (queues refill, caches settle).
     pub settle: Duration,
@@ -68,6 +74,7 @@ impl Config {
             device: device.into(),
             schedulers: Vec::new(),
             nr_requests: Vec::new(),
+            configurations: Vec::new(),
             length: Length::Budget(DEFAULT_BUDGET),
             settle: Duration::from_secs(1),
             dwell: Duration::from_secs(3),
@@ -86,27 +93,55 @@ impl Config {
     }
 }
 
-/// One configuration of a shoot-out: a scheduler, with nr_requests or its default.
+/// One configuration of a shoot-out: a scheduler, with nr_requests or its
+/// default (and, for an A/B of whole settings, its tunables).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidate {
     pub scheduler: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nr_requests: Option<u64>,
+    /// Tunables of the scheduler, set after the switch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunables: Vec<(String, String)>,
 }
 
 impl Candidate {
-    /// `kyber`, or `kyber nr_requests=256`.
-    pub fn label(&self) -> String {
-        match self.nr_requests {
-            Some(n) => format!("{} nr_requests={n}", self.scheduler),
-            None => self.scheduler.clone(),
+    /// A scheduler with its defaults.
+    pub fn scheduler(name: &str) -> Self {
+        Self {
+            scheduler: name.into(),
+            nr_requests: None,
+            tunables: Vec::new(),
         }
+    }
+
+    /// The scheduler, nr_requests and tunables of whole settings (an A/B's
+    /// before and after); `None` without a scheduler.
+    pub fn of(w: &Wanted) -> Option<Self> {
+        Some(Self {
+            scheduler: w.scheduler.clone()?,
+            nr_requests: w.nr_requests,
+            tunables: w.tunables.clone(),
+        })
+    }
+
+    /// `kyber`, `kyber nr_requests=256`, `mq-deadline read_expire=100`.
+    pub fn label(&self) -> String {
+        let mut s = self.scheduler.clone();
+        for (k, v) in &self.tunables {
+            s.push_str(&format!(" {k}={v}"));
+        }
+        if let Some(n) = self.nr_requests {
+            s.push_str(&format!(" nr_requests={n}"));
+        }
+        s
     }
 
     /// The request that switches to it.
     pub fn wanted(&self) -> Wanted {
         Wanted {
             scheduler: Some(self.scheduler.clone()),
+            tunables: self.tunables.clone(),
             nr_requests: self.nr_requests,
             ..Wanted::default()
         }
@@ -148,7 +183,11 @@ pub(super) fn prepare(root: &SysRoot, cfg: &Config) -> Result<Prepared, Shootout
             l.target.name()
         )));
     }
-    let (candidates, skipped) = candidates(root, &dev, &q, &schedulers, &cfg.nr_requests)?;
+    let (candidates, skipped) = if cfg.configurations.is_empty() {
+        candidates(root, &dev, &q, &schedulers, &cfg.nr_requests)?
+    } else {
+        given(root, &dev, &q, &cfg.configurations)?
+    };
     if let Length::Budget(b) = cfg.length {
         // Two blocks of every configuration are the least that gives an interval.
         let least = cfg.round_time() * (2 * candidates.len()) as u32;
@@ -187,7 +226,7 @@ pub(super) fn prepare(root: &SysRoot, cfg: &Config) -> Result<Prepared, Shootout
 /// its default), checked against the catalogue without writing; a
 /// combination the kernel would refuse (nr_requests above the queue depth
 /// under none) is left out with a note, unless nothing is left.
-fn candidates(
+pub(super) fn candidates(
     root: &SysRoot,
     dev: &DeviceName,
     q: &QueueSettings,
@@ -206,8 +245,8 @@ fn candidates(
         };
         for nr in nrs {
             let c = Candidate {
-                scheduler: s.clone(),
                 nr_requests: nr,
+                ..Candidate::scheduler(s)
             };
             match tuner::validate(dev, q, depth, &c.wanted()) {
                 Ok(_) => {
@@ -241,6 +280,25 @@ pub(super) fn plan_of(cfg: &Config, configs: usize) -> Plan {
             adaptive: true,
         },
     }
+}
+
+/// Configurations given whole (an A/B): each checked against the
+/// catalogue; one it refuses is an error, before any change.
+fn given(
+    root: &SysRoot,
+    dev: &DeviceName,
+    q: &QueueSettings,
+    configurations: &[Candidate],
+) -> Result<(Vec<Candidate>, Vec<String>), ShootoutError> {
+    let depth = hw_queue_depth(root, dev);
+    let mut out: Vec<Candidate> = Vec::new();
+    for c in configurations {
+        tuner::validate(dev, q, depth, &c.wanted())?;
+        if !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    Ok((out, Vec::new()))
 }
 
 /// The schedulers to measure: the requested ones (checked, deduplicated) or every available one.

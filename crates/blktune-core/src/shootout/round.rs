@@ -9,10 +9,11 @@ use super::{Candidate, Config, Measurement, Phase, Stop, figures};
 use crate::compare::{LoadSample, RoundControls, SystemSample, UnderSample};
 use crate::device::BlockDevice;
 use crate::diskstats;
-use crate::host::{CpuTimes, IoPressure};
+use crate::host::CpuTimes;
 use crate::iostat::ExtStats;
 use crate::load::Load;
 use crate::os::SysRoot;
+use crate::pressure::Pressure;
 use crate::sampler::RateTracker;
 use crate::topology::{DeviceNode, Topology};
 use crate::tuner::{self, Wanted};
@@ -86,7 +87,7 @@ impl Bench<'_> {
         let t0 = Instant::now();
         let at_s = t0.duration_since(self.started).as_secs_f64();
         sample(self.root, &mut rates, 0.0)?;
-        let sys0 = (CpuTimes::read(self.root), IoPressure::read(self.root));
+        let sys0 = (CpuTimes::read(self.root), pressure(self.root));
         let mut tracer = tracer;
         if let Some(t) = tracer.as_deref_mut() {
             t.begin();
@@ -98,7 +99,7 @@ impl Bench<'_> {
         let lstats = load.as_ref().map(Load::stats);
         let itv = t0.elapsed().as_secs_f64();
         let stats = sample(self.root, &mut rates, itv)?;
-        let sys1 = (CpuTimes::read(self.root), IoPressure::read(self.root));
+        let sys1 = (CpuTimes::read(self.root), pressure(self.root));
         let hists = tracer.and_then(DwellTracer::end);
         drop(load);
         // A dwell that ended on another device measured nothing of this one.
@@ -184,10 +185,15 @@ fn under_sample(name: &str, relation: &str, s: &ExtStats) -> UnderSample {
     }
 }
 
+/// `<proc>/pressure/io` now (`None`: no PSI here).
+fn pressure(root: &SysRoot) -> Option<Pressure> {
+    Pressure::parse(&root.read_proc("pressure/io").ok()?)
+}
+
 /// The system over a dwell, from `/proc/stat` and `/proc/pressure/io` at both ends.
 fn system_sample(
-    (cpu0, psi0): (Option<CpuTimes>, Option<IoPressure>),
-    (cpu1, psi1): (Option<CpuTimes>, Option<IoPressure>),
+    (cpu0, psi0): (Option<CpuTimes>, Option<Pressure>),
+    (cpu1, psi1): (Option<CpuTimes>, Option<Pressure>),
     secs: f64,
 ) -> Option<SystemSample> {
     let (c0, c1) = (cpu0?, cpu1?);
@@ -196,12 +202,12 @@ fn system_sample(
         return None;
     }
     let busy = c1.busy.checked_sub(c0.busy)? as f64 * 100.0 / total as f64;
-    let psi = psi0.zip(psi1).and_then(|(a, b)| b.pct_since(&a, secs));
+    let psi = psi0.zip(psi1);
     Some(SystemSample {
         cpu_busy_pct: busy,
         iowait_pct: c1.iowait_pct_since(&c0).unwrap_or(0.0),
-        psi_some_pct: psi.map(|p| p.0),
-        psi_full_pct: psi.and_then(|p| p.1),
+        psi_some_pct: psi.and_then(|(a, b)| b.some_pct_since(&a, secs)),
+        psi_full_pct: psi.and_then(|(a, b)| b.full_pct_since(&a, secs)),
     })
 }
 

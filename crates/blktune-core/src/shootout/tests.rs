@@ -299,6 +299,17 @@ fn simulated(
     )
 }
 
+/// A progress callback that brackets each switch of `name` at once, as the
+/// kernel would (the simulation's thread may be late on a busy machine).
+fn kernel_like(t: &FakeTree, name: &str) -> impl FnMut(&Progress) {
+    let (t, name) = (t.clone(), name.to_string());
+    move |p: &Progress| {
+        if p.phase == Phase::Settling {
+            t.bracket(&name, &["none", "mq-deadline", "kyber", "bfq"]);
+        }
+    }
+}
+
 /// A quick budget: rounds of 60 ms (no settle), a few seconds at most.
 fn quick(name: &str, schedulers: &[&str], budget_ms: u64) -> Config {
     Config {
@@ -325,10 +336,17 @@ fn a_clear_winner_is_decided_early_and_applied_only_when_decided() {
     let j = Journal::new(dir.path().join("j"));
     let cfg = Config {
         apply: true,
-        ..quick("loop0", &["none", "kyber"], 6000)
+        ..quick("loop0", &["mq-deadline", "kyber"], 6000)
     };
     let never = AtomicBool::new(false);
-    let r = run(&t.root(), Some(j.clone()), &cfg, |_| {}, &never).unwrap();
+    let r = run(
+        &t.root(),
+        Some(j.clone()),
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &never,
+    )
+    .unwrap();
     assert_eq!(r.verdict.winner.as_deref(), Some("kyber"), "{}", table(&r));
     assert!(
         r.verdict
@@ -381,13 +399,13 @@ fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
     let j = Journal::new(dir.path().join("j"));
     let cfg = Config {
         apply: true,
-        ..quick("loop0", &["none", "kyber"], 1500)
+        ..quick("loop0", &["bfq", "kyber"], 1500)
     };
     let r = run(
         &t.root(),
         Some(j.clone()),
         &cfg,
-        |_| {},
+        kernel_like(&t, "loop0"),
         &AtomicBool::new(false),
     )
     .unwrap();
@@ -405,12 +423,43 @@ fn no_difference_or_undecided_is_no_winner_and_nothing_is_applied() {
     assert!(j.load("loop0").unwrap().is_none());
 }
 
+/// A pair the catalogue refuses (nr_requests above the tags under none) is
+/// left out before anything runs, with a note; the others stay.
 #[test]
-fn nr_requests_is_a_second_dimension_and_a_refused_pair_is_left_out() {
+fn a_refused_scheduler_and_nr_requests_pair_is_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let t = FakeTree::new(&dir.path().join("root")).unwrap();
     t.add(&FakeDisk::new("loop0").dev(7, 0).hw_queue_depth(32))
         .unwrap();
+    let root = t.root();
+    let dev = root.device("loop0").unwrap();
+    let q = QueueSettings::read(&root, &dev);
+    let scheds = ["none".to_string(), "kyber".to_string()];
+    let (kept, notes) = super::request::candidates(&root, &dev, &q, &scheds, &[16, 64]).unwrap();
+    let labels: Vec<String> = kept.iter().map(Candidate::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "none nr_requests=16",
+            "kyber nr_requests=16",
+            "kyber nr_requests=64"
+        ]
+    );
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("none nr_requests=64: left out ("),
+        "{notes:?}"
+    );
+    // Nothing left at all: the catalogue's own error, before any change.
+    let err = super::request::candidates(&root, &dev, &q, &scheds[..1], &[64]).unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+}
+
+#[test]
+fn nr_requests_is_a_second_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
     let _sim = simulated(
         &t,
         "loop0",
@@ -420,30 +469,29 @@ fn nr_requests_is_a_second_dimension_and_a_refused_pair_is_left_out() {
     );
     let cfg = Config {
         nr_requests: vec![16, 64],
-        ..quick("loop0", &["none", "kyber"], 8000)
+        ..quick("loop0", &["mq-deadline", "kyber"], 8000)
     };
-    let r = run(&t.root(), None, &cfg, |_| {}, &AtomicBool::new(false)).unwrap();
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
     let labels: Vec<&str> = r
         .configurations
         .iter()
         .map(|c| c.configuration.as_str())
         .collect();
-    // none takes at most its 32 tags: 64 is left out, said in a note.
     assert_eq!(
         labels,
         [
-            "none nr_requests=16",
+            "mq-deadline nr_requests=16",
+            "mq-deadline nr_requests=64",
             "kyber nr_requests=16",
             "kyber nr_requests=64"
         ]
-    );
-    assert!(
-        r.verdict
-            .notes
-            .iter()
-            .any(|n| n.starts_with("none nr_requests=64: left out (")),
-        "{:?}",
-        r.verdict.notes
     );
     assert_eq!(
         r.verdict.winner.as_deref(),
@@ -510,7 +558,7 @@ fn a_disk_underneath_that_slowed_with_the_switch_makes_the_verdict_unreliable() 
         &t.root(),
         None,
         &quick("loop0", &["mq-deadline", "kyber"], 2500),
-        |_| {},
+        kernel_like(&t, "loop0"),
         &AtomicBool::new(false),
     )
     .unwrap();
@@ -518,10 +566,10 @@ fn a_disk_underneath_that_slowed_with_the_switch_makes_the_verdict_unreliable() 
     assert!(
         r.verdict
             .headline
-            .contains("UNRELIABLE: vda (under loop0) sped up too: await 4")
+            .contains("UNRELIABLE: vda (under loop0) sped up too: await ")
             && r.verdict
                 .headline
-                .contains(" -> 0.40 ms (kyber -> mq-deadline, -99.9% ("),
+                .contains(" ms (kyber -> mq-deadline, -99.9% ("),
         "{}",
         table(&r)
     );
@@ -552,4 +600,58 @@ fn a_budget_too_short_for_two_rounds_of_each_is_refused_before_anything_changes(
         "--budget 10s is too short for 4 configurations of 4s a round: give at least 32s (two rounds of each)"
     );
     assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+}
+
+/// An A/B of two whole settings (what the live panel's A/B asks for): a
+/// fixed number of A B | B A blocks, each setting with its tunables, and
+/// the user's original back at the end.
+#[test]
+fn an_ab_of_two_whole_settings_alternates_them_and_restores_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(&dir.path().join("root")).unwrap();
+    t.add(&FakeDisk::new("loop0").dev(7, 0)).unwrap();
+    let _sim = simulated(
+        &t,
+        "loop0",
+        |s, _| if s == "kyber" { 1.0 } else { 1.5 },
+        &[],
+        |_| 0.0,
+    );
+    let a = Wanted {
+        scheduler: Some("mq-deadline".into()),
+        tunables: vec![("read_expire".into(), "100".into())],
+        ..Wanted::default()
+    };
+    let b = Wanted {
+        scheduler: Some("kyber".into()),
+        ..Wanted::default()
+    };
+    let cfg = Config {
+        configurations: vec![Candidate::of(&a).unwrap(), Candidate::of(&b).unwrap()],
+        length: Length::Rounds(3),
+        settle: Duration::ZERO,
+        dwell: Duration::from_millis(60),
+        ..Config::passive("loop0")
+    };
+    let r = run(
+        &t.root(),
+        None,
+        &cfg,
+        kernel_like(&t, "loop0"),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let order: Vec<&str> = r
+        .measurements
+        .iter()
+        .map(|m| m.configuration.as_str())
+        .collect();
+    let (ca, cb) = ("mq-deadline read_expire=100", "kyber");
+    assert_eq!(order, [ca, cb, cb, ca, cb, ca]);
+    assert!(r.measurements[0].settings.starts_with("mq-deadline"));
+    assert_eq!(r.analysis.as_ref().unwrap().looks, 1);
+    assert_eq!(active_of(&t, "loop0"), "mq-deadline");
+    let expire =
+        std::fs::read_to_string(t.dev_dir("loop0").join("queue/iosched/read_expire")).unwrap();
+    assert_eq!(expire.trim(), "500", "the original tunables are back");
 }

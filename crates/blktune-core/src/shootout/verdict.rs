@@ -213,8 +213,18 @@ pub fn verdict(
         Outcome::NothingToCompare if labels.len() < 2 => {
             "no winner: only one configuration measured, nothing to compare".to_string()
         }
+        Outcome::NothingToCompare if a.unranked.len() >= labels.len() => {
+            format!("no winner for {figure}: no round measured it (no such I/O in any)")
+        }
         Outcome::NothingToCompare => {
-            format!("no winner for {figure}: it was measured for fewer than two configurations")
+            let had: Vec<String> = (0..labels.len())
+                .filter(|c| !a.unranked.contains(c))
+                .map(name)
+                .collect();
+            format!(
+                "no winner for {figure}: only {} measured it, nothing to compare",
+                had.join(", ")
+            )
         }
     };
     v.notes.extend(a.drift.iter().map(|d| {

@@ -84,7 +84,7 @@ fn undecided_names_the_open_comparison_and_the_rounds_that_would_decide_it() {
     assert!(
         r.verdict
             .headline
-            .contains("(one pair: no interval): undecided"),
+            .contains("(one pair, no interval): undecided"),
         "{}",
         r.verdict.headline
     );
