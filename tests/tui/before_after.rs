@@ -8,10 +8,13 @@
 use crate::common::tui_fixture;
 use blktune::tui::app::{App, Overlay};
 use blktune::tui::command::Mode;
-use blktune::tui::worker::ab::AbFeed;
+use blktune::tui::worker::ab::{AbFeed, AbOutcome, AbProgress};
 use blktune::tui::worker::procio::WhereIoFeed;
 use blktune::tui::worker::protocol::{Control, Feed, LiveControl};
+use blktune_core::compare::design::block_order;
+use blktune_core::compare::{Metric, Round, Sample};
 use blktune_core::fake::FakeDisk;
+use blktune_core::shootout::Phase;
 use blktune_core::topology::{DeviceNode, Mount, Topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -198,7 +201,7 @@ fn the_disk_under_a_loop_device_slowing_tenfold_is_named_and_the_result_unreliab
 
 #[test]
 fn a_alternates_the_change_then_the_engine_decides_and_esc_stops_it() {
-    let (mut m, mut app) = changed(12, 20);
+    let (m, mut app) = changed(12, 20);
     // Read-only sessions refuse it.
     let mut ro = m.app(Some("not root"));
     assert!(press(&mut ro, &chars("A")).is_empty());
@@ -214,39 +217,34 @@ fn a_alternates_the_change_then_the_engine_decides_and_esc_stops_it() {
     // Change keys do nothing while it runs.
     assert!(press(&mut app, &chars("s")).is_empty());
     assert!(app.overlay.is_none());
+    // The worker's progress shows in the panel.
+    app.on_feed(Feed::Ab(AbFeed::Progress(AbProgress {
+        step: 3,
+        steps: 12,
+        config: Some(1),
+        phase: Phase::Measuring,
+        time_left: std::time::Duration::from_secs(50),
+    })));
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        words(&s).contains("A/B round 3 of 12: after, measuring, 50s left"),
+        "{s}"
+    );
     // Six blocks, A B | B A: before (config 0) reads at 4-5 ms, after at 8-9.
-    let mut step = 0;
+    let mut rounds = Vec::new();
     for block in 0..6 {
-        let order = if block % 4 == 0 || block % 4 == 3 {
-            [0, 1]
-        } else {
-            [1, 0]
-        };
-        for config in order {
-            step += 1;
-            app.on_feed(Feed::Ab(AbFeed::Switched {
-                step,
-                config,
-                t: m.t,
-            }));
-            let r_await = if config == 0 { 4 } else { 8 };
-            m.run(&mut app, 1, &busy(r_await));
-            let from = m.t;
-            for i in 0..4 {
-                m.run(&mut app, 1, &busy(r_await + (i + block) as u32 % 2));
-            }
-            app.on_feed(Feed::Ab(AbFeed::Dwelt {
-                step,
-                config,
-                block,
-                from,
-                to: m.t,
-            }));
+        for config in block_order(&[0, 1], block) {
+            let mut r = Round::new(config, block, rounds.len() as f64 * 6.0);
+            let ms = if config == 0 { 4.0 } else { 8.0 } + (block % 2) as f64 * 0.5;
+            r.values.insert(Metric::RAwait, Sample::of(ms));
+            r.values.insert(Metric::RS, Sample::of(4000.0 / ms));
+            rounds.push(r);
         }
     }
-    app.on_feed(Feed::Ab(AbFeed::Done(Ok(
-        "your choice is back (kyber)".into()
-    ))));
+    app.on_feed(Feed::Ab(AbFeed::Done(Ok(AbOutcome {
+        rounds,
+        restored: "original settings restored (scheduler=kyber)".into(),
+    }))));
     assert_eq!(mode(&app), Mode::Main);
     let s = text(&screen(&app, 120, 40));
     let r = row(&s, "r_await");
@@ -255,7 +253,10 @@ fn a_alternates_the_change_then_the_engine_decides_and_esc_stops_it() {
         words(&s).contains("A/B, 6 pairs of rounds: after worse on"),
         "{s}"
     );
-    assert!(s.contains("your choice is back (kyber)"), "{s}");
+    assert!(
+        s.contains("original settings restored (scheduler=kyber)"),
+        "{s}"
+    );
     // A new A/B, stopped by Esc: the worker is told, the screen says so.
     let out = press(&mut app, &chars("A"));
     assert!(matches!(

@@ -363,10 +363,7 @@ impl Row {
         let snap = |x: f64| if (x * 100.0).abs() < 0.05 { 0.0 } else { x };
         match (self.lo, self.hi) {
             (Some(lo), Some(hi)) => compare::change_text(snap(self.change), snap(lo), snap(hi)),
-            _ => {
-                let d = if self.change.abs() < 0.0995 { 1 } else { 0 };
-                format!("{:+.d$}%", self.change * 100.0)
-            }
+            _ => compare::change_only(snap(self.change)),
         }
     }
 }

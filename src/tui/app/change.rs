@@ -102,7 +102,12 @@ impl App {
         let marks = self.marks.get(name)?;
         let m = marks.get(i)?;
         let prev = i.checked_sub(1).map(|j| marks[j].t);
-        let next = marks.get(i + 1).map(|n| n.t);
+        // An A/B of this change alternated both sides from its start on.
+        let ab = self.ab_of(name, m.t).map(|a| a.started_at);
+        let next = match (marks.get(i + 1).map(|n| n.t), ab) {
+            (Some(n), Some(a)) => Some(n.min(a)),
+            (n, a) => n.or(a),
+        };
         let w = ChangeWindows::new(m.t, BEFORE_WINDOW, prev, next);
         let (kb, ka) = self.latency_compare(name, i).unwrap_or((None, None));
         let before = self.window_figures(name, |s, e| w.before(s, e), kb.as_ref())?;

@@ -172,7 +172,6 @@ impl App {
             }
         }
         self.reconcile_selection();
-        self.read_ab_rounds();
         if let Some((why, what)) = self.close_overlay_of_other_device() {
             self.say(
                 StatusKind::Error,

@@ -242,8 +242,13 @@ pub fn lines(
             let n: Vec<String> = notes.iter().map(subject).collect();
             said.push(format!("moved: {}", dedup(n).join(", ")));
         }
-        if !steady.is_empty() {
-            let s: Vec<String> = steady.iter().map(subject).collect();
+        let moved: Vec<String> = notes.iter().map(subject).collect();
+        let s: Vec<String> = steady
+            .iter()
+            .map(subject)
+            .filter(|x| !moved.contains(x))
+            .collect();
+        if !s.is_empty() {
             said.push(format!("steady: {}", dedup(s).join(", ")));
         }
         blocks.push(Block {

@@ -8,7 +8,7 @@ use super::before_after::Look;
 use super::chart::{bucket, column, column_legend, render_axis, render_bars};
 use super::width::fit;
 use super::{Theme, age, put};
-use crate::tui::app::{App, KEEP_SECS, Window};
+use crate::tui::app::{AbState, App, KEEP_SECS, Window};
 use blktune_core::device::{BlockDevice, human_size};
 use blktune_core::history::{ChangeMark, Comparison, Figure, Means, delta};
 use blktune_core::latency::Dir;
@@ -328,28 +328,31 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         let ab = app.ab_of(&d.name, mark.t);
         let hint = (app.read_only.is_none() && app.replay.is_none() && ab.is_none())
             .then_some("A runs an A/B");
+        // A running A/B shows its progress; a finished one its verdict; a
+        // stopped one the change's own windows (up to the A/B) and why.
         let verdict = match ab {
-            Some(a) if a.running() || a.result.is_none() => None,
-            Some(a) => a.result.clone(),
+            Some(a) if a.running() => None,
+            Some(a) => a.result.clone().or_else(|| app.change_verdict(&d.name, i)),
             None => app.change_verdict(&d.name, i),
         };
+        let head = match ab.and_then(|a| a.done.as_ref()) {
+            Some(Err(why)) => {
+                let mut h = head;
+                for l in super::width::wrap(why, (area.width as usize).saturating_sub(2)) {
+                    h.push((l, Look::Dim));
+                }
+                h
+            }
+            _ => head,
+        };
         let rows = match verdict {
-            _ if ab.is_some_and(|a| a.result.is_none()) => {
+            _ if ab.is_some_and(AbState::running) => {
                 let mut h = head;
                 if let Some(a) = ab {
-                    let line = if a.running() {
-                        a.progress(app.now)
-                    } else {
-                        "A/B: reading its last rounds…".to_string()
-                    };
+                    let line = a.progress_line();
                     for l in super::width::wrap(&line, (area.width as usize).saturating_sub(2)) {
                         h.push((l, Look::Plain));
                     }
-                    let n = |c: usize| a.measured.iter().filter(|r| r.config == c).count();
-                    h.push((
-                        format!("rounds read: {} before, {} after", n(0), n(1)),
-                        Look::Dim,
-                    ));
                 }
                 h.truncate(budget);
                 h

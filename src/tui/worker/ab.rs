@@ -1,62 +1,87 @@
-//! The TUI's live A/B (`A`): the two configurations of a change alternated
-//! on the live device, in interleaved and counterbalanced blocks (`A B | B
-//! A`, [`block_order`]), each round settling after its switch and then
-//! dwelling, on its own thread. Every switch goes through the tuner under
-//! the device's lock (journalled like every change); at the end, on Esc
-//! (the cancel flag) and when the handle is dropped (quitting), the
+//! The TUI's live A/B (`A`): the two configurations of a change (its whole
+//! settings before and after: scheduler, tunables, nr_requests) alternated
+//! on the live device by the shoot-out's runner ([`shootout::run_traced`]
+//! with [`Config::configurations`]): blocks of both, counterbalanced (`A B |
+//! B A`), each round settling after its switch and then dwelling, every
+//! switch through the tuner under the device's lock (journalled like every
+//! change), the kernel's percentiles from the TUI's own tracer. At the end,
+//! on Esc (the cancel flag) and when the handle is dropped (quitting), the
 //! settings the device had when it started (the user's choice) come back.
-//!
-//! It measures nothing itself: it says when each round dwelt, on the
-//! sampler's clock, and the app reads that round's figures from what it
-//! already keeps (diskstats, the kernel's histograms, the devices
-//! underneath, the system), then hands the rounds to the comparison engine.
+//! Its rounds go back to the app as the engine's rounds
+//! ([`shootout::round_of`]), for [`blktune_core::before_after::from_rounds`].
 
-use blktune_core::compare::design::block_order;
-use blktune_core::device::QueueSettings;
-use blktune_core::error::TuneError;
-use blktune_core::tuner::{self, Tuner, Wanted};
+use blktune_core::compare::Round;
+use blktune_core::journal::Journal;
+use blktune_core::os::SysRoot;
+use blktune_core::shootout::{self, Candidate, Config, Length, Phase, Tracing};
+use blktune_core::tuner::Wanted;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Rounds of an A/B unless asked otherwise: six pairs.
-pub const ROUNDS: usize = 12;
+/// Blocks of an A/B unless asked otherwise: six pairs, twelve rounds.
+pub const BLOCKS: usize = 6;
 /// Time after each switch before a round measures (requests queued under
 /// the old rules finish, kyber adapts its depths).
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// Measuring time per round.
 pub const DWELL: Duration = Duration::from_secs(4);
 
-/// What the app asks for: alternate `configs` (0: before the change, 1:
-/// after it) on `device`.
+/// What the app asks for: alternate the settings before (0) and after (1)
+/// a change of `device`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AbRequest {
     pub device: String,
     /// The device the user saw (a replaced one is refused).
     pub diskseq: Option<u64>,
     pub configs: [Wanted; 2],
-    /// Both configurations' rounds together (even: whole blocks).
-    pub rounds: usize,
+    /// Blocks of both configurations (two rounds each).
+    pub blocks: usize,
     pub settle: Duration,
     pub dwell: Duration,
+}
+
+impl AbRequest {
+    /// The shoot-out's configurations of the two sides; `None` when the
+    /// change is not one an A/B can alternate (no scheduler, or the two
+    /// sides differ only in what a configuration does not hold: read-ahead).
+    pub fn candidates(&self) -> Option<[Candidate; 2]> {
+        let (a, b) = (
+            Candidate::of(&self.configs[0])?,
+            Candidate::of(&self.configs[1])?,
+        );
+        (a != b).then_some([a, b])
+    }
+}
+
+/// How far it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AbProgress {
+    /// 1-based round and the rounds planned.
+    pub step: usize,
+    pub steps: usize,
+    /// The side measured now (0: before the change, 1: after it).
+    pub config: Option<usize>,
+    pub phase: Phase,
+    pub time_left: Duration,
+}
+
+/// What an A/B gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AbOutcome {
+    /// Its rounds as the engine takes them (configuration 0: before).
+    pub rounds: Vec<Round>,
+    /// What happened to the settings at the end.
+    pub restored: String,
 }
 
 /// What the A/B tells the app.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AbFeed {
-    /// A round starts: its configuration was switched in at `t`.
-    Switched { step: usize, config: usize, t: f64 },
-    /// A round dwelt from `from` to `to` (the sampler's clock).
-    Dwelt {
-        step: usize,
-        config: usize,
-        block: usize,
-        from: f64,
-        to: f64,
-    },
-    /// The end: what happened to the settings, or why it stopped.
-    Done(Result<String, String>),
+    Progress(AbProgress),
+    /// The end: the rounds, or why it stopped (the settings' fate said).
+    Done(Result<AbOutcome, String>),
 }
 
 /// A running A/B; dropping it cancels and waits (the settings come back).
@@ -87,11 +112,13 @@ impl Drop for AbHandle {
     }
 }
 
-/// Start the A/B thread; `clock` gives the sampler's time for an instant.
+/// Start the A/B thread: `tracing` is where the kernel's percentiles come
+/// from (the TUI's tracer, shared).
 pub fn spawn(
-    tuner: Tuner,
+    root: SysRoot,
+    journal: Option<Journal>,
     req: AbRequest,
-    clock: impl Fn(Instant) -> f64 + Send + 'static,
+    tracing: Tracing,
     report: impl Fn(AbFeed) + Send + 'static,
 ) -> std::io::Result<AbHandle> {
     let cancel = Arc::new(AtomicBool::new(false));
@@ -99,7 +126,7 @@ pub fn spawn(
     let thread = std::thread::Builder::new()
         .name("blktune-ab".into())
         .spawn(move || {
-            let done = run(&tuner, &req, &clock, &report, &flag);
+            let done = run(&root, journal, &req, tracing, &report, &flag);
             report(AbFeed::Done(done));
         })?;
     Ok(AbHandle {
@@ -108,91 +135,58 @@ pub fn spawn(
     })
 }
 
-/// `mq-deadline nr_requests=256`: what a user chose, in a few words (the
-/// tunables and read-ahead came back with it).
-fn short(w: &Wanted) -> String {
-    let mut s = w.scheduler.clone().unwrap_or_default();
-    if let Some(n) = w.nr_requests {
-        s.push_str(&format!(" nr_requests={n}"));
-    }
-    s
-}
-
-/// Why the rounds stopped early.
-enum Stop {
-    Cancelled,
-    Failed(String),
-}
-
-/// Sleep until `until` in slices; `Err` once the flag is set.
-fn wait(until: Instant, cancel: &AtomicBool) -> Result<(), Stop> {
-    loop {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(Stop::Cancelled);
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Ok(());
-        }
-        std::thread::sleep((until - now).min(Duration::from_millis(100)));
-    }
-}
-
-/// The rounds, then the restore; the sentence the status line shows.
+/// The rounds and the restore, by the shoot-out's runner.
 fn run(
-    tuner: &Tuner,
+    root: &SysRoot,
+    journal: Option<Journal>,
     req: &AbRequest,
-    clock: &impl Fn(Instant) -> f64,
+    tracing: Tracing,
     report: &impl Fn(AbFeed),
     cancel: &AtomicBool,
-) -> Result<String, String> {
-    let dev = tuner::resolve(tuner.root(), &req.device).map_err(|e| e.to_string())?;
-    let tuner = tuner.clone().expecting(dev.as_str(), req.diskseq);
-    let locked = tuner.lock(dev.as_str()).map_err(|e| e.to_string())?;
-    // The user's choice, read under the lock: what comes back at the end.
-    let original = Wanted::snapshot_of(&QueueSettings::read(tuner.root(), &dev));
-    let rounds = (|| -> Result<(), Stop> {
-        let mut step = 0;
-        for block in 0..req.rounds.div_ceil(2) {
-            for config in block_order(&[0, 1], block) {
-                if step >= req.rounds {
-                    return Ok(());
-                }
-                step += 1;
-                wait(Instant::now(), cancel)?;
-                let at = Instant::now();
-                locked
-                    .apply(&req.configs[config])
-                    .map_err(|e| Stop::Failed(e.to_string()))?;
-                report(AbFeed::Switched {
-                    step,
-                    config,
-                    t: clock(at),
-                });
-                wait(Instant::now() + req.settle, cancel)?;
-                let from = Instant::now();
-                wait(from + req.dwell, cancel)?;
-                report(AbFeed::Dwelt {
-                    step,
-                    config,
-                    block,
-                    from: clock(from),
-                    to: clock(Instant::now()),
-                });
-            }
-        }
-        Ok(())
-    })();
-    let restored = match locked.restore(&original) {
-        Ok(_) => format!("your choice is back ({})", short(&original)),
-        Err(TuneError::Replaced { .. }) => format!(
-            "'{dev}' was re-created: nothing restored; 'blktune revert {dev}' drops the stale entry"
-        ),
-        Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
-    };
-    match rounds {
-        Ok(()) => Ok(restored),
-        Err(Stop::Cancelled) => Err(format!("A/B on {dev} stopped; {restored}")),
-        Err(Stop::Failed(why)) => Err(format!("A/B on {dev} failed: {why}; {restored}")),
+) -> Result<AbOutcome, String> {
+    let dev = &req.device;
+    let candidates = req.candidates().ok_or_else(|| {
+        format!("'{dev}': an A/B alternates schedulers, nr_requests and tunables; the last change had none of them to alternate")
+    })?;
+    // Only the device the user saw: one re-created under its name is another.
+    if let Some(seen) = req.diskseq
+        && root
+            .device(dev)
+            .and_then(|d| root.read_diskseq(&d))
+            .is_some_and(|now| now != seen)
+    {
+        return Err(format!(
+            "'{dev}' was replaced by another device of that name (new diskseq): nothing was changed"
+        ));
     }
+    let labels = candidates.each_ref().map(Candidate::label);
+    let cfg = Config {
+        configurations: candidates.to_vec(),
+        length: Length::Rounds(req.blocks),
+        settle: req.settle,
+        dwell: req.dwell,
+        ..Config::passive(dev)
+    };
+    let r = shootout::run_traced(
+        root,
+        journal,
+        &cfg,
+        tracing,
+        |p| {
+            let config = labels.iter().position(|l| *l == p.configuration);
+            report(AbFeed::Progress(AbProgress {
+                step: p.step,
+                steps: p.steps,
+                config: config.filter(|_| p.phase != Phase::Restoring),
+                phase: p.phase,
+                time_left: p.time_left,
+            }));
+        },
+        cancel,
+    )
+    .map_err(|e| format!("A/B on {dev}: {e}"))?;
+    Ok(AbOutcome {
+        rounds: r.measurements.iter().map(shootout::round_of).collect(),
+        restored: r.final_settings,
+    })
 }

@@ -329,15 +329,7 @@ impl LiveSource {
                 Report::Switched(mark) => Feed::Change(mark),
             });
         };
-        // The sampler's tracer, shared: the BPF program is never loaded twice.
-        let tracing = match &self.latency {
-            Some(l) => match (l.shared(), l.unavailable()) {
-                (Some(t), _) => Tracing::Shared(t),
-                (None, Some(why)) => Tracing::Off(why.clone()),
-                (None, None) => Tracing::Own,
-            },
-            None => Tracing::Own,
-        };
+        let tracing = self.tracing();
         match shootout::spawn(
             tuner.root().clone(),
             tuner.journal().cloned(),
@@ -354,6 +346,19 @@ impl LiveSource {
         }
     }
 
+    /// Where a shoot-out or an A/B takes the kernel's percentiles from:
+    /// the sampler's tracer, shared (the BPF program is never loaded twice).
+    fn tracing(&self) -> Tracing {
+        match &self.latency {
+            Some(l) => match (l.shared(), l.unavailable()) {
+                (Some(t), _) => Tracing::Shared(t),
+                (None, Some(why)) => Tracing::Off(why.clone()),
+                (None, None) => Tracing::Own,
+            },
+            None => Tracing::Own,
+        }
+    }
+
     /// Start the A/B thread; `Some(why)` when it cannot start.
     fn start_ab(&mut self, req: AbRequest, feed: &FeedTx) -> Option<String> {
         if self.ab.as_ref().is_some_and(|h| !h.finished()) {
@@ -365,17 +370,12 @@ impl LiveSource {
         let Some(tuner) = &self.tuner else {
             return Some("read-only: the A/B is disabled".into());
         };
-        // The sampler's clock: its time zero as an instant.
-        let epoch = self.last.map_or_else(Instant::now, |(i, t)| {
-            i.checked_sub(Duration::from_secs_f64(t.max(0.0)))
-                .unwrap_or(i)
-        });
-        let clock = move |at: Instant| at.saturating_duration_since(epoch).as_secs_f64();
         let feed = feed.clone();
         let report = move |f: AbFeed| {
             let _ = feed.send(Feed::Ab(f));
         };
-        match ab::spawn(tuner.clone(), req, clock, report) {
+        let (root, journal) = (tuner.root().clone(), tuner.journal().cloned());
+        match ab::spawn(root, journal, req, self.tracing(), report) {
             Ok(h) => {
                 self.ab = Some(h);
                 None
