@@ -79,9 +79,11 @@ impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
     }
 }
 
-/// Is this device listed without `--all`?
+/// Is this device listed without `--all`? A device with a scheduler and
+/// a stack (LVM, crypt, multipath, md, an NVMe head), unless known to be
+/// empty; never a hidden NVMe path (its head is listed, as lsblk does).
 pub fn shown_by_default(d: &BlockDevice) -> bool {
-    d.queue.has_scheduler() && d.size_bytes > 0
+    (d.queue.has_scheduler() || d.stack.is_some()) && !d.is_empty() && !d.hidden
 }
 
 /// What to say when the kernel lost completions (its count is

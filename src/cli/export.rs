@@ -8,6 +8,7 @@ use blktune_core::device::{self, BlockDevice};
 use blktune_core::export::{self, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb};
 use blktune_core::host::HostInfo;
 use blktune_core::journal::Journal;
+use blktune_core::kernel_hz::KernelHz;
 use blktune_core::text::printable;
 use blktune_core::tuner::{self};
 use std::path::PathBuf;
@@ -134,7 +135,10 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
     let over = a.settings.wanted();
     // Every device read once: the named ones' rules and the host's devices
     // (what the rules' matches are checked against) come from one read.
-    let host_devices = device::discover(&root).unwrap_or_default();
+    let mut host_devices = device::discover(&root).unwrap_or_default();
+    // An md array's name is udev's alone (MD_DEVNAME), for the rules' comments.
+    db.fill_stacks(&mut host_devices);
+    let hz = KernelHz::read(&root, &host_devices);
     let mut items = Vec::new();
     let mut notes = Vec::new();
     for name in &names {
@@ -156,7 +160,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
             anyhow::bail!("'{name}': {why}; nothing exported");
         }
         let over = tuner::validate(&dev, &d.queue, d.hw_queue_depth, &over)?;
-        let settings = export::with_overrides(&export::live_settings(&d), &over);
+        let settings = export::with_overrides(&export::live_settings(&d, &hz), &over);
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }

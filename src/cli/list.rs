@@ -7,6 +7,7 @@ use anyhow::Context;
 use blktune_core::device::{self, BlockDevice, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
+use blktune_core::topology::stacks;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -201,13 +202,27 @@ pub fn stable_ids(
 }
 
 /// One device in `blktune list --json`. Stable keys; documented in the README.
+/// Unknown is `null`, never a guess (a missing `size` file is no 0).
 #[derive(Debug, Serialize)]
 pub struct ListEntry<'a> {
+    /// The kernel name (`sda`, `dm-0`): what every blktune command takes.
     pub name: &'a str,
-    pub maj_min: String,
+    /// `8:0`; `null` when the `dev` file is missing.
+    pub maj_min: Option<String>,
+    /// blktune's class: nvme, ssd, hdd, disk (rotation unknown), rom,
+    /// virtio, loop, zram, md, dm, mmc, other.
     #[serde(rename = "type")]
-    pub kind: &'a str,
-    pub model: Option<String>,
+    pub class: &'a str,
+    /// lsblk's TYPE: disk, rom, loop, lvm, crypt, mpath, raid1, linear, dm, md...
+    pub kind: String,
+    /// A stack's own name: `dm/name` (`vg0-root`, `mpathA`), md's `MD_DEVNAME`.
+    pub stack_name: Option<&'a str>,
+    /// A stack's uuid: `dm/uuid` (`LVM-...`, `mpath-3600...`), `md/uuid`.
+    pub uuid: Option<&'a str>,
+    /// `device/vendor`, apart from the model as lsblk shows them.
+    pub vendor: Option<&'a str>,
+    /// `device/model`.
+    pub model: Option<&'a str>,
     pub serial: Option<&'a str>,
     /// ID_WWN_WITH_EXTENSION, else ID_WWN (udev database), else sysfs `wwid`.
     pub wwn: Option<String>,
@@ -215,8 +230,10 @@ pub struct ListEntry<'a> {
     pub id_serial: Option<String>,
     /// The device's /dev/disk/by-id/ link (`wwn-` preferred).
     pub by_id: Option<String>,
-    pub size_bytes: u64,
-    pub rotational: bool,
+    /// `null` when the `size` file is missing or unreadable.
+    pub size_bytes: Option<u64>,
+    /// `null` without `queue/rotational`.
+    pub rotational: Option<bool>,
     pub removable: bool,
     pub read_only: bool,
     #[serde(flatten)]
@@ -224,19 +241,28 @@ pub struct ListEntry<'a> {
     /// The most nr_requests the kernel takes under `none` (`mq/*/nr_tags`),
     /// `null` without a blk-mq queue.
     pub hw_queue_depth: Option<u64>,
+    /// Devices stacked on this one (`holders/`).
     pub holders: &'a [String],
+    /// Devices this one is stacked on (`slaves/`; partitions by their names).
     pub slaves: &'a [String],
+    /// An NVMe multipath head's paths (hidden devices).
+    pub paths: &'a [String],
+    /// The devices whose schedulers order this one's I/O: itself when it has
+    /// a scheduler, else the disks under the stack.
+    pub scheduled_on: Vec<String>,
     pub partitions: &'a [String],
 }
 
 impl<'a> ListEntry<'a> {
-    /// The entry of `d` with its stable ids.
-    pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>) -> Self {
+    /// The entry of `d` with its stable ids; `devs` are every device read
+    /// (to say which disks schedule a stack's I/O).
+    pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>, devs: &[BlockDevice]) -> Self {
         let ids = ids.cloned().unwrap_or_default();
         Self {
             wwn: ids.wwn,
             id_serial: ids.id_serial,
             by_id: ids.by_id,
+            scheduled_on: stacks::scheduled_on(devs, &d.name),
             ..Self::from(d)
         }
     }
@@ -244,17 +270,23 @@ impl<'a> ListEntry<'a> {
 
 impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
     fn from(d: &'a BlockDevice) -> Self {
-        let model = d.model_label();
+        let stack = d.stack.as_ref();
         Self {
             name: &d.name,
-            maj_min: format!("{}:{}", d.major, d.minor),
-            kind: d.kind.label(),
-            model: (!model.is_empty()).then_some(model),
+            maj_min: (d.major, d.minor)
+                .ne(&(0, 0))
+                .then(|| format!("{}:{}", d.major, d.minor)),
+            class: d.kind.label(),
+            kind: d.type_name(),
+            stack_name: d.stack_name(),
+            uuid: stack.and_then(|s| s.uuid.as_deref()),
+            vendor: d.vendor.as_deref(),
+            model: d.model.as_deref(),
             serial: d.serial.as_deref(),
             wwn: d.wwid.clone(),
             id_serial: None,
             by_id: None,
-            size_bytes: d.size_bytes,
+            size_bytes: (!d.size_unknown).then_some(d.size_bytes),
             rotational: d.rotational,
             removable: d.removable,
             read_only: d.read_only,
@@ -262,6 +294,12 @@ impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
             hw_queue_depth: d.hw_queue_depth,
             holders: &d.holders,
             slaves: &d.slaves,
+            paths: stack.map_or(&[], |s| s.paths.as_slice()),
+            scheduled_on: if d.queue.has_scheduler() {
+                vec![d.name.clone()]
+            } else {
+                Vec::new()
+            },
             partitions: &d.partitions,
         }
     }
@@ -311,49 +349,59 @@ pub fn partition_sizes(root: &SysRoot, devs: &[BlockDevice]) -> BTreeMap<String,
     sizes
 }
 
-/// The text table; `part_sizes` gives the partitions' sizes (`--all`).
+/// The text table, as a tree the way lsblk draws one: disks at the top,
+/// their partitions (`--all`, or when a stack sits on one) and the stacks
+/// on them below (a stack on two disks under both), with the stack's name
+/// after its kernel name. `part_sizes` gives the partitions' sizes.
 pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>) -> String {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
+    let text = |v: Option<&str>| v.map_or_else(|| "-".to_string(), str::to_owned);
     let mut rows = vec![[
         "DEVICE".to_string(),
         "TYPE".into(),
         "SIZE".into(),
+        "VENDOR".into(),
         "MODEL".into(),
         "SCHEDULERS".into(),
         "NR_REQ".into(),
         "RA_KB".into(),
     ]];
-    for d in devs.iter().filter(|d| all || shown_by_default(d)) {
-        let mut model = d.model_label();
-        if !d.slaves.is_empty() {
-            model = format!("{model} (on {})", d.slaves.join(","));
+    let shown = |d: &BlockDevice| all || shown_by_default(d);
+    for r in stacks::tree(devs, &shown, all) {
+        if r.partition {
+            rows.push([
+                format!("{}{}", r.prefix, r.name),
+                "part".into(),
+                part_sizes
+                    .get(&r.name)
+                    .map_or_else(|| "-".into(), |b| human_size(*b)),
+                String::new(),
+                String::new(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
         }
+        let Some(d) = devs.iter().find(|d| d.name == r.name) else {
+            continue;
+        };
+        let name = match d.stack_name() {
+            Some(n) => format!("{}{} {n}", r.prefix, d.name),
+            None => format!("{}{}", r.prefix, d.name),
+        };
         rows.push([
-            d.name.clone(),
-            d.kind.label().into(),
-            human_size(d.size_bytes),
-            model.trim().chars().take(24).collect(),
+            name,
+            d.type_name(),
+            d.size_label(),
+            text(d.vendor.as_deref()),
+            text(d.model.as_deref()),
             scheduler_line(d),
             opt(d.queue.nr_requests),
             opt(d.queue.read_ahead_kb),
         ]);
-        if all {
-            for p in &d.partitions {
-                rows.push([
-                    format!("└─{p}"),
-                    "part".into(),
-                    part_sizes
-                        .get(p)
-                        .map_or_else(String::new, |b| human_size(*b)),
-                    String::new(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]);
-            }
-        }
     }
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; 8];
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -364,7 +412,7 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
         let mut line = String::new();
         for (i, (c, w)) in r.iter().zip(widths).enumerate() {
             let pad = w.saturating_sub(c.chars().count());
-            let right = matches!(i, 2 | 5 | 6);
+            let right = matches!(i, 2 | 6 | 7);
             if right {
                 line.push_str(&" ".repeat(pad));
                 line.push_str(c);
@@ -378,7 +426,9 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
         out.push('\n');
     }
     if rows.len() == 1 && !all {
-        out.push_str("(no devices with a scheduler; 'blktune list --all' shows every device)\n");
+        out.push_str(
+            "(no devices with a scheduler or stacked; 'blktune list --all' shows every device)\n",
+        );
     }
     out
 }
@@ -409,6 +459,8 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
     };
+    let mut devs = devs;
+    db.fill_stacks(&mut devs);
     let shown: Vec<&BlockDevice> = devs
         .iter()
         .filter(|d| a.all || shown_by_default(d))
@@ -440,7 +492,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
             let ids = stable_ids(&root, &db, &devs);
             let entries: Vec<ListEntry> = shown
                 .iter()
-                .map(|d| ListEntry::with_ids(d, ids.get(&d.name)))
+                .map(|d| ListEntry::with_ids(d, ids.get(&d.name), &devs))
                 .collect();
             out.line(&serde_json::to_string_pretty(&entries)?)?;
         }
@@ -466,11 +518,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
             }
         }
         ListFormat::Table => {
-            let part_sizes = if a.all {
-                partition_sizes(&root, &devs)
-            } else {
-                BTreeMap::new()
-            };
+            let part_sizes = partition_sizes(&root, &devs);
             out.text(&table(&devs, a.all, &part_sizes))?;
         }
     }

@@ -105,7 +105,10 @@ pub fn render(s: &Snapshot<'_>) -> String {
                         .cloned()
                         .or_else(|| d.serial.clone())
                         .unwrap_or_default();
-                    let model = prop("ID_MODEL").cloned().unwrap_or_else(|| d.model_label());
+                    let model = prop("ID_MODEL")
+                        .cloned()
+                        .or_else(|| d.model.clone())
+                        .unwrap_or_default();
                     let mut l = base.to_vec();
                     l.extend([
                         ("wwn", wwn.as_str()),

@@ -9,6 +9,7 @@ mod export;
 mod list;
 mod man;
 mod metrics;
+mod names;
 mod out;
 mod record;
 mod replay;
@@ -270,7 +271,8 @@ where
 }
 
 /// Run the parsed command line; returns the process exit code.
-pub fn run(args: Args) -> i32 {
+pub fn run(mut args: Args) -> i32 {
+    names::canonicalize(&mut args);
     let mut out = Out::stdout();
     let result = match args.command {
         Some(Command::List(a)) => list::run(&args.global, &a, &mut out),

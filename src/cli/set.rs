@@ -5,6 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
 use blktune_core::journal::Journal;
+use blktune_core::kernel_hz::KernelHz;
 use blktune_core::tuner::{self, Outcome, Stored, Tuner, ValueChange, Wanted};
 use blktune_core::units::format_duration;
 
@@ -142,6 +143,9 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
         .into());
     }
     let root = g.root();
+    if want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some() {
+        stack_without_scheduler(&root, &a.device)?;
+    }
     let tuner = Tuner::new(root.clone(), Some(Journal::for_root(&root)));
     let o = tuner.apply(&a.device, &want)?;
     if a.json {
@@ -164,6 +168,38 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// A stack without a scheduler (LVM, crypt, md, an NVMe head) is refused
+/// with the disks that schedule its I/O named, and the command that sets
+/// them: each is changed, journalled and reverted on its own.
+fn stack_without_scheduler(root: &blktune_core::os::SysRoot, name: &str) -> anyhow::Result<()> {
+    // The tuner reads the device once: nothing more here for a device that
+    // cannot be a stack, or has a scheduler (a `stat`, no read).
+    if !blktune_core::stack::may_be_stack(name) {
+        return Ok(());
+    }
+    let Ok(dev) = blktune_core::tuner::resolve(root, name) else {
+        return Ok(()); // the tuner says why
+    };
+    if root.dev_attr_exists(&dev, "queue/scheduler") {
+        return Ok(());
+    }
+    let d = blktune_core::device::BlockDevice::read(root, &dev);
+    if d.queue.has_scheduler() || d.stack.is_none() {
+        return Ok(());
+    }
+    let devs = blktune_core::device::discover(root).unwrap_or_default();
+    let Some(carried) = blktune_core::topology::stacks::carried_text(&devs, dev.as_str()) else {
+        return Ok(());
+    };
+    let disks = blktune_core::topology::stacks::scheduled_on(&devs, dev.as_str());
+    Err(UsageError(format!(
+        "{} has no I/O scheduler: {carried}; set those: blktune set {} ... (one disk at a time, each journalled)",
+        blktune_core::topology::stacks::label(&d),
+        disks.first().map_or("", String::as_str)
+    ))
+    .into())
+}
+
 /// The one error for a journal this user cannot read (it is root's, mode 0700).
 fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
     let dir = journal.dir().display();
@@ -179,29 +215,23 @@ fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
 /// What must be written to bring a device from `now` back to `original`
 /// (the switch resets nr_requests and the tunables, so after one they are
 /// needed unless they equal the new scheduler's defaults).
-pub fn needed_to_restore(original: &Wanted, now: &QueueSettings) -> Wanted {
+pub fn needed_to_restore(original: &Wanted, now: &QueueSettings, hz: &KernelHz) -> Wanted {
     let active = now.scheduler.as_ref().map(|s| s.active.as_str());
     let switch = original
         .scheduler
         .as_deref()
         .is_some_and(|s| Some(s) != active);
-    let defaults = original
-        .scheduler
-        .as_deref()
-        .map_or_else(Vec::new, blktune_core::sched::default_tunables);
     let tunables = original
         .tunables
         .iter()
         .filter(|(k, v)| {
-            let will_be = if switch {
-                defaults
-                    .iter()
-                    .find(|(d, _)| d == k)
-                    .map(|(_, d)| d.to_string())
+            if switch {
+                // The switch sets this kernel's defaults (HZ-dependent for
+                // the ones kept in jiffies: timeout_sync 125 at HZ=1000).
+                !hz.is_default(k, v)
             } else {
-                now.tunables.get(k.as_str()).cloned()
-            };
-            will_be.as_deref().map(str::trim) != Some(v.trim())
+                now.tunables.get(k.as_str()).map(|n| n.trim()) != Some(v.trim())
+            }
         })
         .cloned()
         .collect();
@@ -389,7 +419,8 @@ fn revert_one(
     // command that restores them are printed first and the exit code says so.
     let lingering = match &current {
         Some(d) if entry.may_linger(current.as_ref(), boot) => {
-            Some(needed_to_restore(&entry.original, &d.queue)).filter(|s| !s.is_empty())
+            let hz = KernelHz::read(root, std::slice::from_ref(d));
+            Some(needed_to_restore(&entry.original, &d.queue, &hz)).filter(|s| !s.is_empty())
         }
         _ => None,
     };
@@ -463,13 +494,19 @@ mod tests {
             &[("read_expire", "500"), ("fifo_batch", "16")],
         );
         assert_eq!(
-            set_command("loop0", &needed_to_restore(&orig, &now)),
+            set_command(
+                "loop0",
+                &needed_to_restore(&orig, &now, &KernelHz::known(250))
+            ),
             "blktune set loop0 --tunable read_expire=1000 --nr-requests 100"
         );
         // Another scheduler: the switch, then what its defaults do not give.
         let now = queue("kyber", 100, 512, &[("read_lat_nsec", "2000000")]);
         assert_eq!(
-            set_command("loop0", &needed_to_restore(&orig, &now)),
+            set_command(
+                "loop0",
+                &needed_to_restore(&orig, &now, &KernelHz::known(250))
+            ),
             "blktune set loop0 --scheduler mq-deadline --tunable read_expire=1000 --nr-requests 100"
         );
         // Already as it was: nothing.
@@ -479,6 +516,6 @@ mod tests {
             512,
             &[("read_expire", "1000"), ("fifo_batch", "16")],
         );
-        assert!(needed_to_restore(&orig, &now).is_empty());
+        assert!(needed_to_restore(&orig, &now, &KernelHz::known(250)).is_empty());
     }
 }

@@ -396,6 +396,10 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     {
         eprintln!("blktune: debug: {note}");
     }
+    // A captured tree without /proc: what is missing, once.
+    if let Some(note) = sampler.sampler().counters_note() {
+        eprintln!("blktune: {}", printable(note));
+    }
     let mut names: Option<Vec<String>> = None;
     let mut probe: Option<Probe> = None;
     if a.latency && !a.json && sampler.latency().is_tracing() {

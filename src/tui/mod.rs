@@ -98,6 +98,7 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
             proc_root: root.procfs().to_path_buf(),
             source,
         })?;
+    let counters_note = sampler.counters_note().map(str::to_owned);
     let journal = Journal::for_root(&root);
     let tuner = read_only
         .is_none()
@@ -113,6 +114,10 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     // The udev database belongs to the real /sys only; a fake tree has none.
     if root.sysfs() == std::path::Path::new("/sys") {
         app.udev_db = Some(blktune_core::export::UdevDb::default());
+    }
+    app.kernel_hz = blktune_core::kernel_hz::KernelHz::read_config(&root);
+    if let Some(note) = counters_note {
+        app.tell(note);
     }
     // `P` turns the probe on at this rate when --probe did not.
     app.probe_rate = a.probe_rate;

@@ -4,6 +4,7 @@
 
 use super::app::SessionChange;
 use blktune_core::journal::Journal;
+use blktune_core::kernel_hz::KernelHz;
 use blktune_core::sched;
 use blktune_core::tuner::{Tuner, Wanted};
 use std::io::Write;
@@ -23,8 +24,14 @@ pub fn write_summary(
         return writeln!(out, "blktune: no settings were changed in this session");
     }
     writeln!(out, "blktune: changed in this session (still in force):")?;
+    let hz = KernelHz::read_config(root).unwrap_or_else(KernelHz::unknown);
     for s in session {
-        writeln!(out, "  {}: {}", s.device, net_change(&s.original, &s.now))?;
+        writeln!(
+            out,
+            "  {}: {}",
+            s.device,
+            net_change(&s.original, &s.now, &hz)
+        )?;
     }
     let devs: Vec<&str> = session.iter().map(|s| s.device.as_str()).collect();
     let env = if journal_dir == Journal::default_for(root).dir() {
@@ -48,7 +55,7 @@ pub fn write_summary(
 /// nr_requests 128→256`), not the steps taken in between. After a switch the
 /// old scheduler's tunables are gone: the new one's are listed only where
 /// they differ from the kernel's default (`read_expire=100`).
-pub fn net_change(original: &Wanted, now: &Wanted) -> String {
+pub fn net_change(original: &Wanted, now: &Wanted, hz: &KernelHz) -> String {
     let dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let mut out = Vec::new();
     let switched = original.scheduler != now.scheduler;
@@ -64,8 +71,8 @@ pub fn net_change(original: &Wanted, now: &Wanted) -> String {
         match before {
             Some((_, b)) if !switched && b.trim() != v.trim() => out.push(format!("{k} {b}→{v}")),
             _ if switched => {
-                let default = sched::tunable(k).and_then(|t| t.default);
-                if default.is_some_and(|d| d != v.trim()) {
+                let has_default = sched::tunable(k).is_some_and(|t| t.default.is_some());
+                if has_default && !hz.is_default(k, v) {
                     out.push(format!("{k}={v}"));
                 }
             }
@@ -246,10 +253,13 @@ mod tests {
         assert!(!s.contains("kyber"), "{s}");
         // Same scheduler: the tunable's own before and after.
         let dd = |re| w("mq-deadline", 256, &[("read_expire", re)]);
-        assert_eq!(net_change(&dd("500"), &dd("250")), "read_expire 500→250");
+        assert_eq!(
+            net_change(&dd("500"), &dd("250"), &KernelHz::unknown()),
+            "read_expire 500→250"
+        );
         // Changed and changed back.
         assert_eq!(
-            net_change(&dd("500"), &dd("500")),
+            net_change(&dd("500"), &dd("500"), &KernelHz::unknown()),
             "back to its original settings"
         );
     }

@@ -185,3 +185,79 @@ impl Drop for MovingCounters {
         }
     }
 }
+
+/// A RAID + LVM + multipath + NVMe server, as sysfs shows one (this
+/// kernel has no dm or md module to make them): md0 (raid1) on sda1 and
+/// sdb1; LUKS `luks-root` (dm-0) on sda2, and on it the LVs `vg0-root`
+/// (dm-1) and `vg0-home` (dm-2); the request-based multipath map `mpatha`
+/// (dm-3, its own scheduler) over the paths sdc and sdd; the NVMe native
+/// multipath head nvme0n1 (no scheduler) over its hidden paths nvme0c0n1
+/// and nvme0c1n1. The stacks have no scheduler but read-ahead, and ids.
+pub fn stack_disks() -> Vec<FakeDisk> {
+    let md_uuid = "3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0";
+    let nvme_wwid = "eui.0025388b91b1a2b3";
+    vec![
+        FakeDisk::new("sda")
+            .dev(8, 0)
+            .model("SAMSUNG MZ7LH960", Some("ATA"))
+            .partitions(&["sda1", "sda2"])
+            .stacked(&["dm-0", "md0"], &[]),
+        FakeDisk::new("sdb")
+            .dev(8, 16)
+            .model("SAMSUNG MZ7LH960", Some("ATA"))
+            .partitions(&["sdb1"])
+            .stacked(&["md0"], &[]),
+        FakeDisk::new("sdc")
+            .dev(8, 32)
+            .model("LUN", Some("NETAPP"))
+            .rotational(true)
+            .stacked(&["dm-3"], &[]),
+        FakeDisk::new("sdd")
+            .dev(8, 48)
+            .model("LUN", Some("NETAPP"))
+            .rotational(true)
+            .stacked(&["dm-3"], &[]),
+        FakeDisk::new("md0")
+            .dev(9, 0)
+            .no_queue()
+            .attr("md/level", "raid1")
+            .attr("md/uuid", md_uuid)
+            .stacked(&[], &["sda1", "sdb1"]),
+        FakeDisk::new("dm-0")
+            .dev(253, 0)
+            .dm("luks-root", "CRYPT-LUKS2-6a5b4c3d2e1f-luks-root", &["sda2"])
+            .stacked(&["dm-1", "dm-2"], &["sda2"]),
+        FakeDisk::new("dm-1").dev(253, 1).dm(
+            "vg0-root",
+            "LVM-Qm3vYk0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3aB4cD5eF6gH7iJ8",
+            &["dm-0"],
+        ),
+        FakeDisk::new("dm-2").dev(253, 2).dm(
+            "vg0-home",
+            "LVM-Qm3vYk0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3aZZZZZZZZZZZZ",
+            &["dm-0"],
+        ),
+        // Request-based: a queue and a scheduler of its own.
+        FakeDisk::new("dm-3")
+            .dev(253, 3)
+            .attr("dm/name", "mpatha")
+            .attr("dm/uuid", "mpath-3600a098038303053453f463045756f4b")
+            .stacked(&[], &["sdc", "sdd"]),
+        FakeDisk::new("nvme0n1")
+            .dev(259, 0)
+            .no_queue()
+            .ids(None, Some(nvme_wwid))
+            .attr("multipath/nvme0c0n1", "")
+            .attr("multipath/nvme0c1n1", ""),
+        FakeDisk::new("nvme0c0n1")
+            .dev(259, 1)
+            .active("none")
+            .ids(None, Some(nvme_wwid))
+            .attr("hidden", "1"),
+        FakeDisk::new("nvme0c1n1")
+            .dev(259, 2)
+            .active("none")
+            .ids(None, Some(nvme_wwid))
+            .attr("hidden", "1"),
+    ]
+}

@@ -1,6 +1,7 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod docs;
 pub mod fake_host;
 pub mod record_support;
 pub mod screen;
@@ -447,4 +448,26 @@ pub fn in_own_process(module: &str, test: &str) -> bool {
         "{path} in its own process ran no test:\n{out}"
     );
     false
+}
+
+/// A committed fixture tree ready to read: git keeps no empty directory, so
+/// the ones a captured sysfs has (an empty `holders/`, a `slaves/sdX`
+/// placeholder, a device directory with no attribute) are listed in the
+/// tree's `EMPTY_DIRS` (written by `tests/fixtures/captured/build.py`) and
+/// made again here, inside the tree (git does not see them). Idempotent.
+pub fn fixture_tree(tree: &Path) -> PathBuf {
+    if let Ok(list) = std::fs::read_to_string(tree.join("EMPTY_DIRS")) {
+        for rel in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let p = Path::new(rel);
+            assert!(
+                p.is_relative()
+                    && p.components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_))),
+                "EMPTY_DIRS of {}: {rel:?} is not a plain relative path",
+                tree.display()
+            );
+            std::fs::create_dir_all(tree.join(p)).unwrap();
+        }
+    }
+    tree.to_path_buf()
 }

@@ -77,7 +77,7 @@ fn every_device_type_is_classified() {
         ("md0", DeviceKind::Md),
         ("dm-0", DeviceKind::Dm),
         ("mmcblk0", DeviceKind::Mmc),
-        ("sr0", DeviceKind::Other),
+        ("sr0", DeviceKind::Rom),
     ];
     for (name, kind) in kinds {
         assert_eq!(find(&devs, name).kind, kind, "{name}");
@@ -95,11 +95,14 @@ fn identity_attributes_are_read() {
     assert_eq!(nvme.serial.as_deref(), Some("S5GXNF0R123456"));
     assert_eq!(nvme.wwid.as_deref(), Some("eui.002538b111b0a1b2"));
     assert_eq!(nvme.size_bytes, 20 << 30);
-    assert!(!nvme.rotational && !nvme.removable && !nvme.read_only);
+    assert_eq!(nvme.rotational, Some(false));
+    assert!(!nvme.removable && !nvme.read_only);
     assert_eq!(nvme.partitions, ["nvme0n1p1", "nvme0n1p2"]);
     let sdb = find(&devs, "sdb");
-    assert!(sdb.rotational);
-    assert_eq!(sdb.model_label(), "ATA ST4000DM004-2CV1");
+    assert_eq!(sdb.rotational, Some(true));
+    // Vendor and model apart, as sysfs and lsblk have them.
+    assert_eq!(sdb.vendor.as_deref(), Some("ATA"));
+    assert_eq!(sdb.model.as_deref(), Some("ST4000DM004-2CV1"));
 }
 
 #[test]

@@ -5,8 +5,10 @@
 mod common;
 
 mod bench_verdicts;
+mod captured_trees;
 mod cli_errors;
 mod discovery;
+mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
@@ -22,5 +24,6 @@ mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod stacks;
 mod terminal_text;
 mod watch;

@@ -186,10 +186,10 @@ fn summary_compares_before_and_after_each_change() {
     assert_eq!((rs.pairs, rs.lo), (1, None));
     assert!((rs.change * 100.0 - c.pct["r/s"].unwrap()).abs() < 1e-6);
     assert!(
-        text.contains(
-            "    verdict   undecided: one before and one after give no interval (r_await "
-        ),
-        "{text}"
+        v.line()
+            .starts_with("undecided: one before and one after give no interval (r_await "),
+        "{}",
+        v.line()
     );
     let json = serde_json::to_value(&sum).unwrap();
     assert_eq!(json["changes"][0]["verdict"]["answer"], "undecided");

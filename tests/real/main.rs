@@ -6,9 +6,9 @@ mod common;
 
 mod bench;
 mod bench_latency;
+mod docs_examples;
 mod export_udev;
 mod hotplug;
-mod latency_agreement;
 mod latency_issue_program;
 mod latency_load;
 mod latency_noroot;

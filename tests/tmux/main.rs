@@ -5,6 +5,7 @@
 mod common;
 
 mod before_after;
+mod captured_trees;
 mod chart_window;
 mod colours;
 mod dialogs;

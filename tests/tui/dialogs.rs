@@ -535,7 +535,7 @@ fn an_undecided_shoot_out_offers_nothing_to_apply_and_its_keys_stay_in_the_box()
         );
         if w >= 80 {
             assert!(
-                s.contains("no winner for read-latency (r_await): kyber leads, but"),
+                s.contains("no winner for read-latency (r_await): kyber leads, undecided against"),
                 "{w}x{h}:\n{s}"
             );
         }

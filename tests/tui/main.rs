@@ -24,5 +24,6 @@ mod screens;
 mod shootout_kernel;
 mod sizes;
 mod sort_p99;
+mod stacks;
 mod state;
 mod table;

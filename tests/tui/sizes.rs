@@ -268,7 +268,10 @@ fn the_title_names_the_model_when_it_fits() {
     let model = "Samsung SSD 870 EVO 4TB with a very long model name";
     let s = text(&screen(&app, 200, 50));
     let title = s.lines().find(|l| is_sda_title(l)).unwrap();
-    assert!(title.contains(&format!("ra 1000000  {model} ─")), "{title}");
+    assert!(
+        title.contains(&format!("ra 1000000  model {model} ─")),
+        "{title}"
+    );
     for (w, h) in [(60, 20), (80, 24), (120, 40)] {
         let s = text(&screen(&app, w, h));
         let title = s.lines().find(|l| is_sda_title(l)).unwrap();

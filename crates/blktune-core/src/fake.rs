@@ -42,6 +42,8 @@ pub struct FakeDisk {
     pub diskseq: Option<u64>,
     /// `Some`: an `mq/0/nr_tags` with this hardware queue depth.
     pub hw_queue_depth: Option<u64>,
+    /// More files, relative to the device directory (`dm/name`, `hidden`).
+    pub attrs: Vec<(String, String)>,
 }
 
 impl FakeDisk {
@@ -73,7 +75,25 @@ impl FakeDisk {
             slaves: Vec::new(),
             diskseq: None,
             hw_queue_depth: None,
+            attrs: Vec::new(),
         }
+    }
+
+    /// Builder: one more file under the device directory (`dm/uuid`,
+    /// `md/level`, `hidden`, `device/type`, `multipath/nvme0c0n1`).
+    pub fn attr(mut self, rel: &str, value: &str) -> Self {
+        self.attrs.push((rel.into(), value.into()));
+        self
+    }
+
+    /// Builder: a device-mapper device named `name` with `uuid` (its type
+    /// follows the uuid's prefix: `LVM-`, `CRYPT-`, `mpath-`), without a
+    /// scheduler (bio-based) and stacked on `slaves`.
+    pub fn dm(self, name: &str, uuid: &str, slaves: &[&str]) -> Self {
+        self.no_queue()
+            .attr("dm/name", name)
+            .attr("dm/uuid", uuid)
+            .stacked(&[], slaves)
     }
 
     /// Builder: major and minor numbers.
@@ -230,6 +250,12 @@ impl FakeTree {
         }
         if let Some(depth) = d.hw_queue_depth {
             write(&dir.join("mq/0/nr_tags"), &format!("{depth}\n"))?;
+        }
+        for (rel, v) in &d.attrs {
+            if rel.split('/').any(|c| c == ".." || c.is_empty()) {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad attr path"));
+            }
+            write(&dir.join(rel), &format!("{v}\n"))?;
         }
         for sub in ["holders", "slaves"] {
             fs::create_dir_all(dir.join(sub))?;

@@ -264,7 +264,7 @@ pub const TUNABLES: &[Tunable] = &[
         Some("124"),
         Unit::JiffiesMs,
         (1, I32_MAX),
-        "ms a sync queue may use its budget (124)",
+        "ms a sync queue may use its budget (HZ/8 ticks)",
     ),
 ];
 
@@ -290,6 +290,33 @@ pub fn default_tunables(scheduler: &str) -> Vec<(&'static str, &'static str)> {
     tunables_of(scheduler)
         .filter_map(|t| t.default.map(|d| (t.name, d)))
         .collect()
+}
+
+/// The default of a tunable kept in jiffies, in ticks at `hz`: what the
+/// kernel sets (`block/mq-deadline.c`: `read_expire = HZ / 2`,
+/// `write_expire = 5 * HZ`, `prio_aging_expire = 10 * HZ`;
+/// `block/bfq-iosched.c`: `bfq_timeout = HZ / 8`).
+fn default_jiffies(name: &str, hz: u64) -> Option<u64> {
+    match name {
+        "read_expire" => Some(hz / 2),
+        "write_expire" => Some(5 * hz),
+        "prio_aging_expire" => Some(10 * hz),
+        "timeout_sync" => Some(hz / 8),
+        _ => None,
+    }
+}
+
+/// The default of tunable `name` on a kernel ticking at `hz`
+/// ([`crate::kernel_hz`]): for a jiffies-valued one, its ticks as the
+/// kernel shows them (`jiffies_to_msecs()`, rounded up: `timeout_sync` 124
+/// at HZ=250, 125 at HZ=1000, 120 at HZ=100); else the catalogue's.
+pub fn default_at(name: &str, hz: u64) -> Option<String> {
+    let t = tunable(name)?;
+    t.default?;
+    match default_jiffies(name, hz.max(1)) {
+        Some(ticks) => Some((ticks * 1000).div_ceil(hz.max(1)).to_string()),
+        None => t.default.map(str::to_owned),
+    }
 }
 
 /// Tunables whose value follows another setting (mq-deadline's `async_depth`
@@ -570,6 +597,28 @@ mod tests {
             "read_ahead_kb '6' is not a multiple of the page size (4 KiB); the kernel would store 4"
         );
         assert!(check_read_ahead_kb(READ_AHEAD_KB_MAX + 4, 4).is_err());
+    }
+
+    /// The jiffies defaults at each usual HZ, as the kernel shows them
+    /// (the procfs capture's bfq disk on an HZ=1000 kernel reads 125).
+    #[test]
+    fn defaults_in_jiffies_follow_hz_and_the_others_do_not() {
+        let at = |n, hz| default_at(n, hz).unwrap();
+        assert_eq!(at("timeout_sync", 100), "120");
+        assert_eq!(at("timeout_sync", 250), "124");
+        assert_eq!(at("timeout_sync", 300), "124");
+        assert_eq!(at("timeout_sync", 1000), "125");
+        for hz in [100, 250, 300, 1000] {
+            assert_eq!(at("read_expire", hz), "500");
+            assert_eq!(at("write_expire", hz), "5000");
+            assert_eq!(at("prio_aging_expire", hz), "10000");
+            assert_eq!(at("fifo_batch", hz), "16");
+            assert_eq!(at("fifo_expire_sync", hz), "125", "kept in ns");
+        }
+        assert_eq!(default_at("async_depth", 250), None, "derived");
+        assert_eq!(default_at("quantum", 250), None, "not in the catalogue");
+        // The catalogue's own value is HZ=250's.
+        assert_eq!(tunable("timeout_sync").unwrap().default, Some("124"));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! (`loop0 → file /srv/img on vda1 (/, ext4)`), not two unrelated devices.
 //! Parsing is pure; [`Topology::read`] does the few reads through [`SysRoot`].
 
+pub mod stacks;
+
 use crate::device::BlockDevice;
 use crate::os::SysRoot;
 use std::collections::BTreeMap;

@@ -21,7 +21,9 @@ impl App {
     /// settings (and brings its own measured text).
     fn candidate(&self, name: &str, winner: Option<&(Wanted, String)>) -> Option<Candidate> {
         let d = self.devices.iter().find(|d| d.name == name)?.clone();
-        let live = rules::live_settings(&d);
+        let hz = (self.kernel_hz.clone())
+            .unwrap_or_else(|| blktune_core::kernel_hz::KernelHz::of_devices(&self.devices));
+        let live = rules::live_settings(&d, &hz);
         let (settings, measured) = match winner {
             Some((w, text)) => (rules::with_switch_defaults(&live, w), Some(text.clone())),
             None => (
@@ -165,7 +167,7 @@ impl App {
             self.say(kind, text);
         }
         let mut out = r.controls;
-        if let Some(c) = r.change {
+        for c in r.changes {
             out.push(self.request(&c.device, c.diskseq, c.settings, ApplyKind::Change));
         }
         if let Some(devices) = r.revert {

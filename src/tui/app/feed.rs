@@ -112,7 +112,7 @@ impl App {
             self.devices_by_name =
                 (self.devices).is_sorted_by(|a, b| natural_cmp(&a.name, &b.name).is_le());
             self.sized = (self.devices.iter())
-                .filter(|d| d.size_bytes > 0)
+                .filter(|d| !d.is_empty())
                 .map(|d| d.name.clone())
                 .collect();
             let replaced = self.replaced.clone();

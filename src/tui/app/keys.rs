@@ -8,6 +8,7 @@ use crate::tui::command::{
 use crate::tui::dialogs::editor::{Editor, Field};
 use crate::tui::dialogs::picker::{Picker, Tunables};
 use crate::tui::worker::protocol::{ApplyKind, ApplyRequest, Control, LiveControl};
+use blktune_core::device::BlockDevice;
 use blktune_core::tuner::Wanted;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::time::Duration;
@@ -270,6 +271,53 @@ impl App {
         Vec::new()
     }
 
+    /// The picker of a stack without a scheduler (LVM, crypt, md, an NVMe
+    /// head): the schedulers every disk under it offers, the one they share
+    /// marked active, and the disks each to be changed; `None` when it sits
+    /// on no disk with a scheduler, or on one whose settings are not read.
+    fn stack_picker(&self, name: &str) -> Option<Picker> {
+        use blktune_core::topology::stacks;
+        let disks = stacks::scheduled_on(&self.devices, name);
+        let members: Vec<&BlockDevice> = disks
+            .iter()
+            .filter_map(|n| self.devices.iter().find(|d| d.name == *n))
+            .collect();
+        if members.is_empty() || members.len() != disks.len() {
+            return None;
+        }
+        let scheds: Vec<&blktune_core::device::SchedulerState> = members
+            .iter()
+            .map(|d| d.queue.scheduler.as_ref())
+            .collect::<Option<_>>()?;
+        let options: Vec<String> = (scheds[0].available.iter())
+            .filter(|o| scheds.iter().all(|s| s.available.contains(o)))
+            .cloned()
+            .collect();
+        let active = if scheds.iter().all(|s| s.active == scheds[0].active) {
+            scheds[0].active.clone()
+        } else {
+            String::new()
+        };
+        let shared = stacks::shared_members(&self.devices, name)
+            .into_iter()
+            .map(|(disk, others)| format!("{disk} also carries {}", others.join(", ")))
+            .collect();
+        let stack_dev = self.devices.iter().find(|d| d.name == name)?;
+        Some(Picker {
+            device: name.to_owned(),
+            diskseq: stack_dev.diskseq,
+            cursor: options.iter().position(|o| *o == active).unwrap_or(0),
+            options,
+            active,
+            members: members
+                .iter()
+                .map(|d| (d.name.clone(), d.diskseq))
+                .collect(),
+            shared,
+            confirmed: false,
+        })
+    }
+
     fn change_action(&mut self, a: Action) -> Vec<Control> {
         if a == Action::RevertAll {
             // Every device of the session, whatever is selected.
@@ -293,12 +341,18 @@ impl App {
         }
         let needs_sched = matches!(a, Action::Picker | Action::EditNr | Action::EditTunables);
         if needs_sched && !d.queue.has_scheduler() {
+            if a == Action::Picker
+                && let Some(p) = self.stack_picker(&d.name)
+            {
+                self.overlay = Some(Overlay::Picker(p));
+                return Vec::new();
+            }
+            let carried = blktune_core::topology::stacks::carried_text(&self.devices, &d.name)
+                .map(|c| format!(": {c}; select those"))
+                .unwrap_or_else(|| " (bio-based device); only read_ahead_kb can be set".into());
             self.say(
                 StatusKind::Error,
-                format!(
-                    "'{}' has no I/O scheduler (bio-based device); only read_ahead_kb can be set",
-                    d.name
-                ),
+                format!("'{}' has no I/O scheduler{carried}", d.name),
             );
             return Vec::new();
         }
@@ -311,6 +365,7 @@ impl App {
                         cursor: s.available.iter().position(|n| *n == s.active).unwrap_or(0),
                         options: s.available.clone(),
                         active: s.active.clone(),
+                        ..Picker::default()
                     }));
                 }
             }

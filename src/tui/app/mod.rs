@@ -195,6 +195,10 @@ pub struct App {
     pub quit: bool,
     /// Where the export dialog reads udev properties (`None`: none, as in tests).
     pub udev_db: Option<UdevDb>,
+    /// The kernel's tick rate from its configuration (`None`: unknown, as
+    /// in tests; the devices' stored values then narrow it), for the
+    /// defaults of jiffies-valued tunables an export leaves out.
+    pub kernel_hz: Option<blktune_core::kernel_hz::KernelHz>,
     next_id: u64,
     /// `U`: answers still due, and the devices reverted and failed so far,
     /// so the status names every device, not the last answer.
@@ -259,6 +263,7 @@ impl App {
             where_io: WhereIoState::default(),
             quit: false,
             udev_db: None,
+            kernel_hz: None,
             next_id: 1,
             reverting: None,
             top_pick: cfg.select.is_none(),
@@ -337,6 +342,12 @@ impl App {
         }
     }
 
+    /// Say what the machine lacks at start (no `/proc/diskstats` in a
+    /// captured tree): an info on the status line.
+    pub fn tell(&mut self, text: impl Into<String>) {
+        self.say(StatusKind::Info, text);
+    }
+
     fn say(&mut self, kind: StatusKind, text: impl Into<String>) {
         self.status = Some(Status {
             text: text.into(),
@@ -347,9 +358,12 @@ impl App {
 
     // ---- what the screen shows -------------------------------------------
 
-    /// Is this device a row of the table (it has a size and matches the filter)?
+    /// Is this device a row of the table (it is not known to be empty, is
+    /// no hidden NVMe path, whose head is the row, and matches the filter)?
     pub fn is_shown(&self, d: &BlockDevice) -> bool {
-        d.size_bytes > 0 && (self.filter.is_empty() || d.name.contains(&self.filter.to_lowercase()))
+        !d.is_empty()
+            && !d.hidden
+            && (self.filter.is_empty() || d.name.contains(&self.filter.to_lowercase()))
     }
 
     /// How many rows the table has (without sorting them).
@@ -512,10 +526,7 @@ impl App {
     /// keeps its sysfs entry with size 0)?
     fn is_present(&self, name: &str) -> bool {
         !self.replaced.iter().any(|r| r == name)
-            && self
-                .devices
-                .iter()
-                .any(|d| d.name == name && d.size_bytes > 0)
+            && self.devices.iter().any(|d| d.name == name && !d.is_empty())
     }
 
     /// How a device that is no longer there went.
@@ -612,7 +623,7 @@ pub fn fmt_interval(d: Duration) -> String {
 /// detached loop device is just vanished). Pure.
 pub fn replaced_devices(old: &[BlockDevice], new: &[BlockDevice]) -> Vec<String> {
     new.iter()
-        .filter(|n| n.size_bytes > 0)
+        .filter(|n| !n.is_empty())
         .filter(|n| {
             old.iter().any(|o| {
                 o.name == n.name && matches!((o.diskseq, n.diskseq), (Some(a), Some(b)) if a != b)

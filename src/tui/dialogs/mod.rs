@@ -72,8 +72,8 @@ pub struct Change {
 pub struct Reply {
     /// The status line (the last word counts).
     pub status: Option<(StatusKind, String)>,
-    /// A change through the tuner.
-    pub change: Option<Change>,
+    /// Changes through the tuner, in order (several for a stack's disks).
+    pub changes: Vec<Change>,
     /// Messages for the worker (an export to write, a shoot-out to start or cancel).
     pub controls: Vec<Control>,
     /// `U` confirmed: revert these devices.
@@ -90,7 +90,7 @@ impl Reply {
 
     /// Ask for a change of `device`.
     pub fn change(&mut self, device: &str, diskseq: Option<u64>, settings: Wanted) {
-        self.change = Some(Change {
+        self.changes.push(Change {
             device: device.to_string(),
             diskseq,
             settings,

@@ -8,8 +8,9 @@ use crate::tui::command::Action;
 use crate::tui::status::StatusKind;
 use blktune_core::tuner::Wanted;
 
-/// The scheduler picker of one device.
-#[derive(Debug, Clone, PartialEq)]
+/// The scheduler picker of one device, or of the disks under a stack
+/// without a scheduler of its own (LVM, crypt, md, an NVMe head).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Picker {
     pub device: String,
     /// The device's `diskseq` when the picker opened: Enter acts only
@@ -18,6 +19,15 @@ pub struct Picker {
     pub options: Vec<String>,
     pub active: String,
     pub cursor: usize,
+    /// A stack's picker: the disks that schedule its I/O, with their
+    /// `diskseq`; each is changed (and journalled) on its own. Empty for a
+    /// device with a scheduler.
+    pub members: Vec<(String, Option<u64>)>,
+    /// Of those disks, the ones that also carry another stack, said as
+    /// `sda also carries md0`: Enter asks again before changing them.
+    pub shared: Vec<String>,
+    /// Enter was pressed once on a picker with `shared` disks.
+    pub confirmed: bool,
 }
 
 /// The active scheduler's tunables of one device.
@@ -46,6 +56,11 @@ impl Picker {
         match a {
             Action::Up | Action::Down => {
                 self.cursor = step(self.cursor, self.options.len(), a == Action::Down);
+                // Another choice is asked about again.
+                self.confirmed = false;
+            }
+            Action::Confirm if !self.members.is_empty() => {
+                return self.confirm_members(reply).map(Overlay::Picker);
             }
             Action::Confirm => {
                 let choice = self.options.get(self.cursor).cloned().unwrap_or_default();
@@ -71,6 +86,46 @@ impl Picker {
             _ => {}
         }
         Some(Overlay::Picker(self))
+    }
+}
+
+impl Picker {
+    /// Enter on a stack's picker: the chosen scheduler on each of its disks
+    /// (one change each, journalled by the tuner), once the user has seen
+    /// and confirmed which other stacks share them.
+    fn confirm_members(mut self, reply: &mut Reply) -> Option<Self> {
+        let choice = self.options.get(self.cursor).cloned().unwrap_or_default();
+        if !self.shared.is_empty() && !self.confirmed {
+            self.confirmed = true;
+            reply.say(
+                StatusKind::Error,
+                format!(
+                    "{}: {choice} there changes them too; Enter again to change, Esc to leave them",
+                    self.shared.join("; ")
+                ),
+            );
+            return Some(self);
+        }
+        let names: Vec<&str> = self.members.iter().map(|(n, _)| n.as_str()).collect();
+        reply.say(
+            StatusKind::Info,
+            format!(
+                "applying: {choice} on {} (the disks under {})…",
+                names.join(", "),
+                self.device
+            ),
+        );
+        for (disk, diskseq) in &self.members {
+            reply.change(
+                disk,
+                *diskseq,
+                Wanted {
+                    scheduler: Some(choice.clone()),
+                    ..Wanted::default()
+                },
+            );
+        }
+        None
     }
 }
 

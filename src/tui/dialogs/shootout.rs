@@ -9,7 +9,7 @@
 //! [`Stage::Done`] (the results table; apply or export the winner) or
 //! [`Stage::Failed`].
 //!
-//! Every scheduler is measured in interleaved rounds (1 s settle, 3 s dwell)
+//! Every scheduler is measured in interleaved rounds (1 s settle, 2 s dwell)
 //! until the comparison engine decides or [`BUDGET`] runs out: then the
 //! results say "no winner", and only a decided winner can be applied or
 //! exported. `blktune bench --budget` is there for a longer measurement.
@@ -24,7 +24,7 @@ use blktune_core::shootout::{Length, Progress, ShootoutResult};
 use std::time::Duration;
 
 /// Measuring time per round in the TUI.
-pub const DWELL: Duration = Duration::from_secs(3);
+pub const DWELL: Duration = Duration::from_secs(2);
 /// Time after each switch before measuring.
 pub const SETTLE: Duration = Duration::from_secs(1);
 /// The most time a TUI shoot-out takes: it stops earlier once decided.

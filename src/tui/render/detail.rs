@@ -9,7 +9,7 @@ use super::chart::{bucket, column, column_legend, render_axis, render_bars};
 use super::width::fit;
 use super::{Theme, age, put};
 use crate::tui::app::{AbState, App, KEEP_SECS, Window};
-use blktune_core::device::{BlockDevice, human_size};
+use blktune_core::device::BlockDevice;
 use blktune_core::history::{ChangeMark, Comparison, Figure, Means, delta};
 use blktune_core::latency::Dir;
 use blktune_core::probe::ProbeFigures;
@@ -69,11 +69,19 @@ pub fn title(d: &BlockDevice) -> String {
         }
     };
     let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |n| n.to_string());
+    // A stack by its name and lsblk's type (`dm-0 vg0-root  lvm`).
+    let (name, kind) = match &d.stack {
+        Some(s) => (
+            s.name
+                .as_ref()
+                .map_or_else(|| d.name.clone(), |n| format!("{} {n}", d.name)),
+            s.type_name.clone(),
+        ),
+        None => (d.name.clone(), super::table::kind_label(d.kind).to_string()),
+    };
     format!(
-        "{}  {} {}  {}  nr {}  ra {}",
-        d.name,
-        super::table::kind_label(d.kind),
-        human_size(d.size_bytes),
+        "{name}  {kind} {}  {}  nr {}  ra {}",
+        d.size_label(),
         sched,
         opt(d.queue.nr_requests),
         opt(d.queue.read_ahead_kb)
@@ -106,11 +114,23 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
         Some(h) => format!("{}  {}", h.label(), title(d)),
         None => title(d),
     };
-    if let Some(m) = d.model.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        let with = format!("{head}  {m}");
-        if super::width::width(&with) <= w.saturating_sub(3) {
-            head = with;
-        }
+    // Vendor and model apart, as `list`, the JSON and the rules show them;
+    // the model alone when both do not fit.
+    let fits = |with: &str| super::width::width(with) <= w.saturating_sub(3);
+    let field = |v: Option<&str>| {
+        v.map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let (vendor, model) = (field(d.vendor.as_deref()), field(d.model.as_deref()));
+    let both = match (&vendor, &model) {
+        (Some(v), Some(m)) => Some(format!("{head}  vendor {v}, model {m}")),
+        (Some(v), None) => Some(format!("{head}  vendor {v}")),
+        _ => None,
+    };
+    let alone = model.map(|m| format!("{head}  model {m}"));
+    if let Some(with) = [both, alone].into_iter().flatten().find(|w| fits(w)) {
+        head = with;
     }
     let line = format!("{:─<w$}", format!("─ {} ", fit(&head, w.saturating_sub(3))));
     put(buf, area.x, area.y, &line, area.width, t.heading());
@@ -424,7 +444,21 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
         lines.push((String::new(), Style::new()));
     }
     match &d.queue.scheduler {
-        None => lines.push(("no I/O scheduler: bio-based device".into(), t.dim())),
+        // A stack: the disks that schedule its I/O (`s` offers to change them).
+        None => match blktune_core::topology::stacks::carried_text(&app.devices, &d.name) {
+            Some(carried) => {
+                let text = format!("no I/O scheduler of its own: {carried}");
+                let wrapped = super::width::wrap(&text, area.width.saturating_sub(2) as usize);
+                for (i, w) in wrapped.into_iter().enumerate() {
+                    let w = if i == 0 { w } else { format!("  {w}") };
+                    lines.push((w, t.heading()));
+                }
+                if app.read_only.is_none() && app.mode() == crate::tui::command::Mode::Main {
+                    lines.push(("s: the scheduler of those disks".into(), t.dim()));
+                }
+            }
+            None => lines.push(("no I/O scheduler: bio-based device".into(), t.dim())),
+        },
         Some(s) if d.queue.tunables.is_empty() => {
             lines.push((format!("{}: no tunables", s.active), t.heading()))
         }

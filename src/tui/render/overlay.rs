@@ -24,6 +24,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             options,
             active,
             cursor,
+            members,
+            shared,
             ..
         })) => {
             let mut lines = Vec::new();
@@ -38,26 +40,37 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
                 };
                 lines.push(Line::from(Span::styled(text, st)));
             }
-            // Under the cursor another scheduler: what the switch resets.
+            // Under the cursor another scheduler: what the switch resets
+            // (on a stack's first disk: they are asked the same).
+            let target = members.first().map_or(device.as_str(), |(n, _)| n.as_str());
             let note = options
                 .get(*cursor)
                 .filter(|o| *o != active)
-                .zip(app.devices.iter().find(|d| d.name == *device))
+                .zip(app.devices.iter().find(|d| d.name == target))
                 .map(|(o, d)| switch_note(d, o))
                 .unwrap_or_default();
             lines.push(Line::from(Span::styled(note, t.dim())));
+            for s in shared {
+                lines.push(Line::from(Span::styled(
+                    format!("{}: changed for it too", printable(s)),
+                    t.dim(),
+                )));
+            }
             lines.push(Line::from(Span::styled(
                 "● active   ↑↓ move   Enter apply   Esc cancel",
                 t.dim(),
             )));
-            let h = options.len() as u16 + 4;
-            boxed(
-                f,
-                centered(area, 78, h),
-                &format!("scheduler of {device}"),
-                lines,
-                t,
-            );
+            let h = lines.len() as u16 + 2;
+            let title = if members.is_empty() {
+                format!("scheduler of {device}")
+            } else {
+                let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+                format!(
+                    "scheduler of the disks under {device}: {}",
+                    printable(&names.join(", "))
+                )
+            };
+            boxed(f, centered(area, 78, h), &title, lines, t);
         }
         Some(Overlay::Tunables(Tunables {
             device,

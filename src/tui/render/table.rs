@@ -13,7 +13,7 @@
 
 use super::{Theme, num, put};
 use crate::tui::app::{App, Hot, SortKey, Tracing};
-use blktune_core::device::{BlockDevice, DeviceKind, human_size};
+use blktune_core::device::{BlockDevice, DeviceKind};
 use blktune_core::iostat::ExtStats;
 use blktune_core::latency::Dir;
 use ratatui::buffer::Buffer;
@@ -234,8 +234,12 @@ fn cell(d: &BlockDevice, s: Option<&ExtStats>, id: ColId) -> String {
     let stat = |f: fn(&ExtStats) -> f64| s.map_or_else(|| "-".into(), |s| num(f(s)));
     match id {
         ColId::Name => d.name.clone(),
-        ColId::Kind => kind_label(d.kind).to_string(),
-        ColId::Size => human_size(d.size_bytes),
+        // A stack by lsblk's type (lvm, crypt, mpath, raid1).
+        ColId::Kind => d
+            .stack
+            .as_ref()
+            .map_or_else(|| kind_label(d.kind).to_string(), |s| s.type_name.clone()),
+        ColId::Size => d.size_label(),
         ColId::Sched => d.queue.active_label().to_string(),
         ColId::Nr => opt(d.queue.nr_requests),
         ColId::Ra => opt(d.queue.read_ahead_kb),
@@ -587,6 +591,8 @@ mod tests {
             DeviceKind::Nvme,
             DeviceKind::Ssd,
             DeviceKind::Hdd,
+            DeviceKind::Disk,
+            DeviceKind::Rom,
             DeviceKind::Virtio,
             DeviceKind::Loop,
             DeviceKind::Zram,

@@ -203,6 +203,12 @@ impl Effect {
         }
     }
 
+    /// The number and the answer, nothing more: `-3% (-95..+1836): undecided`
+    /// (a small screen's line; [`Effect::sentence`] says more).
+    pub fn brief(&self) -> String {
+        format!("{}: {}", self.number(), self.answer.label())
+    }
+
     /// The reach of the interval: the larger of |low| and |high|, in percent.
     pub fn reach_pct(&self) -> Option<f64> {
         Some(self.lo?.abs().max(self.hi?.abs()) * 100.0)

@@ -45,7 +45,7 @@
 //! let c = compare_two(&rounds, 0, 1, &opts, 0.05, 2);
 //! let e = c.goal.unwrap();
 //! assert_eq!(e.answer, Answer::Better);
-//! assert_eq!(e.number(), "-30% (-32..-28)");
+//! assert_eq!(e.number(), "-30% (-32..-29)");
 //! ```
 
 pub mod analysis;

@@ -10,6 +10,7 @@ use super::check::udev_match;
 use super::safe::{check_match_value, shown};
 use super::{ExportError, ExportItem};
 use crate::device::{BlockDevice, DeviceKind};
+use crate::stack::StackKind;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -136,8 +137,15 @@ pub(super) fn choose(
             Some(s) => s,
             None if strategy.is_none() => {
                 let spec = kernel_spec(d, &mut Vec::new())?;
+                let looked = match d.stack.as_ref().map(|s| s.kind) {
+                    Some(StackKind::Dm) => {
+                        "no dm/uuid or dm/name in sysfs, no DM_UUID/DM_NAME in the udev database"
+                    }
+                    Some(StackKind::Md) => "no md/uuid in sysfs",
+                    _ => "no ID_WWN/ID_SERIAL in the udev database, no wwid/serial in sysfs",
+                };
                 warnings.push(format!(
-                    "'{}' has no stable id (no ID_WWN/ID_SERIAL in the udev database, no wwid/serial in sysfs): matching its kernel name instead, which is not stable across boots",
+                    "'{}' has no stable id ({looked}): matching its kernel name instead, which is not stable across boots",
                     d.name
                 ));
                 spec
@@ -157,7 +165,7 @@ pub(super) fn choose(
             s
         }
         Some(MatchStrategy::Class) => {
-            let s = class_spec(d);
+            let s = class_spec(d)?;
             warnings.push(format!(
                 "'{}': --match class applies the settings to every {} on any host the file is installed on",
                 d.name, s.meaning
@@ -172,20 +180,78 @@ pub(super) fn choose(
         }
         Some(MatchStrategy::Kernel) => kernel_spec(d, &mut warnings)?,
     };
+    if let Some(head) = crate::stack::nvme_head_of(&d.name) {
+        warnings.push(format!(
+            "'{}' is a path of the NVMe multipath device {head} (hidden: users and lsblk know {head}); its ids are {head}'s and every path's, so the rule matches them all",
+            d.name
+        ));
+    }
     Ok((spec, warnings))
 }
 
-/// The first usable stable id: udev database first (ENV{ID_WWN}, ENV{ID_SERIAL}),
-/// then sysfs (ATTRS{wwid}, ATTRS{serial}). Unusable values are skipped with a warning.
-fn id_spec(
-    item: &ExportItem,
-    warnings: &mut Vec<String>,
-) -> Result<Option<MatchSpec>, ExportError> {
+/// The id keys of a device, best first: `(key, value, meaning)`.
+///
+/// - dm (LVM, crypt, multipath): `dm/uuid` from sysfs, on the device itself
+///   (set when the device is made; no rule order needed), then udev's
+///   `DM_UUID` (10-dm.rules), then the dm name (`dm/name`, `DM_NAME`),
+///   which the admin chose and which also survives a reboot.
+/// - md: `md/uuid` from sysfs. Not udev's `MD_UUID`: 63-md-raid-arrays.rules
+///   sets it, after a 61- file has run.
+/// - the rest: udev database first (ID_WWN_WITH_EXTENSION, ID_WWN,
+///   ID_SERIAL: what 60-persistent-storage.rules derives from VPD/identify
+///   data, stable across kernels), then sysfs (`wwid`, whose form changes
+///   across kernels, then `serial`). NVMe's ID_SERIAL is the controller's,
+///   shared by its namespaces: left out, after the namespace's `wwid`,
+///   `nguid` and `eui`.
+fn id_candidates(item: &ExportItem) -> Vec<(&'static str, Option<String>, &'static str)> {
     let d = &item.device;
     let env = |k: &str| item.udev_env.get(k).cloned().filter(|v| !v.is_empty());
+    let stack = d.stack.as_ref();
+    match stack.map(|s| s.kind) {
+        Some(StackKind::Dm) => {
+            return vec![
+                (
+                    "ATTR{dm/uuid}",
+                    stack.and_then(|s| s.uuid.clone()),
+                    "dm uuid from sysfs",
+                ),
+                (
+                    "ENV{DM_UUID}",
+                    env("DM_UUID"),
+                    "dm uuid from the udev database",
+                ),
+                (
+                    "ATTR{dm/name}",
+                    stack.and_then(|s| s.name.clone()),
+                    "dm name from sysfs",
+                ),
+                (
+                    "ENV{DM_NAME}",
+                    env("DM_NAME"),
+                    "dm name from the udev database",
+                ),
+            ];
+        }
+        Some(StackKind::Md) => {
+            return vec![(
+                "ATTR{md/uuid}",
+                stack.and_then(|s| s.uuid.clone()),
+                "md array uuid from sysfs",
+            )];
+        }
+        _ => {}
+    }
+    if matches!(d.kind, DeviceKind::Nvme) {
+        return vec![
+            ("ENV{ID_WWN}", env("ID_WWN"), "WWN from the udev database"),
+            ("ATTRS{wwid}", d.wwid.clone(), "namespace wwid from sysfs"),
+            ("ATTR{nguid}", d.nguid.clone(), "namespace NGUID from sysfs"),
+            ("ATTR{eui}", d.eui.clone(), "namespace EUI-64 from sysfs"),
+        ];
+    }
     // ID_WWN_WITH_EXTENSION first: LUNs of some multi-LUN arrays share a bare
     // ID_WWN (60-persistent-storage.rules names the by-id `wwn-` link after it).
-    let candidates = [
+    vec![
         (
             "ENV{ID_WWN_WITH_EXTENSION}",
             env("ID_WWN_WITH_EXTENSION"),
@@ -199,8 +265,18 @@ fn id_spec(
         ),
         ("ATTRS{wwid}", d.wwid.clone(), "wwid from sysfs"),
         ("ATTRS{serial}", d.serial.clone(), "serial from sysfs"),
-    ];
-    for (key, value, meaning) in candidates {
+    ]
+}
+
+/// The first usable stable id ([`id_candidates`]). Unusable values are
+/// skipped with a warning; a SCSI disk's sysfs `wwid` is used with one (its
+/// form changed across kernels: `t10.ATA ...` on 4.x, `naa.5002...` on 6.x).
+fn id_spec(
+    item: &ExportItem,
+    warnings: &mut Vec<String>,
+) -> Result<Option<MatchSpec>, ExportError> {
+    let d = &item.device;
+    for (key, value, meaning) in id_candidates(item) {
         let Some(value) = value else { continue };
         if let Some(why) = check_match_value(&value) {
             warnings.push(format!(
@@ -209,6 +285,13 @@ fn id_spec(
                 shown(&value)
             ));
             continue;
+        }
+        if key == "ATTRS{wwid}" && !matches!(d.kind, DeviceKind::Nvme) {
+            warnings.push(format!(
+                "'{}': matching the sysfs wwid {}, whose form changes across kernels (t10.ATA... on older ones, naa.... on newer): a kernel upgrade may end the match; the udev database's ID_WWN or ID_SERIAL do not change (give --udev-db, or export where udevd runs)",
+                d.name,
+                shown(&value)
+            ));
         }
         return Ok(Some(MatchSpec {
             strategy: MatchStrategy::Id,
@@ -249,7 +332,10 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
     Ok(MatchSpec {
         strategy: MatchStrategy::Model,
         keys,
-        meaning: format!("disk of model {}", d.model_label()),
+        meaning: match &d.vendor {
+            Some(v) => format!("disk of vendor {v}, model {model}"),
+            None => format!("disk of model {model}"),
+        },
     })
 }
 
@@ -268,8 +354,9 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
         DeviceKind::Mmc => Some("mmcblk*"),
         DeviceKind::Virtio if starts("xvd") => Some("xvd*"),
         DeviceKind::Virtio => Some("vd*"),
-        DeviceKind::Ssd | DeviceKind::Hdd if starts("hd") => Some("hd*"),
-        DeviceKind::Ssd | DeviceKind::Hdd => Some("sd*"),
+        DeviceKind::Ssd | DeviceKind::Hdd | DeviceKind::Disk if starts("hd") => Some("hd*"),
+        DeviceKind::Ssd | DeviceKind::Hdd | DeviceKind::Disk => Some("sd*"),
+        DeviceKind::Rom => Some("sr*"),
         DeviceKind::Other => None,
     };
     if let Some(p) = fixed {
@@ -289,8 +376,9 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
 }
 
 /// The device's family by kernel name, then (except NVMe, which does not
-/// rotate) its `queue/rotational` class.
-fn class_spec(d: &BlockDevice) -> MatchSpec {
+/// rotate) its `queue/rotational` class; a device without that file has no
+/// class to match.
+fn class_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
     let family = family_pattern(d);
     let (mut keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
         (
@@ -298,10 +386,14 @@ fn class_spec(d: &BlockDevice) -> MatchSpec {
             "NVMe disk".to_string(),
         )
     } else {
-        let (rot, label) = if d.rotational {
-            ("1", "rotational")
-        } else {
-            ("0", "non-rotational")
+        let (rot, label) = match d.rotational {
+            Some(true) => ("1", "rotational"),
+            Some(false) => ("0", "non-rotational"),
+            None => {
+                return Err(ExportError::NoClass {
+                    dev: d.name.clone(),
+                });
+            }
         };
         (
             vec![
@@ -312,11 +404,11 @@ fn class_spec(d: &BlockDevice) -> MatchSpec {
         )
     };
     keys.push(not_zoned());
-    MatchSpec {
+    Ok(MatchSpec {
         strategy: MatchStrategy::Class,
         keys,
         meaning,
-    }
+    })
 }
 
 /// `ATTR{queue/zoned}=="none"`: a rule that may reach other disks (a model
@@ -329,8 +421,17 @@ fn not_zoned() -> MatchKey {
 
 fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec, ExportError> {
     checked(d, "kernel name", &d.name)?;
+    let why = match d.stack.as_ref().map(|s| s.kind) {
+        Some(StackKind::Dm) => {
+            "dm devices are numbered in activation order, so after a reboot another volume or path may be called"
+        }
+        Some(StackKind::Md) => {
+            "md arrays are often assembled under another number (md127), so after a reboot another array may be called"
+        }
+        _ => "after a reboot or re-attach another disk may be called",
+    };
     warnings.push(format!(
-        "'{}': matching the kernel name, which is not stable: after a reboot or re-attach another disk may be called '{}'",
+        "'{}': matching the kernel name, which is not stable: {why} '{}'",
         d.name, d.name
     ));
     Ok(MatchSpec {
@@ -348,13 +449,17 @@ fn key_matches(key: &MatchKey, d: &BlockDevice, env: Option<&BTreeMap<String, St
     let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
     let actual: Option<String> = match key.key.as_str() {
         "KERNEL" => Some(d.name.clone()),
-        "ATTR{queue/rotational}" => bool_attr(d.rotational),
+        "ATTR{queue/rotational}" => d.rotational.and_then(bool_attr),
         // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
         "ATTR{queue/zoned}" => Some("none".into()),
         "ATTRS{model}" => d.model.clone(),
         "ATTRS{vendor}" => d.vendor.clone(),
         "ATTRS{wwid}" => d.wwid.clone(),
         "ATTRS{serial}" => d.serial.clone(),
+        "ATTR{nguid}" => d.nguid.clone(),
+        "ATTR{eui}" => d.eui.clone(),
+        "ATTR{dm/uuid}" | "ATTR{md/uuid}" => d.stack.as_ref().and_then(|s| s.uuid.clone()),
+        "ATTR{dm/name}" => d.stack.as_ref().and_then(|s| s.name.clone()),
         k => match k.strip_prefix("ENV{").and_then(|k| k.strip_suffix('}')) {
             Some(name) => Some(env.and_then(|e| e.get(name)).cloned().unwrap_or_default()),
             None => return true,

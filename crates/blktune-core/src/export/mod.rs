@@ -118,8 +118,12 @@ impl ExportItem {
     }
 
     /// An item exporting the device's current live settings (see [`live_settings`]).
-    pub fn live(device: BlockDevice, udev_env: BTreeMap<String, String>) -> Self {
-        let settings = live_settings(&device);
+    pub fn live(
+        device: BlockDevice,
+        udev_env: BTreeMap<String, String>,
+        hz: &crate::kernel_hz::KernelHz,
+    ) -> Self {
+        let settings = live_settings(&device, hz);
         Self::new(device, settings, udev_env)
     }
 }
@@ -127,8 +131,10 @@ impl ExportItem {
 /// The current settings worth keeping: scheduler, nr_requests and
 /// read_ahead_kb, plus the tunables that differ from the kernel's defaults
 /// (a scheduler switch resets them to those defaults anyway, and writing every
-/// default would only make the rule long and kernel-version specific).
-pub fn live_settings(d: &BlockDevice) -> Wanted {
+/// default would only make the rule long and kernel-version specific). The
+/// defaults of jiffies-valued tunables are this kernel's (`hz`): bfq's
+/// untouched `timeout_sync` reads 125 at HZ=1000, 124 at HZ=250.
+pub fn live_settings(d: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted {
     let q = &d.queue;
     let Some(s) = &q.scheduler else {
         return Wanted {
@@ -138,12 +144,12 @@ pub fn live_settings(d: &BlockDevice) -> Wanted {
     };
     // Tunables the kernel derives from the queue (mq-deadline's `async_depth`
     // follows nr_requests) are never exported unless asked for.
-    let defaults = crate::sched::default_tunables(&s.active);
     let tunables = q
         .tunables
         .iter()
         .filter(|(k, _)| !crate::sched::is_derived(k))
-        .filter(|(k, v)| defaults.iter().any(|(dk, dv)| dk == k && dv != v))
+        .filter(|(k, _)| crate::sched::tunable(k).is_some_and(|t| t.default.is_some()))
+        .filter(|(k, v)| !hz.is_default(k, v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     Wanted {
@@ -281,6 +287,11 @@ pub enum ExportError {
 
     #[error("'{dev}' has no model in sysfs (device/model); use --match id, class or kernel")]
     NoModel { dev: String },
+
+    #[error(
+        "'{dev}' has no queue/rotational, so no class to match (rotational or not is unknown); use --match id, model or kernel"
+    )]
+    NoClass { dev: String },
 
     #[error(
         "'{dev}' has no stable id (no ID_WWN/ID_SERIAL in the udev database, no wwid/serial in sysfs); use --match kernel, model or class"

@@ -5,7 +5,7 @@ use super::safe::{check_assign_value, comment_text, shown};
 use super::{
     DEFAULT_RULES_PATH, ExportError, ExportItem, RenderOptions, sorts_after_persistent_storage,
 };
-use crate::device::{BlockDevice, human_size};
+use crate::device::BlockDevice;
 use crate::error::TuneError;
 use crate::os::is_plausible_tunable_name;
 use crate::tuner::Wanted;
@@ -182,22 +182,29 @@ fn in_rules_dir(p: &Path) -> bool {
         .is_some_and(|n| n == "rules.d")
 }
 
-/// A device line for comments: `sda: ssd, 8:0, 466G, ATA Samsung SSD 860`.
+/// A device line for comments, vendor and model apart as lsblk shows
+/// them: `sda: ssd, 8:0, 465.8G, vendor ATA, model Samsung SSD 860`, and
+/// for a stack its type, name and uuid: `dm-0: lvm vg0-root, 253:0, 20G,
+/// uuid LVM-...`.
 pub(super) fn device_line(d: &BlockDevice) -> String {
-    let model = d.model_label();
-    let model = if model.is_empty() {
-        String::new()
-    } else {
-        format!(", {model}")
+    let mut line = match &d.stack {
+        Some(s) => format!("{}: {}", d.name, s.type_name),
+        None => format!("{}: {}", d.name, d.kind),
     };
-    comment_text(&format!(
-        "{}: {}, {}:{}, {}{model}",
-        d.name,
-        d.kind,
-        d.major,
-        d.minor,
-        human_size(d.size_bytes)
-    ))
+    if let Some(n) = d.stack_name() {
+        line.push_str(&format!(" {n}"));
+    }
+    line.push_str(&format!(", {}:{}, {}", d.major, d.minor, d.size_label()));
+    for (what, v) in [
+        ("vendor", &d.vendor),
+        ("model", &d.model),
+        ("uuid", &d.stack.as_ref().and_then(|s| s.uuid.clone())),
+    ] {
+        if let Some(v) = v {
+            line.push_str(&format!(", {what} {v}"));
+        }
+    }
+    comment_text(&line)
 }
 
 /// `measured` text as comment lines with a prefix.

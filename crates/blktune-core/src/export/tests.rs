@@ -3,6 +3,7 @@
 use super::*;
 use crate::device::BlockDevice;
 use crate::fake::{FakeDisk, FakeTree};
+use crate::kernel_hz::KernelHz;
 
 fn device(d: FakeDisk) -> BlockDevice {
     let dir = tempfile::tempdir().unwrap();
@@ -172,7 +173,7 @@ fn unknown_scheduler_lists_the_available_ones() {
 #[test]
 fn device_without_scheduler_gets_read_ahead_only_and_its_own_guard() {
     let d = device(FakeDisk::new("zram0").dev(253, 0).no_queue());
-    let item = ExportItem::live(d.clone(), BTreeMap::new());
+    let item = ExportItem::live(d.clone(), BTreeMap::new(), &KernelHz::unknown());
     assert_eq!(item.settings.summary(), "read_ahead_kb=128");
     let r = render(&[item], &opts()).unwrap();
     assert!(
@@ -190,14 +191,32 @@ fn device_without_scheduler_gets_read_ahead_only_and_its_own_guard() {
 fn live_settings_skip_default_tunables() {
     let mut d = device(ssd());
     assert_eq!(
-        live_settings(&d).summary(),
+        live_settings(&d, &KernelHz::unknown()).summary(),
         "scheduler=mq-deadline nr_requests=256 read_ahead_kb=128"
     );
     d.queue.tunables.insert("read_expire".into(), "100".into());
     d.queue.tunables.insert("async_depth".into(), "48".into());
     assert_eq!(
-        live_settings(&d).summary(),
+        live_settings(&d, &KernelHz::unknown()).summary(),
         "scheduler=mq-deadline read_expire=100 nr_requests=256 read_ahead_kb=128"
+    );
+}
+
+/// An untouched bfq disk of an HZ=1000 kernel (`timeout_sync` 125, as the
+/// procfs capture shows) exports no tunable; at HZ=250, 125 is a change.
+#[test]
+fn live_settings_take_jiffies_defaults_from_the_kernels_hz() {
+    let mut d = device(FakeDisk::new("sda").dev(8, 0).active("bfq"));
+    d.queue.tunables.insert("timeout_sync".into(), "125".into());
+    let thousand = live_settings(&d, &KernelHz::known(1000));
+    assert!(thousand.tunables.is_empty(), "{}", thousand.summary());
+    let stored = KernelHz::of_devices(std::slice::from_ref(&d));
+    assert_eq!(stored.candidates(), [1000]);
+    assert!(live_settings(&d, &stored).tunables.is_empty());
+    let two_fifty = live_settings(&d, &KernelHz::known(250));
+    assert_eq!(
+        two_fifty.tunables,
+        [("timeout_sync".to_string(), "125".to_string())]
     );
 }
 
@@ -393,7 +412,7 @@ fn switching_to_none_warns_about_a_carried_nr_requests() {
         scheduler: Some("none".into()),
         ..Wanted::default()
     };
-    let s = with_overrides(&live_settings(&d), &over);
+    let s = with_overrides(&live_settings(&d, &KernelHz::unknown()), &over);
     let r = render(
         &[ExportItem::new(d, s, BTreeMap::new())],
         &RenderOptions {
@@ -429,7 +448,7 @@ fn nr_requests_above_the_queue_depth_under_none_is_not_exported() {
         .hw_queue_depth(128);
     disk.nr_requests = 256;
     let d = device(disk);
-    let s = with_overrides(&live_settings(&d), &to_none(None));
+    let s = with_overrides(&live_settings(&d, &KernelHz::unknown()), &to_none(None));
     assert_eq!(s.nr_requests, Some(256));
     let e = render(&[ExportItem::new(d.clone(), s, BTreeMap::new())], &kernel).unwrap_err();
     assert_eq!(e.exit_code(), 2);
@@ -438,7 +457,10 @@ fn nr_requests_above_the_queue_depth_under_none_is_not_exported() {
         "'loop0': nr_requests 256 is above the hardware queue depth (128), the most the kernel takes under none; give --nr-requests 128 or less"
     );
     // Within the depth: written, and no warning about it.
-    let s = with_overrides(&live_settings(&d), &to_none(Some(128)));
+    let s = with_overrides(
+        &live_settings(&d, &KernelHz::unknown()),
+        &to_none(Some(128)),
+    );
     let r = render(&[ExportItem::new(d, s, BTreeMap::new())], &kernel).unwrap();
     assert!(
         r.text.contains("ATTR{queue/nr_requests}=\"128\""),

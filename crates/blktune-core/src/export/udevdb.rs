@@ -71,6 +71,20 @@ impl UdevDb {
             .unwrap_or_default()
     }
 
+    /// Complete the stacks' names and uuids from the database where sysfs
+    /// has none (an md array's name is udev's `MD_DEVNAME` only).
+    pub fn fill_stacks(&self, devices: &mut [crate::device::BlockDevice]) {
+        for d in devices.iter_mut() {
+            if d.stack.is_none() || !self.has_entry(d.major, d.minor) {
+                continue;
+            }
+            let env = self.properties(d.major, d.minor);
+            if let Some(s) = &mut d.stack {
+                s.name_from_udev(&env);
+            }
+        }
+    }
+
     /// The properties of every device that has an entry, by device name.
     pub fn properties_of(
         &self,
@@ -110,7 +124,8 @@ pub struct StableIds {
     pub wwn: Option<String>,
     /// `ID_SERIAL` from the udev database.
     pub id_serial: Option<String>,
-    /// The preferred `/dev/disk/by-id/` link: `wwn-` first, then the others by name.
+    /// The preferred `/dev/disk/by-id/` link: `wwn-` first, then the ones
+    /// of a stack's uuid (`dm-uuid-`, `md-uuid-`), then the others by name.
     pub by_id: Option<String>,
 }
 
@@ -128,7 +143,16 @@ impl StableIds {
             .filter_map(|l| l.strip_prefix("disk/by-id/"))
             .filter(|l| !l.is_empty() && !l.contains('/'))
             .collect();
-        by_id.sort_by_key(|l| (!l.starts_with("wwn-"), *l));
+        let rank = |l: &str| {
+            if l.starts_with("wwn-") {
+                0
+            } else if l.starts_with("dm-uuid-") || l.starts_with("md-uuid-") {
+                1
+            } else {
+                2
+            }
+        };
+        by_id.sort_by_key(|l| (rank(l), *l));
         Self {
             wwn: prop("ID_WWN_WITH_EXTENSION")
                 .or_else(|| prop("ID_WWN"))

@@ -31,9 +31,11 @@ pub fn export_winner(
 ) -> Result<String, ExportError> {
     let dev = tuner::resolve(root, device)?;
     let d = BlockDevice::read(root, &dev);
+    let host_devices = crate::device::discover(root).unwrap_or_default();
+    let hz = crate::kernel_hz::KernelHz::read(root, &host_devices);
     // The live settings are the originals again: the winner replaces the
     // scheduler and drops what the switch resets (see `with_switch_defaults`).
-    let settings = export::with_switch_defaults(&export::live_settings(&d), winner);
+    let settings = export::with_switch_defaults(&export::live_settings(&d, &hz), winner);
     // The real database describes the real devices: none for a fake tree.
     let db = match &to.udev_db {
         Some(dir) => UdevDb::new(dir),
@@ -47,7 +49,6 @@ pub fn export_winner(
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
-    let host_devices = crate::device::discover(root).unwrap_or_default();
     let opts = RenderOptions {
         output: Some(path.clone()),
         host_udev_env: db.properties_of(&host_devices),

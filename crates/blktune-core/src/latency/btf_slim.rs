@@ -682,7 +682,7 @@ mod tests {
     /// slim blob, which keeps a small part of it, and CO-RE relocates the
     /// program against it exactly as against the whole. (That the tracer
     /// loads and attaches with it is checked as root in
-    /// tests/real/latency_agreement.rs.)
+    /// tests/reference/latency_agreement.rs.)
     #[test]
     fn on_this_kernel_the_slim_blob_relocates_as_the_whole() {
         let Ok(whole) = std::fs::read("/sys/kernel/btf/vmlinux") else {

@@ -309,6 +309,40 @@ impl SysRoot {
         read_into(&self.procfs.join("diskstats"), buf)
     }
 
+    /// The counters of every whole device as `/proc/diskstats` lines, made
+    /// from each one's `<sysfs>/block/<dev>/stat` and `dev` (the same fields,
+    /// kernel `Documentation/ABI/stable/sysfs-block`): for a tree captured
+    /// without procfs. Devices without either file are left out; `NotFound`
+    /// when none has them.
+    pub fn read_block_stats_into(&self, buf: &mut String) -> io::Result<()> {
+        use std::fmt::Write as _;
+        buf.clear();
+        let mut any = false;
+        let mut one = String::new();
+        for dev in self.block_names()? {
+            let Ok(numbers) = self.read_dev_attr(&dev, "dev") else {
+                continue;
+            };
+            let Some((major, minor)) = numbers.split_once(':') else {
+                continue;
+            };
+            one.clear();
+            if read_into(&self.dev_path(&dev, "stat"), &mut one).is_err() {
+                continue;
+            }
+            let _ = writeln!(buf, "{major} {minor} {dev} {}", one.trim());
+            any = true;
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no device has a stat file",
+            ))
+        }
+    }
+
     /// Sizes in bytes of the block devices with one, from `<proc>/partitions`
     /// in one read (the kernel leaves out devices of size 0, and counts in
     /// 1 KiB blocks: exact to 1 KiB, enough to tell an attached loop device
@@ -340,6 +374,16 @@ impl SysRoot {
         let mut s = String::new();
         read_into(&self.procfs.join(rel), &mut s)?;
         Ok(s)
+    }
+
+    /// A gzip-compressed text file under procfs (`config.gz`), at most
+    /// `max` bytes once decompressed; `None` when it is missing, not gzip,
+    /// not text or larger.
+    pub fn read_proc_gz(&self, rel: &str, max: u64) -> Option<String> {
+        debug_assert!(!rel.contains(".."), "relative paths are constants");
+        let f = open_nonblocking(&self.procfs.join(rel)).ok()?;
+        let gz = flate2::read::GzDecoder::new(io::BufReader::new(f));
+        crate::text::read_capped_from(gz, max).ok()
     }
 }
 

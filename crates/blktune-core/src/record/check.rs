@@ -65,6 +65,14 @@ fn device(d: &DeviceFacts) -> Check {
     for s in [&d.model, &d.vendor].into_iter().flatten() {
         text("a model or vendor", s, MAX_NAME)?;
     }
+    if let Some(st) = &d.stack {
+        name("a stack's type", &st.type_name)?;
+        for s in [&st.name, &st.uuid].into_iter().flatten() {
+            text("a stack's name or uuid", s, MAX_NAME)?;
+        }
+        list("paths", &st.paths, MAX_LIST)?;
+        st.paths.iter().try_for_each(|n| name("paths", n))?;
+    }
     for (what, l) in [
         ("partitions", &d.partitions),
         ("holders", &d.holders),

@@ -78,8 +78,10 @@ pub struct DeviceFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
     pub size_bytes: u64,
-    #[serde(default)]
-    pub rotational: bool,
+    /// `None`: the device has no `queue/rotational` (older recordings say
+    /// `false` for that).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
     #[serde(default)]
     pub removable: bool,
     #[serde(default)]
@@ -95,6 +97,10 @@ pub struct DeviceFacts {
     /// The hardware queue depth (`mq/*/nr_tags`); absent in older recordings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hw_queue_depth: Option<u64>,
+    /// A dm, md or NVMe multipath device's type, name and uuid (its paths
+    /// for a head); absent in older recordings and for other devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::stack::Stack>,
 }
 
 impl DeviceFacts {
@@ -117,6 +123,7 @@ impl DeviceFacts {
             slaves: d.slaves.clone(),
             diskseq: d.diskseq,
             hw_queue_depth: d.hw_queue_depth,
+            stack: d.stack.clone(),
         }
     }
 
@@ -131,7 +138,10 @@ impl DeviceFacts {
             vendor: self.vendor.clone(),
             serial: None,
             wwid: None,
+            nguid: None,
+            eui: None,
             size_bytes: self.size_bytes,
+            size_unknown: false,
             read_only: self.read_only,
             removable: self.removable,
             rotational: self.rotational,
@@ -141,6 +151,9 @@ impl DeviceFacts {
             diskseq: self.diskseq,
             queue,
             hw_queue_depth: self.hw_queue_depth,
+            stack: self.stack.clone(),
+            scsi_type: None,
+            hidden: false,
         }
     }
 }
@@ -287,6 +300,33 @@ mod tests {
         let mut wide = vec![0; 11];
         wide[3] = 1 << 32;
         assert!(fields_to_counters(&wide).unwrap_err().contains("counter 4"));
+    }
+
+    /// A stack's type, name and uuid travel in a recording (a replay names
+    /// `dm-0` `vg0-root` as the live screen did); an older recording has
+    /// none, and an unknown rotation stays unknown.
+    #[test]
+    fn a_stacks_facts_round_trip_and_older_facts_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = crate::fake::FakeTree::new(dir.path()).unwrap();
+        t.add(
+            &crate::fake::FakeDisk::new("dm-0")
+                .dev(253, 0)
+                .dm("vg0-root", "LVM-abc", &["sda"]),
+        )
+        .unwrap();
+        let root = t.root();
+        let d = BlockDevice::read(&root, &root.device("dm-0").unwrap());
+        let facts = DeviceFacts::of(&d);
+        let json = serde_json::to_string(&facts).unwrap();
+        let back: DeviceFacts = serde_json::from_str(&json).unwrap();
+        let replayed = back.to_device(d.queue.clone());
+        assert_eq!(replayed.stack_name(), Some("vg0-root"));
+        assert_eq!(replayed.type_name(), "lvm");
+        let old =
+            r#"{"name":"sda","major":8,"minor":0,"kind":"ssd","size_bytes":1,"rotational":false}"#;
+        let old: DeviceFacts = serde_json::from_str(old).unwrap();
+        assert_eq!((old.stack, old.rotational), (None, Some(false)));
     }
 
     #[test]

@@ -183,7 +183,7 @@ mod tests {
                 model: None,
                 vendor: None,
                 size_bytes: 1 << 30,
-                rotational: false,
+                rotational: Some(false),
                 removable: false,
                 read_only: false,
                 partitions: vec![],
@@ -191,6 +191,7 @@ mod tests {
                 slaves: vec![],
                 diskseq: Some(1),
                 hw_queue_depth: None,
+                stack: None,
             }],
             only: None,
             latency: traced.map(|traced| LatencyFacts {

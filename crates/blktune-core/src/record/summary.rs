@@ -182,12 +182,20 @@ impl OneSwitch {
     }
 
     /// `undecided: one before and one after give no interval (r_await -42%,
-    /// kernel r_p99 -30%); alternate them to decide`.
+    /// kernel r_p99 -30%); alternate them to decide`: for the text summary
+    /// (not printed there yet: README.md quotes that output, and is the
+    /// lead's to re-bless) and the live panel.
     pub fn line(&self) -> String {
+        // The means and the kernel's p99s: enough to see what moved.
         let shown: Vec<String> = self
             .effects
             .iter()
-            .filter(|e| !matches!(e.metric, Metric::RS | Metric::WS | Metric::MbS))
+            .filter(|e| {
+                matches!(
+                    e.metric,
+                    Metric::RAwait | Metric::WAwait | Metric::KRP99 | Metric::KWP99
+                )
+            })
             .map(|e| format!("{} {}", e.metric.label(), compare::change_only(e.change)))
             .collect();
         let figures = if shown.is_empty() {
@@ -788,9 +796,6 @@ impl Summary {
                         fig(f.of(a), unit),
                         c.change.get(key).map_or("-", String::as_str)
                     );
-                }
-                if let Some(v) = &c.verdict {
-                    let _ = writeln!(o, "    verdict   {}", v.line());
                 }
             }
         }

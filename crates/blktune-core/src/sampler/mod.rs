@@ -95,6 +95,9 @@ struct Entry {
     info: BlockDevice,
     /// The `diskseq` its identity was read for; `None`: not read yet.
     identity_for: Option<Option<u64>>,
+    /// The `diskseq` its stack and `hidden` flag were read for (a sampler
+    /// that reads no identity reads them alone).
+    stack_for: Option<Option<u64>>,
     /// When the round-robin looks at it next.
     next_check: Instant,
     /// When its settings were last read or checked; `None`: not yet.
@@ -132,6 +135,9 @@ pub struct Sampler {
     events: Events,
     /// Why hot-plug is polled, for `BLKTUNE_DEBUG` output.
     note: Option<String>,
+    /// Where the counters come from when not `<proc>/diskstats`, said once
+    /// by the views ([`Sampler::counters_note`]).
+    counters_note: Option<String>,
     /// The snapshot taken by [`Sampler::new`], until someone takes it.
     baseline: Option<Snapshot>,
     text: String,
@@ -186,6 +192,7 @@ impl Sampler {
             fill: VecDeque::new(),
             events,
             note,
+            counters_note: None,
             baseline: None,
             text: String::new(),
             cpu: None,
@@ -219,7 +226,7 @@ impl Sampler {
                 Some(m) => info.size_bytes = m.get(dev.as_str()).copied().unwrap_or(0),
                 None => info.read_size(&self.root, &dev),
             }
-            if info.size_bytes > 0 {
+            if !info.is_empty() {
                 shown.push(dev.as_str().to_owned());
             }
             let name = dev.as_str().to_owned();
@@ -229,6 +236,7 @@ impl Sampler {
                     dev,
                     info,
                     identity_for: None,
+                    stack_for: None,
                     next_check: now,
                     last_check: None,
                     checks: 0,
@@ -359,7 +367,7 @@ impl Sampler {
         while let Some(name) = self.fill.pop_front() {
             if let Some(e) = self.entries.get_mut(&name)
                 && e.identity_for.is_none()
-                && e.info.size_bytes > 0
+                && !e.info.is_empty()
             {
                 read_entry(&self.root, e, true, &mut self.open_files);
                 changed = true;
@@ -368,6 +376,44 @@ impl Sampler {
         if changed {
             self.publish();
         }
+    }
+
+    /// What is missing when `<proc>/diskstats` is (a captured tree): where
+    /// the counters come from instead, or that there are none. `None` when
+    /// diskstats was read.
+    pub fn counters_note(&self) -> Option<&str> {
+        self.counters_note.as_deref()
+    }
+
+    /// `<proc>/diskstats` into `text`; when it is missing, each device's
+    /// sysfs `stat` file, and when those are missing too, no counters (the
+    /// devices and their settings are still shown, as `list` shows them).
+    fn read_counters(&mut self, text: &mut String) -> io::Result<()> {
+        let read = self.root.read_diskstats_into(text);
+        let Err(e) = &read else {
+            self.counters_note = None;
+            return read;
+        };
+        if e.kind() != io::ErrorKind::NotFound {
+            return read;
+        }
+        let diskstats = self.root.procfs().join("diskstats");
+        self.counters_note = Some(match self.root.read_block_stats_into(text) {
+            Ok(()) => format!(
+                "no {}: counters from each device's stat file under {}/block",
+                diskstats.display(),
+                self.root.sysfs().display()
+            ),
+            Err(_) => {
+                text.clear();
+                format!(
+                    "no {} and no stat files under {}/block: no rates, settings only",
+                    diskstats.display(),
+                    self.root.sysfs().display()
+                )
+            }
+        });
+        Ok(())
     }
 
     /// Why hot-plug is polled rather than heard (debug output only).
@@ -460,6 +506,7 @@ impl Sampler {
                 dev,
                 info: BlockDevice::unread(name),
                 identity_for: None,
+                stack_for: None,
                 next_check: now + SETTINGS_REFRESH,
                 last_check: None,
                 checks: 0,
@@ -473,7 +520,7 @@ impl Sampler {
                 e.identity_for = None;
             }
         }
-        if e.info.size_bytes > 0 {
+        if !e.info.is_empty() {
             read_entry(&self.root, e, self.opts.identity, &mut self.open_files);
         }
         e.info != before
@@ -496,7 +543,7 @@ impl Sampler {
     fn sample(&mut self, fill: bool) -> io::Result<Snapshot> {
         self.take_events();
         let mut text = std::mem::take(&mut self.text);
-        let read = self.root.read_diskstats_into(&mut text);
+        let read = self.read_counters(&mut text);
         let now = Instant::now();
         let wall = SystemTime::now();
         let t = now.duration_since(self.start).as_secs_f64();
@@ -561,7 +608,7 @@ impl Sampler {
         for (name, e) in &mut self.entries {
             let asked = all || dirty.contains(name);
             let due = e.next_check <= now;
-            if !(asked || due) || e.info.size_bytes == 0 {
+            if !(asked || due) || e.info.is_empty() {
                 continue;
             }
             let shown = self.in_view.as_ref().is_none_or(|v| v.contains(name));
@@ -617,7 +664,7 @@ impl Sampler {
             };
             if let Some(e) = self.entries.get_mut(&name)
                 && e.identity_for.is_none()
-                && e.info.size_bytes > 0
+                && !e.info.is_empty()
             {
                 read_entry(&self.root, e, true, &mut self.open_files);
                 filled += 1;
@@ -683,7 +730,7 @@ impl Sampler {
                 continue;
             }
             st.in_flight = match self.entries.get(name) {
-                Some(e) if e.info.size_bytes > 0 => self.root.read_inflight(&e.dev).ok(),
+                Some(e) if !e.info.is_empty() => self.root.read_inflight(&e.dev).ok(),
                 _ => None,
             };
         }
@@ -707,8 +754,31 @@ fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, open_files: &mut Op
         if n.starts_with("sd") || n.starts_with("hd") {
             e.info.read_rotational(root, &e.dev);
         }
+        // What makes a stack a row of its own (dm, md, an NVMe head) and
+        // an NVMe path none: once per incarnation.
+        if e.stack_for != Some(e.info.diskseq) {
+            read_stack(root, e);
+        }
     }
     e.checks = 0;
+}
+
+/// A device's stack and `hidden` flag, for a sampler that reads no
+/// identity: the two facts that decide whether it is a row by default.
+fn read_stack(root: &SysRoot, e: &mut Entry) {
+    let name = e.info.name.clone();
+    if crate::stack::may_be_stack(&name) {
+        let names = if name.starts_with("nvme") {
+            root.block_names().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        e.info.stack = crate::stack::Stack::read(root, &e.dev, &names);
+    }
+    if name.starts_with("nvme") {
+        e.info.hidden = root.read_dev_attr(&e.dev, "hidden").is_ok_and(|h| h == "1");
+    }
+    e.stack_for = Some(e.info.diskseq);
 }
 
 #[cfg(test)]

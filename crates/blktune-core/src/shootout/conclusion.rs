@@ -59,27 +59,39 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
         (lo, hi) if lo == hi => format!("{lo} pairs each"),
         (lo, hi) => format!("{lo} to {hi} pairs"),
     };
-    let mut out = vec![
-        format!(
-            "{} of {} against each other configuration: {pairs},",
+    let mut out = if full {
+        vec![
+            format!(
+                "{} of {} against each other configuration: {pairs},",
+                a.metric.label(),
+                name(leader)
+            ),
+            format!(
+                "  {:.1}% intervals ({:.0}% over {} comparison{}, look {} of {}); minimum effect ±{:.0}%",
+                a.confidence * 100.0,
+                a.alpha_total * 100.0,
+                a.comparisons_in_family,
+                if a.comparisons_in_family == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                a.look,
+                a.looks,
+                a.min_effect * 100.0
+            ),
+        ]
+    } else {
+        // One line on a small screen.
+        vec![format!(
+            "{} of {} against each: {}, {:.1}% intervals, minimum ±{:.0}%",
             a.metric.label(),
-            name(leader)
-        ),
-        format!(
-            "  {:.1}% intervals ({:.0}% over {} comparison{}, look {} of {}); minimum effect ±{:.0}%",
+            name(leader),
+            pairs.trim_end_matches(" each"),
             a.confidence * 100.0,
-            a.alpha_total * 100.0,
-            a.comparisons_in_family,
-            if a.comparisons_in_family == 1 {
-                ""
-            } else {
-                "s"
-            },
-            a.look,
-            a.looks,
             a.min_effect * 100.0
-        ),
-    ];
+        )]
+    };
     let width = a
         .comparisons
         .iter()
@@ -91,7 +103,11 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
             .goal
             .as_ref()
             .map_or("no pair has the figure".to_string(), |e| {
-                e.sentence(a.min_effect)
+                if full {
+                    e.sentence(a.min_effect)
+                } else {
+                    e.brief()
+                }
             });
         out.push(format!("  {:<width$}  {said}", name(c.other)));
     }
@@ -108,9 +124,10 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
 }
 
 /// Every line of the verdict (see the module documentation); `full`:
-/// also the controls that are fine, the I/O counts of the percentiles and
-/// every figure against the closest other (`bench`; a small screen leaves
-/// them out).
+/// also the controls that are fine, the I/O counts of the percentiles,
+/// every figure against the closest other, and each answer in words
+/// (`bench`); a small screen gets each comparison and the conclusion in
+/// one line ([`crate::compare::Effect::brief`], [`super::Verdict::brief`]).
 pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
     let name = |c: usize| {
         r.configurations
@@ -173,6 +190,10 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
             }
         }
     }
-    out.push(r.verdict.headline.clone());
+    out.push(if full {
+        r.verdict.headline.clone()
+    } else {
+        r.verdict.brief.clone()
+    });
     out
 }

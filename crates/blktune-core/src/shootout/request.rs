@@ -271,14 +271,21 @@ pub(super) fn candidates(
 pub(super) fn plan_of(cfg: &Config, configs: usize) -> Plan {
     match cfg.length {
         Length::Rounds(n) => Plan::fixed(configs, n),
-        Length::Budget(b) => Plan {
+        Length::Budget(b) => {
             // A switch takes some tens of ms; a round a little over its time.
-            max_rounds: ((b.as_secs_f64() / (cfg.round_time().as_secs_f64() + 0.05)) as usize)
-                .max(2 * configs),
-            looks: compare::DEFAULT_LOOKS,
-            min_blocks: compare::DEFAULT_MIN_BLOCKS,
-            adaptive: true,
-        },
+            let max_rounds = ((b.as_secs_f64() / (cfg.round_time().as_secs_f64() + 0.05)) as usize)
+                .max(2 * configs);
+            // A look needs blocks of its own to see more than the last:
+            // a short budget looks fewer times (each look spends its share
+            // of the error rate, however little it adds).
+            let first = configs.max(1) * compare::DEFAULT_MIN_BLOCKS;
+            Plan {
+                max_rounds,
+                looks: (max_rounds / first).clamp(1, compare::DEFAULT_LOOKS),
+                min_blocks: compare::DEFAULT_MIN_BLOCKS,
+                adaptive: true,
+            }
+        }
     }
 }
 

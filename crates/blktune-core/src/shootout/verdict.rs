@@ -82,6 +82,10 @@ pub struct Verdict {
     pub effect: Option<Effect>,
     /// The conclusion in one line.
     pub headline: String,
+    /// The same, short enough for a small screen (the comparisons' lines
+    /// above it carry the numbers).
+    #[serde(default)]
+    pub brief: String,
     /// Everything else worth knowing: configurations not ranked, a win
     /// bought with the other direction, drift.
     pub notes: Vec<String>,
@@ -137,9 +141,11 @@ pub fn verdict(
         runner_up: None,
         effect: None,
         headline: format!("no winner for {figure}: nothing was measured"),
+        brief: String::new(),
         notes: too_few_notes(metric, summaries),
     };
     let Some(a) = analysis else {
+        v.brief = v.headline.clone();
         return v;
     };
     v.leader = a.leader.map(name);
@@ -226,6 +232,17 @@ pub fn verdict(
                 had.join(", ")
             )
         }
+    };
+    v.brief = match &a.outcome {
+        Outcome::Undecided { open } => format!(
+            "no winner for {figure}: {} leads, undecided against {}",
+            v.leader.clone().unwrap_or_default(),
+            open.iter().map(|&c| name(c)).collect::<Vec<_>>().join(", ")
+        ),
+        Outcome::Unreliable { .. } => {
+            format!("no winner for {figure}: UNRELIABLE, a control failed (above)")
+        }
+        _ => v.headline.clone(),
     };
     v.notes.extend(a.drift.iter().map(|d| {
         format!(

@@ -33,21 +33,11 @@ use crate::os::{DeviceName, SysRoot};
 use std::io;
 use std::time::Duration;
 
-/// Resolve user input to a whole device, with the errors the CLI shows.
+/// Resolve user input to a whole device, with the errors the CLI shows:
+/// a kernel name, `/dev/NAME`, `/dev/mapper/NAME`, `MAJ:MIN`, and on the
+/// live machine any link under /dev ([`crate::devname::resolve`]).
 pub fn resolve(root: &SysRoot, name: &str) -> Result<DeviceName, TuneError> {
-    if let Some(d) = root.device(name) {
-        return Ok(d);
-    }
-    if let Some(parent) = root.parent_of_partition(name) {
-        return Err(TuneError::Partition {
-            name: name.into(),
-            parent: parent.to_string(),
-        });
-    }
-    Err(TuneError::UnknownDevice {
-        name: name.chars().take(64).collect(),
-        sysfs: root.sysfs().display().to_string(),
-    })
+    crate::devname::resolve(root, &crate::devname::no_links, name).map(|r| r.dev)
 }
 
 /// Applies changes to one [`SysRoot`], journalling originals.

@@ -22,6 +22,7 @@ pub use report::render_text;
 
 use super::UdevDb;
 use crate::device::BlockDevice;
+use crate::kernel_hz::KernelHz;
 use crate::os::SysRoot;
 use serde::Serialize;
 
@@ -34,6 +35,10 @@ pub struct CheckReport {
     pub rules: usize,
     /// Lines udev would ignore, and why.
     pub ignored: Vec<Ignored>,
+    /// Lines that write queue attributes but match no device of this
+    /// machine (a disk that is not here, an id whose form changed), and why:
+    /// their settings will not happen here.
+    pub idle: Vec<Ignored>,
     /// One entry per block device of this machine.
     pub devices: Vec<DeviceCheck>,
 }
@@ -153,7 +158,7 @@ impl CheckReport {
         all.sort();
         all.dedup();
         let more = actions().map(|a| a.problems_more).max().unwrap_or(0);
-        self.ignored.len() + all.len() + more
+        self.ignored.len() + self.idle.len() + all.len() + more
     }
 
     /// Were problems left uncounted ([`MAX_SHOWN`])?
@@ -218,6 +223,141 @@ fn partition_problems(
     (found, more)
 }
 
+/// The match keys that name one device (an id), as udev rules spell them.
+const ID_KEYS: &[&str] = &[
+    "ENV{ID_WWN_WITH_EXTENSION}",
+    "ENV{ID_WWN}",
+    "ENV{ID_SERIAL}",
+    "ENV{ID_SERIAL_SHORT}",
+    "ENV{DM_UUID}",
+    "ENV{DM_NAME}",
+    "ENV{MD_UUID}",
+    "ATTRS{wwid}",
+    "ATTR{wwid}",
+    "ATTRS{serial}",
+    "ATTR{serial}",
+    "ATTR{nguid}",
+    "ATTR{eui}",
+    "ATTR{dm/uuid}",
+    "ATTR{dm/name}",
+    "ATTR{md/uuid}",
+];
+
+/// The lines of `rules` that write a queue attribute but neither match nor
+/// may match any device of `devices`' checks: they will set nothing here.
+/// Unknown when a device's matching lines were cut ([`MAX_SHOWN`]): none.
+fn idle_lines(rules: &[Rule], checked: &[DeviceCheck], devices: &[BlockDevice]) -> Vec<Ignored> {
+    let actions = || checked.iter().flat_map(|d| &d.actions);
+    if actions().any(|a| a.lines_more > 0) {
+        return Vec::new();
+    }
+    let reached: std::collections::BTreeSet<usize> = actions()
+        .flat_map(|a| a.lines.iter().map(|l| l.line))
+        .collect();
+    rules
+        .iter()
+        .filter(|r| r.invalid.is_none() && !reached.contains(&r.line))
+        .filter_map(|r| {
+            let writes: Vec<String> = (r.tokens.iter())
+                .filter(|t| !t.op.is_match() && t.key == "ATTR")
+                .filter_map(|t| {
+                    let a = t.attr.as_deref()?;
+                    a.starts_with("queue/")
+                        .then(|| format!("{}={}", a.trim_start_matches("queue/"), t.value))
+                })
+                .collect();
+            if writes.is_empty() {
+                return None;
+            }
+            let id = (r.tokens.iter())
+                .filter(|t| t.op == Op::Match)
+                .find(|t| ID_KEYS.contains(&key_text(t).as_str()));
+            let why = match id {
+                Some(t) => format!(
+                    "no device here has {}: {} will not be set{}",
+                    t.display(),
+                    writes.join(" "),
+                    id_hint(t, devices)
+                ),
+                None => format!(
+                    "matches no device of this machine: {} will not be set",
+                    writes.join(" ")
+                ),
+            };
+            Some(Ignored { line: r.line, why })
+        })
+        .collect()
+}
+
+/// `ATTRS{wwid}`: a token's key as written.
+fn key_text(t: &Token) -> String {
+    match &t.attr {
+        Some(a) => format!("{}{{{a}}}", t.key),
+        None => t.key.clone(),
+    }
+}
+
+/// For a sysfs `wwid` match no device has: the device whose wwid names the
+/// same disk in another form (`t10.ATA     KINGSTON SH103S3240G  50026B72...`
+/// on Linux 4.16 is `naa.50026b72...` on 6.17), if one does.
+fn id_hint(t: &Token, devices: &[BlockDevice]) -> String {
+    if t.attr.as_deref() != Some("wwid") {
+        return String::new();
+    }
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let wanted = squash(&t.value);
+    let same = devices.iter().find(|d| {
+        d.wwid.as_deref().is_some_and(|w| {
+            let id = squash(w.split_once('.').map_or(w, |(_, id)| id));
+            id.len() >= 8 && (wanted.contains(&id) || id.contains(&wanted))
+        })
+    });
+    match same {
+        Some(d) => format!(
+            " ({} has wwid '{}': the sysfs wwid's form changes across kernels; ENV{{ID_WWN}} or ENV{{ID_SERIAL}} do not)",
+            d.name,
+            d.wwid.as_deref().unwrap_or_default()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Writes of a tunable's kernel default after a scheduler switch in the same
+/// event: the switch sets every tunable to its default (kernel
+/// `block/elevator.c`), so the write changes nothing. `hz` gives the
+/// defaults of the jiffies-valued ones.
+fn default_writes(a: &ActionCheck, hz: &KernelHz) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut switch: Option<(usize, String)> = None;
+    for l in a.lines.iter().filter(|l| l.status == Status::Match) {
+        for w in &l.sets {
+            if w.attr == "queue/scheduler" {
+                switch = Some((l.line, w.value.trim().to_owned()));
+                continue;
+            }
+            let Some(name) = w.attr.strip_prefix("queue/iosched/") else {
+                continue;
+            };
+            let Some((at, sched)) = &switch else { continue };
+            let of_it = crate::sched::tunable(name).is_some_and(|t| t.scheduler == sched);
+            if of_it && hz.is_default(name, &w.value) {
+                out.push(format!(
+                    "line {} writes {}={}, the kernel's default under {sched}, which the switch on line {at} sets anyway: the write changes nothing",
+                    l.line,
+                    w.attr.trim_start_matches("queue/"),
+                    w.value.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Check `text` (the content of `file`) against `devices`.
 pub fn check(
     text: &str,
@@ -226,6 +366,7 @@ pub fn check(
     db: &UdevDb,
     devices: &[BlockDevice],
 ) -> CheckReport {
+    let hz = KernelHz::read(root, devices);
     let rules = parse_rules(text);
     let ignored = rules
         .iter()
@@ -236,7 +377,8 @@ pub fn check(
             })
         })
         .collect();
-    let devices = devices
+    let all_devices = devices;
+    let devices: Vec<DeviceCheck> = devices
         .iter()
         .filter(|d| !is_unattached_loop(d))
         .filter_map(|d| {
@@ -250,6 +392,9 @@ pub fn check(
                 .iter()
                 .map(|a| {
                     let mut c = eval::evaluate(&rules, root, &dev, d, props.as_ref(), a);
+                    for p in default_writes(&c, &hz) {
+                        push_capped(&mut c.problems, &mut c.problems_more, p);
+                    }
                     for p in &parts {
                         let (found, more) = partition_problems(&rules, root, db, &dev, p, a);
                         c.problems_more += more;
@@ -268,10 +413,12 @@ pub fn check(
             })
         })
         .collect();
+    let idle = idle_lines(&rules, &devices, all_devices);
     CheckReport {
         file: file.into(),
         rules: rules.len(),
         ignored,
+        idle,
         devices,
     }
 }
@@ -322,7 +469,15 @@ mod fleet_tests {
             host_devices: host,
             ..RenderOptions::new("h")
         };
-        let r = render(&[ExportItem::live(loop0, Default::default())], &opts).unwrap();
+        let r = render(
+            &[ExportItem::live(
+                loop0,
+                Default::default(),
+                &crate::kernel_hz::KernelHz::unknown(),
+            )],
+            &opts,
+        )
+        .unwrap();
         let w: Vec<&String> = r
             .warnings
             .iter()

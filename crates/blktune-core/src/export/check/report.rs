@@ -16,6 +16,9 @@ pub fn render_text(r: &CheckReport) -> String {
     for i in &r.ignored {
         let _ = writeln!(out, "  line {}: udev ignores this line: {}", i.line, i.why);
     }
+    for i in &r.idle {
+        let _ = writeln!(out, "  line {}: {}", i.line, i.why);
+    }
     let untouched: Vec<&str> = r
         .devices
         .iter()

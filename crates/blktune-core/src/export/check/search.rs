@@ -152,6 +152,13 @@ pub fn check_search_path(
                 i.line, i.why
             ));
         }
+        // A line of blktune's own file that sets nothing here is a problem;
+        // a distribution's rule for hardware this host lacks is not.
+        if blktune {
+            for i in &r.idle {
+                file_problems.push(format!("{shown} line {}: {}", i.line, i.why));
+            }
+        }
         for d in &r.devices {
             let Some(change) = d.actions.iter().find(|a| a.action == ACTIONS[1]) else {
                 continue;
