@@ -92,7 +92,7 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "scratch")]
     pub export: bool,
 
-    /// With --export: write the rule to FILE instead of the default path.
+    /// With --export: write the rule to FILE instead of the default path (`-`: standard output).
     #[arg(long, value_name = "FILE", requires = "export")]
     pub export_output: Option<PathBuf>,
 

@@ -4,6 +4,7 @@
 use super::common::{SettingsArgs, cli_error};
 use super::{Global, Out, UsageError};
 use anyhow::Context;
+use blktune_core::atomic_file::is_stdio;
 use blktune_core::device::{self, BlockDevice};
 use blktune_core::export::{self, ExportItem, Format, MatchStrategy, RenderOptions, UdevDb};
 use blktune_core::host::HostInfo;
@@ -60,7 +61,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub settings: SettingsArgs,
 
-    /// Write to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically) instead of standard output (`-`: standard output).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -77,7 +78,7 @@ pub struct ExportArgs {
     /// Without FILE: every rules file of udev's search path (/etc, /run,
     /// /usr/lib, /lib udev/rules.d, in udev's order), naming the later files
     /// that undo blktune's settings, and tuned if it overrides them.
-    /// Exit code 3 when it finds problems (a line udev ignores, nr_requests or
+    /// `-` reads standard input. Exit code 3 when it finds problems (a line udev ignores, nr_requests or
     /// a tunable written before a scheduler switch, a rule that also hits
     /// partitions, a later file undoing blktune's rule), 1 when the file cannot be read.
     #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with_all = ["devices", "strategy", "scheduler", "nr_requests", "read_ahead_kb", "tunables", "output", "format"])]
@@ -164,19 +165,21 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         let env = db.properties(d.major, d.minor);
         items.push(ExportItem::new(d, settings, env));
     }
+    // `-` is standard output, the same as no -o.
+    let output = a.output.clone().filter(|p| !is_stdio(p));
     let opts = RenderOptions {
         strategy: a.strategy,
         format: a.format,
         host: HostInfo::read(&root).hostname,
         version: env!("CARGO_PKG_VERSION").into(),
         generated: Some(generated_at()),
-        output: a.output.clone(),
+        output: output.clone(),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
         tuned_include: export::check::search::active_tuned_profile(&a.tuned_dir()),
     };
     let r = export::render(&items, &opts).map_err(cli_error)?;
-    if let (Some(path), Format::Udev) = (&a.output, a.format)
+    if let (Some(path), Format::Udev) = (&output, a.format)
         && r.uses_udev_env
         && !export::sorts_after_persistent_storage(path)
     {
@@ -188,7 +191,7 @@ pub fn run(g: &Global, a: &ExportArgs, out: &mut Out) -> anyhow::Result<i32> {
         .into());
     }
     print_warnings(&notes);
-    let Some(path) = &a.output else {
+    let Some(path) = &output else {
         print_warnings(&r.warnings);
         out.text(&r.text)?;
         return Ok(0);
@@ -310,6 +313,15 @@ fn run_check_search_path(
     })
 }
 
+/// How a path given for reading is named in messages (`-` is standard input).
+fn shown_name(file: &std::path::Path) -> String {
+    if is_stdio(file) {
+        "standard input".into()
+    } else {
+        file.display().to_string()
+    }
+}
+
 /// Run `blktune export --check FILE`.
 fn run_check(
     root: &blktune_core::os::SysRoot,
@@ -318,13 +330,18 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    // The user's file, maybe a pipe (`--check /dev/stdin`): read as it comes.
-    let text = std::fs::File::open(file)
-        .and_then(|f| blktune_core::text::read_capped_from(f, export::check::MAX_RULES_FILE))
-        .with_context(|| format!("cannot read {}", file.display()))?;
+    // The user's file, maybe a pipe (`-`, `/dev/stdin`): read as it comes.
+    let read = if is_stdio(file) {
+        blktune_core::text::read_capped_from(std::io::stdin().lock(), export::check::MAX_RULES_FILE)
+    } else {
+        std::fs::File::open(file)
+            .and_then(|f| blktune_core::text::read_capped_from(f, export::check::MAX_RULES_FILE))
+    };
+    let name = shown_name(file);
+    let text = read.with_context(|| format!("cannot read {name}"))?;
     let devices = device::discover(root)
         .with_context(|| format!("cannot list {}/block", root.sysfs().display()))?;
-    let report = export::check::check(&text, &file.display().to_string(), root, db, &devices);
+    let report = export::check::check(&text, &name, root, db, &devices);
     if json {
         out.line(&serde_json::to_string_pretty(&report)?)?;
     } else {

@@ -4,6 +4,7 @@ use super::common::{QueueJson, lost_note, shown_by_default};
 use super::metrics;
 use super::{Global, Out, UsageError};
 use anyhow::Context;
+use blktune_core::atomic_file::is_stdio;
 use blktune_core::device::{self, BlockDevice, human_size};
 use blktune_core::export::{StableIds, UdevDb, scan_by_id};
 use blktune_core::os::SysRoot;
@@ -37,8 +38,8 @@ pub struct ListArgs {
     pub format: Option<ListFormat>,
 
     /// With --format openmetrics: write FILE atomically (for the textfile
-    /// collector's directory) instead of standard output. Only a regular file
-    /// is replaced.
+    /// collector's directory) instead of standard output (`-`: standard
+    /// output). Only a regular file is replaced.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -53,8 +54,9 @@ pub struct ListArgs {
     pub udev_db: Option<PathBuf>,
 
     /// With --format openmetrics (root): also trace every I/O for DUR (1s,
-    /// 10s; at most 1min) and write each device's read and write latency
-    /// histogram of that window (blktune_io_latency_seconds).
+    /// 10s; at most 1min) and write each device's I/O count, mean and
+    /// percentiles of that window as gauges (blktune_io_window_*; for
+    /// cumulative histograms run `blktune exporter`).
     #[arg(long, value_name = "DUR", value_parser = parse_latency_window)]
     pub latency: Option<std::time::Duration>,
 }
@@ -70,56 +72,9 @@ fn parse_latency_window(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
-/// Upper bounds (seconds) of the OpenMetrics latency buckets: few enough
-/// for a fleet's time series, fine enough to see a p99 move from 12 to 1.2 ms.
-const LATENCY_BOUNDS: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0,
-];
-
-/// One device's histogram of one direction, re-bucketed for OpenMetrics: a
-/// kernel slot (1.6% wide) counts under the first bound its upper edge fits.
-fn openmetrics_histogram(
-    device: &str,
-    op: &'static str,
-    h: &blktune_core::latency::hist::Hist,
-) -> metrics::LatencyHistogram {
-    use blktune_core::latency::hist::slot_bounds;
-    let mut per = [0u64; LATENCY_BOUNDS.len()];
-    for (slot, &n) in h.slots().iter().enumerate().filter(|(_, n)| **n > 0) {
-        let hi = slot_bounds(slot)
-            .1
-            .map_or(f64::INFINITY, |ns| ns as f64 / 1e9);
-        if let Some(i) = LATENCY_BOUNDS.iter().position(|&le| hi <= le) {
-            per[i] += n;
-        }
-    }
-    let mut cum = 0;
-    let buckets = LATENCY_BOUNDS
-        .iter()
-        .zip(per)
-        .map(|(&le, n)| {
-            cum += n;
-            (le, cum)
-        })
-        .collect();
-    metrics::LatencyHistogram {
-        device: device.to_string(),
-        op,
-        buckets,
-        count: h.count(),
-        sum_seconds: h.sum_ns() as f64 / 1e9,
-    }
-}
-
-/// Trace every I/O for `window` and return each shown device's histograms;
-/// none (one line on stderr saying why) when the kernel cannot be traced.
-fn trace_window(
-    g: &Global,
-    devices: &[&BlockDevice],
-    window: std::time::Duration,
-) -> Vec<metrics::LatencyHistogram> {
-    use blktune_core::latency::{DevId, Dir, Span};
+/// Trace every I/O for `window` and return what the kernel saw in it;
+/// `None` (one line on stderr saying why) when the kernel cannot be traced.
+fn trace_window(g: &Global, window: std::time::Duration) -> Option<metrics::Window> {
     use blktune_core::traced::{LatencyReads, TraceNote};
     let say = |what: &str| {
         let _ = writeln!(
@@ -131,7 +86,7 @@ fn trace_window(
     let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
     if let Some(why) = latency.unavailable() {
         say(&format!("no latency histograms: {why}"));
-        return Vec::new();
+        return None;
     }
     latency.baseline();
     std::thread::sleep(window);
@@ -144,28 +99,14 @@ fn trace_window(
             TraceNote::Stopped(why) => say(&format!("no latency histograms: {why}")),
         }
     }
-    let Some(interval) = interval else {
-        return Vec::new();
-    };
+    let interval = interval?;
     if let Some(note) = lost_note(interval.lost) {
         let _ = writeln!(std::io::stderr(), "blktune: {note}");
     }
-    let mut out = Vec::new();
-    for d in devices {
-        let id = DevId {
-            major: d.major,
-            minor: d.minor,
-        };
-        let dev = interval.device(id, d.diskseq);
-        for (dir, op) in [(Dir::Read, "read"), (Dir::Write, "write")] {
-            let empty = blktune_core::latency::hist::Hist::empty();
-            let h = dev
-                .and_then(|x| x.hists.get(&(Span::Total, dir)))
-                .unwrap_or(&empty);
-            out.push(openmetrics_histogram(&d.name, op, h));
-        }
-    }
-    out
+    Some(metrics::Window {
+        interval,
+        length: window,
+    })
 }
 
 impl ListArgs {
@@ -502,17 +443,17 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .iter()
                 .map(|d| (d.name.clone(), db.properties(d.major, d.minor)))
                 .collect();
-            let latency = match a.latency {
-                Some(w) => trace_window(g, &shown, w),
-                None => Vec::new(),
-            };
-            let text = metrics::render(&metrics::Snapshot {
-                devices: &shown,
-                ids: &ids,
-                udev_env: &env,
-                latency: &latency,
-            });
-            match &a.output {
+            let window = a.latency.and_then(|w| trace_window(g, w));
+            let text = metrics::render(
+                &blktune_core::metrics::queue::QueueSnapshot {
+                    devices: &shown,
+                    ids: &ids,
+                    udev_env: &env,
+                },
+                window.as_ref(),
+            );
+            // `-` is standard output, the same as no -o.
+            match a.output.as_deref().filter(|p| !is_stdio(p)) {
                 Some(path) => metrics::write_atomically(path, &text)?,
                 None => out.text(&text)?,
             }

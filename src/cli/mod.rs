@@ -6,6 +6,7 @@ mod common;
 mod completions;
 mod demo;
 mod export;
+mod exporter;
 mod list;
 mod man;
 mod metrics;
@@ -215,6 +216,12 @@ pub enum Command {
     )]
     Demo(demo::DemoArgs),
 
+    /// Serve Prometheus metrics over HTTP: queue settings and the kernel's per-I/O latency histograms.
+    #[command(
+        after_help = "Examples:\n  sudo blktune exporter                              http://127.0.0.1:10215/metrics\n  sudo blktune exporter --listen 0.0.0.0:10215       every address (firewall it)\n  sudo blktune exporter --buckets-per-octave 16      finer histogram_quantile, more series\n\nThe histograms count from the exporter's start (cumulative: use rate()). Without root\n(or with --no-bpf) only the settings are served, and blktune_latency_tracing is 0."
+    )]
+    Exporter(exporter::ExporterArgs),
+
     /// Print the manual page (roff), or write every page into a directory.
     #[command(
         after_help = "Examples:\n  blktune man | man -l -\n  blktune man export | man -l -\n  blktune man --dir /tmp/man1"
@@ -284,6 +291,7 @@ pub fn run(mut args: Args) -> i32 {
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),
         Some(Command::Bench(a)) => bench::run(&args.global, &a, &mut out),
         Some(Command::Demo(a)) => demo::run(&args.global, &a),
+        Some(Command::Exporter(a)) => exporter::run(&args.global, &a, &mut out),
         Some(Command::Man(a)) => man::run(&a, &mut out),
         Some(Command::Completions(a)) => completions::run(&a, &mut out),
         None => crate::tui::run(&args.tui.options(&args.global)).map_err(tui_error),

@@ -372,6 +372,7 @@ fn parse_count(s: &str) -> Result<u64, String> {
 
 /// Run `blktune watch`.
 pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let interrupt = Interrupt::catch()?;
     let root = g.root();
     // Only the named devices, and only the settings a row shows; the
     // kernel's percentiles where the output shows them.
@@ -415,9 +416,8 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
     let mut buf: Vec<u8> = Vec::new();
     while a.count.is_none_or(|c| n < c) {
         // Sleep to absolute deadlines so intervals do not drift.
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
+        if interrupt.sleep_until(next) {
+            break;
         }
         next += a.interval;
         let TracedTick {
@@ -553,7 +553,68 @@ pub fn run(g: &Global, a: &WatchArgs, out: &mut Out) -> anyhow::Result<i32> {
         out.text(std::str::from_utf8(&buf)?)?;
         n += 1;
     }
+    if interrupt.came() {
+        interrupt.die();
+        // Only if the signal could not be raised again.
+        return Ok(130);
+    }
     Ok(0)
+}
+
+/// SIGINT (Ctrl-C, `kill -INT`) stops `watch` as it stops iostat, also
+/// when `watch` was started with SIGINT ignored (a script's `watch &`:
+/// shells start background jobs so, and the kernel keeps "ignored" across
+/// exec). It is caught, so it ends `watch` between two intervals, never
+/// inside one's lines, and `watch` then dies of it, as an interrupted
+/// command does (a shell sees status 130).
+struct Interrupt {
+    came: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Written to by the handler: wakes a sleep at once.
+    wake: std::os::unix::net::UnixStream,
+}
+
+impl Interrupt {
+    /// Catch SIGINT from now on, whatever the process inherited.
+    fn catch() -> anyhow::Result<Self> {
+        use signal_hook::consts::SIGINT;
+        let (wake, poke) = std::os::unix::net::UnixStream::pair()?;
+        wake.set_nonblocking(true)?;
+        poke.set_nonblocking(true)?;
+        let came = std::sync::Arc::default();
+        signal_hook::flag::register(SIGINT, std::sync::Arc::clone(&came))
+            .and_then(|_| signal_hook::low_level::pipe::register(SIGINT, poke))
+            .context("cannot install the signal handler")?;
+        Ok(Self { came, wake })
+    }
+
+    /// Has SIGINT come?
+    fn came(&self) -> bool {
+        self.came.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Sleep until `deadline`, or until SIGINT comes: `true` if it came.
+    fn sleep_until(&self, deadline: Instant) -> bool {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.came() || left.is_zero() {
+                return self.came();
+            }
+            let mut fds = [PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
+            // The wait is cut short by the poke (or by any signal: EINTR).
+            let _ = poll(
+                &mut fds,
+                PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX),
+            );
+        }
+    }
+
+    /// Die of SIGINT (its default action), as an interrupted command does.
+    fn die(&self) {
+        let _ = std::io::stdout().flush();
+        let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGINT);
+    }
 }
 
 #[cfg(test)]

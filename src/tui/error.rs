@@ -34,6 +34,12 @@ pub enum TuiError {
     /// Drawing or reading the terminal failed (it may be gone).
     #[error(transparent)]
     Terminal(Box<dyn std::error::Error + Send + Sync>),
+    /// The event loop's waits kept ending at once with nothing to do: it
+    /// stopped instead of spinning.
+    #[error(
+        "the screen's loop made no progress ({rounds} rounds in a row that waited for nothing)"
+    )]
+    NoProgress { rounds: u32 },
     /// The worker thread ended without being asked (a panic): stop rather
     /// than show stale figures.
     #[error("the sampler thread stopped unexpectedly")]

@@ -4,27 +4,27 @@
 //! It is generic over ratatui's [`Backend`] and over where key presses come
 //! from ([`Input`]), so a test drives this very loop on a `TestBackend`
 //! with scripted keys and a scripted feed (`tests/tui/event_loop.rs`). The real
-//! terminal's side (raw mode, signals, a pty that hangs up) is
-//! [`TerminalInput`] and [`RestoreGuard`].
+//! terminal's side (raw mode, signals, a pty that hangs up, the watchdog,
+//! and this loop on it) is [`super::terminal`].
+//!
+//! Every round is bounded: at most [`MAX_FEEDS_PER_ROUND`] messages, one
+//! read of the terminal, one draw; and a loop whose waits keep ending at
+//! once with nothing to do ([`NO_PROGRESS_ROUNDS`] in a row) ends with
+//! [`TuiError::NoProgress`] instead of spinning.
 
 use super::TuiError;
 use super::app::{App, Overlay};
 use super::render;
-use super::wake::WakeFd;
 use super::worker::protocol::{ControlSink, Feed};
-use crossterm::event::{self, Event};
+use crossterm::event::Event;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
-use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Longest wait for input, so signals and feed messages are seen quickly
-/// where nothing wakes the loop for them (tests; crossterm reading
-/// /dev/tty).
+/// where nothing wakes the loop for them (tests; no waker could be made).
 pub const POLL: Duration = Duration::from_millis(100);
 
 /// Longest wait where the worker and the signals wake the loop
@@ -40,6 +40,17 @@ pub const FIRST_POLL: Duration = Duration::from_millis(5);
 /// at that rate for ever).
 const FIRST_POLL_FOR: Duration = Duration::from_secs(2);
 
+/// Rounds in a row whose wait ended early with nothing to do (no key, no
+/// message, no signal) before the loop is taken for spinning: a wait that
+/// ends at once for ever (a terminal whose reads fail without saying so, a
+/// waker that stays ready). A healthy loop has one such round after a poke
+/// whose message it had already taken.
+pub const NO_PROGRESS_ROUNDS: u32 = 1000;
+
+/// The most messages of the worker taken in one round before the loop
+/// draws and reads keys: a worker that sends without end cannot starve them.
+pub const MAX_FEEDS_PER_ROUND: usize = 4096;
+
 /// Where the loop's events come from: the terminal, or a script in tests.
 pub trait Input {
     /// Must the session end now (a signal arrived)? Checked every round.
@@ -47,8 +58,9 @@ pub trait Input {
         false
     }
 
-    /// Wait up to `timeout` for input: every event waiting now (maybe
-    /// none), or `None` when the terminal went away and the session ends.
+    /// Wait up to `timeout` for input: the events of one read (maybe none;
+    /// a bounded batch, the rest comes at the next), or `None` when the
+    /// terminal went away and the session ends.
     fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError>;
 
     /// How long the loop may wait when it has nothing to do: [`POLL`], or
@@ -56,154 +68,10 @@ pub trait Input {
     fn idle_wait(&self) -> Duration {
         POLL
     }
-}
 
-/// Puts the terminal back when dropped, whatever happened.
-#[derive(Debug)]
-pub struct RestoreGuard;
-
-impl Drop for RestoreGuard {
-    fn drop(&mut self) {
-        // The terminal may be gone (SIGHUP): nothing useful to do on error.
-        let _ = crossterm::execute!(std::io::stdout(), crossterm::cursor::Show);
-        let _ = ratatui::try_restore();
-    }
-}
-
-/// Flags set by signal handlers, checked by the event loop.
-#[derive(Debug, Clone, Default)]
-pub struct Signals {
-    pub term: Arc<AtomicBool>,
-}
-
-impl Signals {
-    /// Register SIGTERM, SIGHUP and SIGINT.
-    pub fn register() -> std::io::Result<Self> {
-        let s = Self::default();
-        for sig in [
-            signal_hook::consts::SIGTERM,
-            signal_hook::consts::SIGHUP,
-            signal_hook::consts::SIGINT,
-        ] {
-            signal_hook::flag::register(sig, Arc::clone(&s.term))?;
-        }
-        Ok(s)
-    }
-
-    /// Did a signal (or a hang-up) end the session?
-    pub fn raised(&self) -> bool {
-        self.term.load(Ordering::Relaxed)
-    }
-}
-
-/// What waiting on the terminal found.
-enum Ready {
-    None,
-    Some,
-    HangUp,
-}
-
-/// Wait up to `timeout` for input on stdin or a poke on `wake`, noticing a
-/// hang-up (the pty's other end closed), which crossterm's reader does not.
-/// The flag: `wake` is broken (closed), and must not be waited on again.
-fn wait_for_stdin(timeout: Duration, wake: Option<&WakeFd>) -> (Ready, bool) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut fds = vec![PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    if let Some(w) = wake {
-        fds.push(PollFd::new(w.as_fd(), PollFlags::POLLIN));
-    }
-    let t = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::ZERO);
-    let n = poll(&mut fds, t);
-    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
-    let mut broken = false;
-    if let Some(w) = wake
-        && let Some(r) = fds[1].revents()
-    {
-        // A closed waker would wake every wait at once, for ever.
-        broken = r.intersects(gone);
-        if r.contains(PollFlags::POLLIN) {
-            w.drain();
-        }
-    }
-    let ready = match n {
-        Ok(0) => Ready::None,
-        Ok(_) => match fds[0].revents() {
-            Some(r) if r.intersects(gone) => Ready::HangUp,
-            Some(r) if r.contains(PollFlags::POLLIN) => Ready::Some,
-            _ => Ready::None,
-        },
-        // EINTR (a signal): look at the flags, then wait again.
-        Err(_) => Ready::None,
-    };
-    (ready, broken)
-}
-
-/// The real terminal's input through crossterm, with the signal flags.
-#[derive(Debug)]
-pub struct TerminalInput {
-    signals: Signals,
-    stdin_tty: bool,
-    /// Poked by the worker and the signals ([`super::wake`]).
-    wake: Option<WakeFd>,
-}
-
-impl TerminalInput {
-    /// Input of the terminal the TUI runs in; `signals` end the session;
-    /// `wake` wakes a wait for it.
-    pub fn new(signals: Signals, wake: Option<WakeFd>) -> Self {
-        Self {
-            signals,
-            stdin_tty: std::io::stdin().is_terminal(),
-            wake,
-        }
-    }
-}
-
-impl Input for TerminalInput {
-    fn stopped(&self) -> bool {
-        self.signals.raised()
-    }
-
-    fn idle_wait(&self) -> Duration {
-        if self.stdin_tty && self.wake.is_some() {
-            WOKEN_POLL
-        } else {
-            POLL
-        }
-    }
-
-    fn read(&mut self, timeout: Duration) -> Result<Option<Vec<Event>>, TuiError> {
-        let ready = if self.stdin_tty {
-            let (ready, broken) = wait_for_stdin(timeout, self.wake.as_ref());
-            if broken {
-                self.wake = None;
-            }
-            match ready {
-                // crossterm may hold events it already read from the fd.
-                Ready::None | Ready::Some => event::poll(Duration::ZERO)?,
-                // The terminal went away (SSH dropped, pty closed): stop now.
-                // crossterm's reader would spin on the end of file. The flag
-                // tells the caller that drawing errors are no news.
-                Ready::HangUp => {
-                    self.signals.term.store(true, Ordering::Relaxed);
-                    return Ok(None);
-                }
-            }
-        } else {
-            // crossterm reads /dev/tty then; let it wait.
-            event::poll(timeout)?
-        };
-        // Take every event that is waiting; the loop draws once after them.
-        let mut events = Vec::new();
-        let mut ready = ready;
-        while ready {
-            events.push(event::read()?);
-            ready = event::poll(Duration::ZERO)?;
-        }
-        Ok(Some(events))
-    }
+    /// Called once a round, before the wait: the real terminal tells its
+    /// watchdog the loop is alive and what the session changed.
+    fn on_round(&mut self, _app: &App) {}
 }
 
 /// Rows of the device table at this terminal size (the page of PgUp and
@@ -247,15 +115,18 @@ where
 {
     let term_err = |e: B::Error| TuiError::Terminal(Box::new(e));
     let mut dirty = true;
-    let started = std::time::Instant::now();
+    let started = Instant::now();
+    let mut idle_rounds = 0u32;
     loop {
         if input.stopped() {
             return Ok(());
         }
         let mut keys_first = true;
-        loop {
+        let mut fed = 0;
+        while fed < MAX_FEEDS_PER_ROUND {
             match feed.try_recv() {
                 Ok(f) => {
+                    fed += 1;
                     // Keys already typed were typed at the screen on display:
                     // they act before a feed can change it (the first rates
                     // move an untouched selection to the busiest row), so a
@@ -298,9 +169,22 @@ where
         } else {
             input.idle_wait()
         };
+        input.on_round(app);
+        let asked = Instant::now();
         let Some(events) = input.read(wait)? else {
             return Ok(());
         };
+        // Ended well before its time with nothing: no progress this round.
+        if fed == 0 && events.is_empty() && asked.elapsed() < wait / 2 {
+            idle_rounds += 1;
+            if idle_rounds >= NO_PROGRESS_ROUNDS {
+                return Err(TuiError::NoProgress {
+                    rounds: idle_rounds,
+                });
+            }
+        } else {
+            idle_rounds = 0;
+        }
         dirty |= events
             .iter()
             .any(|e| matches!(e, Event::Key(_) | Event::Resize(..)));
@@ -325,25 +209,4 @@ fn on_events(app: &mut App, events: Vec<Event>, ctl: &impl ControlSink) -> bool 
         }
     }
     false
-}
-
-/// [`run_loop`] on the real terminal, with the signal flags.
-pub fn event_loop<B: Backend>(
-    term: &mut Terminal<B>,
-    app: &mut App,
-    feed: &Receiver<Feed>,
-    ctl: &impl ControlSink,
-    signals: &Signals,
-    wake: Option<WakeFd>,
-) -> Result<(), TuiError>
-where
-    B::Error: Send + Sync + 'static,
-{
-    run_loop(
-        term,
-        app,
-        &mut TerminalInput::new(signals.clone(), wake),
-        feed,
-        ctl,
-    )
 }

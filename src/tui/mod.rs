@@ -5,10 +5,13 @@
 //! samples and applies changes; the main thread only receives
 //! [`worker::protocol::Feed`] messages, updates the [`app::App`], draws,
 //! maps keys to actions ([`command`]) and hands the app's
-//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop).
+//! [`worker::protocol::Control`]s back, in the [`event_loop`](mod@event_loop)
+//! ([`terminal::event_loop`] on the real terminal).
 //! The terminal is restored on every way out: quit, error, panic (ratatui's
-//! hook), SIGTERM, SIGHUP and SIGINT. The CLI starts it with [`Options`];
-//! errors are [`TuiError`].
+//! hook), every terminating signal ([`signals::TERMINATING`]), a terminal
+//! that went away, and a loop that stopped making progress
+//! ([`terminal::watchdog`]); `--revert-on-exit` is honoured on each of them.
+//! The CLI starts it with [`Options`]; errors are [`TuiError`].
 
 pub mod app;
 pub mod command;
@@ -17,14 +20,17 @@ mod error;
 pub mod event_loop;
 pub mod render;
 pub mod replay;
+pub mod signals;
 pub mod status;
 mod summary;
+pub mod terminal;
 pub mod wake;
 pub mod worker;
 
 pub use error::TuiError;
-pub use event_loop::{RestoreGuard, Signals, event_loop};
+pub use signals::Signals;
 pub use summary::{roots_args, write_summary};
+pub use terminal::{RestoreGuard, event_loop};
 
 use app::{App, Config};
 use blktune_core::host::HostInfo;
@@ -33,10 +39,12 @@ use blktune_core::os::SysRoot;
 use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
 use std::io::Write;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
+use terminal::TerminalInput;
+use terminal::watchdog::{self, Pulse, Watchdog, Watched};
 use worker::live::LiveSource;
-use worker::protocol::{FeedTx, Shared};
+use worker::protocol::{FEED_BOUND, FeedTx, Shared};
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =
@@ -126,9 +134,9 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     }
     setup(&mut app);
     let signals = Signals::register().map_err(TuiError::Signals)?;
-    let (feed_tx, feed_rx) = mpsc::channel();
+    let (feed_tx, feed_rx) = mpsc::sync_channel(FEED_BOUND);
     let (waker, wake_fd) = wake::for_loop().unzip();
-    let feed_tx = FeedTx::new(feed_tx, waker);
+    let feed_tx = FeedTx::bounded(feed_tx, waker.clone());
     let (ctl_tx, ctl_rx) = mpsc::channel();
     // The probe starts when the app names the selected device; read-only
     // mode allows it (it only reads).
@@ -140,31 +148,77 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
             what: "sampler",
             source,
         })?;
+    // What --revert-on-exit puts back: by the main thread at the end, or by
+    // the watchdog when the main thread is stuck.
+    let revert = (a.revert_on_exit && read_only.is_none())
+        .then(|| Arc::new(Tuner::new(root.clone(), Some(journal.clone()))));
+    let pulse = Arc::new(Pulse::default());
 
-    let result = {
+    let (result, (report, failures), code, _dog) = {
         // Never dropped: ratatui's Drop would eprintln! an error about the
         // cursor when the terminal is gone (SIGHUP), and eprintln! panics on
         // a dead stderr. The guard restores the terminal instead.
         let mut term = std::mem::ManuallyDrop::new(ratatui::try_init().map_err(TuiError::Setup)?);
-        let _guard = RestoreGuard;
-        event_loop(&mut term, &mut app, &feed_rx, &ctl_tx, &signals, wake_fd)
-    };
-    // Answers to changes still in flight belong in the summary.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while app.pending > 0 && Instant::now() < deadline {
-        match feed_rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(f) => app.on_feed(f),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        let guard = RestoreGuard;
+        let mut input = TerminalInput::new(signals.clone(), wake_fd)
+            .map_err(TuiError::Setup)?
+            .with_pulse(Arc::clone(&pulse));
+        let watched = Watched {
+            pulse: Arc::clone(&pulse),
+            signals: signals.clone(),
+            waker,
+            tty: input.tty_dup(),
+            main: nix::unistd::gettid(),
+        };
+        let (p, r) = (Arc::clone(&pulse), revert.clone());
+        let dog = Watchdog::start(watched, watchdog::LIMITS, move |why| {
+            watchdog::emergency_exit(why, &p, r.as_deref())
+        })
+        .map_err(|source| TuiError::Thread {
+            what: "watchdog",
+            source,
+        })?;
+        let result = event_loop::run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx);
+        // Answers to changes still in flight belong in the summary.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while app.pending > 0 && Instant::now() < deadline {
+            match feed_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(f) => app.on_feed(f),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
         }
-    }
-    let _ = ctl_tx.send(Shared::Stop.into());
-    drop(feed_rx);
-    let _ = handle.join();
-    // After SIGHUP the terminal is gone and drawing fails: that is how the
-    // session ended, not an error to report (there is nowhere to report it).
-    if !signals.raised() {
-        result?;
+        let _ = ctl_tx.send(Shared::Stop.into());
+        drop(feed_rx);
+        let _ = handle.join();
+        // --revert-on-exit before anything is written to the terminal
+        // again: a terminal that takes no output must not hold it back. The
+        // report waits until the terminal is restored.
+        let session = app.session();
+        let (mut report, mut failures) = (Vec::new(), Vec::new());
+        let mut code = 0;
+        if let Some(tuner) = &revert
+            && !session.is_empty()
+            && pulse.claim_revert()
+        {
+            code = summary::revert_on_exit(&mut report, &mut failures, tuner, &session);
+            pulse.reverted();
+        }
+        drop(guard);
+        (result, (report, failures), code, dog)
+    };
+    // Errors writing to a terminal that went away are ignored.
+    let _ = std::io::stderr().write_all(&failures);
+    // A terminal that went away (SIGHUP, the pty closed) fails the draws:
+    // that is how the session ended, not an error to report (there is
+    // nowhere to report it). A loop that stopped making progress is one.
+    let gone = signals.raised() || terminal::hung_up(std::io::stdout());
+    if let Err(e) = result
+        && (!gone || matches!(e, TuiError::NoProgress { .. }))
+    {
+        // What was put back is said before why the session ended.
+        let _ = std::io::stdout().write_all(&report);
+        return Err(e);
     }
 
     let mut out = std::io::stdout().lock();
@@ -173,14 +227,11 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
         let _ = writeln!(out, "blktune: recorded this session to {}", p.display());
     }
     let session = app.session();
-    if a.revert_on_exit && read_only.is_none() && !session.is_empty() {
-        return Ok(summary::revert_on_exit(
-            &mut out,
-            &Tuner::new(root, Some(journal)),
-            &session,
-        ));
+    if revert.is_some() && !session.is_empty() {
+        // Errors writing to a terminal that went away are ignored.
+        let _ = out.write_all(&report);
+        return Ok(code);
     }
-    // Errors writing to a terminal that went away (SIGHUP) are ignored.
     let _ = write_summary(&mut out, &session, journal.dir(), &root);
     Ok(0)
 }

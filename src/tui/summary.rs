@@ -120,10 +120,12 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// `--revert-on-exit`: put every device of the session back, all of them
-/// even when writing the report fails (a closed terminal), then say so.
-/// The journal entry follows the one revert policy inside [`Tuner::restore`].
+/// even when writing the report fails (a closed terminal), then say so: what
+/// was put back on `out`, what could not be on `err`. The journal entry
+/// follows the one revert policy inside [`Tuner::restore`].
 pub(super) fn revert_on_exit(
     out: &mut impl Write,
+    err: &mut impl Write,
     tuner: &Tuner,
     session: &[SessionChange],
 ) -> i32 {
@@ -136,10 +138,9 @@ pub(super) fn revert_on_exit(
             Err(e) => {
                 failed += 1;
                 let _ = writeln!(
-                    std::io::stderr(),
+                    err,
                     "blktune: cannot revert '{}': {e}; try 'sudo blktune revert {}'",
-                    s.device,
-                    s.device
+                    s.device, s.device
                 );
             }
         }
@@ -301,7 +302,7 @@ mod tests {
             });
         }
         assert_eq!(j.list().unwrap().len(), 2);
-        assert_eq!(revert_on_exit(&mut Gone, &tuner, &session), 0);
+        assert_eq!(revert_on_exit(&mut Gone, &mut Gone, &tuner, &session), 0);
         for dev in ["sda", "sdb"] {
             let ra = std::fs::read_to_string(t.dev_dir(dev).join("queue/read_ahead_kb")).unwrap();
             assert_eq!(ra.trim(), "128", "{dev}");

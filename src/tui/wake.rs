@@ -28,12 +28,12 @@ pub fn pair() -> io::Result<(Waker, WakeFd)> {
 }
 
 /// The event loop's pair, also poked by the signals that end the session
-/// and by a resize; `None` where it cannot be made (the loop then looks
-/// every [`super::event_loop::POLL`]).
+/// ([`super::signals::TERMINATING`]) and by a resize; `None` where it
+/// cannot be made (the loop then looks every [`super::event_loop::POLL`]).
 pub fn for_loop() -> Option<(Waker, WakeFd)> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGWINCH};
     let (w, fd) = pair().ok()?;
-    w.on_signals(&[SIGTERM, SIGHUP, SIGINT, SIGWINCH]).ok()?;
+    w.on_signals(&super::signals::TERMINATING).ok()?;
+    w.on_signals(&[signal_hook::consts::SIGWINCH]).ok()?;
     Some((w, fd))
 }
 

@@ -89,18 +89,17 @@ fn tuned_profile_of_several_devices_and_matches() {
         &opts(&h, None, None),
     )
     .unwrap();
-    insta::assert_snapshot!("tuned_sdb_nvme_default_include", r.text);
-    assert!(r.text.contains("include=throughput-performance\n"));
+    insta::assert_snapshot!("tuned_sdb_nvme_no_active_profile", r.text);
+    // No active profile: nothing included (throughput-performance would
+    // also change the CPU governor and sysctls).
+    assert!(!r.text.contains("\ninclude="), "{}", r.text);
     let class = render(
         &[h.item("nvme0n1", only_ra)],
         &opts(&h, Some(MatchStrategy::Class), Some("blktune")),
     )
     .unwrap();
     insta::assert_snapshot!("tuned_nvme_class", class.text);
-    assert!(
-        class.text.contains("include=throughput-performance\n"),
-        "never includes itself"
-    );
+    assert!(!class.text.contains("\ninclude="), "never includes itself");
 }
 
 #[test]
@@ -123,7 +122,7 @@ fn cli_tuned_includes_the_active_profile() {
         out.contains("[main]\n") && out.contains("include=balanced\n"),
         "{out}"
     );
-    assert!(out.contains("[disk_sdb]\ntype=disk\ndevices_udev_regex=^ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567$\nelevator=mq-deadline\nreadahead=128\n"), "{out}");
+    assert!(out.contains("[disk_sdb]\ntype=disk\npriority=-1\ndevices_udev_regex=^ID_SERIAL=WDC_WD40EFRX-68N_WD-WCC7K1234567$\nelevator=mq-deadline\nreadahead=128\n"), "{out}");
     assert!(
         out.contains("[sysfs_sdb]\ntype=sysfs\n/sys/block/sdb/queue/nr_requests=256\n"),
         "{out}"

@@ -4,26 +4,31 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alert_rules;
 mod bench_verdicts;
 mod captured_trees;
 mod cli_errors;
+mod dash_stdio;
 mod discovery;
 mod docs_examples;
 mod export_cli;
 mod export_fleet;
 mod export_golden;
+mod exporter_http;
 mod fixtures_vm;
 mod hostile_files;
 mod import_graph;
 mod journal_cli;
 mod list_fleet;
 mod man_completions;
+mod no_crossterm_reader;
 mod record_cli;
 mod record_damaged;
 mod record_empty_devices;
 mod record_replay;
 mod replay_big;
 mod replay_crafted;
+mod sigint;
 mod stacks;
 mod terminal_text;
 mod watch;

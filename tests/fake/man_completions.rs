@@ -1,5 +1,8 @@
-//! `blktune man` and `blktune completions`: they print, and the bash script
-//! sources cleanly and completes subcommands and flags.
+//! `blktune man` and `blktune completions`: they print; `man -l` renders
+//! every page without a groff warning, with EXIT STATUS, ENVIRONMENT, FILES,
+//! EXAMPLES and SEE ALSO; bash completes subcommands, flags and device names
+//! through the function the script registers; zsh and fish parse their
+//! scripts, and fish completes device names from its script.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -70,7 +73,7 @@ fn completions_print_for_bash_zsh_fish() {
     assert_eq!(code, 2, "{err}");
 }
 
-/// Source the script in a real bash and ask it to complete `blktune ex` and
+/// Source the script in a real bash and ask it to complete `blktune ex` (export, exporter) and
 /// `blktune export --ch`: what a user's Tab does.
 #[test]
 fn bash_completion_sources_cleanly_and_completes() {
@@ -99,7 +102,228 @@ fn bash_completion_sources_cleanly_and_completes() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let subs = complete("blktune ex");
-    assert_eq!(subs.trim(), "export", "{subs}");
+    assert_eq!(subs.trim(), "export\nexporter", "{subs}");
     let flags = complete("blktune export --ch");
     assert!(flags.lines().any(|l| l == "--check"), "{flags}");
+}
+
+/// The pages as `man -l` renders them (man-db, 80 columns), with groff's warnings.
+fn rendered_pages() -> Vec<(String, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = blktune(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mut pages = Vec::new();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let path = e.unwrap().path();
+        let o = Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(&path)
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_FORMATTING", "0")
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{path:?}");
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        pages.push((
+            name,
+            plain(&String::from_utf8_lossy(&o.stdout)),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ));
+    }
+    pages.sort();
+    pages
+}
+
+/// Remove `x\bx` overstrikes (what man prints for bold without a terminal).
+fn plain(s: &str) -> String {
+    let mut out: Vec<char> = Vec::new();
+    for c in s.chars() {
+        if c == '\u{8}' {
+            out.pop();
+            continue;
+        }
+        out.push(c);
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn man_renders_the_sections_a_packager_expects() {
+    if !crate::common::require_tool("man_renders_the_sections_a_packager_expects", "man") {
+        return;
+    }
+    let pages = rendered_pages();
+    assert!(pages.len() >= 10, "{pages:?}");
+    for (name, text, warnings) in &pages {
+        assert!(warnings.trim().is_empty(), "{name}: groff says: {warnings}");
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "EXIT STATUS",
+            "ENVIRONMENT",
+            "FILES",
+            "SEE ALSO",
+        ] {
+            assert!(
+                text.contains(&format!("\n{section}\n")),
+                "{name}: no {section}:\n{text}"
+            );
+        }
+        assert!(!text.contains("\nEXTRA\n"), "{name}: clap's EXTRA:\n{text}");
+        for needle in [
+            "BLKTUNE_JOURNAL_DIR",
+            "NO_COLOR",
+            "/run/blktune",
+            "61-blktune.rules",
+            "iostat(1)",
+            "udevadm(8)",
+            "tuned-adm(8)",
+            "lsblk(8)",
+        ] {
+            assert!(text.contains(needle), "{name}: no {needle}:\n{text}");
+        }
+        // Exit 3 is export --check's alone.
+        let has3 = text.contains("\n       3      ");
+        assert_eq!(
+            has3,
+            name == "blktune.1" || name == "blktune-export.1",
+            "{name}:\n{text}"
+        );
+    }
+    let watch = &pages.iter().find(|p| p.0 == "blktune-watch.1").unwrap().1;
+    // Each example: its description, then the command alone on an indented line.
+    assert!(watch.contains("\nEXAMPLES\n"), "{watch}");
+    assert!(
+        watch.contains(
+            "Eight quarter-second intervals of sda:\n           blktune watch -i 250ms -c 8 sda\n"
+        ),
+        "{watch}"
+    );
+    let set = &pages.iter().find(|p| p.0 == "blktune-set.1").unwrap().1;
+    assert!(set.contains("\nNOTES\n"), "{set}");
+    assert!(
+        set.contains("           sudo blktune set sda --scheduler kyber\n"),
+        "{set}"
+    );
+}
+
+/// Complete `words` (the last one is being completed) the way bash does for
+/// a user: through the function `complete -p blktune` names.
+fn bash_complete(file: &std::path::Path, words: &str) -> Vec<String> {
+    let prog = format!(
+        "set -u; source {file}; f=$(complete -p blktune | sed -n 's/.* -F \\([^ ]*\\) .*/\\1/p'); \
+         COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+         COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+         \"$f\" blktune \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        file = file.display()
+    );
+    let o = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &prog])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{words}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bash_completes_device_names_where_a_device_goes() {
+    use blktune_core::fake::FakeDisk;
+    let (_, script, _) = blktune(&["completions", "bash"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blktune.bash");
+    std::fs::write(&file, script).unwrap();
+    let host = crate::common::fake_host::FakeHost::new(&[
+        FakeDisk::new("sda").dev(8, 0),
+        FakeDisk::new("nvme0n1").dev(259, 0),
+    ]);
+    let root = host.path("sys");
+    let root = root.to_str().unwrap();
+    let fake = |rest: &str| bash_complete(&file, &format!("blktune --sysfs-root {root} {rest}"));
+    assert_eq!(fake("set ''"), ["nvme0n1", "sda"]);
+    assert_eq!(fake("set s"), ["sda"]);
+    assert_eq!(
+        fake("export sda ''"),
+        ["nvme0n1", "sda"],
+        "every DEVICE of a list"
+    );
+    assert_eq!(
+        fake("watch -i 1s ''"),
+        ["nvme0n1", "sda"],
+        "after an option's value"
+    );
+    assert_eq!(fake("--device ''"), ["nvme0n1", "sda"]);
+    // record FILE DEVICE...: the first positional is the file.
+    assert!(!fake("record ''").contains(&"sda".to_string()));
+    assert_eq!(fake("record out.ndjson ''"), ["nvme0n1", "sda"]);
+    // Not a device: options, an option's value, a subcommand without devices.
+    assert!(fake("set --n").contains(&"--nr-requests".to_string()));
+    assert!(!fake("set -s ''").contains(&"sda".to_string()));
+    assert!(!fake("list ''").contains(&"sda".to_string()));
+    // Without --sysfs-root: this machine's /sys/block, as ls lists it.
+    let mut real: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    real.sort();
+    assert_eq!(bash_complete(&file, "blktune set ''"), real);
+}
+
+#[test]
+fn zsh_and_fish_scripts_parse_and_fish_completes_devices() {
+    let test = "zsh_and_fish_scripts_parse_and_fish_completes_devices";
+    let dir = tempfile::tempdir().unwrap();
+    if crate::common::require_tool(test, "zsh") {
+        let (_, script, _) = blktune(&["completions", "zsh"]);
+        let file = dir.path().join("_blktune");
+        std::fs::write(&file, &script).unwrap();
+        let o = Command::new("zsh").arg("-n").arg(&file).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(script.contains("':device -- The whole device (sda, nvme0n1, loop0), not a partition:_blktune_block_devices' \\"), "{script}");
+    }
+    if crate::common::require_tool(test, "fish") {
+        let (_, script, _) = blktune(&["completions", "fish"]);
+        let file = dir.path().join("blktune.fish");
+        std::fs::write(&file, &script).unwrap();
+        let o = Command::new("fish")
+            .arg("--no-execute")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // fish itself completes `blktune set ` from the script.
+        let o = Command::new("fish")
+            .arg("--no-config")
+            .arg("-c")
+            .arg(format!(
+                "source {}; complete -C 'blktune set '",
+                file.display()
+            ))
+            .output()
+            .unwrap();
+        let got: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split('\t').next())
+            .map(str::to_owned)
+            .collect();
+        let mut real: Vec<String> = std::fs::read_dir("/sys/block")
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        real.sort();
+        let mut got_sorted = got.clone();
+        got_sorted.sort();
+        assert_eq!(got_sorted, real, "{got:?}");
+    }
 }

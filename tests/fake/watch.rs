@@ -106,8 +106,10 @@ fn the_first_record_is_a_real_interval_not_since_boot() {
     assert_eq!(recs.len(), 2);
     for r in &recs {
         let itv = r["interval_s"].as_f64().unwrap();
-        // The requested 250 ms, give or take a busy machine's scheduling delay.
-        assert!((0.2..1.5).contains(&itv), "interval_s {itv}");
+        // The requested 250 ms, give or take a busy machine's scheduling
+        // delay (seen: over 1.5 s at a load of 13 on 2 cores); since boot
+        // would be hours.
+        assert!((0.2..10.0).contains(&itv), "interval_s {itv}");
         // Since boot this disk did millions of reads; in the interval none.
         assert_eq!(r["r/s"], 0.0, "{r}");
         assert_eq!(r["util"], 0.0, "{r}");

@@ -1,6 +1,7 @@
 //! `blktune list --format openmetrics --latency DUR` on a real loop device
-//! under a read load: each device's read and write latency histogram of the
-//! window, valid for promtool, with the load's reads counted (issue 15).
+//! under a read load: each device's I/O count and percentiles of the window
+//! as gauges (never a histogram: issue 36), valid for promtool, with the
+//! load's reads counted (issue 15).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use crate::common;
 use common::*;
@@ -14,8 +15,8 @@ fn sample(text: &str, prefix: &str) -> Option<f64> {
 }
 
 #[test]
-fn openmetrics_latency_histograms_count_the_windows_reads() {
-    let test = "openmetrics_latency_histograms_count_the_windows_reads";
+fn openmetrics_latency_window_gauges_count_the_windows_reads() {
+    let test = "openmetrics_latency_window_gauges_count_the_windows_reads";
     if !require_root(test) || !require_tool(test, "fio") {
         return;
     }
@@ -29,24 +30,31 @@ fn openmetrics_latency_histograms_count_the_windows_reads() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let base = format!("device=\"{}\",", lo.name());
-    let count = sample(&text, &format!("blktune_io_latency_seconds_count{{{base}"))
-        .unwrap_or_else(|| panic!("no histogram for {}: {text}", lo.name()));
+    let dev_t = std::fs::read_to_string(format!("/sys/block/{}/dev", lo.name())).unwrap();
+    let (major, minor) = dev_t.trim().split_once(':').unwrap();
+    let reads = format!("{base}major=\"{major}\",minor=\"{minor}\",op=\"read\",span=\"total\"}}");
+    let count = sample(&text, &format!("blktune_io_window_ios{{{reads}"))
+        .unwrap_or_else(|| panic!("no window count for {}: {text}", lo.name()));
     assert!(count >= 100.0, "{count} reads in 1 s of fio");
-    let inf = text
-        .lines()
-        .find(|l| l.contains(&base) && l.contains("op=\"read\"") && l.contains("le=\"+Inf\""))
-        .unwrap_or_else(|| panic!("no +Inf bucket: {text}"));
-    assert!(inf.ends_with(&format!(" {count}")), "{inf}");
-    // Buckets are cumulative: never decreasing.
-    let mut last = 0.0;
-    for l in text
-        .lines()
-        .filter(|l| l.contains(&base) && l.contains("op=\"read\"") && l.contains("_bucket"))
-    {
-        let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!(v >= last, "{l}");
-        last = v;
-    }
+    // Gauges of the window, never a histogram or a counter: each timer run
+    // writes a new window, and a histogram going down reads as a counter
+    // reset to Prometheus's rate().
+    assert!(
+        !text.contains(" histogram\n") && !text.contains(" counter\n"),
+        "{text}"
+    );
+    let p50 = sample(
+        &text,
+        &format!("blktune_io_window_latency_p50_seconds{{{reads}"),
+    )
+    .unwrap();
+    let p99 = sample(
+        &text,
+        &format!("blktune_io_window_latency_p99_seconds{{{reads}"),
+    )
+    .unwrap();
+    assert!(0.0 < p50 && p50 <= p99, "p50 {p50} p99 {p99}");
+    assert_eq!(sample(&text, "blktune_io_window_seconds "), Some(1.0));
     if require_tool(test, "promtool") {
         assert_promtool_accepts(&text);
     }
@@ -63,7 +71,7 @@ fn openmetrics_latency_histograms_count_the_windows_reads() {
         j.path(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stdout(&o).contains("blktune_io_latency_seconds"));
+    assert!(!stdout(&o).contains("blktune_io_window"));
     assert!(stdout(&o).contains("blktune_nr_requests"));
     // --latency belongs to the metrics.
     let o = blktune(&["list", "--latency", "1s"], j.path());

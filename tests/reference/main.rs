@@ -1,8 +1,7 @@
-//! blktune's kernel percentiles against a bpftrace reference over the same
-//! I/Os (root). A harness of its own, run alone after the others: bpftrace's
-//! tracepoint programs are skipped on a CPU where another process reads a
-//! BPF map (blktune's tracer in a concurrent test does, every tick), so the
-//! reference must have the machine's BPF to itself.
+//! blktune's kernel percentiles against a reference from the kernel's own
+//! trace events (a tracefs instance) over the same I/Os (root). A harness of
+//! its own, run alone after the others, so the only load on the machine
+//! while it measures is its own fio.
 
 #[path = "../common/mod.rs"]
 mod common;

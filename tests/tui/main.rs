@@ -14,6 +14,7 @@ mod export_p99;
 mod first_frame;
 mod keys;
 mod latency;
+mod no_progress;
 mod numbers;
 mod pause;
 mod probe;

@@ -18,6 +18,10 @@
 //!   directory is replaced.
 //!
 //! On any failure the temp file is removed and the target is untouched.
+//!
+//! `-` is standard output, for every writer ([`is_stdio`]): nothing is
+//! created, and `replace` does not apply. (Readers take `-` as standard
+//! input the same way.)
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -77,6 +81,21 @@ fn kind_of(m: &fs::Metadata) -> &'static str {
     } else {
         "is not a regular file"
     }
+}
+
+/// Is this path `-`: standard output to a writer, standard input to a reader?
+pub fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// A duplicate of standard output's descriptor, as a `File` (for `-`).
+fn stdout_file(path: &Path) -> Result<File, WriteError> {
+    use std::os::fd::AsFd;
+    let fd = io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| WriteError::io(path, e))?;
+    Ok(File::from(fd))
 }
 
 /// May `path` be written? `Ok` when it does not exist, or (with `replace`)
@@ -186,7 +205,15 @@ fn sync_dir(dir: &Path) {
 
 /// Write `bytes` to `path` atomically, with permission `mode` (before the
 /// umask); an existing regular file of ours is replaced only with `replace`.
+/// `-` writes `bytes` to standard output instead.
 pub fn write(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> Result<(), WriteError> {
+    if is_stdio(path) {
+        let mut out = io::stdout().lock();
+        return out
+            .write_all(bytes)
+            .and_then(|()| out.flush())
+            .map_err(|e| WriteError::io(path, e));
+    }
     let (dir, name) = dir_of(path)?;
     check_target(path, replace)?;
     let (tmp, mut f) = create_temp(&dir, &name, mode).map_err(|e| WriteError::io(path, e))?;
@@ -207,7 +234,11 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> Result<(), 
 /// The rules are those of [`write()`]: a new name is created exclusively and
 /// without following symlinks; with `replace` only a regular file of ours is
 /// replaced, by a new file renamed over it (the old one is never truncated).
+/// `-` is standard output (a duplicate of its descriptor).
 pub fn create(path: &Path, mode: u32, replace: bool) -> Result<File, WriteError> {
+    if is_stdio(path) {
+        return stdout_file(path);
+    }
     let (dir, name) = dir_of(path)?;
     check_target(path, replace)?;
     if !replace {
@@ -314,6 +345,15 @@ mod tests {
         assert_eq!(entries(d.path()), ["other", "rec.ndjson"]);
         let e = create(&p, 0o644, false).unwrap_err();
         assert!(matches!(e, WriteError::Exists(_)), "{e}");
+    }
+
+    #[test]
+    fn only_a_bare_dash_is_standard_output() {
+        // `./-` is how a user names a file called `-`.
+        assert!(is_stdio(Path::new("-")));
+        assert!(!is_stdio(Path::new("./-")));
+        assert!(!is_stdio(Path::new("/tmp/-")));
+        assert!(!is_stdio(Path::new("--")));
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod journal;
 pub mod kernel_hz;
 pub mod latency;
 pub mod load;
+pub mod metrics;
 pub mod natural;
 pub mod os;
 pub mod pressure;

@@ -15,7 +15,7 @@ use blktune_core::sampler::Snapshot;
 use blktune_core::tuner::{Outcome, Wanted};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Sender, SyncSender, TrySendError};
 use std::time::Duration;
 
 /// Seconds of history the app keeps per device (the charts show up to
@@ -262,14 +262,39 @@ impl Control {
 /// loop takes it in at once instead of at its next look.
 #[derive(Debug, Clone)]
 pub struct FeedTx {
-    tx: Sender<Feed>,
+    tx: Tx,
     wake: Option<Waker>,
 }
+
+/// The app's channel: bounded on a real terminal, so that a loop that
+/// stops taking messages in (stuck on a terminal that takes no output)
+/// holds a worker back instead of letting the messages pile up in memory.
+#[derive(Debug, Clone)]
+enum Tx {
+    Unbounded(Sender<Feed>),
+    Bounded(SyncSender<Feed>),
+}
+
+/// Messages a bounded feed holds before its worker waits for room: a few
+/// seconds of a live session's ticks.
+pub const FEED_BOUND: usize = 64;
 
 impl FeedTx {
     /// Send on `tx`, waking the loop through `wake` if there is one.
     pub fn new(tx: Sender<Feed>, wake: Option<Waker>) -> Self {
-        Self { tx, wake }
+        Self {
+            tx: Tx::Unbounded(tx),
+            wake,
+        }
+    }
+
+    /// Send on the bounded `tx` (made with [`FEED_BOUND`]): when it is full,
+    /// wake the loop and wait for room.
+    pub fn bounded(tx: SyncSender<Feed>, wake: Option<Waker>) -> Self {
+        Self {
+            tx: Tx::Bounded(tx),
+            wake,
+        }
     }
 
     /// Send one message and wake the loop; `Err` once the app hung up.
@@ -282,7 +307,18 @@ impl FeedTx {
     /// Send one message of several, the last of which (or a [`FeedTx::wake`])
     /// wakes the loop.
     pub fn send_quietly(&self, f: Feed) -> Result<(), AppGone> {
-        self.tx.send(f).map_err(|_| AppGone)
+        match &self.tx {
+            Tx::Unbounded(tx) => tx.send(f).map_err(|_| AppGone),
+            Tx::Bounded(tx) => match tx.try_send(f) {
+                Ok(()) => Ok(()),
+                // Full: what is in it was sent quietly; the loop takes it now.
+                Err(TrySendError::Full(f)) => {
+                    self.wake();
+                    tx.send(f).map_err(|_| AppGone)
+                }
+                Err(TrySendError::Disconnected(_)) => Err(AppGone),
+            },
+        }
     }
 
     /// Wake the loop for what was sent quietly.

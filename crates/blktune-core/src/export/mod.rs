@@ -231,7 +231,7 @@ pub struct RenderOptions {
     /// device missing here has none.
     pub host_udev_env: BTreeMap<String, BTreeMap<String, String>>,
     /// `--format tuned`: the profile to include (the active one, from
-    /// `/etc/tuned/active_profile`); `None`: [`tuned::DEFAULT_INCLUDE`].
+    /// `/etc/tuned/active_profile`); `None`: the profile includes nothing.
     pub tuned_include: Option<String>,
 }
 

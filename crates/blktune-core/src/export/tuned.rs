@@ -5,11 +5,25 @@
 //! it selects, by kernel name (`devices=`) or by a regular expression over the
 //! device's udev properties, one `KEY=value` per line (`devices_udev_regex=`);
 //! it has no nr_requests or scheduler tunables, so those go through the
-//! `sysfs` plugin, which takes sysfs paths. The profile includes the active
-//! profile so everything else it sets stays as it was. The disk instances come
-//! before the sysfs ones: a scheduler switch resets nr_requests and the
-//! tunables, so they must be written after it (tuned applies instances of
-//! equal priority in file order).
+//! `sysfs` plugin, which takes sysfs paths.
+//!
+//! How tuned (2.20: `units/manager.py` `Manager.create`, `plugins/base.py`
+//! `assign_free_devices`, `plugins/hotplug.py` `_add_device`) gives a device
+//! to an instance: the instances of the merged profile are sorted by
+//! `priority` (default 0, a stable sort, so file order within one priority,
+//! an included profile's units first), and each instance in turn claims the
+//! devices it matches that are still free; a hot-plugged device goes to the
+//! first instance in that order that matches it. An included profile's
+//! `[disk]` (no `devices=`: every disk) would therefore claim our disk before
+//! our `[disk_X]`, which then gets none. So each `[disk_X]` has
+//! `priority=-1`: it claims its devices (and is applied) first, and the
+//! included profile's `[disk]` keeps every other disk.
+//!
+//! The profile includes the active profile, so everything else it sets stays
+//! as it was; with no active profile it includes nothing (a profile such as
+//! `throughput-performance` also changes the CPU governor and sysctls). The
+//! sysfs instances keep the default priority: after the disk instances,
+//! because a scheduler switch resets nr_requests and the tunables.
 
 use super::matching::MatchSpec;
 use super::rules::{Block, common_header, device_line, measured_lines};
@@ -17,8 +31,9 @@ use super::safe::comment_text;
 use super::{MatchStrategy, RenderOptions};
 use std::fmt::Write as _;
 
-/// The profile tuned ships for servers; included when none is active.
-pub const DEFAULT_INCLUDE: &str = "throughput-performance";
+/// The priority of the disk instances: before tuned's default instance
+/// priority (0) and the positive ones its shipped profiles use.
+pub const DISK_PRIORITY: i32 = -1;
 
 /// The name the profile is installed under (`/etc/tuned/blktune/tuned.conf`).
 pub const PROFILE_NAME: &str = "blktune";
@@ -92,32 +107,54 @@ fn sysfs_dirs(b: &Block, names: &[&str]) -> Vec<String> {
     }
 }
 
-/// The whole profile. `include` is the active profile (or [`DEFAULT_INCLUDE`]).
+/// The profiles to include: the active one(s) (`active_profile` may name
+/// several, space-separated; `include=` takes them comma-separated), never
+/// this profile itself, and only names tuned's loader accepts
+/// (`Loader.safe_name`: `[a-zA-Z0-9_.-]+`). `None` when no profile is active.
+fn include_of(active: Option<&str>) -> Option<String> {
+    let safe = |p: &str| {
+        p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    };
+    let names: Vec<&str> = active
+        .unwrap_or_default()
+        .split([' ', ',', ';'])
+        .filter(|p| !p.is_empty() && *p != PROFILE_NAME && safe(p))
+        .collect();
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+/// The whole profile, including the active profile (`opts.tuned_include`) if any.
 pub(super) fn render_profile(
     blocks: &[Block],
     opts: &RenderOptions,
     warnings: &[String],
 ) -> String {
-    let include = opts
-        .tuned_include
-        .as_deref()
-        .filter(|p| !p.is_empty() && *p != PROFILE_NAME)
-        .unwrap_or(DEFAULT_INCLUDE);
+    let include = include_of(opts.tuned_include.as_deref());
     let mut out = String::new();
     common_header(&mut out, "tuned profile", opts);
+    let undo = match &include {
+        Some(p) => format!(
+            "sudo tuned-adm profile {}",
+            comment_text(&p.replace(',', " "))
+        ),
+        None => "sudo tuned-adm off".into(),
+    };
     let _ = writeln!(
         out,
         "#\n\
          # Install:  sudo mkdir -p /etc/tuned/{PROFILE_NAME}\n\
          #           save this text as /etc/tuned/{PROFILE_NAME}/tuned.conf (mode 0644)\n\
          # Apply:    sudo tuned-adm profile {PROFILE_NAME}\n\
-         # Undo:     sudo tuned-adm profile {}\n\
+         # Undo:     {undo}\n\
          #\n\
-         # [disk_*] sets the scheduler and read-ahead (tuned's disk plugin); nr_requests\n\
-         # and the scheduler's tunables go through [sysfs_*], after it, because a\n\
-         # scheduler switch resets them. The sysfs plugin takes kernel names, which are\n\
-         # not stable across boots: check them after hardware changes.",
-        comment_text(include)
+         # [disk_*] sets the scheduler and read-ahead (tuned's disk plugin); priority={DISK_PRIORITY}\n\
+         # makes tuned give it its disks before an included profile's [disk], which\n\
+         # would otherwise claim every disk first. nr_requests and the scheduler's\n\
+         # tunables go through [sysfs_*], after it, because a scheduler switch resets\n\
+         # them. tuned writes [sysfs_*] when the profile is applied, not when a disk is\n\
+         # added later (its sysfs plugin has no hot-plug), and it takes kernel names,\n\
+         # which are not stable across boots: keep a udev rule too (blktune export)."
     );
     if !warnings.is_empty() {
         out.push_str("#\n# Warnings:\n");
@@ -134,7 +171,12 @@ pub(super) fn render_profile(
         "summary=blktune: I/O scheduler settings for {}",
         comment_text(&all.join(", "))
     );
-    let _ = writeln!(out, "include={}", comment_text(include));
+    match &include {
+        Some(p) => {
+            let _ = writeln!(out, "include={}", comment_text(p));
+        }
+        None => out.push_str("# No profile was active: nothing included.\n"),
+    }
     for (i, b) in blocks.iter().enumerate() {
         let names = names_of(b);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -157,7 +199,10 @@ pub(super) fn render_profile(
             let _ = writeln!(out, "#   note:  {}", comment_text(&n));
         }
         if elevator.is_some() || readahead.is_some() {
-            let _ = writeln!(out, "[disk_{id}]\ntype=disk\n{select}");
+            let _ = writeln!(
+                out,
+                "[disk_{id}]\ntype=disk\npriority={DISK_PRIORITY}\n{select}"
+            );
             if let Some(e) = elevator {
                 let _ = writeln!(out, "elevator={}", e.value);
             }
@@ -185,6 +230,23 @@ pub(super) fn render_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn includes_the_active_profiles_but_never_itself_or_a_default() {
+        assert_eq!(include_of(None), None);
+        assert_eq!(include_of(Some("")), None);
+        assert_eq!(include_of(Some(PROFILE_NAME)), None);
+        assert_eq!(
+            include_of(Some("virtual-guest")),
+            Some("virtual-guest".into())
+        );
+        // tuned's loader splits include= on , and ; only.
+        assert_eq!(
+            include_of(Some("virtual-guest blktune  balanced")),
+            Some("virtual-guest,balanced".into())
+        );
+        assert_eq!(include_of(Some("a [disk] x/y")), Some("a".into()));
+    }
 
     #[test]
     fn regex_metacharacters_are_escaped() {

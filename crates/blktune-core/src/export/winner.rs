@@ -49,14 +49,16 @@ pub fn export_winner(
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(export::DEFAULT_RULES_PATH));
+    // `-` is standard output: no file name for the header's install line.
+    let to_stdout = crate::atomic_file::is_stdio(&path);
     let opts = RenderOptions {
-        output: Some(path.clone()),
+        output: (!to_stdout).then(|| path.clone()),
         host_udev_env: db.properties_of(&host_devices),
         host_devices,
         ..RenderOptions::new(&crate::host::HostInfo::read(root).hostname)
     };
     let r = export::render(&[item], &opts)?;
-    if r.uses_udev_env && !export::sorts_after_persistent_storage(&path) {
+    if r.uses_udev_env && !to_stdout && !export::sorts_after_persistent_storage(&path) {
         return Err(ExportError::BadPath {
             path: path.display().to_string(),
             why: format!(
@@ -67,10 +69,14 @@ pub fn export_winner(
     }
     export::write_rules(&path, &r.text, to.force)?;
     let mut out: Vec<String> = r.warnings.iter().map(|w| format!("warning: {w}")).collect();
+    let shown = if to_stdout {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
+    };
     out.push(format!(
-        "wrote the winner ({}) to {}; apply with: sudo udevadm control --reload && {}",
+        "wrote the winner ({}) to {shown}; apply with: sudo udevadm control --reload && {}",
         winner.summary(),
-        path.display(),
         export::trigger_command(&[device.to_string()])
     ));
     Ok(out.join("\n"))

@@ -35,10 +35,7 @@ impl Sink {
     }
 }
 
-/// Is this path `-`: standard output to a writer, standard input to a reader?
-pub fn is_stdio(path: &Path) -> bool {
-    path.as_os_str() == "-"
-}
+pub use crate::atomic_file::is_stdio;
 
 /// Does this path ask for gzip?
 pub fn is_gzip_name(path: &Path) -> bool {
@@ -63,16 +60,7 @@ impl RecordWriter {
     ///
     /// `-` is standard output (plain NDJSON; `force` does not apply).
     pub fn create(path: &Path, force: bool) -> Result<Self, RecordError> {
-        let file = if is_stdio(path) {
-            use std::os::fd::AsFd;
-            let fd = std::io::stdout()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| RecordError::io(path, e))?;
-            File::from(fd)
-        } else {
-            atomic_file::create(path, 0o644, force)?
-        };
+        let file = atomic_file::create(path, 0o644, force)?;
         let buf = BufWriter::with_capacity(64 * 1024, file);
         let sink = if is_gzip_name(path) {
             Sink::Gz(GzEncoder::new(buf, Compression::default()))

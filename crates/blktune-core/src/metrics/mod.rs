@@ -1,0 +1,177 @@
+//! Prometheus exposition of blktune's figures, one text for every consumer:
+//! `list --format openmetrics` (node_exporter's textfile collector) and the
+//! long-running `blktune exporter` (scraped over HTTP).
+//!
+//! The text is both OpenMetrics 1.0 (`# EOF` at the end) and the Prometheus
+//! text format 0.0.4 that the textfile collector, the Prometheus server and
+//! `promtool check metrics` parse (there `# EOF` is a comment). So an info
+//! metric is a gauge named `_info`, not the OpenMetrics `info` type.
+//!
+//! Every per-device series carries `device`, `major` and `minor`, the labels
+//! of node_exporter's `node_disk_info`, so a query joins them:
+//! `blktune_nr_requests * on(device) group_left(model) node_disk_info`.
+//!
+//! - [`queue`]: the settings (scheduler, nr_requests, read-ahead, tunables);
+//! - [`window`]: what one traced window saw, as gauges of that window;
+//! - [`histogram`]: the kernel's latency histograms, cumulative since the
+//!   tracer started, with bucket bounds on the BPF histogram's slot edges.
+
+pub mod histogram;
+pub mod queue;
+pub mod window;
+
+use crate::device::BlockDevice;
+use std::fmt::Write as _;
+
+/// A label value with `\`, `"` and newlines escaped (OpenMetrics ABNF, `escaped-string`).
+pub fn escape(v: &str) -> String {
+    v.replace('\\', r"\\")
+        .replace('"', "\\\"")
+        .replace('\n', r"\n")
+}
+
+/// `{device="sda",major="8",minor="0",...}` (`{}` for none).
+pub fn labels(pairs: &[(&str, &str)]) -> String {
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+/// A number as the text format writes it: integers without a fraction,
+/// `+Inf`, `-Inf` and `NaN` by name.
+pub fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        v.to_string()
+    }
+}
+
+/// The metric type of a family, as `# TYPE` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+    Histogram,
+}
+
+impl Kind {
+    /// The word after the family's name in `# TYPE`.
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// The text being built: families with their HELP and TYPE lines, then samples.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    /// Nothing written yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Start a family: its `# HELP` and `# TYPE` lines.
+    pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {}", kind.word());
+    }
+
+    /// One sample line: `name{labels} value`.
+    pub fn sample(&mut self, name: &str, pairs: &[(&str, &str)], value: impl std::fmt::Display) {
+        if pairs.is_empty() {
+            let _ = writeln!(self.text, "{name} {value}");
+        } else {
+            let _ = writeln!(self.text, "{name}{} {value}", labels(pairs));
+        }
+    }
+
+    /// The finished text, with OpenMetrics' `# EOF`.
+    pub fn finish(mut self) -> String {
+        self.text.push_str("# EOF\n");
+        self.text
+    }
+}
+
+/// The labels every per-device series starts with: device, major, minor.
+#[derive(Debug, Clone)]
+pub struct DeviceLabels {
+    pub device: String,
+    pub major: String,
+    pub minor: String,
+}
+
+impl DeviceLabels {
+    /// Those of `d`.
+    pub fn of(d: &BlockDevice) -> Self {
+        Self {
+            device: d.name.clone(),
+            major: d.major.to_string(),
+            minor: d.minor.to_string(),
+        }
+    }
+
+    /// As label pairs, with `more` after them.
+    pub fn with<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut v = vec![
+            ("device", self.device.as_str()),
+            ("major", self.major.as_str()),
+            ("minor", self.minor.as_str()),
+        ];
+        v.extend_from_slice(more);
+        v
+    }
+}
+
+/// The `op` label of a direction, as diskstats names them.
+pub fn op_label(dir: crate::latency::Dir) -> &'static str {
+    use crate::latency::Dir;
+    match dir {
+        Dir::Read => "read",
+        Dir::Write => "write",
+        Dir::Discard => "discard",
+        Dir::Flush => "flush",
+    }
+}
+
+/// The `span` label: `total` (start to completion, what r_await averages)
+/// or `device` (issue to completion).
+pub fn span_label(span: crate::latency::Span) -> &'static str {
+    match span {
+        crate::latency::Span::Total => "total",
+        crate::latency::Span::Device => "device",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(
+            labels(&[("device", "sda"), ("model", "X \"Y\"")]),
+            "{device=\"sda\",model=\"X \\\"Y\\\"\"}"
+        );
+    }
+
+    #[test]
+    fn numbers_are_written_as_the_text_format_reads_them() {
+        assert_eq!(number(0.001), "0.001");
+        assert_eq!(number(3.0), "3");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(f64::NAN), "NaN");
+    }
+}
