@@ -130,15 +130,16 @@ fn the_backing_device_slowing_tenfold_makes_the_before_after_unreliable() {
         ba.call()
             .starts_with("unreliable: vda (under loop0) slowed too")
     );
-    // vda steady: nothing failed, and the steady line is there for the JSON.
+    // vda steady: nothing failed, and its line is there for the JSON.
     let a = side(&ap, &vda(10.0, 10, 0.42));
     let ba = one_pair(&b, &a, "loop0");
     assert!(!ba.unreliable(), "{:?}", ba.controls);
-    assert!(
-        ba.controls
-            .iter()
-            .any(|c| c.status == Status::Ok && c.text.starts_with("vda (under loop0) steady"))
-    );
+    assert!(ba.controls.iter().any(|c| {
+        c.status == Status::Ok
+            && c.text
+                .starts_with("vda (under loop0): await 0.40 -> 0.42 ms")
+            && c.text.ends_with("no change beyond its noise")
+    }));
 }
 
 #[test]
