@@ -62,6 +62,22 @@ pub const ORDER: [Metric; 13] = [
     Metric::KWP999,
 ];
 
+/// A figure's short name in a before/after: `r/s`, `r_await`, the kernel's
+/// `r_p99`, `r_dev99` (its full name says `kernel r_p99`).
+pub fn label(m: Metric) -> &'static str {
+    match m {
+        Metric::KRP50 => "r_p50",
+        Metric::KRP99 => "r_p99",
+        Metric::KRP999 => "r_p99.9",
+        Metric::KRDevP99 => "r_dev99",
+        Metric::KWP50 => "w_p50",
+        Metric::KWP99 => "w_p99",
+        Metric::KWP999 => "w_p99.9",
+        Metric::KWDevP99 => "w_dev99",
+        m => m.label(),
+    }
+}
+
 /// One figure over one window: the value of the whole window (a rate over
 /// its time, a mean weighted by the I/Os, a percentile of the pooled
 /// histograms), the values of its intervals, the I/Os it rests on.

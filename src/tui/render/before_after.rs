@@ -28,7 +28,7 @@
 
 use super::num;
 use super::width::{right, wrap};
-use blktune_core::before_after::{Basis, BeforeAfter, Row};
+use blktune_core::before_after::{Basis, BeforeAfter, Row, label};
 use blktune_core::compare::{Answer, Metric, Status};
 
 /// How a line is drawn.
@@ -39,21 +39,6 @@ pub enum Look {
     /// A failed control: the result is unreliable.
     Alarm,
     Dim,
-}
-
-/// A figure's label in the panel.
-pub fn label(m: Metric) -> &'static str {
-    match m {
-        Metric::KRP50 => "r_p50",
-        Metric::KRP99 => "r_p99",
-        Metric::KRP999 => "r_p99.9",
-        Metric::KRDevP99 => "r_dev99",
-        Metric::KWP50 => "w_p50",
-        Metric::KWP99 => "w_p99",
-        Metric::KWP999 => "w_p99.9",
-        Metric::KWDevP99 => "w_dev99",
-        m => m.label(),
-    }
 }
 
 /// The panel is wide enough for the answers and the counts.
