@@ -88,6 +88,26 @@ echo "         $busy_dev under fio (pid $fio_pid), hogs ${hogs[*]}"
 for i in 1 2 3; do run "busy-$i" "$@"; done
 echo
 
+# The one number format of the tool (`-51% (-58..-43)`): one decimal when
+# every value is under 10%.
+echo "# Each run's last look: the leader against each other configuration on its figure"
+echo "# (change (interval), pairs, sd of the pairs' log ratios, answer)"
+for f in "$out"/quiet-*.json "$out"/busy-*.json; do
+    jq -r --arg name "$(basename "$f" .json)" '
+        def pct(d): (. * 100 * pow(10; d) | round / pow(10; d)) as $v
+            | (if $v > 0 then "+" else "" end) + ($v | tostring);
+        def number: ([.change, .lo, .hi] | map(fabs) | max) as $big
+            | (if $big < 0.0995 then 1 else 0 end) as $d
+            | if .lo == null then "\(.change | pct($d))% (one pair, no interval)"
+              else "\(.change | pct($d))% (\(.lo | pct($d))..\(.hi | pct($d)))" end;
+        .analysis as $a | .configurations as $c
+        | "\($name): look \($a.look) of \($a.looks), \($a.confidence * 1000 | round / 10)% intervals, leader \($c[$a.leader].configuration // $a.leader)",
+          ($a.comparisons[] | select(.goal != null)
+           | "    vs \($c[.other].configuration // .other): \(.goal | number), \(.goal.pairs) pairs, sd \(.goal.sd * 100 | round / 100), \(.goal.answer)")
+        ' "$f" 2>/dev/null || echo "$(basename "$f" .json): no analysis"
+done
+echo
+
 winners=$(for f in "$out"/quiet-*.json "$out"/busy-*.json; do
     jq -r '.verdict.winner // empty' "$f" 2>/dev/null || true
 done | sort -u)

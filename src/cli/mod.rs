@@ -202,11 +202,11 @@ pub enum Command {
     )]
     Export(export::ExportArgs),
 
-    /// Shoot-out: measure every scheduler on a device under the same load and name the winner.
+    /// Shoot-out: measure every scheduler on a device under the same load; a winner only when decided.
     ///
     /// `bench` runs the shoot-out, the same one the full-screen tuner's `b` key runs.
     #[command(
-        after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nEach scheduler is measured for --dwell after --settle, --rounds times in alternating\norder; the original settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
+        after_help = "Examples:\n  sudo blktune bench --scratch 256M                 mixed load on a scratch loop device\n  sudo blktune bench sda --dwell 30s                passive: sda's own workload\n  sudo blktune bench nvme0n1 --load randread --allow-read-load --goal p99\n  sudo blktune bench sda --schedulers none,mq-deadline --rounds 4 --json\n\nConfigurations take turns in interleaved rounds (A B B A ...; --settle, then --dwell),\nuntil the comparison engine decides or --budget runs out (\"no winner\"); --rounds N\ninstead runs exactly N of each. --apply and --export act only on a decided winner; the\noriginal settings come back at the end (also on Ctrl-C), unless --apply.\nWrite loads run only on --scratch devices blktune creates; reads on a DEVICE need\n--allow-read-load."
     )]
     Bench(bench::BenchArgs),
 

@@ -213,3 +213,100 @@ fn a_winners_rule_never_clobbers_and_its_path_is_shown_escaped() {
         "a raw escape reached stderr: {err:?}"
     );
 }
+
+/// The disk under a loop device slows tenfold under one scheduler while the
+/// loop device itself is 2.6 times slower: `bench` says so in its controls,
+/// before the number, calls the verdict unreliable, names no winner and
+/// writes no rule (issue 32: a failed control is never a win).
+#[test]
+fn a_disk_underneath_that_slowed_tenfold_is_said_before_the_number_and_no_winner() {
+    let b = Bench::new();
+    b.tree
+        .add(&FakeDisk::new("vda").dev(254, 0).partitions(&["vda1"]))
+        .unwrap();
+    let loop_dir = b.tree.dev_dir(&b.dev).join("loop");
+    std::fs::create_dir_all(&loop_dir).unwrap();
+    std::fs::write(loop_dir.join("backing_file"), "/var/tmp/scratch.img\n").unwrap();
+    let proc_self = b.dir.path().join("root/proc/self");
+    std::fs::create_dir_all(&proc_self).unwrap();
+    std::fs::write(
+        proc_self.join("mountinfo"),
+        "22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    )
+    .unwrap();
+    let lines = vec![
+        SimLine {
+            name: b.dev.clone(),
+            major: 7,
+            minor: 0,
+        },
+        SimLine {
+            name: "vda".into(),
+            major: 254,
+            minor: 0,
+        },
+    ];
+    let _sim = b.tree.simulate(
+        &b.dev,
+        &["none", "mq-deadline", "kyber", "bfq"],
+        64,
+        lines,
+        |s, _| {
+            let kyber = s == "kyber";
+            vec![
+                Behaviour {
+                    reads_per_s: 4000.0,
+                    read_ms: if kyber { 2.6 } else { 1.0 },
+                    sectors: 8.0,
+                    ..Behaviour::default()
+                },
+                // The loop's backing disk: 0.4 ms, 4 ms under kyber.
+                Behaviour {
+                    writes_per_s: 500.0,
+                    write_ms: if kyber { 4.0 } else { 0.4 },
+                    sectors: 64.0,
+                    ..Behaviour::default()
+                },
+            ]
+        },
+    );
+    let rules = b.rules();
+    let o = b.bench(&[
+        "--schedulers",
+        "mq-deadline,kyber",
+        "--budget",
+        "15s",
+        "--export",
+        "--export-output",
+        path(&rules),
+    ]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{err}\n{out}");
+    let failed = out
+        .find(&format!("FAILED  vda (under {})", b.dev))
+        .unwrap_or_else(|| panic!("no failed control for vda:\n{out}"));
+    let number = out
+        .find("r_await of mq-deadline against each other configuration")
+        .unwrap_or_else(|| panic!("no comparison:\n{out}"));
+    assert!(
+        failed < number,
+        "the control comes after the number:\n{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "no winner for read-latency (r_await): UNRELIABLE: vda (under {}) sped up too: await ",
+            b.dev
+        )),
+        "{out}"
+    );
+    // The comparison's own line says so too, not a bare "better".
+    assert!(
+        out.lines().any(|l| l.starts_with("  kyber  -6")
+            && l.ends_with("): better; UNRELIABLE (a control failed, above)")),
+        "{out}"
+    );
+    assert!(!out.contains("\nwinner for"), "{out}");
+    assert!(err.contains("no rule written"), "{err}");
+    assert!(!rules.exists());
+    assert_eq!(b.active(), "mq-deadline");
+}

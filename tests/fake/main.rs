@@ -11,6 +11,7 @@ mod cli_errors;
 mod dash_stdio;
 mod discovery;
 mod docs_examples;
+mod export_check;
 mod export_cli;
 mod export_fleet;
 mod export_golden;

@@ -542,6 +542,53 @@ fn an_undecided_shoot_out_offers_nothing_to_apply_and_its_keys_stay_in_the_box()
     }
 }
 
+/// A real run at 80x24 (the tmux test's): two control notes of two rows
+/// each and a long restore line pushed the conclusion's end and what the
+/// device was left with out of the box. Now the notes are said in one line
+/// there and the restore line keeps one row; a tall screen shows them all.
+#[test]
+fn a_small_screen_keeps_the_conclusion_and_the_restore_line_and_counts_the_notes() {
+    use blktune_core::compare::{ControlCheck, ControlKind, Status};
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = undecided();
+    let notes = [
+        "system: the CPU was saturated (>= 90% busy) in 16 of 16 rounds: the figures include waiting for a CPU",
+        "load: IOPS +95% (+24..+206) under none against bfq, the load is closed-loop (a fixed number of I/Os in flight): part of the effect",
+    ];
+    let a = r.analysis.as_mut().unwrap();
+    for text in notes {
+        a.controls.push(ControlCheck {
+            kind: ControlKind::System,
+            status: Status::Note,
+            text: text.into(),
+        });
+    }
+    r.final_settings = "original settings restored (scheduler=mq-deadline async_depth=192 fifo_batch=16 front_merges=1 prio_aging_expire=10000 read_expire=500 write_expire=5000 writes_starved=2 nr_requests=256 read_ahead_kb=128)".into();
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let s = text(&screen(&app, 80, 24));
+    for want in [
+        "r_await of kyber against each:",
+        "no winner for read-latency (r_await): kyber leads, undecided against",
+        "original settings restored (scheduler=mq-deadline async_depth=192",
+        "no decided winner: nothing to apply",
+        "controls: nothing failed; 2 notes (a taller terminal shows them)",
+    ] {
+        assert!(s.contains(want), "80x24: no '{want}':\n{s}");
+    }
+    assert!(!s.contains("the CPU was saturated"), "{s}");
+    let s = text(&screen(&app, 120, 40));
+    for want in [
+        "controls (what else changed in the same rounds):",
+        "  note    system: the CPU was saturated (>= 90% busy) in 16 of 16 rounds",
+        "original settings restored (scheduler=mq-deadline async_depth=192",
+        "no decided winner: nothing to apply",
+    ] {
+        assert!(s.contains(want), "120x40: no '{want}':\n{s}");
+    }
+}
+
 #[test]
 fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();

@@ -7,6 +7,7 @@ mod common;
 mod ab_worker;
 mod before_after;
 mod colours;
+mod devices;
 mod dialogs;
 mod editor;
 mod event_loop;

@@ -1,11 +1,20 @@
 //! The latency probe in the detail pane, on a fake machine with scripted
 //! reads: every figure with the count of reads it rests on, a window's
 //! figures pooled from all its reads (never a mean of per-interval
-//! percentiles), no p99 under 100 reads and then no percent change.
+//! percentiles), no p99 under 100 reads and then no percent change; and
+//! the probe switched on and off through the live source.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use crate::common::tui_fixture;
+use crate::state::status;
 use blktune::tui::app::App;
-use blktune::tui::worker::protocol::Feed;
+use blktune::tui::command::Mode;
+use blktune::tui::worker::live::LiveSource;
+use blktune::tui::worker::protocol::{Control, Feed, LiveControl, Shared};
+use blktune_core::diskstats::Counters;
+use blktune_core::sampler::Sampler;
+use crossterm::event::KeyCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use tui_fixture::*;
 
 /// Five reads of `fast` ms and one of `tail` ms: one second of the probe at 5 reads/s.
@@ -129,4 +138,220 @@ fn probe_off_shows_nothing_of_it() {
     assert!(s.contains("probe: 2.5/s direct 4 KiB reads"), "{s}");
     assert!(s.contains("above the block layer: starting"), "{s}");
     assert!(!s.contains("p99"), "{s}");
+}
+
+#[test]
+fn probe_follows_the_selection_and_its_figures_land_in_the_state() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.enable_probe(5.0);
+    // The baseline (the first snapshot) selected sda.
+    assert_eq!(
+        app.probe_control(),
+        Some(Control::Live(LiveControl::Probe(Some("sda".into()))))
+    );
+    assert_eq!(app.probe_control(), None, "said once");
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.probe_control(), None, "the same device");
+
+    let st = probe_stats(5.0, &[0.2, 0.3, 0.3, 1.2, 2.0], None);
+    m.run_probed(&mut app, 3, &busy(4), "sda", &st);
+    let h = &app.probe.as_ref().unwrap().history["sda"];
+    assert_eq!(h.len(), 3);
+    let last = h.back().unwrap();
+    let f = last.figures();
+    assert_eq!(
+        (f.n, f.p50, f.p99, f.max, last.reads_per_sec, last.errors),
+        (5, Some(0.3), None, Some(2.0), 5.0, 0)
+    );
+    // On the sample timeline: the same ends and lengths as diskstats' points.
+    let probe_t: Vec<(f64, f64)> = h.iter().map(|p| (p.t, p.itv)).collect();
+    let disk_t: Vec<(f64, f64)> = app.histories["sda"]
+        .points()
+        .iter()
+        .skip(1)
+        .map(|p| (p.t, p.itv))
+        .collect();
+    assert_eq!(probe_t, disk_t);
+    assert!(!app.probe.as_ref().unwrap().history.contains_key("sdb"));
+
+    // Moving the selection re-targets the probe, in the key's own answer
+    // (by %util sdb is the row above sda).
+    assert_eq!(
+        press(&mut app, &[KeyCode::Up]),
+        vec![Control::Live(LiveControl::Probe(Some("sdb".into())))]
+    );
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down, KeyCode::Up]),
+        vec![
+            Control::Live(LiveControl::Probe(Some("sda".into()))),
+            Control::Live(LiveControl::Probe(Some("sdb".into())))
+        ]
+    );
+    // Keys that leave the selection alone say nothing to the probe: a sort
+    // (by aqu-sz: sdb first) keeps it, and Up at the top moves nothing.
+    assert!(press(&mut app, &chars("o")).is_empty());
+    assert!(press(&mut app, &[KeyCode::Up]).is_empty());
+    assert_eq!(
+        press(&mut app, &[KeyCode::Down]),
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
+    );
+    // Typing a filter never moves the selection, nor the probe; the row
+    // the user then picks under it does, and stays picked after Esc.
+    let mut ctl = press(&mut app, &chars("/sdb"));
+    ctl.extend(press(&mut app, &[KeyCode::Enter]));
+    assert!(ctl.is_empty(), "{ctl:?}");
+    assert_eq!(app.selected.as_deref(), Some("sda"));
+    let ctl = press(&mut app, &[KeyCode::Down, KeyCode::Esc]);
+    assert_eq!(
+        ctl,
+        vec![Control::Live(LiveControl::Probe(Some("sdb".into())))]
+    );
+    assert_eq!(app.selected.as_deref(), Some("sdb"));
+    m.run_probed(&mut app, 1, &busy(4), "sdb", &st);
+    assert!(app.probe.as_ref().unwrap().latest("sdb").is_some());
+    // A vanished device leaves nothing selected and stops the probe; the
+    // event loop asks probe_control() after every batch of feeds.
+    m.tree.remove("sdb").unwrap();
+    m.refresh();
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(app.selected, None);
+    assert_eq!(
+        app.probe_control(),
+        Some(Control::Live(LiveControl::Probe(None)))
+    );
+    let ctl = press(&mut app, &[KeyCode::Down]);
+    let now = app.selected.clone().unwrap();
+    assert_ne!(now, "sdb");
+    assert_eq!(
+        ctl,
+        vec![Control::Live(LiveControl::Probe(Some(now.clone())))]
+    );
+    assert!(
+        !app.probe.as_ref().unwrap().history.contains_key("sdb"),
+        "a vanished device's probe history goes"
+    );
+
+    // An error shows up as the newest point's error, not as a crash.
+    let denied = probe_stats(0.0, &[], Some("cannot open /dev/X for reading"));
+    m.run_probed(&mut app, 1, &busy(4), &now, &denied);
+    let p = app.probe.as_ref().unwrap().latest(&now).unwrap();
+    assert_eq!(p.error.as_deref(), Some("cannot open /dev/X for reading"));
+    assert_eq!((p.figures().n, p.errors), (0, 5));
+}
+
+#[test]
+fn probe_off_has_no_state_and_sends_nothing() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    assert_eq!(app.probe_control(), None);
+    assert!(press(&mut app, &[KeyCode::Down, KeyCode::Down]).is_empty());
+    // Figures that arrive anyway are dropped.
+    let st = probe_stats(5.0, &[0.2, 0.3, 0.3, 1.2, 2.0], None);
+    m.run_probed(&mut app, 2, &busy(4), "zram0", &st);
+    assert!(app.probe.is_none());
+    assert!(app.probe_compare("sda", 0).is_none());
+}
+
+#[test]
+fn live_source_probe_error_reaches_the_app_without_a_crash() {
+    // A disk in the fake tree has no node in /dev: the probe cannot open it,
+    // like a user who may not open /dev/X; the error comes back as figures.
+    let name = "blkprobetest0";
+    assert!(!std::path::Path::new("/dev").join(name).exists());
+    let m = Machine::new(&[blktune_core::fake::FakeDisk::new(name).dev(8, 0)]);
+    m.tree
+        .set_diskstats(&[(name, 8, 0, Counters::default())])
+        .unwrap();
+    let root = m.tree.root();
+    let (ftx, frx) = mpsc::channel();
+    let (ctx, crx) = mpsc::channel();
+    let handle = LiveSource::new(
+        Sampler::new(root).unwrap(),
+        None,
+        Duration::from_millis(100),
+    )
+    .with_probe_rate(20.0)
+    .spawn(ftx, crx)
+    .unwrap();
+    let mut app = m.app(Some("--read-only"));
+    app.enable_probe(20.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut error = None;
+    while error.is_none() {
+        assert!(Instant::now() < deadline, "no probe error came back");
+        if let Ok(f) = frx.recv_timeout(Duration::from_millis(50)) {
+            app.on_feed(f);
+        }
+        if let Some(c) = app.probe_control() {
+            ctx.send(c.to_live().unwrap()).unwrap();
+        }
+        error = app
+            .probe
+            .as_ref()
+            .and_then(|p| p.latest(name))
+            .and_then(|p| p.error.clone());
+    }
+    let e = error.unwrap();
+    assert!(
+        e.contains(&format!("cannot open /dev/{name} for reading")),
+        "{e}"
+    );
+    ctx.send(Shared::Stop.into()).unwrap();
+    handle.join().unwrap();
+}
+
+#[test]
+fn p_turns_the_probe_on_and_off_in_the_live_view_only() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    app.probe_rate = 2.0;
+    m.run(&mut app, 2, &busy(4));
+    assert!(app.probe.is_none());
+    // On: at the configured rate, pointed at the selected device at once.
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
+    );
+    assert_eq!(app.probe.as_ref().unwrap().rate, 2.0);
+    assert!(
+        status(&app).contains("probe on: 2.0 read-only"),
+        "{}",
+        status(&app)
+    );
+    let st = probe_stats(2.0, &[0.3, 2.0], None);
+    m.run_probed(&mut app, 2, &busy(4), "sda", &st);
+    assert!(text(&screen(&app, 80, 24)).contains("probe: 2.0/s direct 4 KiB reads"));
+    // Off: the source is told to stop, and nothing of it is left on screen.
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Live(LiveControl::Probe(None))]
+    );
+    assert!(app.probe.is_none());
+    assert_eq!(status(&app), "probe off");
+    let s = text(&screen(&app, 80, 24));
+    assert!(!s.contains("direct 4 KiB") && !s.contains("p99"), "{s}");
+    assert!(press(&mut app, &[KeyCode::Down]).is_empty());
+    // Read-only mode allows it: it only reads.
+    let mut app = m.app(Some("not root"));
+    m.run(&mut app, 1, &busy(4));
+    assert_eq!(
+        press(&mut app, &chars("P")),
+        vec![Control::Live(LiveControl::Probe(Some("sda".into())))]
+    );
+    // A replay has no such key.
+    app.on_feed(Feed::Position(
+        blktune::tui::worker::protocol::ReplayPosition {
+            at: 0.0,
+            total: 10.0,
+            speed: 1.0,
+            paused: false,
+            ended: false,
+        },
+    ));
+    assert_eq!(app.mode(), Mode::Replay);
+    assert!(press(&mut app, &chars("P")).is_empty());
+    assert!(app.probe.is_some(), "P did nothing in the replay");
 }

@@ -5,7 +5,9 @@ use super::frame::{big, framed};
 use super::{Theme, num};
 use crate::tui::dialogs::shootout::{BUDGET, DWELL, SETTLE, ShootOutDialog, Stage};
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Span as IoSpan};
-use blktune_core::shootout::{ConfigSummary, IoLatency, Metric, ShootoutResult, verdict_lines};
+use blktune_core::shootout::{
+    CONTROLS_HEAD, ConfigSummary, IoLatency, Metric, ShootoutResult, verdict_lines,
+};
 use blktune_core::text::printable;
 use blktune_core::units::format_duration;
 use ratatui::Frame;
@@ -88,9 +90,13 @@ pub fn render(f: &mut Frame, area: Rect, d: &ShootOutDialog, t: Theme) {
             lines.push(Line::from(Span::styled(hint, t.heading())));
         }
         Stage::Done(res) => {
-            // Every detail where there is room for it (bench prints them all).
-            lines.extend(results_lines(res, t, w, area.height >= 40));
-            lines.push(Line::raw(""));
+            // Every detail where there is room for it (bench prints them all);
+            // inside the box's rows, less the borders and the key line.
+            let rows = (r.height as usize).saturating_sub(3);
+            lines.extend(results_lines(res, t, w, area.height >= 40, rows));
+            if wrapped_rows(&lines, w) < rows {
+                lines.push(Line::raw(""));
+            }
             // Only a decided winner can be applied or kept.
             keys = Some(if res.verdict.decided() {
                 "a apply the winner   e export it as a udev rule   Esc close"
@@ -254,11 +260,33 @@ fn columns(w: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, us
     )
 }
 
+/// What a line of the results is, for fitting them into a small screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Always shown: the table, the comparisons, the conclusion.
+    Keep,
+    /// The table's explanations under it.
+    Explain,
+    /// `controls (what else changed in the same rounds):`
+    ControlsHead,
+    /// A control that held or is worth a note (a failed one is kept).
+    Note,
+    /// What the device was left with.
+    Restore,
+}
+
 /// The results table (each configuration's rounds pooled: diskstats means
 /// and the kernel's percentiles, as many columns as `w` holds), the
 /// verdict's lines ([`verdict_lines`]: controls, intervals, conclusion) and
-/// what the device was left with.
-pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<Line<'static>> {
+/// what the device was left with, in at most `rows` rows where it can
+/// ([`fit`]).
+pub fn results_lines(
+    r: &ShootoutResult,
+    t: Theme,
+    w: usize,
+    full: bool,
+    rows: usize,
+) -> Vec<Line<'static>> {
     let kernel = r.configurations.iter().any(|s| s.kernel.is_some());
     let writes = r.configurations.iter().any(|s| {
         s.kernel
@@ -288,7 +316,7 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<
         head.push_str(&format!("{:>cw$}", c.label()));
     }
     let winner = r.verdict.winner.clone();
-    let mut out = vec![Line::styled(head, t.heading())];
+    let mut out = vec![(Part::Keep, Line::styled(head, t.heading()))];
     for s in &r.configurations {
         // A star for a decided winner only.
         let mark = if winner.as_deref() == Some(s.configuration.as_str()) {
@@ -300,9 +328,10 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<
         for c in &cols {
             row.push_str(&format!("{:>cw$}", c.cell(s)));
         }
-        out.push(Line::raw(row));
+        out.push((Part::Keep, Line::raw(row)));
     }
-    out.push(Line::styled(
+    let mut explain = |l: Line<'static>| out.push((Part::Explain, l));
+    explain(Line::styled(
         format!(
             "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
             r.rounds,
@@ -312,7 +341,7 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<
         ),
         t.dim(),
     ));
-    out.push(Line::styled(
+    explain(Line::styled(
         if kernel {
             let names: Vec<&str> = cols
                 .iter()
@@ -338,10 +367,81 @@ pub fn results_lines(r: &ShootoutResult, t: Theme, w: usize, full: bool) -> Vec<
         } else {
             Style::new()
         };
-        out.push(Line::styled(printable(&l).into_owned(), st));
+        let part = if l.starts_with(CONTROLS_HEAD) {
+            Part::ControlsHead
+        } else if l.starts_with("  note  ") || l.starts_with("  ok    ") {
+            Part::Note
+        } else {
+            Part::Keep
+        };
+        out.push((part, Line::styled(printable(&l).into_owned(), st)));
     }
-    out.push(Line::styled(r.final_settings.clone(), t.done()));
-    out
+    out.push((
+        Part::Restore,
+        Line::styled(r.final_settings.clone(), t.done()),
+    ));
+    fit(out, t, w, rows)
+}
+
+/// The lines in at most `rows` wrapped rows where they can be: what a small
+/// screen can do without goes first, least needed first (the table's
+/// explanations; then the controls that held or are only a note, said in
+/// one line; then the restore line's detail), never the table, a failed
+/// control, the comparisons or the conclusion.
+fn fit(
+    mut lines: Vec<(Part, Line<'static>)>,
+    t: Theme,
+    w: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let taken = |l: &[(Part, Line<'static>)]| {
+        l.iter()
+            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), w))
+            .sum::<usize>()
+    };
+    if taken(&lines) > rows {
+        lines.retain(|(p, _)| *p != Part::Explain);
+    }
+    let notes = lines.iter().filter(|(p, _)| *p == Part::Note).count();
+    if taken(&lines) > rows && notes > 0 {
+        let failed = lines
+            .iter()
+            .any(|(_, l)| l.spans.iter().any(|s| s.content.starts_with("  FAILED")));
+        let said = if failed {
+            format!(
+                "  and {notes} note{} (a taller terminal shows them)",
+                plural(notes)
+            )
+        } else {
+            format!(
+                "controls: nothing failed; {notes} note{} (a taller terminal shows them)",
+                plural(notes)
+            )
+        };
+        let at = lines
+            .iter()
+            .position(|(p, _)| *p == Part::Note)
+            .unwrap_or(0);
+        lines.retain(|(p, _)| *p != Part::Note && (failed || *p != Part::ControlsHead));
+        let at = if failed { at } else { at.saturating_sub(1) }.min(lines.len());
+        lines.insert(at, (Part::Keep, Line::styled(said, t.dim())));
+    }
+    if taken(&lines) > rows
+        && let Some((_, l)) = lines.iter_mut().find(|(p, _)| *p == Part::Restore)
+    {
+        // One row: its start says whether the originals came back.
+        let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+        if text.chars().count() > w {
+            let cut: String = text.chars().take(w.saturating_sub(1)).collect();
+            *l = Line::styled(format!("{cut}…"), t.done());
+        }
+    }
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// `s` for a count other than one.
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// An I/O count: `-` when the dwell was not traced.

@@ -123,6 +123,39 @@ fn a_zero_effect_is_no_difference_or_undecided_in_at_least_95pct_of_runs() {
     }
 }
 
+/// With the pairs an equivalence needs at the noise, a zero effect is
+/// called "no difference" (not merely "not better or worse") in at least
+/// 95 % of runs. The 95 % interval must lie within ±5 %: its half-width plus
+/// the mean's own error under ln(1.05), i.e. a standard error of the mean
+/// under 0.0488 / (1.96 + 1.96) = 0.0124: (0.212 / 0.0124)² ≈ 290 pairs at
+/// the noise seen here (a pair's log ratio varies by 0.15·√2), 33 at a
+/// third of it.
+#[test]
+fn a_zero_effect_is_called_no_difference_in_95pct_of_runs_given_the_pairs_it_needs() {
+    let o = opts(2);
+    let quiet = Noise {
+        between: 0.05,
+        drift: 0.0,
+    };
+    for (noise, n, runs) in [(HERE, 320, 200), (quiet, 40, 1000)] {
+        let mut equivalent = 0;
+        for i in 0..runs {
+            let rounds = Machine::new(&[1.0, 1.0], noise, 60_000 + i).fixed(n);
+            let e = compare_two(&rounds, 0, 1, &o, 0.05, 2).goal.unwrap();
+            assert!(
+                !matches!(e.answer, Answer::Better | Answer::Worse),
+                "{noise:?}, {n} pairs: {e:?}"
+            );
+            equivalent += usize::from(e.answer == Answer::NoDifference);
+        }
+        eprintln!("zero effect, {noise:?}, {n} pairs: no difference in {equivalent} of {runs}");
+        assert!(
+            equivalent * 100 >= runs as usize * 95,
+            "{noise:?}, {n} pairs: no difference in {equivalent} of {runs}"
+        );
+    }
+}
+
 #[test]
 fn the_95pct_interval_covers_the_truth_about_95pct_of_the_time() {
     let o = opts(2);

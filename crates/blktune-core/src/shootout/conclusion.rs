@@ -18,6 +18,9 @@
 use super::ShootoutResult;
 use crate::compare::{Analysis, Effect, Status, change_only};
 
+/// The line the controls come under.
+pub const CONTROLS_HEAD: &str = "controls (what else changed in the same rounds):";
+
 /// `OK`, `note`, `FAILED`, padded.
 fn status_word(s: Status) -> &'static str {
     match s {
@@ -92,6 +95,9 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
             a.min_effect * 100.0
         )]
     };
+    // A failed control (the whole run's or this comparison's) makes its
+    // answer unreliable, never a win: said on its own line too.
+    let run_failed = a.controls.iter().any(|c| c.status == Status::Failed);
     let width = a
         .comparisons
         .iter()
@@ -109,6 +115,11 @@ fn comparison_lines(a: &Analysis, name: &dyn Fn(usize) -> String, full: bool) ->
                     e.brief()
                 }
             });
+        let said = if run_failed || c.unreliable() {
+            format!("{said}; UNRELIABLE (a control failed, above)")
+        } else {
+            said
+        };
         out.push(format!("  {:<width$}  {said}", name(c.other)));
     }
     if let (true, Some(line)) = (
@@ -152,7 +163,7 @@ pub fn verdict_lines(r: &ShootoutResult, full: bool) -> Vec<String> {
             })
             .collect();
         if !controls.is_empty() {
-            out.push("controls (what else changed in the same rounds):".to_string());
+            out.push(CONTROLS_HEAD.to_string());
             for c in controls {
                 out.push(format!("  {}  {}", status_word(c.status), c.text));
             }

@@ -46,7 +46,7 @@ mod round;
 mod verdict;
 
 pub use crate::latency::{IoLatency, KernelFigures};
-pub use conclusion::verdict_lines;
+pub use conclusion::{CONTROLS_HEAD, verdict_lines};
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{FakeRounds, fake_result};
 pub use figures::{ConfigSummary, Figures, Goal, LoadFigures, Metric, Spread, too_few_notes};
