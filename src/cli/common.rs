@@ -106,3 +106,64 @@ pub fn cli_error(e: ExportError) -> anyhow::Error {
         e => anyhow::anyhow!(e.to_string()),
     }
 }
+
+/// `blktune: s` on stderr, on one line with control characters escaped
+/// (`eprintln!` would panic on a closed stderr; a message nobody can read
+/// is dropped).
+pub fn warn(s: &str) {
+    use std::io::Write;
+    let s = blktune_core::text::printable(s);
+    let _ = writeln!(std::io::stderr(), "blktune: {s}");
+}
+
+/// Was standard output closed when blktune started (`>&-`)? Then nothing
+/// written there is seen, and the caller must treat its report as not
+/// printed. Rust's runtime plugs a closed standard descriptor with
+/// `/dev/null` opened read-write before `main` (so the first file opened
+/// cannot take number 1), which made a `set >&-` exit 0 silently: that
+/// read-write `/dev/null` is how a closed stdout shows. (A shell's
+/// `>/dev/null` opens it write-only: a chosen silence, not reported.)
+/// Should descriptor 1 still be closed, it is plugged here the same way.
+pub fn stdout_was_closed() -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use nix::sys::stat::{SFlag, fstat, makedev};
+    use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
+    let stdout = std::io::stdout();
+    let flags = match fcntl(stdout.as_fd(), FcntlArg::F_GETFL) {
+        Ok(flags) => OFlag::from_bits_truncate(flags),
+        Err(nix::errno::Errno::EBADF) => {
+            if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+                let null = OwnedFd::from(null);
+                if null.as_raw_fd() == 1 {
+                    // It took the free descriptor 1 itself: keep it open there.
+                    let _ = null.into_raw_fd();
+                } else {
+                    let _ = nix::unistd::dup2_stdout(&null);
+                }
+            }
+            return true;
+        }
+        Err(_) => return false,
+    };
+    let read_write = flags & OFlag::O_ACCMODE == OFlag::O_RDWR;
+    // /dev/null is character device 1:3 (Documentation/admin-guide/devices.txt).
+    let null = fstat(stdout.as_fd()).is_ok_and(|st| {
+        SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFCHR
+            && st.st_rdev == makedev(1, 3)
+    });
+    read_write && null
+}
+
+/// The one error for a journal directory (or the register of live
+/// devices) `dir` that cannot be read (root's are mode 0700, so reading
+/// them needs root).
+pub fn journal_error(dir: &std::path::Path, e: std::io::Error) -> anyhow::Error {
+    let dir = dir.display();
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        anyhow::anyhow!(
+            "cannot read the journal in {dir}: permission denied; reading it needs root (try sudo)"
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot read the journal in {dir}"))
+    }
+}

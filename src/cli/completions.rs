@@ -38,19 +38,23 @@ pub struct DeviceArgs {
 }
 
 /// Is this argument a block device name?
-fn is_device_arg(a: &clap::Arg) -> bool {
-    let id = a.get_id().as_str();
-    if a.is_positional() {
+fn is_device_arg(arg: &clap::Arg) -> bool {
+    let id = arg.get_id().as_str();
+    if arg.is_positional() {
         id == "device" || id == "devices"
     } else {
-        a.get_long() == Some("device")
+        arg.get_long() == Some("device")
     }
 }
 
 /// `--long` and `-s` spellings of an option.
-fn spellings(a: &clap::Arg) -> Vec<String> {
-    let mut v: Vec<String> = a.get_long().map(|l| format!("--{l}")).into_iter().collect();
-    v.extend(a.get_short().map(|s| format!("-{s}")));
+fn spellings(arg: &clap::Arg) -> Vec<String> {
+    let mut v: Vec<String> = arg
+        .get_long()
+        .map(|l| format!("--{l}"))
+        .into_iter()
+        .collect();
+    v.extend(arg.get_short().map(|s| format!("-{s}")));
     v
 }
 
@@ -235,8 +239,8 @@ pub fn script(shell: Shell) -> String {
 }
 
 /// Run `blktune completions`.
-pub fn run(a: &CompletionsArgs, out: &mut Out) -> anyhow::Result<i32> {
-    out.text(&script(a.shell))?;
+pub fn run(args: &CompletionsArgs, out: &mut Out) -> anyhow::Result<i32> {
+    out.text(&script(args.shell))?;
     Ok(0)
 }
 

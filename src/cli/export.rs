@@ -330,11 +330,12 @@ fn run_check(
     json: bool,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    // The user's file, maybe a pipe (`-`, `/dev/stdin`): read as it comes.
+    // The user's file, maybe a pipe (`-`, `/dev/stdin`): read as it comes;
+    // a named pipe is refused, not waited on.
     let read = if is_stdio(file) {
         blktune_core::text::read_capped_from(std::io::stdin().lock(), export::check::MAX_RULES_FILE)
     } else {
-        std::fs::File::open(file)
+        blktune_core::os::open_named_file(file)
             .and_then(|f| blktune_core::text::read_capped_from(f, export::check::MAX_RULES_FILE))
     };
     let name = shown_name(file);

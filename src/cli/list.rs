@@ -62,11 +62,11 @@ pub struct ListArgs {
 }
 
 /// `--latency`: 100ms to 1min (a metrics run must end).
-fn parse_latency_window(s: &str) -> Result<std::time::Duration, String> {
-    let d = blktune_core::units::parse_duration(s)?;
+fn parse_latency_window(text: &str) -> Result<std::time::Duration, String> {
+    let d = blktune_core::units::parse_duration(text)?;
     if !(std::time::Duration::from_millis(100)..=std::time::Duration::from_secs(60)).contains(&d) {
         return Err(format!(
-            "latency window '{s}' is out of range: 100ms to 1min"
+            "latency window '{text}' is out of range: 100ms to 1min"
         ));
     }
     Ok(d)
@@ -74,7 +74,7 @@ fn parse_latency_window(s: &str) -> Result<std::time::Duration, String> {
 
 /// Trace every I/O for `window` and return what the kernel saw in it;
 /// `None` (one line on stderr saying why) when the kernel cannot be traced.
-fn trace_window(g: &Global, window: std::time::Duration) -> Option<metrics::Window> {
+fn trace_window(global: &Global, window: std::time::Duration) -> Option<metrics::Window> {
     use blktune_core::traced::{LatencyReads, TraceNote};
     let say = |what: &str| {
         let _ = writeln!(
@@ -83,7 +83,7 @@ fn trace_window(g: &Global, window: std::time::Duration) -> Option<metrics::Wind
             blktune_core::text::printable(what)
         );
     };
-    let mut latency = LatencyReads::start(g.no_bpf, g.root().is_live());
+    let mut latency = LatencyReads::start(global.no_bpf, global.root().is_live());
     if let Some(why) = latency.unavailable() {
         say(&format!("no latency histograms: {why}"));
         return None;
@@ -195,60 +195,64 @@ pub struct ListEntry<'a> {
 }
 
 impl<'a> ListEntry<'a> {
-    /// The entry of `d` with its stable ids; `devs` are every device read
+    /// The entry of `device` with its stable ids; `devs` are every device read
     /// (to say which disks schedule a stack's I/O).
-    pub fn with_ids(d: &'a BlockDevice, ids: Option<&StableIds>, devs: &[BlockDevice]) -> Self {
+    pub fn with_ids(
+        device: &'a BlockDevice,
+        ids: Option<&StableIds>,
+        devs: &[BlockDevice],
+    ) -> Self {
         let ids = ids.cloned().unwrap_or_default();
         Self {
             wwn: ids.wwn,
             id_serial: ids.id_serial,
             by_id: ids.by_id,
-            scheduled_on: stacks::scheduled_on(devs, &d.name),
-            ..Self::from(d)
+            scheduled_on: stacks::scheduled_on(devs, &device.name),
+            ..Self::from(device)
         }
     }
 }
 
 impl<'a> From<&'a BlockDevice> for ListEntry<'a> {
-    fn from(d: &'a BlockDevice) -> Self {
-        let stack = d.stack.as_ref();
+    fn from(device: &'a BlockDevice) -> Self {
+        let stack = device.stack.as_ref();
         Self {
-            name: &d.name,
-            maj_min: (d.major, d.minor)
+            name: &device.name,
+            maj_min: (device.major, device.minor)
                 .ne(&(0, 0))
-                .then(|| format!("{}:{}", d.major, d.minor)),
-            class: d.kind.label(),
-            kind: d.type_name(),
-            stack_name: d.stack_name(),
+                .then(|| format!("{}:{}", device.major, device.minor)),
+            class: device.kind.label(),
+            kind: device.type_name(),
+            stack_name: device.stack_name(),
             uuid: stack.and_then(|s| s.uuid.as_deref()),
-            vendor: d.vendor.as_deref(),
-            model: d.model.as_deref(),
-            serial: d.serial.as_deref(),
-            wwn: d.wwid.clone(),
+            vendor: device.vendor.as_deref(),
+            model: device.model.as_deref(),
+            serial: device.serial.as_deref(),
+            wwn: device.wwid.clone(),
             id_serial: None,
             by_id: None,
-            size_bytes: (!d.size_unknown).then_some(d.size_bytes),
-            rotational: d.rotational,
-            removable: d.removable,
-            read_only: d.read_only,
-            queue: QueueJson::from(&d.queue),
-            hw_queue_depth: d.hw_queue_depth,
-            holders: &d.holders,
-            slaves: &d.slaves,
+            size_bytes: (!device.size_unknown).then_some(device.size_bytes),
+            rotational: device.rotational,
+            removable: device.removable,
+            read_only: device.read_only,
+            queue: QueueJson::from(&device.queue),
+            hw_queue_depth: device.hw_queue_depth,
+            holders: &device.holders,
+            slaves: &device.slaves,
             paths: stack.map_or(&[], |s| s.paths.as_slice()),
-            scheduled_on: if d.queue.has_scheduler() {
-                vec![d.name.clone()]
+            scheduled_on: if device.queue.has_scheduler() {
+                vec![device.name.clone()]
             } else {
                 Vec::new()
             },
-            partitions: &d.partitions,
+            partitions: &device.partitions,
         }
     }
 }
 
 /// `none [mq-deadline] kyber bfq`, or `-`.
-pub fn scheduler_line(d: &BlockDevice) -> String {
-    match &d.queue.scheduler {
+pub fn scheduler_line(device: &BlockDevice) -> String {
+    match &device.queue.scheduler {
         None => "-".into(),
         Some(s) => s
             .available
@@ -375,27 +379,27 @@ pub fn table(devs: &[BlockDevice], all: bool, part_sizes: &BTreeMap<String, u64>
 }
 
 /// Run `blktune list`.
-pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let format = a.format();
-    if a.latency.is_some() && format != ListFormat::Openmetrics {
+pub fn run(global: &Global, args: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let format = args.format();
+    if args.latency.is_some() && format != ListFormat::Openmetrics {
         return Err(UsageError("--latency goes with --format openmetrics".into()).into());
     }
-    if a.output.is_some() && format != ListFormat::Openmetrics {
+    if args.output.is_some() && format != ListFormat::Openmetrics {
         return Err(UsageError(
             "-o FILE goes with --format openmetrics (redirect the table or JSON instead)".into(),
         )
         .into());
     }
-    let root = g.root();
+    let root = global.root();
     // Read what gets printed: everything with --all, else only the shown
     // devices, and of those only the table's columns for the table.
-    let devs = match (a.all, format) {
+    let devs = match (args.all, format) {
         (true, _) => device::discover(&root),
         (false, ListFormat::Table) => device::discover_shown(&root, device::Identity::Table),
         (false, _) => device::discover_shown(&root, device::Identity::Full),
     }
     .with_context(|| format!("cannot read {}/block", root.sysfs().display()))?;
-    let db = match &a.udev_db {
+    let db = match &args.udev_db {
         Some(dir) => UdevDb::new(dir),
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
@@ -404,7 +408,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
     db.fill_stacks(&mut devs);
     let shown: Vec<&BlockDevice> = devs
         .iter()
-        .filter(|d| a.all || shown_by_default(d))
+        .filter(|d| args.all || shown_by_default(d))
         .collect();
     // Left out because its scheduler file does not parse, not because it has
     // none: said, so that no disk drops out of the list without a word.
@@ -419,7 +423,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 blktune_core::text::printable(&format!(
                     "'{}': {why}{}",
                     d.name,
-                    if a.all {
+                    if args.all {
                         ""
                     } else {
                         "; not listed (--all lists it)"
@@ -443,7 +447,7 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .iter()
                 .map(|d| (d.name.clone(), db.properties(d.major, d.minor)))
                 .collect();
-            let window = a.latency.and_then(|w| trace_window(g, w));
+            let window = args.latency.and_then(|w| trace_window(global, w));
             let text = metrics::render(
                 &blktune_core::metrics::queue::QueueSnapshot {
                     devices: &shown,
@@ -453,14 +457,14 @@ pub fn run(g: &Global, a: &ListArgs, out: &mut Out) -> anyhow::Result<i32> {
                 window.as_ref(),
             );
             // `-` is standard output, the same as no -o.
-            match a.output.as_deref().filter(|p| !is_stdio(p)) {
+            match args.output.as_deref().filter(|p| !is_stdio(p)) {
                 Some(path) => metrics::write_atomically(path, &text)?,
                 None => out.text(&text)?,
             }
         }
         ListFormat::Table => {
             let part_sizes = partition_sizes(&root, &devs);
-            out.text(&table(&devs, a.all, &part_sizes))?;
+            out.text(&table(&devs, args.all, &part_sizes))?;
         }
     }
     Ok(0)

@@ -214,8 +214,8 @@ fn packager_sections(cmd: &clap::Command, sub: Option<&str>) -> Roff {
 }
 
 /// The first letter in upper case (an example's description as a sentence).
-fn capitalized(s: &str) -> String {
-    let mut c = s.chars();
+fn capitalized(text: &str) -> String {
+    let mut c = text.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
@@ -260,9 +260,9 @@ pub fn pages() -> anyhow::Result<Vec<(String, String)>> {
 }
 
 /// Run `blktune man`.
-pub fn run(a: &ManArgs, out: &mut Out) -> anyhow::Result<i32> {
+pub fn run(args: &ManArgs, out: &mut Out) -> anyhow::Result<i32> {
     let pages = pages()?;
-    if let Some(dir) = &a.dir {
+    if let Some(dir) = &args.dir {
         if !dir.is_dir() {
             return Err(UsageError(format!("{}: not a directory", dir.display())).into());
         }
@@ -274,7 +274,7 @@ pub fn run(a: &ManArgs, out: &mut Out) -> anyhow::Result<i32> {
         out.line(&format!("wrote {} pages to {}", pages.len(), dir.display()))?;
         return Ok(0);
     }
-    let want = match &a.subcommand {
+    let want = match &args.subcommand {
         None => "blktune.1".to_string(),
         Some(s) => format!("blktune-{s}.1"),
     };
@@ -288,7 +288,7 @@ pub fn run(a: &ManArgs, out: &mut Out) -> anyhow::Result<i32> {
                 .collect();
             return Err(UsageError(format!(
                 "no subcommand '{}'; one of: {}",
-                a.subcommand.as_deref().unwrap_or_default(),
+                args.subcommand.as_deref().unwrap_or_default(),
                 subs.join(", ")
             ))
             .into());

@@ -17,12 +17,12 @@ pub struct Window {
     pub length: Duration,
 }
 
-/// The OpenMetrics text: the settings of `s`, and the window's gauges if any.
-pub fn render(s: &queue::QueueSnapshot<'_>, window: Option<&Window>) -> String {
+/// The OpenMetrics text: the settings of `snapshot`, and the window's gauges if any.
+pub fn render(snapshot: &queue::QueueSnapshot<'_>, window: Option<&Window>) -> String {
     let mut out = Exposition::new();
-    queue::render(&mut out, s);
+    queue::render(&mut out, snapshot);
     if let Some(w) = window {
-        window::render(&mut out, s.devices, &w.interval, w.length);
+        window::render(&mut out, snapshot.devices, &w.interval, w.length);
     }
     out.finish()
 }

@@ -15,6 +15,7 @@ mod out;
 mod record;
 mod replay;
 mod set;
+mod status;
 mod watch;
 
 pub use out::{Out, is_broken_pipe};
@@ -176,13 +177,21 @@ pub enum Command {
 
     /// Change a device's scheduler, its tunables, nr_requests and read-ahead.
     #[command(
-        after_help = "Examples:\n  sudo blktune set sda --scheduler kyber\n  sudo blktune set sda --scheduler mq-deadline --tunable read_expire=100 --nr-requests 64\n  sudo blktune set sda --read-ahead-kb 256\n\nOrder of writes: scheduler, its tunables, nr_requests, read_ahead_kb (a switch resets\nthe others). The original settings are journalled in /run/blktune (or\n$BLKTUNE_JOURNAL_DIR) before the first change, for 'blktune revert'."
+        after_help = "Examples:\n  sudo blktune set sda --scheduler kyber\n  sudo blktune set sda --scheduler mq-deadline --tunable read_expire=100 --nr-requests 64\n  sudo blktune set sda --read-ahead-kb 256\n\nOrder of writes: scheduler, its tunables, nr_requests, read_ahead_kb (a switch resets\nthe others). The original settings are journalled in /run/blktune (or\n$BLKTUNE_JOURNAL_DIR) before the first change, for 'blktune revert'; a real device\nalready changed with another journal directory is refused (one lock and one set of\noriginals per device). Exit codes: 0 changed (or already set), 1 failed (nothing\nchanged, or rolled back), 2 bad input. Once the change is made the exit code is 0 even\nif the report cannot be printed (a full disk, a closed stdout): stderr then says what\nchanged and the undo command."
     )]
     Set(set::SetArgs),
 
     /// Put back the original settings journalled before blktune's first change.
-    #[command(after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all")]
+    #[command(
+        after_help = "Examples:\n  sudo blktune revert sda\n  sudo blktune revert --all\n  sudo blktune revert --strict sda   exit 1 when sda has nothing to revert\n\nA real device whose originals were journalled in another directory (another\nBLKTUNE_JOURNAL_DIR) is reverted from there. Exit codes: 0 every device put back, or\nnothing to revert ('nothing to revert'; 1 with --strict); 1 something was not put back\n(said on stderr); 2 an unknown device. A report that cannot be printed (a full disk, a\nclosed stdout) changes no exit code: stderr says so, every write is still made."
+    )]
     Revert(set::RevertArgs),
+
+    /// What blktune has changed: each device's originals, since when, by which process, in which journal.
+    #[command(
+        after_help = "Examples:\n  sudo blktune status\n  sudo blktune status --json | jq '.devices[].device'\n\nReads the journal (/run/blktune, or $BLKTUNE_JOURNAL_DIR) and, for real devices, every\nother journal directory the register of live devices (/run/blktune/live) names; writes\nnothing. Exit codes: 0 (also when nothing was changed), 1 a journal or an entry could\nnot be read (named)."
+    )]
+    Status(status::StatusArgs),
 
     /// Record samples, settings and changes to a file, for replay anywhere.
     #[command(
@@ -286,6 +295,7 @@ pub fn run(mut args: Args) -> i32 {
         Some(Command::Watch(a)) => watch::run(&args.global, &a, &mut out),
         Some(Command::Set(a)) => set::run_set(&args.global, &a, &mut out),
         Some(Command::Revert(a)) => set::run_revert(&args.global, &a, &mut out),
+        Some(Command::Status(a)) => status::run(&args.global, &a, &mut out),
         Some(Command::Record(a)) => record::run(&args.global, &a, &mut out),
         Some(Command::Replay(a)) => replay::run(&args.global, &a, &mut out),
         Some(Command::Export(a)) => export::run(&args.global, &a, &mut out),

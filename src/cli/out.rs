@@ -22,9 +22,9 @@ impl Out {
     }
 
     /// Write one line and flush (for streaming output).
-    pub fn line(&mut self, s: &str) -> anyhow::Result<()> {
+    pub fn line(&mut self, text: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(escaped(s).as_bytes())?;
+        lock.write_all(escaped(text).as_bytes())?;
         lock.write_all(b"\n")?;
         lock.flush()?;
         Ok(())
@@ -33,9 +33,9 @@ impl Out {
     /// Write text (control characters escaped, newlines kept) and flush:
     /// many lines in one write (standard output's line buffer passes
     /// everything up to the last newline to the kernel at once).
-    pub fn text(&mut self, s: &str) -> anyhow::Result<()> {
+    pub fn text(&mut self, input: &str) -> anyhow::Result<()> {
         let mut lock = self.inner.lock();
-        lock.write_all(escaped(s).as_bytes())?;
+        lock.write_all(escaped(input).as_bytes())?;
         lock.flush()?;
         Ok(())
     }
@@ -44,19 +44,19 @@ impl Out {
 /// [`printable_lines`], with a fast pass for the usual output: printable
 /// ASCII, newlines and tabs need no escape (a thousand-line interval of
 /// `watch` is checked a byte at a time, not a character).
-fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
     // Whole chunks without an early exit: the compiler checks many bytes
     // at once (a thousand records of `watch --json` are 700 KiB a tick).
     let plain = |b: u8| (b' '..=b'~').contains(&b) | (b == b'\n') | (b == b'\t');
-    if (s.as_bytes().chunks(64)).all(|c| c.iter().fold(true, |ok, &b| ok & plain(b))) {
-        return std::borrow::Cow::Borrowed(s);
+    if (text.as_bytes().chunks(64)).all(|c| c.iter().fold(true, |ok, &b| ok & plain(b))) {
+        return std::borrow::Cow::Borrowed(text);
     }
-    printable_lines(s)
+    printable_lines(text)
 }
 
 /// Was this error a write to a closed pipe?
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })

@@ -43,14 +43,14 @@ pub struct ReplayArgs {
 }
 
 /// A speed factor between 0.25 and 64; `2x` works too.
-pub fn parse_speed(s: &str) -> Result<f64, String> {
-    let v: f64 = s
+pub fn parse_speed(text: &str) -> Result<f64, String> {
+    let v: f64 = text
         .trim()
         .trim_end_matches(['x', 'X'])
         .parse()
-        .map_err(|_| format!("speed '{s}' is not a number (examples: 0.5, 2, 8x)"))?;
+        .map_err(|_| format!("speed '{text}' is not a number (examples: 0.5, 2, 8x)"))?;
     if !(0.25..=64.0).contains(&v) {
-        return Err(format!("speed '{s}' is out of range: 0.25 to 64"));
+        return Err(format!("speed '{text}' is out of range: 0.25 to 64"));
     }
     Ok(v)
 }
@@ -96,39 +96,39 @@ impl Drop for DemoFile {
 }
 
 /// Run `blktune replay`.
-pub fn run(g: &Global, a: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let demo = if a.demo {
+pub fn run(global: &Global, args: &ReplayArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let demo = if args.demo {
         Some(DemoFile::write()?)
     } else {
         None
     };
-    let file = match (&demo, &a.file) {
+    let file = match (&demo, &args.file) {
         (Some(d), _) => d.0.clone(),
         (None, Some(f)) => f.clone(),
         (None, None) => return Err(UsageError("name a recording, or use --demo".into()).into()),
     };
-    run_file(g, a, &file, out)
+    run_file(global, args, &file, out)
 }
 
 /// Replay `file` (the demo's private copy or the user's recording).
 fn run_file(
-    g: &Global,
-    a: &ReplayArgs,
+    global: &Global,
+    args: &ReplayArgs,
     file: &std::path::Path,
     out: &mut Out,
 ) -> anyhow::Result<i32> {
-    if a.summary {
+    if args.summary {
         // One pass over the file (a pipe works), in bounded memory.
-        let local = HostInfo::read(&g.root()).hostname;
+        let local = HostInfo::read(&global.root()).hostname;
         let (rec, mut s) = summarize_file(file, (!local.is_empty()).then_some(local.as_str()))?;
-        if a.demo {
+        if args.demo {
             // Not the private copy's temp path, which changes every run
             // and is gone when this returns.
             s.file = DEMO_NAME.to_owned();
         }
         print_notes(&rec);
-        check_start(a, file, &rec)?;
-        if a.json {
+        check_start(args, file, &rec)?;
+        if args.json {
             out.line(&serde_json::to_string_pretty(&s)?)?;
         } else {
             out.text(&s.to_text())?;
@@ -154,7 +154,7 @@ fn run_file(
     // Before the file is opened: indexing a long recording takes a while,
     // and without a terminal there is nothing to play it on.
     if !std::io::stdout().is_terminal() {
-        let again = if a.demo {
+        let again = if args.demo {
             "--demo".to_string()
         } else {
             file.display().to_string()
@@ -166,7 +166,7 @@ fn run_file(
     }
     let rec = Arc::new(Recording::open(file)?);
     print_notes(&rec);
-    check_start(a, file, &rec)?;
+    check_start(args, file, &rec)?;
     if rec.samples() == 0 {
         return Err(anyhow::anyhow!(
             "'{}' has no samples to play; 'blktune replay {} --summary' shows what it holds",
@@ -174,8 +174,8 @@ fn run_file(
             file.display()
         ));
     }
-    let start = a.start.map_or(0.0, |s| s.as_secs_f64());
-    crate::tui::replay::run(rec, start, a.speed, a.demo).map_err(super::tui_error)
+    let start = args.start.map_or(0.0, |s| s.as_secs_f64());
+    crate::tui::replay::run(rec, start, args.speed, args.demo).map_err(super::tui_error)
 }
 
 /// Notes (cut-off end, skipped lines) go to stderr, one line each.
@@ -186,8 +186,12 @@ fn print_notes(rec: &Recording) {
 }
 
 /// `--start` must be within the recording.
-fn check_start(a: &ReplayArgs, file: &std::path::Path, rec: &Recording) -> Result<(), UsageError> {
-    if let Some(start) = a.start
+fn check_start(
+    args: &ReplayArgs,
+    file: &std::path::Path,
+    rec: &Recording,
+) -> Result<(), UsageError> {
+    if let Some(start) = args.start
         && start.as_secs_f64() > rec.duration()
     {
         return Err(UsageError(format!(

@@ -1,6 +1,11 @@
 //! `blktune set` and `blktune revert`.
+//!
+//! Both tell what they did to the device even when their report cannot be
+//! printed (a full disk, a closed stdout): the writes are made either way,
+//! so the exit code says what happened to the device, and stderr says that
+//! the report is missing (with `set`, what changed and the undo command).
 
-use super::common::{QueueJson, SettingsArgs};
+use super::common::{QueueJson, SettingsArgs, journal_error, stdout_was_closed, warn};
 use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::device::QueueSettings;
@@ -30,9 +35,18 @@ pub struct RevertArgs {
     /// Devices to revert.
     pub devices: Vec<String>,
 
-    /// Revert every device in the journal.
+    /// Revert every device in the journal (of this journal directory:
+    /// `blktune status` also shows real devices journalled in another one,
+    /// which `blktune revert DEVICE` reverts from there).
     #[arg(long, conflicts_with = "devices")]
     pub all: bool,
+
+    /// Exit 1 when there is nothing to revert (a device with no original
+    /// journalled, an empty journal), as blktune did before 0.2. Without it
+    /// that is exit 0 and `nothing to revert`, so a repeated revert (an
+    /// ExecStop, an Ansible task) succeeds on a clean machine.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `dev: attr  before -> after` for each change.
@@ -68,8 +82,13 @@ struct Report<'a> {
 }
 
 impl<'a> Report<'a> {
-    fn new(out: &'a mut Out) -> Self {
-        Self { out, failed: None }
+    /// A report on `out`; `stdout_closed`: it was closed when blktune
+    /// started (`>&-`), so nothing written there is seen.
+    fn new(out: &'a mut Out, stdout_closed: bool) -> Self {
+        Self {
+            out,
+            failed: stdout_closed.then(stdout_closed_error),
+        }
     }
 
     /// A line on stdout.
@@ -84,12 +103,10 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// `blktune: s` on stderr (`eprintln!` would panic on a broken pipe),
-    /// on one line: its values come from the journal, which is not trusted.
+    /// `blktune: s` on stderr, on one line (its values come from the
+    /// journal, which is not trusted).
     fn warn(&mut self, s: &str) {
-        use std::io::Write;
-        let s = blktune_core::text::printable(s);
-        let _ = writeln!(std::io::stderr(), "blktune: {s}");
+        warn(s);
     }
 
     /// After the last write: say that the output was cut short (a closed
@@ -103,6 +120,11 @@ impl<'a> Report<'a> {
             ));
         }
     }
+}
+
+/// The error of a report whose stdout was closed when blktune started.
+fn stdout_closed_error() -> std::io::Error {
+    std::io::Error::other("standard output was closed")
 }
 
 /// `blktune set --json`: the outcome with the queue settings in the shape
@@ -132,7 +154,9 @@ impl<'a> From<&'a Outcome> for SetJson<'a> {
     }
 }
 
-/// Run `blktune set`.
+/// Run `blktune set`. Once the change is made the exit code is 0, even
+/// when the report cannot be printed: then stderr says what changed and
+/// how to undo it (a failed print must not read as "nothing changed").
 pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     let want = a.settings.wanted();
     if want.is_empty() {
@@ -142,14 +166,41 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
         ))
         .into());
     }
+    let stdout_closed = stdout_was_closed();
     let root = g.root();
     if want.scheduler.is_some() || !want.tunables.is_empty() || want.nr_requests.is_some() {
         stack_without_scheduler(&root, &a.device)?;
     }
     let tuner = Tuner::new(root.clone(), Some(Journal::for_root(&root)));
     let o = tuner.apply(&a.device, &want)?;
-    if a.json {
-        out.line(&serde_json::to_string_pretty(&SetJson::from(&o))?)?;
+    let undo = tuner
+        .journal()
+        .map(|j| j.revert_command(&root, &[o.device.as_str()]))
+        .unwrap_or_default();
+    let printed = if stdout_closed {
+        Err(stdout_closed_error().into())
+    } else {
+        print_set_report(out, a.json, &o, &want, &undo)
+    };
+    if let Err(e) = printed {
+        let quiet = o.changes.is_empty() && super::is_broken_pipe(&e);
+        if !quiet {
+            warn(&unprinted_set_report(&o, &super::one_line(&e), &undo));
+        }
+    }
+    Ok(0)
+}
+
+/// The report of a `set`: JSON, or one line per change and the undo command.
+fn print_set_report(
+    out: &mut Out,
+    json: bool,
+    o: &Outcome,
+    want: &Wanted,
+    undo: &str,
+) -> anyhow::Result<()> {
+    if json {
+        out.line(&serde_json::to_string_pretty(&SetJson::from(o))?)?;
     } else if o.changes.is_empty() {
         out.line(&format!(
             "{}: already {}; nothing changed",
@@ -157,15 +208,13 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
             want.summary()
         ))?;
     } else {
-        print_outcome(out, &o)?;
+        print_outcome(out, o)?;
         out.line(&format!(
-            "took {} in the kernel; undo with: blktune {}revert {}",
-            format_duration(o.kernel_time),
-            crate::tui::roots_args(&root),
-            o.device
+            "took {} in the kernel; undo with: {undo}",
+            format_duration(o.kernel_time)
         ))?;
     }
-    Ok(0)
+    Ok(())
 }
 
 /// A stack without a scheduler (LVM, crypt, md, an NVMe head) is refused
@@ -200,16 +249,25 @@ fn stack_without_scheduler(root: &blktune_core::os::SysRoot, name: &str) -> anyh
     .into())
 }
 
-/// The one error for a journal this user cannot read (it is root's, mode 0700).
-fn journal_error(journal: &Journal, e: std::io::Error) -> anyhow::Error {
-    let dir = journal.dir().display();
-    if e.kind() == std::io::ErrorKind::PermissionDenied {
-        anyhow::anyhow!(
-            "cannot read the journal in {dir}: permission denied; reverting needs root (try sudo)"
-        )
-    } else {
-        anyhow::Error::new(e).context(format!("cannot read the journal in {dir}"))
+/// What stderr says when the report of a `set` could not be printed: what
+/// changed (or that nothing did) and the undo command, on one line.
+fn unprinted_set_report(o: &Outcome, why: &str, undo: &str) -> String {
+    if o.changes.is_empty() {
+        return format!(
+            "could not print the report ({why}); '{}' was already as asked, nothing changed",
+            o.device
+        );
     }
+    let changes: Vec<String> = o
+        .changes
+        .iter()
+        .map(|c| format!("{} {} -> {}", c.attr, c.before, c.after))
+        .collect();
+    format!(
+        "could not print the report ({why}); '{}' WAS changed: {}; undo with: {undo}",
+        o.device,
+        changes.join(", ")
+    )
 }
 
 /// What must be written to bring a device from `now` back to `original`
@@ -265,22 +323,37 @@ pub fn set_command(device: &str, s: &Wanted) -> String {
     cmd
 }
 
+/// What a revert did with one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// Put back as journalled (or its stale entry dropped with nothing of
+    /// blktune's left in force).
+    Reverted,
+    /// No original journalled anywhere: nothing to revert.
+    Nothing,
+    /// Not put back (said on stderr).
+    Failed,
+}
+
 /// Run `blktune revert`. Every device is reverted under its lock; output
-/// errors never stop it (see [`Report`]); the exit code is 1 when anything
-/// was not put back.
+/// errors never stop it (see [`Report`]). Exit 1 when anything was not put
+/// back; nothing to revert is exit 0 (`--strict`: 1).
 pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let stdout_closed = stdout_was_closed();
     let root = g.root();
     let journal = Journal::for_root(&root);
-    let tuner = Tuner::new(root.clone(), Some(journal.clone()));
-    let mut report = Report::new(out);
+    let mut report = Report::new(out, stdout_closed);
     let mut failed = 0;
     let names: Vec<String> = if a.all {
         let mut v = Vec::new();
-        for e in journal.list().map_err(|e| journal_error(&journal, e))? {
+        for e in journal
+            .list()
+            .map_err(|e| journal_error(journal.dir(), e))?
+        {
             match e {
                 Ok(e) => v.push(e.device),
                 Err((_, err)) if err.kind() == std::io::ErrorKind::PermissionDenied => {
-                    return Err(journal_error(&journal, err));
+                    return Err(journal_error(journal.dir(), err));
                 }
                 Err((name, err)) => {
                     report.warn(&format!(
@@ -289,13 +362,6 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
                     failed += 1;
                 }
             }
-        }
-        if v.is_empty() && failed == 0 {
-            report.warn(&format!(
-                "nothing to revert: the journal ({}) is empty",
-                journal.dir().display()
-            ));
-            return Ok(1);
         }
         v
     } else {
@@ -313,14 +379,19 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
         ))
         .into());
     }
-    // A name that is neither a device nor in the journal is a typo: say so
+    // A name that is neither a device nor in a journal is a typo: say so
     // (exit 2) before reverting anything.
     for name in &names {
-        let known = journal
+        let here = journal
             .load(name)
-            .map_err(|e| journal_error(&journal, e))
+            .map_err(|e| journal_error(journal.dir(), e))
             .with_context(|| format!("cannot read the journal entry of '{name}'"))?
             .is_some();
+        let known = here
+            || journal
+                .home_of(name)
+                .map_err(|e| journal_error(journal.lock_dir(), e))?
+                .is_some();
         if !known && root.device(name).is_none() {
             return Err(UsageError(format!(
                 "unknown device '{name}': no such entry under {}/block and nothing of it in the journal (see 'blktune list')",
@@ -329,88 +400,157 @@ pub fn run_revert(g: &Global, a: &RevertArgs, out: &mut Out) -> anyhow::Result<i
             .into());
         }
     }
+    let mut nothing = 0;
+    if a.all && names.is_empty() && failed == 0 {
+        // A real device may be journalled in another directory (another
+        // BLKTUNE_JOURNAL_DIR): status lists them all. Not listed here: what
+        // other journal directories hold changes while this runs, so the
+        // same command would print different lines.
+        let elsewhere = if journal.registry().is_some() {
+            "; 'blktune status' also shows changes journalled in other directories"
+        } else {
+            ""
+        };
+        nothing_to_revert(
+            &mut report,
+            a.strict,
+            &format!(
+                "nothing to revert: the journal ({}) is empty{elsewhere}",
+                journal.dir().display()
+            ),
+        );
+        nothing += 1;
+    }
     for name in &names {
-        if !revert_one(&tuner, &root, boot.as_deref(), name, &mut report) {
-            failed += 1;
+        match revert_one(
+            &journal,
+            &root,
+            boot.as_deref(),
+            name,
+            a.strict,
+            &mut report,
+        ) {
+            Done::Reverted => {}
+            Done::Nothing => nothing += 1,
+            Done::Failed => failed += 1,
         }
     }
     report.finish();
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(if failed > 0 || (a.strict && nothing > 0) {
+        1
+    } else {
+        0
+    })
+}
+
+/// Say there is nothing to revert: a line of the report, or with
+/// `--strict` an error on stderr (the exit code is 1 then).
+fn nothing_to_revert(report: &mut Report<'_>, strict: bool, what: &str) {
+    if strict {
+        report.warn(what);
+    } else {
+        report.line(what);
+    }
 }
 
 /// Revert one device under its lock: the journal is read, the original
 /// applied and the entry settled by the one revert policy, with no other
-/// change in between. Returns whether the device is as journalled (or its
-/// stale entry could be dropped with nothing of blktune's left in force).
+/// change in between. A real device with no entry in `own` is reverted
+/// from the journal directory its registration names.
 fn revert_one(
-    tuner: &Tuner,
+    own: &Journal,
     root: &blktune_core::os::SysRoot,
     boot: Option<&str>,
     name: &str,
+    strict: bool,
     report: &mut Report<'_>,
-) -> bool {
-    let dir = tuner
-        .journal()
-        .map(|j| j.dir().display().to_string())
-        .unwrap_or_default();
-    // Nothing journalled: no lock needed (and no journal directory made for one).
-    if tuner
-        .journal()
-        .is_some_and(|j| j.load(name).is_ok_and(|e| e.is_none()))
-    {
-        report.warn(&format!(
-            "'{name}': nothing to revert: no original in the journal ({dir})"
-        ));
-        return false;
-    }
+) -> Done {
+    let journal = match own.load(name) {
+        // An entry that cannot be read is told under the lock, below.
+        Ok(Some(_)) | Err(_) => own.clone(),
+        Ok(None) => match own.home_of(name) {
+            Ok(Some(home)) => {
+                report.line(&format!(
+                    "{name}: its originals are journalled in {}",
+                    home.dir().display()
+                ));
+                home
+            }
+            Ok(None) => {
+                nothing_to_revert(
+                    report,
+                    strict,
+                    &format!(
+                        "{name}: nothing to revert (no original in the journal {})",
+                        own.dir().display()
+                    ),
+                );
+                return Done::Nothing;
+            }
+            Err(e) => {
+                report.warn(&format!(
+                    "'{name}': {}",
+                    super::one_line(&journal_error(own.lock_dir(), e))
+                ));
+                return Done::Failed;
+            }
+        },
+    };
+    let tuner = Tuner::new(root.clone(), Some(journal.clone()));
     let held = match tuner.lock(name) {
         Ok(h) => h,
         Err(e) => {
             report.warn(&e.to_string());
-            return false;
+            return Done::Failed;
         }
     };
     let entry = match held.entry() {
         Ok(Some(e)) => e,
         Ok(None) => {
-            report.warn(&format!(
-                "'{name}': nothing to revert: no original in the journal ({dir})"
-            ));
-            return false;
+            // Reverted by another blktune since it was looked up.
+            nothing_to_revert(
+                report,
+                strict,
+                &format!(
+                    "{name}: nothing to revert (no original in the journal {})",
+                    journal.dir().display()
+                ),
+            );
+            return Done::Nothing;
         }
         Err(e) => {
             report.warn(&format!("'{name}': {e}"));
-            return false;
+            return Done::Failed;
         }
     };
     let current = root
         .device(name)
         .map(|d| blktune_core::device::BlockDevice::read(root, &d));
     let Some(why) = entry.stale_reason(current.as_ref(), boot) else {
-        return match held.restore(&entry.original) {
+        return match held.revert(&entry.original) {
             Ok(o) => {
                 for l in outcome_lines(&o) {
                     report.line(&l);
                 }
                 // The policy dropped the entry unless the device still differs.
                 match held.entry() {
-                    Ok(None) => true,
+                    Ok(None) => Done::Reverted,
                     Ok(Some(e)) => {
                         report.warn(&format!(
                             "'{name}': the kernel did not take back every original ({}); its journal entry is kept",
                             e.differences(&o.after).join(", ")
                         ));
-                        false
+                        Done::Failed
                     }
                     Err(e) => {
                         report.warn(&format!("'{name}' reverted, but {e}"));
-                        false
+                        Done::Failed
                     }
                 }
             }
             Err(e) => {
                 report.warn(&e.to_string());
-                false
+                Done::Failed
             }
         };
     };
@@ -428,14 +568,14 @@ fn revert_one(
         report.warn(&format!(
             "cannot drop the stale journal entry of '{name}': {e}"
         ));
-        return false;
+        return Done::Failed;
     }
     match lingering {
         None => {
             report.line(&format!(
                 "{name}: journal entry dropped, not applied: {why}"
             ));
-            true
+            Done::Reverted
         }
         Some(restore) => {
             report.warn(&format!(
@@ -450,7 +590,7 @@ fn revert_one(
                 "to restore them: sudo {}",
                 set_command(name, &restore)
             ));
-            false
+            Done::Failed
         }
     }
 }

@@ -47,7 +47,7 @@ pub enum TuiError {
 }
 
 impl From<std::io::Error> for TuiError {
-    fn from(e: std::io::Error) -> Self {
-        TuiError::Terminal(Box::new(e))
+    fn from(err: std::io::Error) -> Self {
+        TuiError::Terminal(Box::new(err))
     }
 }

@@ -82,8 +82,8 @@ pub fn page_rows(width: u16, height: u16, app: &App) -> Option<usize> {
 }
 
 /// Rows of devices in the table's area (its first row is the headings).
-fn table_rows(a: &render::Areas) -> usize {
-    a.table.height.saturating_sub(1).max(1) as usize
+fn table_rows(areas: &render::Areas) -> usize {
+    areas.table.height.saturating_sub(1).max(1) as usize
 }
 
 /// What the app keeps of the terminal's size, from one layout before each

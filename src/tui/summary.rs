@@ -139,8 +139,9 @@ pub(super) fn revert_on_exit(
                 failed += 1;
                 let _ = writeln!(
                     err,
-                    "blktune: cannot revert '{}': {e}; try 'sudo blktune revert {}'",
-                    s.device, s.device
+                    "blktune: cannot revert '{}': {e}; try 'sudo {}'",
+                    s.device,
+                    tuner.revert_command(&s.device)
                 );
             }
         }

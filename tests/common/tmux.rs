@@ -44,10 +44,10 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// Run the `sh -c` command line `cmd` in a new `w`x`h` pane. When `cmd`
+    /// Run the `sh -c` command line `cmd` in a new `width`x`height` pane. When `cmd`
     /// ends the pane shows `EXIT=<status>` and stays, so its last screen can
     /// be read (so `cmd` must not `exit` or `exec`; the pane would close).
-    pub fn start(cmd: &str, w: u16, h: u16) -> Self {
+    pub fn start(cmd: &str, width: u16, height: u16) -> Self {
         // Tests of one binary run in parallel threads of one process.
         static SERVERS: AtomicUsize = AtomicUsize::new(0);
         let n = SERVERS.fetch_add(1, Ordering::Relaxed);
@@ -58,7 +58,7 @@ impl Tmux {
         let script = format!("{cmd}\necho EXIT=$?\nexec sleep 300");
         let ok = t
             .tmux(&["-f", "/dev/null", "new-session", "-d", "-s", SESSION])
-            .args(["-x", &w.to_string(), "-y", &h.to_string(), "--"])
+            .args(["-x", &width.to_string(), "-y", &height.to_string(), "--"])
             .args(["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"])
             .args(["TERM=xterm-256color", "sh", "-c", &script])
             .status()
@@ -68,9 +68,9 @@ impl Tmux {
         t
     }
 
-    /// `blktune --read-only ARGS` in a `w`x`h` pane on the fake tree under
+    /// `blktune --read-only ARGS` in a `width`x`height` pane on the fake tree under
     /// `base` (its `sys` and `proc`), with a private journal in `journal`.
-    pub fn on_fake_tree(base: &Path, journal: &Path, args: &str, w: u16, h: u16) -> Self {
+    pub fn on_fake_tree(base: &Path, journal: &Path, args: &str, width: u16, height: u16) -> Self {
         Self::start(
             &format!(
                 "env BLKTUNE_JOURNAL_DIR='{}' '{}' --read-only --sysfs-root '{}' --proc-root '{}' {args}",
@@ -79,19 +79,19 @@ impl Tmux {
                 base.join("sys").display(),
                 base.join("proc").display(),
             ),
-            w,
-            h,
+            width,
+            height,
         )
     }
 
     /// An interactive bash (no rc files) whose prompt is `prompt`, once the prompt shows.
-    pub fn shell(prompt: &str, w: u16, h: u16) -> Self {
+    pub fn shell(prompt: &str, width: u16, height: u16) -> Self {
         // `exec`: bash is the pane's own process, so Drop's SIGTERM (which
         // bash ignores) goes only to what bash runs.
         let t = Self::start(
             &format!("exec env PS1='{prompt} ' bash --norc --noprofile"),
-            w,
-            h,
+            width,
+            height,
         );
         t.wait("the shell prompt", |s| s.contains(prompt));
         t
@@ -183,14 +183,16 @@ impl Tmux {
         })
     }
 
-    /// Wait until the screen has been redrawn with new content `n` times:
-    /// `n` samples of a live TUI under load (its figures move every sample).
+    /// Wait until the screen has been redrawn with new content `count` times:
+    /// `count` samples of a live TUI under load (its figures move every sample).
     /// For "some history first", counted in samples rather than seconds, so
     /// a slow machine waits longer instead of getting less.
-    pub fn wait_redraws(&self, what: &str, n: usize) -> String {
+    pub fn wait_redraws(&self, what: &str, count: usize) -> String {
         let mut last = self.capture();
-        for i in 0..n {
-            last = self.wait(&format!("{what} (redraw {} of {n})", i + 1), |s| s != last);
+        for i in 0..count {
+            last = self.wait(&format!("{what} (redraw {} of {count})", i + 1), |s| {
+                s != last
+            });
         }
         last
     }

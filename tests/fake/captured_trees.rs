@@ -62,8 +62,8 @@ fn lsblk(tree: &Path) -> BTreeMap<String, Vec<LsblkRow>> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let mut out: BTreeMap<String, Vec<LsblkRow>> = BTreeMap::new();
-    fn walk(v: &Value, parent: Option<&str>, out: &mut BTreeMap<String, Vec<LsblkRow>>) {
-        for d in v.as_array().unwrap() {
+    fn walk(value: &Value, parent: Option<&str>, out: &mut BTreeMap<String, Vec<LsblkRow>>) {
+        for d in value.as_array().unwrap() {
             let kname = d["kname"].as_str().unwrap().to_string();
             let mut fields = d.as_object().unwrap().clone();
             fields.remove("children");

@@ -20,9 +20,9 @@ fn host() -> FakeHost {
 }
 
 /// Run in the host's `out/` directory (where a file named `-` would land).
-fn run_in_out(h: &FakeHost, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut c = h.command(args);
-    c.current_dir(h.path("out"))
+fn run_in_out(fake_host: &FakeHost, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = fake_host.command(args);
+    c.current_dir(fake_host.path("out"))
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -39,13 +39,13 @@ fn run_in_out(h: &FakeHost, args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 /// Succeeded; its standard output.
-fn ok(o: &Output, what: &str) -> String {
+fn ok(output: &Output, what: &str) -> String {
     assert!(
-        o.status.success(),
+        output.status.success(),
         "{what}: {}",
-        String::from_utf8_lossy(&o.stderr)
+        String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8(o.stdout.clone()).unwrap()
+    String::from_utf8(output.stdout.clone()).unwrap()
 }
 
 #[test]

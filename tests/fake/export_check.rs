@@ -84,13 +84,13 @@ fn class_rule_warnings_name_exactly_what_the_check_matches() {
 }
 
 /// `--check --json` of a file without problems (exit 0).
-fn check_json(h: &FakeHost, file: &Path) -> Value {
-    check_json_exit(h, file, 0)
+fn check_json(fake_host: &FakeHost, file: &Path) -> Value {
+    check_json_exit(fake_host, file, 0)
 }
 
 /// `--check --json`, expecting exit code `code` (3: problems found).
-fn check_json_exit(h: &FakeHost, file: &Path, code: i32) -> Value {
-    let o = h.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
+fn check_json_exit(fake_host: &FakeHost, file: &Path, code: i32) -> Value {
+    let o = fake_host.run(&["export", "--check", file.to_str().unwrap(), "--json"]);
     assert_eq!(o.status.code(), Some(code), "{}{}", stdout(&o), stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
 }

@@ -48,21 +48,21 @@ pub(crate) fn host() -> FakeHost {
     h
 }
 
-pub(crate) fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+pub(crate) fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub(crate) fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+pub(crate) fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Exit code 2 and exactly one line on stderr containing `needle`.
-pub(crate) fn bad_input(o: &Output, needle: &str) {
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
-    let err = stderr(o);
+pub(crate) fn bad_input(output: &Output, needle: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    let err = stderr(output);
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.contains(needle), "{err}");
-    assert!(o.stdout.is_empty(), "{}", stdout(o));
+    assert!(output.stdout.is_empty(), "{}", stdout(output));
 }
 
 #[test]
@@ -289,8 +289,8 @@ fn output_into_a_missing_directory_names_the_given_path() {
 }
 
 /// Run an exported script against the fake tree (`BLKTUNE_SYSFS`, `BLKTUNE_UDEV_DB`).
-fn run_script(h: &FakeHost, script: &Path) -> Output {
-    let p = h.dir.path();
+fn run_script(fake_host: &FakeHost, script: &Path) -> Output {
+    let p = fake_host.dir.path();
     Command::new("sh")
         .arg(script)
         .env("BLKTUNE_SYSFS", p.join("sys"))
@@ -299,11 +299,16 @@ fn run_script(h: &FakeHost, script: &Path) -> Output {
         .unwrap()
 }
 
-fn queue(h: &FakeHost, dev: &str, attr: &str) -> String {
-    fs::read_to_string(h.dir.path().join(format!("sys/block/{dev}/queue/{attr}")))
-        .unwrap()
-        .trim()
-        .to_string()
+fn queue(fake_host: &FakeHost, dev: &str, attr: &str) -> String {
+    fs::read_to_string(
+        fake_host
+            .dir
+            .path()
+            .join(format!("sys/block/{dev}/queue/{attr}")),
+    )
+    .unwrap()
+    .trim()
+    .to_string()
 }
 
 #[test]

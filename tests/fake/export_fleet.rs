@@ -53,11 +53,15 @@ fn host() -> FakeHost {
     h
 }
 
-fn opts(h: &FakeHost, strategy: Option<MatchStrategy>, include: Option<&str>) -> RenderOptions {
+fn opts(
+    fake_host: &FakeHost,
+    strategy: Option<MatchStrategy>,
+    include: Option<&str>,
+) -> RenderOptions {
     RenderOptions {
         strategy,
         tuned_include: include.map(str::to_owned),
-        ..h.golden_opts(Format::Tuned)
+        ..fake_host.golden_opts(Format::Tuned)
     }
 }
 
@@ -194,15 +198,15 @@ fn apply_hint_triggers_only_the_devices_concerned() {
 /// A fake configuration tree: blktune's rule in /etc, a distribution rule
 /// before it, a vendor rule after it that switches the scheduler, a masked
 /// file, /lib a link to /usr/lib, and tuned active with a disk plugin.
-fn config_tree(h: &FakeHost) -> std::path::PathBuf {
-    let root = h.path("conf");
+fn config_tree(fake_host: &FakeHost) -> std::path::PathBuf {
+    let root = fake_host.path("conf");
     let etc = root.join("etc/udev/rules.d");
     let usr = root.join("usr/lib/udev/rules.d");
     fs::create_dir_all(&etc).unwrap();
     fs::create_dir_all(&usr).unwrap();
     std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
     let ours = etc.join("61-blktune.rules");
-    let o = h.run(&[
+    let o = fake_host.run(&[
         "export",
         "sdb",
         "-s",

@@ -23,10 +23,10 @@ fn fifo(path: &Path) {
     nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o644)).unwrap();
 }
 
-/// Run `c`, killed and failed if it takes over 30 s.
-fn run_within(mut c: Command) -> Output {
-    let what = format!("{c:?}");
-    let child = c
+/// Run `command`, killed and failed if it takes over 30 s.
+fn run_within(mut command: Command) -> Output {
+    let what = format!("{command:?}");
+    let child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

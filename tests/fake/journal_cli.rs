@@ -55,8 +55,8 @@ impl Tree {
     }
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Removes a file on drop (what a wrong blktune would leave in the real journal).

@@ -136,9 +136,9 @@ fn rendered_pages() -> Vec<(String, String, String)> {
 }
 
 /// Remove `x\bx` overstrikes (what man prints for bold without a terminal).
-fn plain(s: &str) -> String {
+fn plain(text: &str) -> String {
     let mut out: Vec<char> = Vec::new();
-    for c in s.chars() {
+    for c in text.chars() {
         if c == '\u{8}' {
             out.pop();
             continue;

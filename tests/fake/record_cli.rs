@@ -59,17 +59,17 @@ impl Fixture {
     }
 }
 
-/// Wait until the file holds at least `n` sample lines (plain files only).
-fn wait_for_samples(path: &Path, n: usize) {
+/// Wait until the file holds at least `total` sample lines (plain files only).
+fn wait_for_samples(path: &Path, total: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.matches("\"type\":\"sample\"").count() >= n {
+        if text.matches("\"type\":\"sample\"").count() >= total {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("{} never got {n} samples", path.display());
+    panic!("{} never got {total} samples", path.display());
 }
 
 #[test]

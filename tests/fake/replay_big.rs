@@ -39,15 +39,15 @@ fn size_mb() -> u64 {
         .unwrap_or(192)
 }
 
-fn settings(t: f64, sched: &str) -> String {
+fn settings(at: f64, sched: &str) -> String {
     format!(
-        r#"{{"type":"settings","t":{t},"device":"disk0","queue":{{"scheduler":{{"active":"{sched}","available":["none","mq-deadline","kyber","bfq"]}},"nr_requests":256,"read_ahead_kb":128,"tunables":{{}}}}}}"#
+        r#"{{"type":"settings","t":{at},"device":"disk0","queue":{{"scheduler":{{"active":"{sched}","available":["none","mq-deadline","kyber","bfq"]}},"nr_requests":256,"read_ahead_kb":128,"tunables":{{}}}}}}"#
     )
 }
 
-fn change(t: f64, from: &str, to: &str) -> String {
+fn change(at: f64, from: &str, to: &str) -> String {
     format!(
-        r#"{{"type":"change","t":{t},"device":"disk0","label":"{from}→{to}","source":"observed","before":{{"scheduler":"{from}","tunables":[],"nr_requests":256,"read_ahead_kb":128}},"after":{{"scheduler":"{to}","tunables":[],"nr_requests":256,"read_ahead_kb":128}}}}"#
+        r#"{{"type":"change","t":{at},"device":"disk0","label":"{from}→{to}","source":"observed","before":{{"scheduler":"{from}","tunables":[],"nr_requests":256,"read_ahead_kb":128}},"after":{{"scheduler":"{to}","tunables":[],"nr_requests":256,"read_ahead_kb":128}}}}"#
     )
 }
 

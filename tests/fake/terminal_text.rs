@@ -8,8 +8,8 @@ use std::process::{Command, Output};
 /// An OSC title change, a screen clear and a right-to-left override.
 const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}\u{9b}31m";
 
-fn raw_free(o: &Output) {
-    for (what, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+fn raw_free(output: &Output) {
+    for (what, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
         let text = String::from_utf8_lossy(bytes);
         assert!(
             !text

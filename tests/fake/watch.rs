@@ -87,9 +87,13 @@ fn spawn_watch(dir: &tempfile::TempDir, args: &[&str]) -> Child {
         .unwrap()
 }
 
-fn records(o: &Output) -> Vec<Value> {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    parse(&String::from_utf8_lossy(&o.stdout))
+fn records(output: &Output) -> Vec<Value> {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse(&String::from_utf8_lossy(&output.stdout))
 }
 
 /// One JSON record a line.

@@ -21,8 +21,8 @@ fn traced(cmd: Command, log: &Path) -> (Output, Vec<String>) {
     (out, calls)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]

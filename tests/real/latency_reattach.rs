@@ -61,12 +61,12 @@ fn dd(args: &[&str]) {
 /// one run of many), once per new histogram.
 const FEW_LOST: u64 = 10;
 
-/// `n` of `expected` I/Os were counted and every one missing was counted as
+/// `count` of `expected` I/Os were counted and every one missing was counted as
 /// lost (`lost`, the interval's). The loss counter is machine-wide: another
 /// device's losses in the same interval may add to it, so it is compared
 /// with `>=`; an I/O counted twice or a stale histogram fails either way.
-fn counted(n: u64, lost: u64, expected: u64) -> bool {
-    n <= expected && n + lost >= expected && lost <= FEW_LOST
+fn counted(count: u64, lost: u64, expected: u64) -> bool {
+    count <= expected && count + lost >= expected && lost <= FEW_LOST
 }
 
 #[test]

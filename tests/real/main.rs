@@ -18,6 +18,7 @@ mod latency_reattach;
 mod list_latency;
 mod load_safety;
 mod metrics_unit;
+mod one_journal;
 mod output_files;
 mod probe;
 mod record_latency;

@@ -51,9 +51,9 @@ fn environment(unit: &str, env_file: &str) -> BTreeMap<String, String> {
     env
 }
 
-/// `${NAME}` in `s` replaced from `env`, as systemd expands ExecStart.
-fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
-    let mut out = s.to_owned();
+/// `${NAME}` in `text` replaced from `env`, as systemd expands ExecStart.
+fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = text.to_owned();
     for (k, v) in env {
         out = out.replace(&format!("${{{k}}}"), v);
     }

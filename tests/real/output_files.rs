@@ -91,9 +91,9 @@ impl Host {
 
 /// Exit 2, one error line on stderr containing `needle` (export may add a
 /// warning about the file name first).
-fn refused(o: &Output, needle: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+fn refused(output: &Output, needle: &str) {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
     let errors = err.lines().filter(|l| !l.starts_with("blktune: warning:"));
     assert_eq!(errors.count(), 1, "{err}");
     assert!(err.contains(needle), "{err}");
@@ -109,8 +109,8 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// What each special target is, to check it is still that afterwards.
-fn kind(p: &Path) -> &'static str {
-    let t = fs::symlink_metadata(p).unwrap().file_type();
+fn kind(path: &Path) -> &'static str {
+    let t = fs::symlink_metadata(path).unwrap().file_type();
     if t.is_symlink() {
         "symlink"
     } else if t.is_fifo() {

@@ -177,7 +177,7 @@ fn own_pidns() -> u64 {
 
 /// A bench that fails right after the sweep (an unknown scheduler is refused
 /// before the scratch device is created): the quickest scratch run there is.
-fn quick_scratch_run(dir: &Path, j: &Path) -> String {
+fn quick_scratch_run(dir: &Path, path: &Path) -> String {
     let o = common::blktune(
         &[
             "bench",
@@ -188,7 +188,7 @@ fn quick_scratch_run(dir: &Path, j: &Path) -> String {
             "--schedulers",
             "none,nosuch",
         ],
-        j,
+        path,
     );
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
     common::stderr(&o)

@@ -65,24 +65,25 @@ fn iostat_records(json: &[u8]) -> Vec<Value> {
     stats[1..].iter().map(|s| s["disk"][0].clone()).collect()
 }
 
-fn f(v: &Value, k: &str) -> f64 {
-    v[k].as_f64()
-        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+fn f(value: &Value, key: &str) -> f64 {
+    value[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {value}"))
 }
 
 /// Mean of a rate-like key over the run; blktune's intervals are weighted by
 /// their measured length, iostat's are one second each.
-fn mean(recs: &[Value], k: &str, itv: impl Fn(&Value) -> f64) -> f64 {
+fn mean(recs: &[Value], key: &str, itv: impl Fn(&Value) -> f64) -> f64 {
     let t: f64 = recs.iter().map(&itv).sum();
-    recs.iter().map(|r| f(r, k) * itv(r)).sum::<f64>() / t
+    recs.iter().map(|r| f(r, key) * itv(r)).sum::<f64>() / t
 }
 
 /// Mean await over the run: weighted by the number of requests, so it is the
 /// await of all requests of the run (`ops` is r/s or w/s).
-fn mean_await(recs: &[Value], k: &str, ops: &str, itv: impl Fn(&Value) -> f64) -> f64 {
+fn mean_await(recs: &[Value], key: &str, ops: &str, itv: impl Fn(&Value) -> f64) -> f64 {
     let n: f64 = recs.iter().map(|r| f(r, ops) * itv(r)).sum();
     recs.iter()
-        .map(|r| f(r, k) * f(r, ops) * itv(r))
+        .map(|r| f(r, key) * f(r, ops) * itv(r))
         .sum::<f64>()
         / n
 }

@@ -39,10 +39,10 @@ fn tree() -> (tempfile::TempDir, FakeTree) {
     (dir, t)
 }
 
-/// The SGR parameter lists (`\e[...m`) in `s`, split at `;`.
-fn sgr_params(s: &str) -> Vec<Vec<u32>> {
+/// The SGR parameter lists (`\e[...m`) in `text`, split at `;`.
+fn sgr_params(text: &str) -> Vec<Vec<u32>> {
     let mut out = Vec::new();
-    let mut rest = s;
+    let mut rest = text;
     while let Some(i) = rest.find("\x1b[") {
         rest = &rest[i + 2..];
         let end = rest

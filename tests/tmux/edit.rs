@@ -10,7 +10,7 @@ use common::*;
 const PROMPT: &str = "edit$";
 
 /// Wait until sysfs of our loop device says `want` for `attr`.
-fn wait_attr(lo: &TestLoop, t: &Tmux, attr: &str, want: &str) {
+fn wait_attr(lo: &TestLoop, tmux: &Tmux, attr: &str, want: &str) {
     let read = || {
         if attr == "scheduler" {
             lo.active_scheduler()
@@ -22,14 +22,14 @@ fn wait_attr(lo: &TestLoop, t: &Tmux, attr: &str, want: &str) {
         wait_until(TIMEOUT, || read() == want),
         "sysfs {attr} never said {want} (is {}); screen:\n{}",
         read(),
-        t.capture()
+        tmux.capture()
     );
 }
 
 /// Clear the editor's input and type `value`.
-fn retype(t: &Tmux, value: &str) {
-    t.keys(&["BSpace"; 6]);
-    t.literal(value);
+fn retype(tmux: &Tmux, value: &str) {
+    tmux.keys(&["BSpace"; 6]);
+    tmux.literal(value);
 }
 
 #[test]

@@ -84,8 +84,8 @@ impl Rng {
         self.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+    fn below(&mut self, count: u64) -> u64 {
+        self.next() % count
     }
 }
 
@@ -318,8 +318,14 @@ fn pty_round(
 }
 
 /// One TUI as the only pane of a private tmux server, killed with the server.
-fn tmux_round(tree: &Path, journal: &Path, delay: Duration, size: (u16, u16), n: usize) -> Round {
-    let sock = format!("blktune-hangup-{}-{n}", std::process::id());
+fn tmux_round(
+    tree: &Path,
+    journal: &Path,
+    delay: Duration,
+    size: (u16, u16),
+    count: usize,
+) -> Round {
+    let sock = format!("blktune-hangup-{}-{count}", std::process::id());
     let tmux = |args: &[&str]| {
         Command::new("tmux")
             .arg("-L")
@@ -361,7 +367,7 @@ fn tmux_round(tree: &Path, journal: &Path, delay: Duration, size: (u16, u16), n:
     tmux(&["kill-server"]);
     let (ended_after, max_rss_kb, runaway) = wait_end(pid, None);
     Round {
-        n,
+        n: count,
         kill: Kill::TmuxServer,
         delay,
         gap: Duration::ZERO,

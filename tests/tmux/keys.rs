@@ -8,8 +8,8 @@ use common::tmux::{Tmux, blktune_bin};
 use common::*;
 
 /// The screen with its rows joined by single spaces (the status line wraps).
-fn flat(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The device table's row of `dev`, marked (`▶`) or not.
@@ -40,9 +40,9 @@ fn start(lo: &TestLoop, journal: &std::path::Path) -> Tmux {
 }
 
 /// q, then exit 0.
-fn quit(t: &Tmux) {
-    t.keys(&["q"]);
-    t.wait("exit 0", |s| s.contains("EXIT=0"));
+fn quit(tmux: &Tmux) {
+    tmux.keys(&["q"]);
+    tmux.wait("exit 0", |s| s.contains("EXIT=0"));
 }
 
 /// `s Down`, then `Escape Enter` in ONE send-keys (crossterm reads Alt+Enter):

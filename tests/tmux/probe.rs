@@ -149,8 +149,8 @@ fn held_open(dev: &str) -> bool {
 }
 
 /// The screen with its rows joined by single spaces (the status line wraps).
-fn flat(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `P` with no device to read refuses, says why on the status line and

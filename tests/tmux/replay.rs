@@ -17,8 +17,8 @@ fn position(screen: &str) -> Option<u64> {
     Some(m.trim().parse::<u64>().ok()? * 60 + s.parse::<u64>().ok()?)
 }
 
-fn shq(p: &Path) -> String {
-    p.display().to_string()
+fn shq(path: &Path) -> String {
+    path.display().to_string()
 }
 
 #[test]

@@ -17,13 +17,13 @@ fn shell() -> Tmux {
 }
 
 /// Wait until the TUI has left the alternate screen and the prompt is back.
-fn wait_restored(t: &Tmux, what: &str) -> String {
+fn wait_restored(tmux: &Tmux, what: &str) -> String {
     assert!(
-        wait_until(TIMEOUT, || !t.alternate_on()),
+        wait_until(TIMEOUT, || !tmux.alternate_on()),
         "{what}: still on the alternate screen:\n{}",
-        t.capture()
+        tmux.capture()
     );
-    t.wait(&format!("{what}: the prompt back"), |s| {
+    tmux.wait(&format!("{what}: the prompt back"), |s| {
         s.lines()
             .rev()
             .find(|l| !l.trim().is_empty())
@@ -92,14 +92,14 @@ fn wait_sysfs(lo: &TestLoop, want: &str, screen: impl Fn() -> String) {
 }
 
 /// Switch `lo` to kyber in the picker (`s`, arrows, Enter) and wait until sysfs says so.
-fn pick_kyber(t: &Tmux, lo: &TestLoop) {
-    t.keys(&["s"]);
-    t.wait("the picker", |s| {
+fn pick_kyber(tmux: &Tmux, lo: &TestLoop) {
+    tmux.keys(&["s"]);
+    tmux.wait("the picker", |s| {
         s.contains(&format!("scheduler of {}", lo.name()))
     });
-    t.keys(&moves(lo, "kyber"));
-    t.keys(&["Enter"]);
-    wait_sysfs(lo, "kyber", || t.capture());
+    tmux.keys(&moves(lo, "kyber"));
+    tmux.keys(&["Enter"]);
+    wait_sysfs(lo, "kyber", || tmux.capture());
 }
 
 /// Whole seconds since the change the before/after panel compares

@@ -43,11 +43,11 @@ fn moves(lo: &TestLoop, to: &str) -> Vec<&'static str> {
 
 /// The pane's terminal modes that raw mode turns off, as `stty -a` prints
 /// them (`isig icanon echo` when cooked).
-fn tty_modes(t: &Tmux, mark: &str) -> String {
-    t.line(&format!(
+fn tty_modes(tmux: &Tmux, mark: &str) -> String {
+    tmux.line(&format!(
         "echo {mark}=$(stty -a | tr -s ' ;' '\\n\\n' | grep -xE -- '-?(isig|icanon|echo)' | tr '\\n' ' ')"
     ));
-    let s = t.wait(&format!("stty's modes ({mark})"), |s| {
+    let s = tmux.wait(&format!("stty's modes ({mark})"), |s| {
         s.lines().any(|l| l.starts_with(&format!("{mark}=")))
     });
     s.lines()
@@ -73,13 +73,13 @@ fn cursor_shown(t: &Tmux) -> bool {
 }
 
 /// Wait until the TUI has left the alternate screen and the prompt is back.
-fn wait_restored(t: &Tmux, what: &str) -> String {
+fn wait_restored(tmux: &Tmux, what: &str) -> String {
     assert!(
-        wait_until(TIMEOUT, || !t.alternate_on()),
+        wait_until(TIMEOUT, || !tmux.alternate_on()),
         "{what}: still on the alternate screen:\n{}",
-        t.capture()
+        tmux.capture()
     );
-    t.wait(&format!("{what}: the prompt back"), |s| {
+    tmux.wait(&format!("{what}: the prompt back"), |s| {
         s.lines()
             .rev()
             .find(|l| !l.trim().is_empty())

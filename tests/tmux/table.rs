@@ -9,9 +9,9 @@ use common::*;
 use std::time::Duration;
 
 /// The real binary, `--read-only` with a private journal (held by the
-/// returned directory) and a 250 ms interval, in a `w`x`h` tmux pane;
+/// returned directory) and a 250 ms interval, in a `width`x`height` tmux pane;
 /// `env` goes before the journal variable, `args` after `--read-only`.
-fn read_only(env: &str, args: &str, w: u16, h: u16) -> (tempfile::TempDir, Tmux) {
+fn read_only(env: &str, args: &str, width: u16, height: u16) -> (tempfile::TempDir, Tmux) {
     let journal = tempfile::tempdir().unwrap();
     let t = Tmux::start(
         &format!(
@@ -19,8 +19,8 @@ fn read_only(env: &str, args: &str, w: u16, h: u16) -> (tempfile::TempDir, Tmux)
             journal.path().display(),
             blktune_bin()
         ),
-        w,
-        h,
+        width,
+        height,
     );
     (journal, t)
 }

@@ -85,16 +85,16 @@ fn dump(buf: &Buffer) -> String {
 }
 
 /// Does this cell show colour of its own (foreground or background)?
-fn coloured(c: &Cell) -> bool {
-    c.fg != Color::Reset || c.bg != Color::Reset
+fn coloured(cell: &Cell) -> bool {
+    cell.fg != Color::Reset || cell.bg != Color::Reset
 }
 
-fn reversed(c: &Cell) -> bool {
-    c.modifier.contains(Modifier::REVERSED)
+fn reversed(cell: &Cell) -> bool {
+    cell.modifier.contains(Modifier::REVERSED)
 }
 
-fn bold(c: &Cell) -> bool {
-    c.modifier.contains(Modifier::BOLD)
+fn bold(cell: &Cell) -> bool {
+    cell.modifier.contains(Modifier::BOLD)
 }
 
 /// The device table's row of `dev` (`▶sda` when selected, ` sdb` otherwise).

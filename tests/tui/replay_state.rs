@@ -20,9 +20,9 @@ fn asset() -> Arc<Recording> {
     Arc::new(Recording::open(&p).unwrap())
 }
 
-fn feed(app: &mut App, v: Vec<Feed>) -> usize {
-    let resets = v.iter().filter(|f| matches!(f, Feed::Reset)).count();
-    for f in v {
+fn feed(app: &mut App, feeds: Vec<Feed>) -> usize {
+    let resets = feeds.iter().filter(|f| matches!(f, Feed::Reset)).count();
+    for f in feeds {
         app.on_feed(f);
     }
     resets

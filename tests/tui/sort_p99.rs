@@ -79,8 +79,8 @@ fn rows(app: &App) -> Vec<String> {
     app.visible().iter().map(|d| d.name.clone()).collect()
 }
 
-fn heading(app: &App, w: u16, h: u16) -> String {
-    let s = text(&screen(app, w, h));
+fn heading(app: &App, width: u16, height: u16) -> String {
+    let s = text(&screen(app, width, height));
     s.lines().nth(1).unwrap().to_string()
 }
 

@@ -230,8 +230,8 @@ fn table_120x40() {
 }
 
 /// sda holds / (ext4); loop10 is backed by a file on it; the others hold nothing.
-fn topology(m: &Machine) -> Topology {
-    let nodes: Vec<DeviceNode> = m.devices.iter().map(DeviceNode::from).collect();
+fn topology(machine: &Machine) -> Topology {
+    let nodes: Vec<DeviceNode> = machine.devices.iter().map(DeviceNode::from).collect();
     let mounts = [Mount {
         major: 8,
         minor: 0,
@@ -262,8 +262,8 @@ fn table_200x50() {
 }
 
 /// Set a device's I/Os in flight in a sample: diskstats' total and the split.
-fn in_flight(s: &mut Snapshot, dev: &str, total: u64, split: Option<InFlight>) {
-    let st = s.stats.get_mut(dev).unwrap();
+fn in_flight(snapshot: &mut Snapshot, dev: &str, total: u64, split: Option<InFlight>) {
+    let st = snapshot.stats.get_mut(dev).unwrap();
     st.counters.in_flight = total;
     st.in_flight = split;
 }

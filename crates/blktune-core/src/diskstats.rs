@@ -79,8 +79,8 @@ impl FromStr for InFlight {
     type Err = ParseError;
 
     /// `       3        1\n`: exactly two numbers.
-    fn from_str(s: &str) -> Result<Self, ParseError> {
-        let cols: Vec<&str> = s.split_whitespace().collect();
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let cols: Vec<&str> = text.split_whitespace().collect();
         if cols.len() != 2 {
             return Err(ParseError::Columns(cols.len()));
         }
@@ -100,11 +100,11 @@ pub enum ParseError {
     Number { column: usize, value: String },
 }
 
-fn num<T: FromStr>(cols: &[&str], i: usize) -> Result<T, ParseError> {
+fn num<T: FromStr>(cols: &[&str], index: usize) -> Result<T, ParseError> {
     // Callers only pass indices below the checked column count.
-    let raw = cols.get(i).copied().unwrap_or_default();
+    let raw = cols.get(index).copied().unwrap_or_default();
     raw.parse().map_err(|_| ParseError::Number {
-        column: i + 1,
+        column: index + 1,
         value: raw.chars().take(32).collect(),
     })
 }
@@ -169,23 +169,23 @@ impl FromStr for DiskStatsLine {
 }
 
 /// Counters as the numbers of a diskstats line after the name.
-pub fn counters_to_fields(c: &Counters) -> Vec<u64> {
+pub fn counters_to_fields(counters: &Counters) -> Vec<u64> {
     let mut v = vec![
-        c.rd_ios,
-        c.rd_merges,
-        c.rd_sectors,
-        u64::from(c.rd_ticks),
-        c.wr_ios,
-        c.wr_merges,
-        c.wr_sectors,
-        u64::from(c.wr_ticks),
-        c.in_flight,
-        u64::from(c.io_ticks),
-        u64::from(c.time_in_queue),
+        counters.rd_ios,
+        counters.rd_merges,
+        counters.rd_sectors,
+        u64::from(counters.rd_ticks),
+        counters.wr_ios,
+        counters.wr_merges,
+        counters.wr_sectors,
+        u64::from(counters.wr_ticks),
+        counters.in_flight,
+        u64::from(counters.io_ticks),
+        u64::from(counters.time_in_queue),
     ];
-    if let Some(d) = c.discard {
+    if let Some(d) = counters.discard {
         v.extend([d.ios, d.merges, d.sectors, u64::from(d.ticks)]);
-        if let Some(f) = c.flush {
+        if let Some(f) = counters.flush {
             v.extend([f.ios, u64::from(f.ticks)]);
         }
     }
@@ -194,39 +194,42 @@ pub fn counters_to_fields(c: &Counters) -> Vec<u64> {
 
 /// The inverse of [`counters_to_fields`]; the ms fields must fit in 32 bits
 /// (the kernel prints them with `%u`, `Documentation/admin-guide/iostats.rst`).
-pub fn fields_to_counters(v: &[u64]) -> Result<Counters, String> {
-    if !matches!(v.len(), 11 | 15 | 17) {
-        return Err(format!("expected 11, 15 or 17 counters, found {}", v.len()));
+pub fn fields_to_counters(values: &[u64]) -> Result<Counters, String> {
+    if !matches!(values.len(), 11 | 15 | 17) {
+        return Err(format!(
+            "expected 11, 15 or 17 counters, found {}",
+            values.len()
+        ));
     }
     let ms = |i: usize| {
-        u32::try_from(v[i])
-            .map_err(|_| format!("counter {} ({}) is not a 32-bit value", i + 1, v[i]))
+        u32::try_from(values[i])
+            .map_err(|_| format!("counter {} ({}) is not a 32-bit value", i + 1, values[i]))
     };
     Ok(Counters {
-        rd_ios: v[0],
-        rd_merges: v[1],
-        rd_sectors: v[2],
+        rd_ios: values[0],
+        rd_merges: values[1],
+        rd_sectors: values[2],
         rd_ticks: ms(3)?,
-        wr_ios: v[4],
-        wr_merges: v[5],
-        wr_sectors: v[6],
+        wr_ios: values[4],
+        wr_merges: values[5],
+        wr_sectors: values[6],
         wr_ticks: ms(7)?,
-        in_flight: v[8],
+        in_flight: values[8],
         io_ticks: ms(9)?,
         time_in_queue: ms(10)?,
-        discard: if v.len() >= 15 {
+        discard: if values.len() >= 15 {
             Some(DiscardCounters {
-                ios: v[11],
-                merges: v[12],
-                sectors: v[13],
+                ios: values[11],
+                merges: values[12],
+                sectors: values[13],
                 ticks: ms(14)?,
             })
         } else {
             None
         },
-        flush: if v.len() == 17 {
+        flush: if values.len() == 17 {
             Some(FlushCounters {
-                ios: v[15],
+                ios: values[15],
                 ticks: ms(16)?,
             })
         } else {

@@ -86,6 +86,26 @@ pub enum TuneError {
     #[error("cannot use the journal of original settings in {dir}: {source}; nothing was changed")]
     Journal { dir: String, source: io::Error },
 
+    #[error(
+        "'{dev}' was changed by blktune with its originals journalled in {dir}, not in {here}: nothing was changed; revert it first ('{revert}') or change it with that journal"
+    )]
+    JournalledElsewhere {
+        dev: String,
+        dir: String,
+        here: String,
+        revert: String,
+    },
+
+    #[error(
+        "'{dev}': the original in the journal {dir} is refused: {why}; nothing was written, the entry is kept"
+    )]
+    BadOriginal {
+        dev: String,
+        dir: String,
+        /// The catalogue's words ([`crate::sched::ValueError`]).
+        why: String,
+    },
+
     /// Another change to the device holds its lock (see `journal::Journal::lock`).
     #[error("{0}")]
     Busy(String),

@@ -7,13 +7,13 @@ use std::cmp::Ordering;
 /// Compare runs of digits as numbers and everything else byte by byte; a
 /// total order (names equal as numbers, `loop01` and `loop1`, fall back to
 /// plain byte order).
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+pub fn natural_cmp(arg: &str, b: &str) -> Ordering {
     let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
     let zeros = |s: &[u8]| s.iter().take_while(|&&c| c == b'0').count();
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    let (mut x, mut y) = (arg.as_bytes(), b.as_bytes());
     loop {
         match (x.first(), y.first()) {
-            (None, None) => return a.cmp(b),
+            (None, None) => return arg.cmp(b),
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
             (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {

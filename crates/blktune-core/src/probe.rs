@@ -71,12 +71,12 @@ impl ProbeReads {
         &self.0
     }
 
-    /// The `q`-quantile (0 to 1) in ms by nearest rank: the smallest read
-    /// that at least a fraction `q` of the reads do not exceed, so always
+    /// The `quantile`-quantile (0 to 1) in ms by nearest rank: the smallest read
+    /// that at least a fraction `quantile` of the reads do not exceed, so always
     /// the latency of a real read. `None` without reads.
-    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+    pub fn quantile_ms(&self, quantile: f64) -> Option<f64> {
         let n = self.0.len();
-        let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
+        let rank = (quantile.clamp(0.0, 1.0) * n as f64).ceil() as usize;
         let ns = *self.0.get(rank.clamp(1, n.max(1)) - 1)?;
         Some(ns as f64 / 1e6)
     }
@@ -286,16 +286,16 @@ impl Probe {
 /// How long stopping waits for the probe thread before leaving it behind.
 const STOP_WAIT: Duration = Duration::from_secs(1);
 
-/// Join `t` if it ends within `limit`, else detach it; whether it ended.
-fn join_within(t: JoinHandle<()>, limit: Duration) -> bool {
+/// Join `thread` if it ends within `limit`, else detach it; whether it ended.
+fn join_within(thread: JoinHandle<()>, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
-    while !t.is_finished() {
+    while !thread.is_finished() {
         if Instant::now() >= deadline {
             return false;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = t.join();
+    let _ = thread.join();
     true
 }
 
@@ -343,16 +343,16 @@ fn open_ro(root: &SysRoot, name: &str) -> Result<Open, String> {
     Ok(Open { file, size, align })
 }
 
-fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
+fn probe_loop(root: &SysRoot, shared: &Shared, rate: f64) {
     let period = Duration::from_secs_f64(1.0 / rate);
     let mut open: BTreeMap<String, Result<Open, String>> = BTreeMap::new();
     let mut rng = crate::load::Rng::seeded(0x9b07);
     let mut buf = crate::load::AlignedBuf::new(65536, 65536);
     let mut next = Instant::now();
-    while !s.stop.load(Ordering::Relaxed) {
-        let wanted = s.wanted.lock().map(|w| w.clone()).unwrap_or_default();
+    while !shared.stop.load(Ordering::Relaxed) {
+        let wanted = shared.wanted.lock().map(|w| w.clone()).unwrap_or_default();
         open.retain(|k, _| wanted.contains(k));
-        if let Ok(mut st) = s.state.lock() {
+        if let Ok(mut st) = shared.state.lock() {
             st.retain(|k, _| wanted.contains(k));
             // A device's interval starts when it becomes wanted, not at its
             // first read: else a take() just after that read would divide
@@ -381,7 +381,9 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
                 }
                 Err(e) => Err(e.clone()),
             };
-            let Ok(mut st) = s.state.lock() else { return };
+            let Ok(mut st) = shared.state.lock() else {
+                return;
+            };
             let d = st.entry(name.clone()).or_insert_with(DevState::new);
             match result {
                 Ok(ns) => {
@@ -400,7 +402,7 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
         if next < now {
             next = now;
         }
-        while !s.stop.load(Ordering::Relaxed) && Instant::now() < next {
+        while !shared.stop.load(Ordering::Relaxed) && Instant::now() < next {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
         }
     }
@@ -410,8 +412,8 @@ fn probe_loop(root: &SysRoot, s: &Shared, rate: f64) {
 mod tests {
     use super::*;
 
-    fn ms(v: &[u64]) -> ProbeReads {
-        ProbeReads::from_ns(v.iter().map(|ms| ms * 1_000_000).collect())
+    fn ms(values: &[u64]) -> ProbeReads {
+        ProbeReads::from_ns(values.iter().map(|ms| ms * 1_000_000).collect())
     }
 
     #[test]

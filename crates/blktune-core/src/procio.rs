@@ -233,12 +233,12 @@ fn devices_of(
 mod tests {
     use super::*;
 
-    fn row(pid: u32, r: f64, w: f64) -> ProcessIo {
+    fn row(pid: u32, ratio: f64, w: f64) -> ProcessIo {
         ProcessIo {
             pid,
             user: "root".into(),
             command: format!("p{pid}"),
-            read_bps: r,
+            read_bps: ratio,
             write_bps: w,
             devices: Vec::new(),
         }

@@ -10,20 +10,20 @@ use std::borrow::Cow;
 
 /// Must this character be escaped? C0 and C1 controls, DEL, and the
 /// Unicode bidi controls (Trojan Source, CVE-2021-42574).
-fn unsafe_char(c: char) -> bool {
-    c.is_control()
+fn unsafe_char(ch: char) -> bool {
+    ch.is_control()
         || matches!(
-            c,
+            ch,
             '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
         )
 }
 
-fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !s.chars().any(|c| unsafe_char(c) && !keep(c)) {
-        return Cow::Borrowed(s);
+fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(|c| unsafe_char(c) && !keep(c)) {
+        return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
         if unsafe_char(c) && !keep(c) {
             out.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
@@ -35,13 +35,13 @@ fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
 
 /// One field (a name, a path, a note) with every control character escaped,
 /// newlines and tabs included.
-pub fn printable(s: &str) -> Cow<'_, str> {
-    escape(s, |_| false)
+pub fn printable(text: &str) -> Cow<'_, str> {
+    escape(text, |_| false)
 }
 
 /// Whole output text: like [`printable`], but newlines and tabs stay.
-pub fn printable_lines(s: &str) -> Cow<'_, str> {
-    escape(s, |c| c == '\n' || c == '\t')
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    escape(text, |c| c == '\n' || c == '\t')
 }
 
 /// Read a text file of at most `max` bytes; a bigger one is an error
@@ -61,10 +61,10 @@ pub fn read_capped(path: &std::path::Path, max: u64) -> std::io::Result<String> 
 
 /// [`read_capped`] of an open file or stream, as it reads: a pipe is read
 /// until its writer ends it.
-pub fn read_capped_from(f: impl std::io::Read, max: u64) -> std::io::Result<String> {
+pub fn read_capped_from(source: impl std::io::Read, max: u64) -> std::io::Result<String> {
     use std::io::Read;
     let mut s = String::new();
-    f.take(max + 1).read_to_string(&mut s)?;
+    source.take(max + 1).read_to_string(&mut s)?;
     if s.len() as u64 > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

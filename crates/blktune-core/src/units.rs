@@ -5,15 +5,15 @@ use std::time::Duration;
 /// Parse a duration as humantime does (`250ms`, `500us`, `1s`, `2m`, `1min`,
 /// `1h30m`), a decimal with one unit (`1.5s`, humantime takes integers only),
 /// or a bare number of seconds (`2`, `0.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let bad = || format!("'{s}' is not a duration (examples: 250ms, 1s, 1h30m, 2)");
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let bad = || format!("'{text}' is not a duration (examples: 250ms, 1s, 1h30m, 2)");
     let secs = |v: f64| -> Result<Duration, String> {
         if !v.is_finite() || v < 0.0 {
             return Err(bad());
         }
         if v > 1e9 {
-            return Err(format!("'{s}' is too long"));
+            return Err(format!("'{text}' is too long"));
         }
         Ok(Duration::from_secs_f64(v))
     };
@@ -21,7 +21,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return secs(v);
     }
     match humantime::parse_duration(t) {
-        Ok(d) if d.as_secs() > 1_000_000_000 => Err(format!("'{s}' is too long")),
+        Ok(d) if d.as_secs() > 1_000_000_000 => Err(format!("'{text}' is too long")),
         Ok(d) => Ok(d),
         Err(_) => {
             // `1.5s`: a decimal number and one unit humantime knows.
@@ -38,9 +38,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Parse a size: `512M`, `1G`, `4096` (bytes), binary units.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let err = || format!("'{s}' is not a size (examples: 256M, 1G)");
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let err = || format!("'{text}' is not a size (examples: 256M, 1G)");
     let (num, mult) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
             let m: u64 = match c.to_ascii_uppercase() {
@@ -63,14 +63,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// `250ms`, `1s`, `1.5s`: the shortest exact-looking form.
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
+pub fn format_duration(duration: Duration) -> String {
+    let ms = duration.as_millis();
     if ms < 1000 || !ms.is_multiple_of(100) {
         format!("{ms}ms")
     } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
-        format!("{:.1}s", d.as_secs_f64())
+        format!("{:.1}s", duration.as_secs_f64())
     }
 }
 
@@ -124,8 +124,8 @@ mod tests {
 
 /// `2026-11-22T03:40:01.123Z` (UTC) for a wall-clock time; times before
 /// 1970 (a clock set wrong) show as the epoch.
-pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let t = t.max(std::time::UNIX_EPOCH);
+pub fn rfc3339(when: std::time::SystemTime) -> String {
+    let t = when.max(std::time::UNIX_EPOCH);
     humantime::format_rfc3339_millis(t).to_string()
 }
 

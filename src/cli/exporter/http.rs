@@ -117,10 +117,11 @@ pub fn read_head(stream: &mut TcpStream) -> io::Result<Option<Result<Vec<u8>, Re
 }
 
 /// Where the head ends (`\r\n\r\n`, or a bare `\n\n`).
-fn find_blank_line(b: &[u8]) -> Option<usize> {
-    b.windows(4)
+fn find_blank_line(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .or_else(|| b.windows(2).position(|w| w == b"\n\n"))
+        .or_else(|| bytes.windows(2).position(|w| w == b"\n\n"))
 }
 
 /// The status line's code and reason.

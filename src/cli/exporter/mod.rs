@@ -72,14 +72,14 @@ pub struct ExporterArgs {
 const RULES_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `--buckets-per-octave`: a divisor of the kernel's 64 slots per power of two.
-fn parse_per_octave(s: &str) -> Result<u32, String> {
-    let n: u32 = s
+fn parse_per_octave(text: &str) -> Result<u32, String> {
+    let n: u32 = text
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
+        .map_err(|_| format!("'{text}' is not a number"))?;
     if !histogram::PER_OCTAVE_CHOICES.contains(&n) {
         return Err(format!(
-            "buckets per octave '{s}' must be one of 1, 2, 4, 8, 16, 32, 64 (a divisor of the kernel's 64 slots)"
+            "buckets per octave '{text}' must be one of 1, 2, 4, 8, 16, 32, 64 (a divisor of the kernel's 64 slots)"
         ));
     }
     Ok(n)
@@ -440,23 +440,23 @@ fn serve(mut stream: TcpStream, collector: &Mutex<Collector>) {
 }
 
 /// Run `blktune exporter` (until killed).
-pub fn run(g: &Global, a: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
-    let root = g.root();
-    let db = match &a.udev_db {
+pub fn run(global: &Global, args: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
+    let root = global.root();
+    let db = match &args.udev_db {
         Some(dir) => UdevDb::new(dir),
         None if root.is_live() => UdevDb::default(),
         None => UdevDb::none(),
     };
     // The program loads before the socket opens: the first scrape has histograms.
-    let tracer = Tracer::start(g.no_bpf, root.is_live()).map_err(|e| e.to_string());
+    let tracer = Tracer::start(global.no_bpf, root.is_live()).map_err(|e| e.to_string());
     if let Err(why) = &tracer {
         eprintln!(
             "blktune: exporter: no latency histograms: {}",
             blktune_core::text::printable(why)
         );
     }
-    let listener =
-        TcpListener::bind(a.listen).with_context(|| format!("cannot listen on {}", a.listen))?;
+    let listener = TcpListener::bind(args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
     out.line(&format!(
         "blktune exporter: listening on http://{addr}/metrics"
@@ -466,7 +466,7 @@ pub fn run(g: &Global, a: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
         let (root, db, config_root, rules) = (
             root.clone(),
             db.clone(),
-            a.config_root.clone(),
+            args.config_root.clone(),
             Arc::clone(&rules),
         );
         std::thread::Builder::new()
@@ -478,7 +478,7 @@ pub fn run(g: &Global, a: &ExporterArgs, out: &mut Out) -> anyhow::Result<i32> {
         root,
         db,
         tracer,
-        per_octave: a.buckets_per_octave,
+        per_octave: args.buckets_per_octave,
         rules,
         known: BTreeMap::new(),
     }));

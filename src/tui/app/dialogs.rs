@@ -122,11 +122,11 @@ impl App {
 
     /// An action while a dialog is open: checked against the device the
     /// dialog was opened on, then handed to the dialog.
-    pub(super) fn overlay_action(&mut self, a: Action) -> Vec<Control> {
+    pub(super) fn overlay_action(&mut self, action: Action) -> Vec<Control> {
         let Some(ov) = self.overlay.take() else {
             return Vec::new();
         };
-        if ov.acts_on_device(a)
+        if ov.acts_on_device(action)
             && let Some((dev, seq, _)) = ov.device()
             && let Err(why) = self.still_selected(dev, seq)
         {
@@ -142,7 +142,7 @@ impl App {
             );
             return Vec::new();
         }
-        let refused = if a == Action::ApplyWinner {
+        let refused = if action == Action::ApplyWinner {
             Action::ApplyWinner
         } else {
             Action::ShootOut
@@ -156,24 +156,24 @@ impl App {
             refuse: self.refuse_change(refused),
             help_max: self.help_max,
         };
-        let (next, reply) = ov.on_action(a, &ctx);
+        let (next, reply) = ov.on_action(action, &ctx);
         self.overlay = next;
         self.on_reply(reply)
     }
 
     /// Do what a dialog answered; returns what the worker must do.
-    fn on_reply(&mut self, r: Reply) -> Vec<Control> {
-        if let Some((kind, text)) = r.status {
+    fn on_reply(&mut self, reply: Reply) -> Vec<Control> {
+        if let Some((kind, text)) = reply.status {
             self.say(kind, text);
         }
-        let mut out = r.controls;
-        for c in r.changes {
+        let mut out = reply.controls;
+        for c in reply.changes {
             out.push(self.request(&c.device, c.diskseq, c.settings, ApplyKind::Change));
         }
-        if let Some(devices) = r.revert {
+        if let Some(devices) = reply.revert {
             out.extend(self.revert(&devices));
         }
-        if let Some((dev, settings, text)) = r.export_winner {
+        if let Some((dev, settings, text)) = reply.export_winner {
             self.open_export(&dev, Some((settings, text)));
         }
         out
@@ -212,27 +212,27 @@ impl App {
     }
 
     /// A message of the shoot-out runner.
-    pub(super) fn on_shootout_feed(&mut self, f: ShootOutFeed) {
+    pub(super) fn on_shootout_feed(&mut self, shoot_out_feed: ShootOutFeed) {
         let mut reply = Reply::default();
         match &mut self.overlay {
             Some(Overlay::ShootOut(d)) => {
-                if d.on_feed(f, &mut reply) {
+                if d.on_feed(shoot_out_feed, &mut reply) {
                     self.overlay = None;
                 }
             }
-            _ => on_feed_closed(f, &mut reply),
+            _ => on_feed_closed(shoot_out_feed, &mut reply),
         }
         self.on_reply(reply);
     }
 
     /// The answer to a [`LiveControl::WriteExport`](crate::tui::worker::protocol::LiveControl::WriteExport).
-    pub(super) fn on_export_written(&mut self, r: Result<PathBuf, WriteError>) {
+    pub(super) fn on_export_written(&mut self, result: Result<PathBuf, WriteError>) {
         let mut reply = Reply::default();
         let d = match &mut self.overlay {
             Some(Overlay::Export(d)) => Some(d.as_mut()),
             _ => None,
         };
-        if export::on_written(d, r, self.read_only.is_some(), &mut reply) {
+        if export::on_written(d, result, self.read_only.is_some(), &mut reply) {
             self.overlay = None;
         }
         self.on_reply(reply);
@@ -249,12 +249,12 @@ impl App {
 /// pooled, with their counts (a count alone under 100 I/Os).
 fn measured_text(
     label: &str,
-    c: &Comparison,
+    comparison: &Comparison,
     latency: Option<&(Option<Window>, Option<Window>)>,
 ) -> Option<String> {
     let p99 = match latency {
         Some((Some(b), Some(a))) => Some((b.summary(), a.summary())),
         _ => None,
     };
-    blktune_core::export::measured::before_after(label, c, p99)
+    blktune_core::export::measured::before_after(label, comparison, p99)
 }

@@ -49,28 +49,28 @@ pub fn probe_window<'a>(points: impl IntoIterator<Item = &'a ProbePoint>) -> Pro
     ProbeReads::pool(points.into_iter().map(|p| &p.lat)).figures()
 }
 
-/// The probe's pooled figures before and after a change at `t`, with the
+/// The probe's pooled figures before and after a change at `at`, with the
 /// same windows as [`blktune_core::history::compare`]: before = intervals
-/// that ended at or before `t`, back to `window` seconds or the previous
-/// change; after = intervals that started at or after `t`, up to the next
+/// that ended at or before `at`, back to `window` seconds or the previous
+/// change; after = intervals that started at or after `at`, up to the next
 /// change. The interval that straddles the change belongs to neither.
 pub fn compare_probe(
     points: &VecDeque<ProbePoint>,
-    t: f64,
+    at: f64,
     window: f64,
     prev_t: Option<f64>,
     next_t: Option<f64>,
 ) -> (ProbeFigures, ProbeFigures) {
-    let from = prev_t.map_or(t - window, |p| p.max(t - window));
+    let from = prev_t.map_or(at - window, |p| p.max(at - window));
     let before = probe_window(
         points
             .iter()
-            .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
+            .filter(|p| p.t <= at + 1e-9 && p.start() >= from - 1e-9),
     );
     let after = probe_window(
         points
             .iter()
-            .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
+            .filter(|p| p.start() >= at - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
     );
     (before, after)
 }
@@ -101,19 +101,19 @@ impl ProbeState {
     }
 
     /// Store one sample's figures.
-    pub fn push(&mut self, s: &ProbeSample) {
-        for (name, st) in &s.stats {
+    pub fn push(&mut self, probe_sample: &ProbeSample) {
+        for (name, st) in &probe_sample.stats {
             let h = self.history.entry(name.clone()).or_default();
             h.push_back(ProbePoint {
-                t: s.t,
-                itv: s.itv,
+                t: probe_sample.t,
+                itv: probe_sample.itv,
                 reads: st.reads,
                 reads_per_sec: st.reads_per_sec,
                 errors: st.errors,
                 lat: st.reads_ns.clone(),
                 error: st.error.clone(),
             });
-            while h.front().is_some_and(|f| f.t < s.t - KEEP_SECS) {
+            while h.front().is_some_and(|f| f.t < probe_sample.t - KEEP_SECS) {
                 h.pop_front();
             }
         }
@@ -162,26 +162,26 @@ impl App {
         Some(LiveControl::Probe(p.target.clone()).into())
     }
 
-    pub(super) fn on_probe(&mut self, s: &ProbeSample) {
+    pub(super) fn on_probe(&mut self, probe_sample: &ProbeSample) {
         let Some(p) = self.probe.as_mut() else {
             return;
         };
         // (Devices gone from the machine lose their history in on_snapshot.)
-        p.push(s);
+        p.push(probe_sample);
     }
 
-    /// The probe's pooled figures before and after the `i`-th change of
+    /// The probe's pooled figures before and after the `index`-th change of
     /// `name`, as the before/after table shows them; `None` when the probe
     /// is off.
-    pub fn probe_compare(&self, name: &str, i: usize) -> Option<(ProbeFigures, ProbeFigures)> {
+    pub fn probe_compare(&self, name: &str, index: usize) -> Option<(ProbeFigures, ProbeFigures)> {
         let p = self.probe.as_ref()?;
         let marks = self.marks.get(name)?;
-        let m = marks.get(i)?;
+        let m = marks.get(index)?;
         let Some(points) = p.history.get(name) else {
             return Some(Default::default());
         };
-        let prev = i.checked_sub(1).map(|j| marks[j].t);
-        let next = marks.get(i + 1).map(|n| n.t);
+        let prev = index.checked_sub(1).map(|j| marks[j].t);
+        let next = marks.get(index + 1).map(|n| n.t);
         Some(compare_probe(points, m.t, super::BEFORE_WINDOW, prev, next))
     }
 }
@@ -192,10 +192,10 @@ mod tests {
     use blktune_core::probe::ProbeStats;
     use std::collections::BTreeMap;
 
-    /// An interval ending at `t` whose reads took these ms.
-    fn pt(t: f64, ms: &[u64]) -> ProbePoint {
+    /// An interval ending at `at` whose reads took these ms.
+    fn pt(at: f64, ms: &[u64]) -> ProbePoint {
         ProbePoint {
-            t,
+            t: at,
             itv: 1.0,
             reads: ms.len() as u64,
             reads_per_sec: ms.len() as f64,

@@ -96,18 +96,18 @@ pub const TELLING_ORDER: [SortKey; 18] = [
     SortKey::Name,
 ];
 
-/// The key after `k` in `order`, wrapping; `back` walks the other way.
+/// The key after `sort_key` in `order`, wrapping; `back` walks the other way.
 /// Without `latency` (no p99 columns on screen) the p99 keys are passed over.
-fn step(order: &[SortKey], k: SortKey, back: bool, latency: bool) -> SortKey {
+fn step(order: &[SortKey], sort_key: SortKey, back: bool, latency: bool) -> SortKey {
     let n = order.len();
-    let mut i = order.iter().position(|&o| o == k).unwrap_or(0);
+    let mut i = order.iter().position(|&o| o == sort_key).unwrap_or(0);
     for _ in 0..n {
         i = if back { (i + n - 1) % n } else { (i + 1) % n };
         if latency || !order[i].is_p99() {
             return order[i];
         }
     }
-    k
+    sort_key
 }
 
 impl SortKey {
@@ -154,17 +154,17 @@ impl SortKey {
     /// The figure this key sorts by, larger first; `None` for the name
     /// (sorted A to Z), for a row without statistics and for a row
     /// without a p99 (too few I/Os, not traced).
-    pub fn value(self, r: &RowKey) -> Option<f64> {
+    pub fn value(self, row_key: &RowKey) -> Option<f64> {
         match self {
-            SortKey::Size => return Some(r.size_bytes as f64),
-            SortKey::Nr => return r.nr.map(|n| n as f64),
-            SortKey::Ra => return r.ra.map(|n| n as f64),
-            SortKey::InFlight => return r.in_flight.map(|n| n as f64),
-            SortKey::RP99 => return r.r_p99,
-            SortKey::WP99 => return r.w_p99,
+            SortKey::Size => return Some(row_key.size_bytes as f64),
+            SortKey::Nr => return row_key.nr.map(|n| n as f64),
+            SortKey::Ra => return row_key.ra.map(|n| n as f64),
+            SortKey::InFlight => return row_key.in_flight.map(|n| n as f64),
+            SortKey::RP99 => return row_key.r_p99,
+            SortKey::WP99 => return row_key.w_p99,
             _ => {}
         }
-        let s = r.stats?;
+        let s = row_key.stats?;
         Some(match self {
             SortKey::Name
             | SortKey::Size
@@ -218,17 +218,17 @@ fn desc(a: Option<f64>, b: Option<f64>) -> Ordering {
 /// The table's order under `key`: the key's figure, larger first; ties
 /// (three devices at 100 %util) broken by aqu-sz, then by await, both
 /// larger first, then by name in natural order. By name: natural order.
-pub fn cmp_rows(key: SortKey, a: &RowKey, b: &RowKey) -> Ordering {
-    cmp_figures(key, a, b).then_with(|| natural_cmp(a.name, b.name))
+pub fn cmp_rows(key: SortKey, row_key: &RowKey, b: &RowKey) -> Ordering {
+    cmp_figures(key, row_key, b).then_with(|| natural_cmp(row_key.name, b.name))
 }
 
 /// [`cmp_rows`] without its last tie-break, the names: a stable sort of
 /// rows already in name order by this gives the same order.
-pub fn cmp_figures(key: SortKey, a: &RowKey, b: &RowKey) -> Ordering {
+pub fn cmp_figures(key: SortKey, row_key: &RowKey, b: &RowKey) -> Ordering {
     if key == SortKey::Name {
         return Ordering::Equal;
     }
-    let by = |k: SortKey| desc(k.value(a), k.value(b));
+    let by = |k: SortKey| desc(k.value(row_key), k.value(b));
     by(key)
         .then_with(|| by(SortKey::Aqu))
         .then_with(|| by(SortKey::Await))
@@ -280,11 +280,11 @@ pub fn await_baseline(history: &[f64]) -> Option<f64> {
 
 /// Is the row over a threshold? `baseline` is [`await_baseline`] of the
 /// intervals before the newest one.
-pub fn hot(s: &ExtStats, baseline: Option<f64>) -> Option<Hot> {
-    if s.util >= HOT_UTIL {
+pub fn hot(ext_stats: &ExtStats, baseline: Option<f64>) -> Option<Hot> {
+    if ext_stats.util >= HOT_UTIL {
         return Some(Hot::Busy);
     }
-    let now = s.max_await();
+    let now = ext_stats.max_await();
     let b = baseline?;
     (now >= b * HOT_AWAIT_FACTOR && now - b >= HOT_AWAIT_MIN_MS).then_some(Hot::Slow)
 }
@@ -294,12 +294,12 @@ impl super::App {
     /// in its order whose column the table shows now ([`App::on_columns`];
     /// every key until a frame was drawn), so the rows are never ordered by
     /// a figure that is not on screen.
-    pub fn sort_step(&self, a: crate::tui::command::Action) -> SortKey {
+    pub fn sort_step(&self, action: crate::tui::command::Action) -> SortKey {
         use crate::tui::command::Action;
         let p99 = self.p99_shown();
         let mut k = self.sort;
         for _ in 0..TELLING_ORDER.len() {
-            k = match a {
+            k = match action {
                 Action::Sort => k.next(p99),
                 a => k.beside(a == Action::SortLeft, p99),
             };
@@ -316,8 +316,8 @@ impl super::App {
         self.latency.tracing != Tracing::Unknown
     }
 
-    /// The figures [`cmp_rows`] orders `d` by, looked up once per device.
-    pub fn row_key<'a>(&'a self, d: &'a BlockDevice) -> RowKey<'a> {
+    /// The figures [`cmp_rows`] orders `device` by, looked up once per device.
+    pub fn row_key<'a>(&'a self, device: &'a BlockDevice) -> RowKey<'a> {
         // Only a p99 sort looks at them (the ties go to aqu-sz and await):
         // computed for every row on every sort, they were a tenth of the
         // screen's idle cost at 1000 devices.
@@ -326,21 +326,21 @@ impl super::App {
             if !want_p99 {
                 return None;
             }
-            self.latency_now(&d.name, dir)
+            self.latency_now(&device.name, dir)
                 .flatten()
                 .filter(|p| p.n >= MIN_IOS_FOR_P99)
                 .map(|p| p.p99)
         };
         RowKey {
-            name: &d.name,
-            size_bytes: d.size_bytes,
-            stats: self.latest(&d.name),
+            name: &device.name,
+            size_bytes: device.size_bytes,
+            stats: self.latest(&device.name),
             // Only its own sort looks at it (one lookup less per row).
             in_flight: (self.sort == SortKey::InFlight)
-                .then(|| self.in_flight(&d.name).map(|n| n.total))
+                .then(|| self.in_flight(&device.name).map(|n| n.total))
                 .flatten(),
-            nr: d.queue.nr_requests,
-            ra: d.queue.read_ahead_kb,
+            nr: device.queue.nr_requests,
+            ra: device.queue.read_ahead_kb,
             r_p99: p99(Dir::Read),
             w_p99: p99(Dir::Write),
         }

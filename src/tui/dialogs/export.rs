@@ -255,9 +255,9 @@ impl ExportDialog {
 
 impl ExportDialog {
     /// Take an action; `None` closes the dialog.
-    pub fn on_action(mut self, a: Action, reply: &mut Reply) -> Option<Overlay> {
+    pub fn on_action(mut self, action: Action, reply: &mut Reply) -> Option<Overlay> {
         let d = &mut self;
-        match (d.focus.clone(), a) {
+        match (d.focus.clone(), action) {
             (Focus::Options, Action::Cancel) => return None,
             (Focus::Options, Action::Cycle) => d.cycle_strategy(),
             (Focus::Options, Action::Toggle) => {
@@ -349,18 +349,18 @@ impl ExportDialog {
     }
 }
 
-/// The answer to a [`LiveControl::WriteExport`], for the dialog `d` when it is
+/// The answer to a [`LiveControl::WriteExport`], for the dialog `export_dialog` when it is
 /// still open; `read_only` adds a hint to a failure. Returns whether the
 /// dialog closes.
 pub fn on_written(
-    d: Option<&mut ExportDialog>,
-    r: Result<PathBuf, WriteError>,
+    export_dialog: Option<&mut ExportDialog>,
+    result: Result<PathBuf, WriteError>,
     read_only: bool,
     reply: &mut Reply,
 ) -> bool {
-    let names = match d {
+    let names = match export_dialog {
         Some(d) => {
-            match &r {
+            match &result {
                 Err(WriteError::Exists(_)) => d.focus = Focus::Overwrite,
                 Err(WriteError::Failed(_)) => d.focus = Focus::Options,
                 Ok(_) => {}
@@ -371,7 +371,7 @@ pub fn on_written(
     };
     let hint = apply_hint(&names);
     let names = names.join(", ");
-    match r {
+    match result {
         Ok(path) => {
             reply.say(
                 StatusKind::Done,

@@ -37,13 +37,13 @@ fn window(now: f64, span: f64, cols: usize) -> (f64, f64) {
     (end - span, end)
 }
 
-/// Column of time `t` in a chart of `cols` columns whose last holds `now`.
-pub fn column(t: f64, now: f64, span: f64, cols: usize) -> Option<usize> {
+/// Column of time `at` in a chart of `cols` columns whose last holds `now`.
+pub fn column(at: f64, now: f64, span: f64, cols: usize) -> Option<usize> {
     let (from, end) = window(now, span, cols);
-    if cols == 0 || t <= from || t > end + 1e-9 || t > now + 1e-9 {
+    if cols == 0 || at <= from || at > end + 1e-9 || at > now + 1e-9 {
         return None;
     }
-    let c = ((t - from) / span * cols as f64).ceil() as usize;
+    let c = ((at - from) / span * cols as f64).ceil() as usize;
     Some(c.clamp(1, cols) - 1)
 }
 
@@ -91,7 +91,7 @@ pub fn fill<T: Clone>(v: &mut [T], cover: &[Option<usize>]) {
 }
 
 /// Bucket the history into `cols` columns covering `(now - span, now]`.
-pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
+pub fn bucket(device_history: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
     let mut s = Series {
         r_await: vec![None; cols],
         w_await: vec![None; cols],
@@ -99,7 +99,7 @@ pub fn bucket(h: &DeviceHistory, now: f64, span: f64, cols: usize) -> Series {
         iops: vec![None; cols],
         last: None,
     };
-    let pts = h.points();
+    let pts = device_history.points();
     let mut i = 0;
     while i < pts.len() {
         let Some(c) = column(pts[i].t, now, span, cols) else {
@@ -150,7 +150,7 @@ pub fn render_bars(
     last: Option<f64>,
     marks: &[usize],
     style: ratatui::style::Style,
-    t: Theme,
+    theme: Theme,
 ) {
     if area.height == 0 || area.width <= gutter {
         return;
@@ -164,7 +164,14 @@ pub fn render_bars(
         .copied()
         .fold(0.0, f64::max);
     let g = (gutter - 1) as usize;
-    put(buf, area.x, area.y, &fit(name, g), gutter - 1, t.heading());
+    put(
+        buf,
+        area.x,
+        area.y,
+        &fit(name, g),
+        gutter - 1,
+        theme.heading(),
+    );
     if area.height > 1 {
         let now = last.map_or_else(|| "-".into(), |v| super::num_unit(v, unit));
         put(
@@ -184,7 +191,7 @@ pub fn render_bars(
             area.y + 2,
             &fit(&format!("max {}", num(max)), g),
             gutter - 1,
-            t.dim(),
+            theme.dim(),
         );
     }
     let rows = area.height as usize;
@@ -208,7 +215,7 @@ pub fn render_bars(
             let y = area.y + area.height - 1 - r as u16;
             let here = filled.saturating_sub(r * 8).min(8);
             if here < 8 && marks.contains(&c) {
-                put(buf, x, y, "│", 1, t.marker());
+                put(buf, x, y, "│", 1, theme.marker());
             } else if here > 0 {
                 put(buf, x, y, EIGHTHS[here], 1, style);
             }
@@ -225,7 +232,7 @@ pub fn render_axis(
     span: f64,
     marks: &[(usize, String)],
     legend: Option<&str>,
-    t: Theme,
+    theme: Theme,
 ) {
     let w = area.width.saturating_sub(gutter) as usize;
     if w == 0 {
@@ -237,57 +244,61 @@ pub fn render_axis(
         area.y,
         &fit(&format!("-{}", super::age(span)), (gutter - 1) as usize),
         gutter - 1,
-        t.dim(),
+        theme.dim(),
     );
     let (line, styled) = axis_line(w, marks, legend);
     let x0 = area.x + gutter;
     for (i, ch) in line.iter().enumerate() {
-        let st = if styled[i] { t.marker() } else { t.dim() };
+        let st = if styled[i] {
+            theme.marker()
+        } else {
+            theme.dim()
+        };
         put(buf, x0 + i as u16, area.y, &ch.to_string(), 1, st);
     }
 }
 
-/// The time axis of `w` columns: `─`, `now` at the right end, a `▲` per
+/// The time axis of `width` columns: `─`, `now` at the right end, a `▲` per
 /// change and its label beside it. Labels never cover a marker, `now` or
 /// another label (one column apart); the newest change is labelled first, a
 /// label without room is cut with `…` or left out. `legend` goes after the
 /// first `─` when it clears every marker and label by a column, else nowhere.
 /// Returns the characters and which of them are marker text.
 pub fn axis_line(
-    w: usize,
+    width: usize,
     marks: &[(usize, String)],
     legend: Option<&str>,
 ) -> (Vec<char>, Vec<bool>) {
-    let mut line: Vec<char> = vec!['─'; w];
-    let mut styled = vec![false; w];
-    let mut taken = vec![false; w];
+    let mut line: Vec<char> = vec!['─'; width];
+    let mut styled = vec![false; width];
+    let mut taken = vec![false; width];
     let now: Vec<char> = "now".chars().collect();
     // A change in the newest columns is itself "now": its marker and label
     // take the place of the word.
-    let now_from = w
+    let now_from = width
         .checked_sub(now.len())
         .filter(|&from| marks.iter().all(|(c, _)| *c < from));
     if let Some(from) = now_from {
-        for i in from..w {
+        for i in from..width {
             line[i] = now[i - from];
             taken[i] = true;
         }
     }
-    if w == 0 {
+    if width == 0 {
         return (line, styled);
     }
     for (col, _) in marks {
-        let col = (*col).min(w - 1);
+        let col = (*col).min(width - 1);
         line[col] = '▲';
         styled[col] = true;
         taken[col] = true;
     }
     for (col, label) in marks.iter().rev() {
-        let col = (*col).min(w - 1);
+        let col = (*col).min(width - 1);
         let label: Vec<char> = label.chars().collect();
         // Free columns on each side, less one to keep apart from what follows.
-        let run_right = (col + 1..w).take_while(|&i| !taken[i]).count();
-        let right = if col + 1 + run_right < w {
+        let run_right = (col + 1..width).take_while(|&i| !taken[i]).count();
+        let right = if col + 1 + run_right < width {
             run_right.saturating_sub(1)
         } else {
             run_right
@@ -319,7 +330,7 @@ pub fn axis_line(
     if let Some(legend) = legend {
         let text: Vec<char> = format!(" {legend} ").chars().collect();
         let end = 1 + text.len();
-        if end < w && !taken[..=end].iter().any(|&x| x) {
+        if end < width && !taken[..=end].iter().any(|&x| x) {
             line[1..end].copy_from_slice(&text);
         }
     }
@@ -364,9 +375,9 @@ fn cut_label(label: Vec<char>, room: usize) -> Vec<char> {
 #[cfg(test)]
 mod axis_tests {
     /// The axis as a string.
-    fn axis(w: usize, marks: &[(usize, &str)]) -> String {
+    fn axis(width: usize, marks: &[(usize, &str)]) -> String {
         let m: Vec<(usize, String)> = marks.iter().map(|(c, l)| (*c, l.to_string())).collect();
-        super::axis_line(w, &m, None).0.into_iter().collect()
+        super::axis_line(width, &m, None).0.into_iter().collect()
     }
 
     #[test]

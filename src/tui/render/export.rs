@@ -26,59 +26,71 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 /// Draw the export dialog.
-pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
+pub fn render(frame: &mut Frame, area: Rect, export_dialog: &ExportDialog, theme: Theme) {
     let r = big(area);
     let inner_h = r.height.saturating_sub(2) as usize;
     let mut lines = Vec::new();
-    let scope = if d.all && !d.changed.is_empty() {
-        format!("{} (changed in this session)", d.names())
+    let scope = if export_dialog.all && !export_dialog.changed.is_empty() {
+        format!("{} (changed in this session)", export_dialog.names())
     } else {
-        format!("{} (this device)", d.names())
+        format!("{} (this device)", export_dialog.names())
     };
     lines.push(Line::from(vec![
-        Span::styled("devices  ", t.dim()),
+        Span::styled("devices  ", theme.dim()),
         Span::raw(format!("{:<44}", printable(&scope))),
-        Span::styled(format!("a: all changed ({})", d.changed.len()), t.dim()),
+        Span::styled(
+            format!("a: all changed ({})", export_dialog.changed.len()),
+            theme.dim(),
+        ),
     ]));
     let choices: Vec<&str> = STRATEGIES.iter().map(|s| s.label()).collect();
     lines.push(Line::from(vec![
-        Span::styled("match    ", t.dim()),
-        Span::styled(format!("{:<14}", d.strategy.label()), t.heading()),
-        Span::styled(format!("m: {}", choices.join(" ")), t.dim()),
+        Span::styled("match    ", theme.dim()),
+        Span::styled(
+            format!("{:<14}", export_dialog.strategy.label()),
+            theme.heading(),
+        ),
+        Span::styled(format!("m: {}", choices.join(" ")), theme.dim()),
     ]));
-    let path = match &d.focus {
+    let path = match &export_dialog.focus {
         Focus::Path { .. } => Line::from(vec![
-            Span::styled("path     ", t.dim()),
-            Span::styled(format!("{}▏", printable(&d.path)), t.heading()),
-            Span::styled("  Enter keep  Esc undo", t.dim()),
+            Span::styled("path     ", theme.dim()),
+            Span::styled(
+                format!("{}▏", printable(&export_dialog.path)),
+                theme.heading(),
+            ),
+            Span::styled("  Enter keep  Esc undo", theme.dim()),
         ]),
         _ => Line::from(vec![
-            Span::styled("path     ", t.dim()),
-            Span::raw(format!("{:<52}", printable(&d.path))),
-            Span::styled("f: edit", t.dim()),
+            Span::styled("path     ", theme.dim()),
+            Span::raw(format!("{:<52}", printable(&export_dialog.path))),
+            Span::styled("f: edit", theme.dim()),
         ]),
     };
     lines.push(path);
-    if let Some(why) = &d.read_only {
+    if let Some(why) = &export_dialog.read_only {
         lines.push(Line::from(Span::styled(
             format!(
                 "read-only ({why}): only a file is written, no device changes; /etc needs root"
             ),
-            t.dim(),
+            theme.dim(),
         )));
     }
-    let (text, warnings): (Vec<&str>, Vec<String>) = match &d.preview {
+    let (text, warnings): (Vec<&str>, Vec<String>) = match &export_dialog.preview {
         Ok(p) => (p.text.lines().collect(), p.warnings.clone()),
         Err(e) => (Vec::new(), vec![format!("cannot export: {e}")]),
     };
     let w = r.width.saturating_sub(2) as usize;
-    if d.focus == Focus::Warnings {
-        warnings_body(&mut lines, &warnings, inner_h, w, t);
+    if export_dialog.focus == Focus::Warnings {
+        warnings_body(&mut lines, &warnings, inner_h, w, theme);
         lines.push(Line::from(Span::styled(
-            format!("y write {} anyway   n back", printable(d.path.trim())),
-            t.heading(),
+            format!(
+                "y write {} anyway   n back",
+                printable(export_dialog.path.trim())
+            ),
+            theme.heading(),
         )));
-        boxed(f, r, "export a udev rule", lines, t);
+        boxed(frame, r, "export a udev rule", lines, theme);
         return;
     }
     // At most WARN_LINES lines here; Enter lists them all before writing.
@@ -91,7 +103,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     for warning in warnings.iter().take(shown_w) {
         lines.push(Line::from(Span::styled(
             clip(&printable(&format!("! {warning}")), w),
-            t.error(),
+            theme.error(),
         )));
     }
     if warnings.len() > shown_w {
@@ -103,11 +115,11 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
                 ),
                 w,
             ),
-            t.error(),
+            theme.error(),
         )));
     }
     let room = inner_h.saturating_sub(lines.len() + 2);
-    let skip = (d.scroll as usize).min(text.len().saturating_sub(1));
+    let skip = (export_dialog.scroll as usize).min(text.len().saturating_sub(1));
     let shown = text.len().saturating_sub(skip).min(room);
     let pos = if text.is_empty() {
         "empty".to_string()
@@ -120,7 +132,7 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
             "{label}{}",
             "─".repeat(w.saturating_sub(label.chars().count()))
         ),
-        t.dim(),
+        theme.dim(),
     )));
     for l in text.iter().skip(skip).take(room) {
         lines.push(Line::raw(printable(l).into_owned()));
@@ -128,20 +140,20 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
     while lines.len() < inner_h.saturating_sub(1) {
         lines.push(Line::raw(""));
     }
-    let hint = match d.focus {
+    let hint = match export_dialog.focus {
         // Drawn by `warnings_body` above.
         Focus::Warnings => Line::raw(""),
         Focus::Overwrite => Line::from(Span::styled(
             format!(
                 "{} exists: y overwrite   n keep it",
-                printable(d.path.trim())
+                printable(export_dialog.path.trim())
             ),
-            t.error(),
+            theme.error(),
         )),
-        Focus::Writing => Line::from(Span::styled("writing…", t.dim())),
+        Focus::Writing => Line::from(Span::styled("writing…", theme.dim())),
         Focus::Path { .. } => Line::from(Span::styled(
             format!("type the path   {}", text_hints()),
-            t.dim(),
+            theme.dim(),
         )),
         // The footer's list of keys, Enter first.
         Focus::Options => Line::from(Span::styled(
@@ -152,31 +164,37 @@ pub fn render(f: &mut Frame, area: Rect, d: &ExportDialog, t: Theme) {
                 .fold(String::from("Enter write"), |acc, (_, k, h)| {
                     format!("{acc}  {k} {h}")
                 }),
-            t.heading(),
+            theme.heading(),
         )),
     };
     lines.push(hint);
-    boxed(f, r, "export a udev rule", lines, t);
+    boxed(frame, r, "export a udev rule", lines, theme);
 }
 
 /// The confirmation step: every warning, wrapped, in place of the preview.
 /// If they do not all fit, the rest is counted (they are also in the file's
 /// `# Warnings:` header, which the preview shows).
-fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: usize, t: Theme) {
+fn warnings_body(
+    lines: &mut Vec<Line>,
+    warnings: &[String],
+    inner_h: usize,
+    width: usize,
+    theme: Theme,
+) {
     let n = warnings.len();
     lines.push(Line::from(Span::styled(
         format!(
             "── {n} warning{}: read before writing ",
             if n == 1 { "" } else { "s" }
         ),
-        t.heading(),
+        theme.heading(),
     )));
     // Room for the warnings, leaving the "+N more" line and the hint.
     let room = inner_h.saturating_sub(lines.len() + 2);
     let mut used = 0;
     let mut done = 0;
     for warning in warnings {
-        let wrapped = wrap(&printable(warning), w.saturating_sub(2));
+        let wrapped = wrap(&printable(warning), width.saturating_sub(2));
         let last = done + 1 == n;
         let limit = if last { room + 1 } else { room };
         if used + wrapped.len() > limit {
@@ -188,7 +206,7 @@ fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: 
             } else {
                 format!("  {l}")
             };
-            lines.push(Line::from(Span::styled(clip(&l, w), t.error())));
+            lines.push(Line::from(Span::styled(clip(&l, width), theme.error())));
             used += 1;
         }
         done += 1;
@@ -200,9 +218,9 @@ fn warnings_body(lines: &mut Vec<Line>, warnings: &[String], inner_h: usize, w: 
                     "+{} more (all are in the file's \"# Warnings:\" header)",
                     n - done
                 ),
-                w,
+                width,
             ),
-            t.error(),
+            theme.error(),
         )));
     }
     while lines.len() < inner_h.saturating_sub(1) {

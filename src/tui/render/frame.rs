@@ -11,10 +11,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
-/// A `w` x `h` box in the middle of `area`, clipped to it.
-pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
+/// A `cols` x `rows` box in the middle of `area`, clipped to it.
+pub fn centered(area: Rect, cols: u16, rows: u16) -> Rect {
+    let w = cols.min(area.width);
+    let h = rows.min(area.height);
     Rect::new(
         area.x + (area.width - w) / 2,
         area.y + (area.height - h) / 2,
@@ -24,20 +24,27 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 /// `Clear`, then a bordered box titled `title` with `lines`.
-pub fn boxed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme) {
-    framed(f, r, title, lines, t, false);
+pub fn boxed(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>, theme: Theme) {
+    framed(frame, area, title, lines, theme, false);
 }
 
 /// [`boxed`], with the lines word-wrapped when `wrap`.
-pub fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, wrap: bool) {
-    f.render_widget(Clear, r);
+pub fn framed(
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line>,
+    theme: Theme,
+    wrap: bool,
+) {
+    frame.render_widget(Clear, area);
     // Titles name devices (and a dialog's lines go through `printable` where
     // they show a name, a value or a path read from the machine).
     let title = printable(title);
-    let block = Block::bordered().title(Span::styled(format!(" {title} "), t.heading()));
+    let block = Block::bordered().title(Span::styled(format!(" {title} "), theme.heading()));
     // Unwrapped lines that do not fit end in `…`, never inside a number
     // (the box's edge would cut `nr_requests 128→1000000` to `→10000`).
-    let inner = r.width.saturating_sub(2) as usize;
+    let inner = area.width.saturating_sub(2) as usize;
     let lines: Vec<Line> = if wrap {
         lines
     } else {
@@ -57,7 +64,7 @@ pub fn framed(f: &mut Frame, r: Rect, title: &str, lines: Vec<Line>, t: Theme, w
     } else {
         p
     };
-    f.render_widget(p, r);
+    frame.render_widget(p, area);
 }
 
 /// Nearly the whole screen, leaving the status and hint lines visible.

@@ -50,14 +50,19 @@ fn row(label: &str, cells: [String; 4], r_await: Option<String>) -> String {
     s
 }
 
-fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), num)
+fn opt(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".into(), num)
 }
 
 /// The cells of a set of reads: the count, p50, p99 (`-` under
 /// [`blktune_core::probe::MIN_IOS_FOR_P99`] reads) and the slowest read.
-fn cells(f: ProbeFigures) -> [String; 4] {
-    [f.n.to_string(), opt(f.p50), opt(f.p99), opt(f.max)]
+fn cells(probe_figures: ProbeFigures) -> [String; 4] {
+    [
+        probe_figures.n.to_string(),
+        opt(probe_figures.p50),
+        opt(probe_figures.p99),
+        opt(probe_figures.max),
+    ]
 }
 
 /// The block's heading: what the probe measures and its own load, on one
@@ -80,11 +85,11 @@ pub fn heading(rate: f64, starting: bool, width: usize) -> Vec<String> {
 /// The probe's before/after rows: its read count in each window (`pr_n`),
 /// then the p99 of the pooled reads, `n=K` under [`blktune_core::probe::MIN_IOS_FOR_P99`] reads
 /// and then no percent ("few"). A p99 of pooled reads has no spread; the
-/// noise floor and the windows' lengths (`b`, `a`) still hold.
+/// noise floor and the windows' lengths (`means`, `a`) still hold.
 pub fn before_after_rows(
     pb: ProbeFigures,
     pa: ProbeFigures,
-    b: Option<Means>,
+    means: Option<Means>,
     a: Option<Means>,
     cw: usize,
 ) -> Vec<String> {
@@ -102,7 +107,7 @@ pub fn before_after_rows(
         intervals: m.map_or(0, |m| m.intervals),
     };
     let d = match (pb.p99, pa.p99) {
-        (Some(vb), Some(va)) => delta_of(side(vb, b), side(va, a)).label(),
+        (Some(vb), Some(va)) => delta_of(side(vb, means), side(va, a)).label(),
         _ if pb.n == 0 || pa.n == 0 => String::new(),
         _ => "few".into(),
     };
@@ -163,7 +168,7 @@ pub fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
 
 /// The block's lines for device `name` in a panel `width` columns wide;
 /// empty when the probe is off.
-pub fn lines(app: &App, name: &str, width: usize, t: Theme) -> Vec<(String, Style)> {
+pub fn lines(app: &App, name: &str, width: usize, theme: Theme) -> Vec<(String, Style)> {
     let Some(p) = &app.probe else {
         return Vec::new();
     };
@@ -175,7 +180,7 @@ pub fn lines(app: &App, name: &str, width: usize, t: Theme) -> Vec<(String, Styl
         Some(q) => heading(q.reads_per_sec, false, width),
         None => heading(p.rate, true, width),
     };
-    let mut out: Vec<(String, Style)> = head.into_iter().map(|l| (l, t.heading())).collect();
+    let mut out: Vec<(String, Style)> = head.into_iter().map(|l| (l, theme.heading())).collect();
     let from = app.now - WINDOW_SECS;
     let window = points
         .map(|h| probe_window(h.iter().filter(|q| q.start() >= from - 1e-9)))
@@ -200,7 +205,7 @@ pub fn lines(app: &App, name: &str, width: usize, t: Theme) -> Vec<(String, Styl
                 ["n", "p50", "p99", "max"].map(String::from),
                 wide.then(|| "r_await".into()),
             ),
-            t.heading(),
+            theme.heading(),
         ));
         out.push((
             row(
@@ -222,7 +227,7 @@ pub fn lines(app: &App, name: &str, width: usize, t: Theme) -> Vec<(String, Styl
     if let Some(e) = current.and_then(|q| q.error.as_deref()) {
         let text = format!("probe: {e}");
         for l in wrap(&text, width, ERROR_LINES) {
-            out.push((l, t.error()));
+            out.push((l, theme.error()));
         }
     }
     out

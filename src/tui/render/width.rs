@@ -4,82 +4,82 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// Columns `s` takes on the terminal.
-pub fn width(s: &str) -> usize {
-    UnicodeWidthStr::width(s)
+/// Columns `text` takes on the terminal.
+pub fn width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
 }
 
-/// The longest prefix of `s` that fits in `w` columns.
-fn prefix(s: &str, w: usize) -> &str {
+/// The longest prefix of `text` that fits in `cols` columns.
+fn prefix(text: &str, cols: usize) -> &str {
     let mut used = 0;
-    for (i, c) in s.char_indices() {
+    for (i, c) in text.char_indices() {
         used += c.width().unwrap_or(0);
-        if used > w {
-            return &s[..i];
+        if used > cols {
+            return &text[..i];
         }
     }
-    s
+    text
 }
 
-/// `s` cut to `w` columns, with `…` when something was cut.
-pub fn clip(s: &str, w: usize) -> String {
-    if width(s) <= w {
-        return s.to_string();
+/// `text` cut to `cols` columns, with `…` when something was cut.
+pub fn clip(text: &str, cols: usize) -> String {
+    if width(text) <= cols {
+        return text.to_string();
     }
-    format!("{}…", prefix(s, w.saturating_sub(1)))
+    format!("{}…", prefix(text, cols.saturating_sub(1)))
 }
 
-/// `s` cut to `w` columns where a cut cannot change a number: never inside
+/// `text` cut to `cols` columns where a cut cannot change a number: never inside
 /// or right after a number, nor between a name and its digits (`nr 256` at 6
 /// columns reads `nr …`, never `nr 2` nor `nr 256…`; `→1000000` never
 /// `→10000`; `20G` is whole or gone). Words may lose their end (`no…`).
 /// What is left out is one `…`.
-pub fn fit(s: &str, w: usize) -> String {
-    if width(s) <= w {
-        return s.to_string();
+pub fn fit(text: &str, cols: usize) -> String {
+    if width(text) <= cols {
+        return text.to_string();
     }
     let numeric = |c: char| c.is_ascii_digit() || c == '.';
-    let chars: Vec<(usize, char)> = s.char_indices().collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut best = 0;
     let mut used = 0;
     for (k, &(i, c)) in chars.iter().enumerate() {
         // A cut before `c` keeps s[..i].
         let prev = k.checked_sub(1).map(|p| chars[p].1);
         let ok = !prev.is_some_and(|p| numeric(p) || (numeric(c) && p.is_alphanumeric()));
-        if used < w && ok {
+        if used < cols && ok {
             best = i;
         }
         used += c.width().unwrap_or(0);
-        if used + 1 > w {
+        if used + 1 > cols {
             break;
         }
     }
-    if used < w {
-        best = s.len();
+    if used < cols {
+        best = text.len();
     }
-    let kept = &s[..best];
-    if w == 0 {
+    let kept = &text[..best];
+    if cols == 0 {
         return String::new();
     }
     format!("{kept}…")
 }
 
-/// `s` right-aligned in `w` columns, or after one space when it fills them:
+/// `text` right-aligned in `cols` columns, or after one space when it fills them:
 /// a figure never touches the one before it (`37.5~+8284%` read as one).
-pub fn right(s: &str, w: usize) -> String {
-    if width(s) >= w {
-        format!(" {s}")
+pub fn right(text: &str, cols: usize) -> String {
+    if width(text) >= cols {
+        format!(" {text}")
     } else {
-        format!("{}{s}", " ".repeat(w - width(s)))
+        format!("{}{text}", " ".repeat(cols - width(text)))
     }
 }
 
-/// `s` broken into lines of at most `w` columns, at spaces where possible.
-pub fn wrap(s: &str, w: usize) -> Vec<String> {
-    let w = w.max(8);
+/// `text` broken into lines of at most `cols` columns, at spaces where possible.
+pub fn wrap(text: &str, cols: usize) -> Vec<String> {
+    let w = cols.max(8);
     let mut out = Vec::new();
     let mut line = String::new();
-    for word in s.split(' ') {
+    for word in text.split(' ') {
         let mut word = word;
         while width(word) > w {
             if !line.is_empty() {

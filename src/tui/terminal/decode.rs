@@ -101,8 +101,8 @@ fn step(buf: &[u8], more: bool) -> Step {
 }
 
 /// Ctrl and a character.
-fn ctrl(c: char) -> Option<KeyEvent> {
-    Some(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+fn ctrl(ch: char) -> Option<KeyEvent> {
+    Some(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL))
 }
 
 /// One UTF-8 character (uppercase carries Shift, as crossterm has it);
@@ -308,8 +308,8 @@ mod tests {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
-    fn with(code: KeyCode, m: KeyModifiers) -> KeyEvent {
-        KeyEvent::new(code, m)
+    fn with(code: KeyCode, key_modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, key_modifiers)
     }
 
     /// What tmux's send-keys (and so xterm) sends for the keys the TUI binds.

@@ -168,10 +168,10 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    /// Watch `w` with `limits`; `on_stuck` runs on the watchdog's thread
+    /// Watch `watched` with `limits`; `on_stuck` runs on the watchdog's thread
     /// when the session is stuck (in blktune, [`emergency_exit`]).
     pub fn start(
-        w: Watched,
+        watched: Watched,
         limits: Limits,
         on_stuck: impl FnOnce(Stuck) + Send + 'static,
     ) -> std::io::Result<Self> {
@@ -179,7 +179,7 @@ impl Watchdog {
         let thread = std::thread::Builder::new()
             .name("watchdog".into())
             .spawn(move || {
-                if let Some(why) = watch(w, limits, &quit_rx) {
+                if let Some(why) = watch(watched, limits, &quit_rx) {
                     on_stuck(why);
                 }
             })?;
@@ -201,13 +201,13 @@ impl Drop for Watchdog {
 
 /// The watchdog's thread: `Some(why)` when the session is stuck, `None`
 /// when told to quit.
-fn watch(mut w: Watched, limits: Limits, quit: &UnixStream) -> Option<Stuck> {
-    let mut rounds = w.pulse.rounds();
-    let mut window = (Instant::now(), cpu_time(w.main));
+fn watch(mut watched: Watched, limits: Limits, quit: &UnixStream) -> Option<Stuck> {
+    let mut rounds = watched.pulse.rounds();
+    let mut window = (Instant::now(), cpu_time(watched.main));
     let mut stop_seen: Option<Instant> = None;
     loop {
         let mut fds = vec![PollFd::new(quit.as_fd(), PollFlags::POLLIN)];
-        if let Some(t) = &w.tty {
+        if let Some(t) = &watched.tty {
             // No events asked: poll reports only a hang-up or an error.
             fds.push(PollFd::new(t.as_fd(), PollFlags::empty()));
         }
@@ -223,28 +223,29 @@ fn watch(mut w: Watched, limits: Limits, quit: &UnixStream) -> Option<Stuck> {
         drop(fds);
         if hung_up {
             // Once: a hung-up terminal would end every later wait at once.
-            w.tty = None;
-            w.signals.raise();
-            if let Some(waker) = &w.waker {
+            watched.tty = None;
+            watched.signals.raise();
+            if let Some(waker) = &watched.waker {
                 waker.wake();
             }
         }
         let now = Instant::now();
-        if w.signals.raised() {
+        if watched.signals.raised() {
             let since = *stop_seen.get_or_insert(now);
             if now - since >= limits.grace {
                 return Some(Stuck::StopIgnored(now - since));
             }
         }
-        let r = w.pulse.rounds();
+        let r = watched.pulse.rounds();
         if r != rounds {
             rounds = r;
-            window = (now, cpu_time(w.main));
+            window = (now, cpu_time(watched.main));
         } else if now - window.0 >= limits.stall {
-            let cpu = cpu_time(w.main);
+            let cpu = cpu_time(watched.main);
             let spent = cpu.saturating_sub(window.1);
             let span = now - window.0;
-            if !w.pulse.reverting() && spent.as_secs_f64() >= limits.busy * span.as_secs_f64() {
+            if !watched.pulse.reverting() && spent.as_secs_f64() >= limits.busy * span.as_secs_f64()
+            {
                 return Some(Stuck::Spinning(span));
             }
             // Blocked, not spinning: look again over the next stretch.
@@ -350,9 +351,9 @@ mod tests {
     }
 
     /// A watchdog whose `on_stuck` reports on a channel instead of exiting.
-    fn start(w: Watched) -> (Watchdog, mpsc::Receiver<Stuck>) {
+    fn start(watched: Watched) -> (Watchdog, mpsc::Receiver<Stuck>) {
         let (tx, rx) = mpsc::channel();
-        let dog = Watchdog::start(w, FAST, move |why| {
+        let dog = Watchdog::start(watched, FAST, move |why| {
             let _ = tx.send(why);
         })
         .unwrap();

@@ -67,8 +67,8 @@ pub enum LatencyFeed {
 }
 
 /// The header's few words for why there are no percentiles.
-pub fn reason(u: &Unavailable) -> String {
-    match u {
+pub fn reason(unavailable: &Unavailable) -> String {
+    match unavailable {
         Unavailable::Disabled => "--no-bpf".into(),
         Unavailable::NotRoot => "not root".into(),
         Unavailable::NotLive => "fake tree".into(),
@@ -80,12 +80,12 @@ pub fn reason(u: &Unavailable) -> String {
 }
 
 /// What the app is sent of a tracer's `interval` read right after the
-/// snapshot `s`: the [`KEPT`] histograms of each whole device of `s` (an
+/// snapshot `snapshot`: the [`KEPT`] histograms of each whole device of `snapshot` (an
 /// earlier device under the same number is never taken for it). `None`
-/// when `s` has no rates.
-pub fn sample_of(interval: &Interval, s: &Snapshot) -> Option<LatencySample> {
-    let itv = s.interval?;
-    let devices = s
+/// when `snapshot` has no rates.
+pub fn sample_of(interval: &Interval, snapshot: &Snapshot) -> Option<LatencySample> {
+    let itv = snapshot.interval?;
+    let devices = snapshot
         .devices
         .iter()
         .filter(|d| d.size_bytes > 0)
@@ -110,27 +110,27 @@ pub fn sample_of(interval: &Interval, s: &Snapshot) -> Option<LatencySample> {
         })
         .collect();
     Some(LatencySample {
-        t: s.t,
+        t: snapshot.t,
         itv,
         devices,
         lost: interval.lost,
     })
 }
 
-/// The same message from a recorded frame: the snapshot `s` the player
+/// The same message from a recorded frame: the snapshot `snapshot` the player
 /// rebuilt and the histograms recorded with it (`lat`, by device and key);
 /// the diskseq is the recorded device's; `lost` its lost completions.
-/// `None` when `s` has no rates.
+/// `None` when `snapshot` has no rates.
 pub fn sample_of_recorded(
-    s: &Snapshot,
+    snapshot: &Snapshot,
     lat: &BTreeMap<String, DeviceLat>,
     lost: u64,
 ) -> Option<LatencySample> {
-    let itv = s.interval?;
+    let itv = snapshot.interval?;
     let devices = lat
         .iter()
         .filter_map(|(name, keys)| {
-            let d = s.devices.iter().find(|d| &d.name == name)?;
+            let d = snapshot.devices.iter().find(|d| &d.name == name)?;
             let hists = keys
                 .iter()
                 .filter_map(|(k, h)| Some((parse_key(k)?, h)))
@@ -147,7 +147,7 @@ pub fn sample_of_recorded(
         })
         .collect();
     Some(LatencySample {
-        t: s.t,
+        t: snapshot.t,
         itv,
         devices,
         lost,

@@ -302,13 +302,13 @@ fn id_spec(
     Ok(None)
 }
 
-fn checked(d: &BlockDevice, what: &str, v: &str) -> Result<(), ExportError> {
-    match check_match_value(v) {
+fn checked(device: &BlockDevice, what: &str, val: &str) -> Result<(), ExportError> {
+    match check_match_value(val) {
         None => Ok(()),
         Some(why) => Err(ExportError::UnsafeValue {
-            dev: d.name.clone(),
+            dev: device.name.clone(),
             what: what.into(),
-            value: shown(v),
+            value: shown(val),
             why: why.into(),
         }),
     }
@@ -317,14 +317,17 @@ fn checked(d: &BlockDevice, what: &str, v: &str) -> Result<(), ExportError> {
 /// `ATTRS{vendor}` (when sysfs has a name there) and `ATTRS{model}`: both sit
 /// on the same parent (the SCSI device, the NVMe controller), as udev requires
 /// for several `ATTRS` keys in one rule.
-fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
-    let model = d.model.as_deref().ok_or_else(|| ExportError::NoModel {
-        dev: d.name.clone(),
-    })?;
-    checked(d, "model", model)?;
+fn model_spec(device: &BlockDevice) -> Result<MatchSpec, ExportError> {
+    let model = device
+        .model
+        .as_deref()
+        .ok_or_else(|| ExportError::NoModel {
+            dev: device.name.clone(),
+        })?;
+    checked(device, "model", model)?;
     let mut keys = Vec::new();
-    if let Some(v) = &d.vendor {
-        checked(d, "vendor", v)?;
+    if let Some(v) = &device.vendor {
+        checked(device, "vendor", v)?;
         keys.push(MatchKey::eq("ATTRS{vendor}", v));
     }
     keys.push(MatchKey::eq("ATTRS{model}", model));
@@ -332,7 +335,7 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
     Ok(MatchSpec {
         strategy: MatchStrategy::Model,
         keys,
-        meaning: match &d.vendor {
+        meaning: match &device.vendor {
             Some(v) => format!("disk of vendor {v}, model {model}"),
             None => format!("disk of model {model}"),
         },
@@ -343,9 +346,9 @@ fn model_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
 /// `nvme*`, `mmcblk*`, `dm-*`, ... as its kind implies; for other kinds the
 /// name's leading letters (`nbd0` gives `nbd*`). A class rule is narrowed to
 /// it, so a rule made on a loop test disk never reaches the host's own disks.
-pub(super) fn family_pattern(d: &BlockDevice) -> String {
-    let starts = |p: &str| d.name.starts_with(p);
-    let fixed = match d.kind {
+pub(super) fn family_pattern(device: &BlockDevice) -> String {
+    let starts = |p: &str| device.name.starts_with(p);
+    let fixed = match device.kind {
         DeviceKind::Nvme => Some("nvme*"),
         DeviceKind::Loop => Some("loop*"),
         DeviceKind::Zram => Some("zram*"),
@@ -362,14 +365,14 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
     if let Some(p) = fixed {
         return p.into();
     }
-    let letters: String = d
+    let letters: String = device
         .name
         .chars()
         .take_while(char::is_ascii_lowercase)
         .collect();
-    if letters.is_empty() || letters == d.name {
+    if letters.is_empty() || letters == device.name {
         // No family to speak of: the name itself (checked like any value).
-        d.name.clone()
+        device.name.clone()
     } else {
         format!("{letters}*")
     }
@@ -378,20 +381,20 @@ pub(super) fn family_pattern(d: &BlockDevice) -> String {
 /// The device's family by kernel name, then (except NVMe, which does not
 /// rotate) its `queue/rotational` class; a device without that file has no
 /// class to match.
-fn class_spec(d: &BlockDevice) -> Result<MatchSpec, ExportError> {
-    let family = family_pattern(d);
-    let (mut keys, meaning) = if matches!(d.kind, DeviceKind::Nvme) {
+fn class_spec(device: &BlockDevice) -> Result<MatchSpec, ExportError> {
+    let family = family_pattern(device);
+    let (mut keys, meaning) = if matches!(device.kind, DeviceKind::Nvme) {
         (
             vec![MatchKey::eq("KERNEL", &family)],
             "NVMe disk".to_string(),
         )
     } else {
-        let (rot, label) = match d.rotational {
+        let (rot, label) = match device.rotational {
             Some(true) => ("1", "rotational"),
             Some(false) => ("0", "non-rotational"),
             None => {
                 return Err(ExportError::NoClass {
-                    dev: d.name.clone(),
+                    dev: device.name.clone(),
                 });
             }
         };
@@ -419,9 +422,9 @@ fn not_zoned() -> MatchKey {
     MatchKey::eq("ATTR{queue/zoned}", "none")
 }
 
-fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec, ExportError> {
-    checked(d, "kernel name", &d.name)?;
-    let why = match d.stack.as_ref().map(|s| s.kind) {
+fn kernel_spec(device: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec, ExportError> {
+    checked(device, "kernel name", &device.name)?;
+    let why = match device.stack.as_ref().map(|s| s.kind) {
         Some(StackKind::Dm) => {
             "dm devices are numbered in activation order, so after a reboot another volume or path may be called"
         }
@@ -432,34 +435,34 @@ fn kernel_spec(d: &BlockDevice, warnings: &mut Vec<String>) -> Result<MatchSpec,
     };
     warnings.push(format!(
         "'{}': matching the kernel name, which is not stable: {why} '{}'",
-        d.name, d.name
+        device.name, device.name
     ));
     Ok(MatchSpec {
         strategy: MatchStrategy::Kernel,
-        keys: vec![MatchKey::eq("KERNEL", &d.name)],
+        keys: vec![MatchKey::eq("KERNEL", &device.name)],
         meaning: "kernel name (not stable across boots)".into(),
     })
 }
 
-/// Would `key` match `d` (whose udev properties are `env`, if known)? The
+/// Would `key` match `dev` (whose udev properties are `env`, if known)? The
 /// same glob and alternative rules as udev (via [`udev_match`]); sysfs values
 /// are those discovery read. An unknown key counts as a match, so a warning
 /// errs on the side of naming a device.
-fn key_matches(key: &MatchKey, d: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
+fn key_matches(key: &MatchKey, dev: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
     let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
     let actual: Option<String> = match key.key.as_str() {
-        "KERNEL" => Some(d.name.clone()),
-        "ATTR{queue/rotational}" => d.rotational.and_then(bool_attr),
+        "KERNEL" => Some(dev.name.clone()),
+        "ATTR{queue/rotational}" => dev.rotational.and_then(bool_attr),
         // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
         "ATTR{queue/zoned}" => Some("none".into()),
-        "ATTRS{model}" => d.model.clone(),
-        "ATTRS{vendor}" => d.vendor.clone(),
-        "ATTRS{wwid}" => d.wwid.clone(),
-        "ATTRS{serial}" => d.serial.clone(),
-        "ATTR{nguid}" => d.nguid.clone(),
-        "ATTR{eui}" => d.eui.clone(),
-        "ATTR{dm/uuid}" | "ATTR{md/uuid}" => d.stack.as_ref().and_then(|s| s.uuid.clone()),
-        "ATTR{dm/name}" => d.stack.as_ref().and_then(|s| s.name.clone()),
+        "ATTRS{model}" => dev.model.clone(),
+        "ATTRS{vendor}" => dev.vendor.clone(),
+        "ATTRS{wwid}" => dev.wwid.clone(),
+        "ATTRS{serial}" => dev.serial.clone(),
+        "ATTR{nguid}" => dev.nguid.clone(),
+        "ATTR{eui}" => dev.eui.clone(),
+        "ATTR{dm/uuid}" | "ATTR{md/uuid}" => dev.stack.as_ref().and_then(|s| s.uuid.clone()),
+        "ATTR{dm/name}" => dev.stack.as_ref().and_then(|s| s.name.clone()),
         k => match k.strip_prefix("ENV{").and_then(|k| k.strip_suffix('}')) {
             Some(name) => Some(env.and_then(|e| e.get(name)).cloned().unwrap_or_default()),
             None => return true,

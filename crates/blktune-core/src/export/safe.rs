@@ -9,17 +9,17 @@
 //! would make a rule that silently matches the wrong disk, or none.
 
 /// Why a match value is unsafe, or `None` when it can be written as is.
-pub fn check_match_value(v: &str) -> Option<&'static str> {
-    if v.is_empty() {
+pub fn check_match_value(val: &str) -> Option<&'static str> {
+    if val.is_empty() {
         return Some("it is empty (an empty match also matches a missing value)");
     }
-    if v.trim_end() != v {
+    if val.trim_end() != val {
         return Some("it ends in whitespace, which udev treats as significant only then");
     }
-    if v.trim_start() != v {
+    if val.trim_start() != val {
         return Some("it starts with whitespace");
     }
-    for c in v.chars() {
+    for c in val.chars() {
         let why = match c {
             '"' => "it contains a double quote",
             '\\' => "it contains a backslash",
@@ -38,14 +38,15 @@ pub fn check_match_value(v: &str) -> Option<&'static str> {
 
 /// Why an assigned value (scheduler name, number) is unsafe, or `None`.
 /// Only the characters such values consist of are allowed.
-pub fn check_assign_value(v: &str) -> Option<&'static str> {
-    if v.is_empty() {
+pub fn check_assign_value(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
         return Some("it is empty");
     }
-    if v.len() > 64 {
+    if value.len() > 64 {
         return Some("it is longer than 64 characters");
     }
-    if v.bytes()
+    if value
+        .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
     {
         None
@@ -55,14 +56,14 @@ pub fn check_assign_value(v: &str) -> Option<&'static str> {
 }
 
 /// A value quoted for an error message, with control characters made visible.
-pub fn shown(v: &str) -> String {
-    let short: String = v.chars().take(80).collect();
+pub fn shown(value: &str) -> String {
+    let short: String = value.chars().take(80).collect();
     format!("{short:?}")
 }
 
 /// Text made safe for a `#` comment line: control characters become `?`.
-pub fn comment_text(s: &str) -> String {
-    s.chars()
+pub fn comment_text(text: &str) -> String {
+    text.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
 }

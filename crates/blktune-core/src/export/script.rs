@@ -68,37 +68,41 @@ put() {
 "#;
 
 /// `'value'` for sh, any character allowed.
-fn q(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+fn q(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// A shell statement that returns 1 from the match function unless `$1`
 /// passes one match key. `ATTRS` keys are handled together by [`attrs_condition`].
-fn key_statement(k: &MatchKey) -> Option<String> {
-    if k.key == "KERNEL" {
+fn key_statement(match_key: &MatchKey) -> Option<String> {
+    if match_key.key == "KERNEL" {
         // Our KERNEL values are a plain name or a family pattern (`loop*`, `sd*`).
-        let pat = match k.value.strip_suffix('*') {
+        let pat = match match_key.value.strip_suffix('*') {
             Some(prefix) => format!("{}*", q(prefix)),
-            None => q(&k.value),
+            None => q(&match_key.value),
         };
-        return Some(if k.negate {
+        return Some(if match_key.negate {
             format!("case \"$1\" in {pat}) return 1 ;; esac")
         } else {
             format!("case \"$1\" in {pat}) ;; *) return 1 ;; esac")
         });
     }
-    let cond = if let Some(env) = k.key.strip_prefix("ENV{").and_then(|r| r.strip_suffix('}')) {
-        format!("[ \"$(env_of \"$1\" {env})\" = {} ]", q(&k.value))
-    } else if let Some(attr) = k
+    let cond = if let Some(env) = match_key
+        .key
+        .strip_prefix("ENV{")
+        .and_then(|r| r.strip_suffix('}'))
+    {
+        format!("[ \"$(env_of \"$1\" {env})\" = {} ]", q(&match_key.value))
+    } else if let Some(attr) = match_key
         .key
         .strip_prefix("ATTR{")
         .and_then(|r| r.strip_suffix('}'))
     {
-        format!("[ \"$(rd \"$1\" {attr})\" = {} ]", q(&k.value))
+        format!("[ \"$(rd \"$1\" {attr})\" = {} ]", q(&match_key.value))
     } else {
         return None;
     };
-    Some(if k.negate {
+    Some(if match_key.negate {
         format!("! {cond} || return 1")
     } else {
         format!("{cond} || return 1")

@@ -39,9 +39,9 @@ pub const DISK_PRIORITY: i32 = -1;
 pub const PROFILE_NAME: &str = "blktune";
 
 /// A value as a literal inside a Python regular expression.
-fn regex_literal(v: &str) -> String {
+fn regex_literal(value: &str) -> String {
     let mut out = String::new();
-    for c in v.chars() {
+    for c in value.chars() {
         if "\\.^$|?*+()[]{}".contains(c) {
             out.push('\\');
         }

@@ -9,8 +9,8 @@ use crate::atomic_file::{self, WriteError};
 use std::path::Path;
 
 impl From<WriteError> for ExportError {
-    fn from(e: WriteError) -> Self {
-        match e {
+    fn from(write_error: WriteError) -> Self {
+        match write_error {
             WriteError::Exists(p) => ExportError::AlreadyExists {
                 path: p.display().to_string(),
             },

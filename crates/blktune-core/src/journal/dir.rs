@@ -164,14 +164,13 @@ impl Dir {
     }
 }
 
-impl Journal {
-    /// Open and check the directory; `None` when it does not exist and
+impl Dir {
+    /// Open and check the directory `path`; `None` when it does not exist and
     /// `create` is false. A symlink in its place is refused (even a
     /// dangling one: it must not turn journalling off).
-    pub(super) fn open_dir(&self, create: bool) -> io::Result<Option<Dir>> {
+    pub(super) fn open(path: &Path, create: bool) -> io::Result<Option<Dir>> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let path = &self.dir;
-        let open = || nix::fcntl::open(path.as_path(), flags, Mode::empty());
+        let open = || nix::fcntl::open(path, flags, Mode::empty());
         let fd = match open() {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => {
@@ -214,8 +213,15 @@ impl Journal {
         }
         Ok(Some(Dir {
             fd,
-            path: path.clone(),
+            path: path.to_path_buf(),
         }))
+    }
+}
+
+impl Journal {
+    /// Open and check the journal directory (see [`Dir::open`]).
+    pub(super) fn open_dir(&self, create: bool) -> io::Result<Option<Dir>> {
+        Dir::open(&self.dir, create)
     }
 }
 

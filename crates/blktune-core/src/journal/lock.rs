@@ -1,5 +1,7 @@
-//! The per-device lock: an exclusive `flock(2)` on `.<device>.lock` in the
-//! journal directory, held from the journal read to the last read-back.
+//! The per-device lock: an exclusive `flock(2)` on `.<device>.lock`, held
+//! from the journal read to the last read-back: in the register of live
+//! devices for a real device (one lock whatever the journal directory),
+//! else in the journal directory ([`Journal::lock_dir`]).
 
 use super::Journal;
 use super::dir::{Dir, os_err, refused, untrusted};
@@ -18,9 +20,9 @@ impl Journal {
     /// device are removed once it is held (no live writer can own them).
     pub fn lock(&self, device: &str, wait: Duration) -> Result<DeviceLock, LockError> {
         Self::file_name(device).map_err(LockError::Io)?;
-        let dir = self.open_dir(true).map_err(LockError::Io)?;
+        let dir = Dir::open(self.lock_dir(), true).map_err(LockError::Io)?;
         let Some(dir) = dir else {
-            return Err(LockError::Io(refused(&self.dir, "cannot be created")));
+            return Err(LockError::Io(refused(self.lock_dir(), "cannot be created")));
         };
         let name = format!(".{device}.lock");
         let path = dir.at(&name);
@@ -61,7 +63,12 @@ impl Journal {
                         name,
                         device: device.to_string(),
                     };
-                    lock.clean_temps();
+                    clean_temps(&lock.dir, device);
+                    if self.lock_dir() != self.dir
+                        && let Ok(Some(journal)) = self.open_dir(false)
+                    {
+                        clean_temps(&journal, device);
+                    }
                     return Ok(lock);
                 }
                 Err((_, Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
@@ -123,15 +130,15 @@ impl DeviceLock {
     pub fn device(&self) -> &str {
         &self.device
     }
+}
 
-    /// Remove `.<device>.json.tmp*` left by a run that was killed between
-    /// writing its temp file and publishing it.
-    fn clean_temps(&self) {
-        let prefix = format!(".{}.json.tmp", self.device);
-        if let Ok(names) = self.dir.names() {
-            for n in names.iter().filter(|n| n.starts_with(&prefix)) {
-                let _ = self.dir.unlink(n);
-            }
+/// Remove `.<device>.json.tmp*` in `dir`, left by a run that was killed
+/// between writing its temp file and publishing it.
+fn clean_temps(dir: &Dir, device: &str) {
+    let prefix = format!(".{device}.json.tmp");
+    if let Ok(names) = dir.names() {
+        for n in names.iter().filter(|n| n.starts_with(&prefix)) {
+            let _ = dir.unlink(n);
         }
     }
 }

@@ -11,7 +11,9 @@
 //! The journal belongs to the tree it describes ([`Journal::for_root`]): the
 //! real `/sys` journals in `/run/blktune`, a fake tree given with
 //! `--sysfs-root` inside itself, so a captured tree never reads or writes
-//! the real journal.
+//! the real journal. Every entry also says which tree it is of ([`Tree`]),
+//! and a journal bound to a tree refuses another tree's entries, so the
+//! two never mix even in one directory (`BLKTUNE_JOURNAL_DIR`).
 //!
 //! Nothing in the directory is trusted blindly: the directory must be owned
 //! by root or the current user and not writable by group or others, and is
@@ -21,27 +23,38 @@
 //! else is an error naming the path, and the caller changes nothing.
 //!
 //! Every change to a device holds the device's lock ([`Journal::lock`]: an
-//! exclusive `flock(2)` on `.<device>.lock` in the directory) from the
-//! journal read to the last read-back, so two blktune processes (or the TUI's
-//! worker and its shoot-out) never interleave their writes or lose an original.
+//! exclusive `flock(2)` on `.<device>.lock`) from the journal read to the
+//! last read-back, so two blktune processes (or the TUI's worker and its
+//! shoot-out) never interleave their writes or lose an original. A real
+//! device's lock, and the record of where its originals are, live in one
+//! register every process finds whatever its journal directory
+//! ([`registry`]), so a device has one lock and one set of originals.
 //!
-//! The files: this one holds the entries, the policy and the journal's
-//! operations; `dir` the checked directory and the files reached through it;
-//! `lock` the per-device `flock(2)`.
+//! The files: this one holds the journal's operations and the revert
+//! policy; `entry` an entry and what it says about a device; `dir` the
+//! checked directory and the files reached through it;
+//! `lock` the per-device `flock(2)`; `tree` which devices an entry is of;
+//! `registry` the register of live devices.
 
 mod dir;
+mod entry;
 mod lock;
+pub mod registry;
+mod tree;
 
+use entry::implausible_original;
+pub(crate) use entry::stale_reason;
+pub use entry::{DeviceId, JournalEntry, Kept};
 pub use lock::{DeviceLock, LockError};
+pub use registry::{Registration, Registry, SaveError};
+pub use tree::Tree;
 
-use crate::device::{BlockDevice, QueueSettings};
+use crate::device::QueueSettings;
 use crate::os::{SysRoot, is_plausible_device_name};
-use crate::wanted::Wanted;
 use dir::{Dir, os_err, refused};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, renameat};
 use nix::unistd::linkat;
-use serde::{Deserialize, Serialize};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,6 +67,7 @@ pub const DEFAULT_DIR: &str = "/run/blktune";
 
 /// Environment variable that moves the journal (tests, unusual hosts). It
 /// wins over [`Journal::for_root`]'s choice: whoever sets it chose the place.
+/// A relative path is made absolute against the directory blktune started in.
 pub const DIR_ENV: &str = "BLKTUNE_JOURNAL_DIR";
 
 /// The journal of a fake tree: this directory inside its sysfs root.
@@ -65,176 +79,112 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// Entries are small; anything bigger than this is not one of ours.
 const MAX_ENTRY_BYTES: u64 = 1 << 20;
 
-/// The original settings of one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JournalEntry {
-    pub version: u32,
-    pub device: String,
-    pub major: u32,
-    pub minor: u32,
-    #[serde(default)]
-    pub diskseq: Option<u64>,
-    #[serde(default)]
-    pub boot_id: Option<String>,
-    /// Seconds since the Unix epoch when the entry was written.
-    pub saved_at: f64,
-    pub original: Wanted,
-}
-
-impl JournalEntry {
-    /// Why this entry no longer describes the device now called by its name
-    /// (so applying it would put another device's settings on this one), or
-    /// `None` when it still does. `current` is `None` when the device is gone;
-    /// `boot_id` is the running kernel's.
-    pub fn stale_reason(
-        &self,
-        current: Option<&BlockDevice>,
-        boot_id: Option<&str>,
-    ) -> Option<&'static str> {
-        self.stale_for(current.map(DeviceId::from), boot_id)
-    }
-
-    /// [`JournalEntry::stale_reason`] against the device's identity only
-    /// (what the tuner reads, instead of everything about the device).
-    pub fn stale_for(
-        &self,
-        current: Option<DeviceId>,
-        boot_id: Option<&str>,
-    ) -> Option<&'static str> {
-        let Some(d) = current else {
-            return Some("the device is gone");
-        };
-        if let (Some(saved), Some(now)) = (self.boot_id.as_deref(), boot_id)
-            && saved != now
-        {
-            return Some("it was saved before the last reboot");
-        }
-        if let (Some(saved), Some(now)) = (self.diskseq, d.diskseq)
-            && saved != now
-        {
-            return Some("the device was re-created since (diskseq changed)");
-        }
-        if (d.major, d.minor) != (self.major, self.minor) {
-            return Some("the device number changed");
-        }
-        None
-    }
-
-    /// For a stale entry: may settings blktune wrote to the earlier device of
-    /// this name still be in force on the device there now? Yes when it was
-    /// re-created in this boot (a loop device keeps its scheduler and
-    /// nr_requests across detach and attach); no when it is gone or the
-    /// machine rebooted since.
-    pub fn may_linger(&self, current: Option<&BlockDevice>, boot_id: Option<&str>) -> bool {
-        let rebooted = matches!(
-            (self.boot_id.as_deref(), boot_id),
-            (Some(saved), Some(now)) if saved != now
-        );
-        current.is_some() && !rebooted
-    }
-
-    /// The journalled values that `now` does not have, as `name journalled→now`
-    /// (empty: the device is exactly as journalled).
-    pub fn differences(&self, now: &QueueSettings) -> Vec<String> {
-        let o = &self.original;
-        let mut out = Vec::new();
-        let mut check = |name: &str, want: Option<&str>, got: Option<&str>| {
-            if let Some(w) = want
-                && got.map(str::trim) != Some(w.trim())
-            {
-                out.push(format!("{name} {w}→{}", got.unwrap_or("-").trim()));
-            }
-        };
-        let active = now.scheduler.as_ref().map(|s| s.active.as_str());
-        check("scheduler", o.scheduler.as_deref(), active);
-        for (k, v) in &o.tunables {
-            check(k, Some(v), now.tunables.get(k).map(String::as_str));
-        }
-        let n = |v: Option<u64>| v.map(|n| n.to_string());
-        check(
-            "nr_requests",
-            n(o.nr_requests).as_deref(),
-            n(now.nr_requests).as_deref(),
-        );
-        check(
-            "read_ahead_kb",
-            n(o.read_ahead_kb).as_deref(),
-            n(now.read_ahead_kb).as_deref(),
-        );
-        out
-    }
-}
-
-/// Who a device is: its number and incarnation, what an entry is checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeviceId {
-    pub major: u32,
-    pub minor: u32,
-    /// `None` on a kernel before 5.15.
-    pub diskseq: Option<u64>,
-}
-
-impl From<&BlockDevice> for DeviceId {
-    fn from(d: &BlockDevice) -> Self {
-        Self {
-            major: d.major,
-            minor: d.minor,
-            diskseq: d.diskseq,
-        }
-    }
-}
-
-/// What the revert policy did with a device's entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kept {
-    /// There was no entry.
-    None,
-    /// The device equals the journalled originals: the entry is gone.
-    Dropped,
-    /// The device still differs (these values, `journalled→now`): kept.
-    Differs(Vec<String>),
-}
-
-/// The journal directory.
+/// The journal directory, and the tree whose entries it reads and writes.
 #[derive(Debug, Clone)]
 pub struct Journal {
     dir: PathBuf,
+    /// The tree it is bound to (`None`: every entry is read as it is).
+    tree: Option<Tree>,
+    /// Is `dir` where the tree's journal is by default? Only there an entry
+    /// without a tree (from a blktune before trees were recorded) is taken
+    /// as the tree's: it was the only tree that wrote there.
+    own: bool,
+    /// The register of live devices (the live tree only).
+    registry: Option<Registry>,
 }
 
 impl Journal {
-    /// A journal in `dir`.
+    /// A journal in `dir`, bound to no tree: its entries are read as they
+    /// are. [`Journal::for_root`], and [`crate::tuner::Tuner::new`] for a
+    /// journal made this way, bind it to a tree.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            tree: None,
+            own: false,
+            registry: None,
+        }
     }
 
-    /// The journal of the tree `root` describes: `$BLKTUNE_JOURNAL_DIR` when
-    /// set; else `/run/blktune` for the real `/sys` and `/proc`; else
-    /// [`TREE_DIR`] inside the given sysfs root, so a fake tree never reads or
-    /// writes the real journal. (With the real `/sys` but another `/proc`
-    /// that is `/sys/.blktune-journal`, which cannot be made: changes are
-    /// refused, as they would go to real devices against a fake `/proc`.)
+    /// The journal of the tree `root` describes, bound to it:
+    /// `$BLKTUNE_JOURNAL_DIR` when set (made absolute); else `/run/blktune`
+    /// for the real `/sys` and `/proc`; else [`TREE_DIR`] inside the given
+    /// sysfs root, so a fake tree never reads or writes the real journal.
+    /// (With the real `/sys` but another `/proc` that is
+    /// `/sys/.blktune-journal`, which cannot be made: changes are refused,
+    /// as they would go to real devices against a fake `/proc`.)
     pub fn for_root(root: &SysRoot) -> Self {
-        Self::choose(std::env::var_os(DIR_ENV).map(PathBuf::from), root)
+        Self::choose(std::env::var_os(DIR_ENV).map(PathBuf::from), root).bound_to(root)
     }
 
     /// Where [`Journal::for_root`] puts the journal of `root` when
     /// `$BLKTUNE_JOURNAL_DIR` is not set.
     pub fn default_for(root: &SysRoot) -> Self {
-        Self::choose(None, root)
+        Self::choose(None, root).bound_to(root)
     }
 
     fn choose(env: Option<PathBuf>, root: &SysRoot) -> Self {
         match env {
-            Some(dir) if !dir.as_os_str().is_empty() => Self::new(dir),
+            Some(dir) if !dir.as_os_str().is_empty() => Self::new(one_spelling(&dir)),
             _ if root.is_live() => Self::new(DEFAULT_DIR),
-            _ => Self::new(root.sysfs().join(TREE_DIR)),
+            _ => Self::new(one_spelling(&root.sysfs().join(TREE_DIR))),
         }
+    }
+
+    /// This journal bound to the tree `root` describes (see [`Tree`]); one
+    /// already bound stays as it is. The live tree also gets the register
+    /// of live devices, unless one was given ([`Journal::with_registry`]).
+    pub fn bound_to(mut self, root: &SysRoot) -> Self {
+        if self.tree.is_some() {
+            return self;
+        }
+        let tree = Tree::of(root);
+        self.own = self.dir == Self::choose(None, root).dir;
+        if tree.is_live() && self.registry.is_none() {
+            self.registry = Some(Registry::live());
+        }
+        self.tree = Some(tree);
+        self
+    }
+
+    /// This journal with `registry` as its register of live devices (tests,
+    /// which register a fake tree's devices in a directory of their own).
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
     }
 
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// The tree it is bound to, if any.
+    pub fn tree(&self) -> Option<&Tree> {
+        self.tree.as_ref()
+    }
+
+    /// The register of live devices it uses, if any.
+    pub fn registry(&self) -> Option<&Registry> {
+        self.registry.as_ref()
+    }
+
+    /// Where a device's lock is taken: the register for a live device
+    /// (one lock whatever the journal directory), else the journal directory.
+    pub fn lock_dir(&self) -> &Path {
+        self.registry.as_ref().map_or(&self.dir, Registry::dir)
+    }
+
+    /// Another journal directory, bound as this one is.
+    pub fn sibling(&self, dir: PathBuf) -> Self {
+        Self {
+            own: self.tree.as_ref().is_some_and(Tree::is_live) && dir == Path::new(DEFAULT_DIR),
+            dir,
+            tree: self.tree.clone(),
+            registry: self.registry.clone(),
+        }
+    }
+
     /// The entry file name of a device. Names that are not plausible kernel
     /// names (`../x`, `a/b`) are refused, so no input reaches a file outside
     /// the journal.
@@ -249,16 +199,18 @@ impl Journal {
     }
 
     /// The entry of a device, if any, checked: a trusted regular file (not a
-    /// symlink), this format's version, and the device its name says.
+    /// symlink), this format's version, the device its name says, and (for
+    /// a bound journal) of its tree: another tree's entry, or one without a
+    /// tree outside the tree's own journal, is refused, never applied.
     pub fn load(&self, device: &str) -> io::Result<Option<JournalEntry>> {
         let name = Self::file_name(device)?;
         let Some(dir) = self.open_dir(false)? else {
             return Ok(None);
         };
-        Self::load_in(&dir, device, &name)
+        self.load_in(&dir, device, &name)
     }
 
-    fn load_in(dir: &Dir, device: &str, name: &str) -> io::Result<Option<JournalEntry>> {
+    fn load_in(&self, dir: &Dir, device: &str, name: &str) -> io::Result<Option<JournalEntry>> {
         let path = dir.at(name);
         let Some(mut f) = dir.open_trusted(name)? else {
             return Ok(None);
@@ -289,10 +241,33 @@ impl Journal {
                 format!("names device '{}', not '{device}'", e.device.escape_debug()),
             ));
         }
+        if let Some(why) = self.not_of_this_tree(&e) {
+            return Err(refused(&path, why));
+        }
         if let Some(why) = implausible_original(&e.original) {
             return Err(refused(&path, why));
         }
         Ok(Some(e))
+    }
+
+    /// Why `e` is not an entry of the tree this journal is bound to.
+    fn not_of_this_tree(&self, e: &JournalEntry) -> Option<String> {
+        let mine = self.tree.as_ref()?;
+        match &e.tree {
+            Some(theirs) if theirs != mine => Some(format!(
+                "the original of '{}' in {theirs}, not of {mine}; left in place (revert it with {})",
+                e.device,
+                match theirs {
+                    Tree::Live => "blktune revert, without --sysfs-root".to_string(),
+                    Tree::Files(sys) => format!("--sysfs-root {}", sys.display()),
+                }
+            )),
+            None if !self.own => Some(format!(
+                "written by an earlier blktune without the tree it is of, and this is not the \
+                 own journal of {mine}: whose original it is cannot be told; left in place"
+            )),
+            _ => None,
+        }
     }
 
     /// Write `entry` unless the device already has one (the first original
@@ -357,7 +332,7 @@ impl Journal {
         Ok(names
             .into_iter()
             .filter_map(|n| {
-                let r = Self::file_name(&n).and_then(|file| Self::load_in(&dir, &n, &file));
+                let r = Self::file_name(&n).and_then(|file| self.load_in(&dir, &n, &file));
                 match r {
                     Ok(Some(e)) => Some(Ok(e)),
                     Ok(None) => None,
@@ -367,14 +342,20 @@ impl Journal {
             .collect())
     }
 
-    /// Remove a device's entry.
+    /// Remove a device's entry, and its registration when it points here.
     pub fn remove(&self, device: &str) -> io::Result<()> {
         let name = Self::file_name(device)?;
         let Some(dir) = self.open_dir(false)? else {
             return Ok(());
         };
         dir.unlink(&name)?;
-        dir.sync()
+        dir.sync()?;
+        if let Some(registry) = &self.registry {
+            // A registration left behind names a journal without the entry:
+            // it counts for nothing (see `registry`), so a failure here loses nothing.
+            let _ = registry.forget(device, &self.dir);
+        }
+        Ok(())
     }
 
     /// The one revert policy: **a device's entry is dropped when the device's
@@ -397,36 +378,59 @@ impl Journal {
         self.remove(device)?;
         Ok(Kept::Dropped)
     }
+
+    /// The command that reverts `devices` from this journal: it names the
+    /// directory when it is not where `root`'s journal is by default (sudo
+    /// drops `BLKTUNE_JOURNAL_DIR`), and a fake tree's roots (without them
+    /// the command would go to the real devices).
+    pub fn revert_command(&self, root: &SysRoot, devices: &[&str]) -> String {
+        let env = if self.dir == Self::choose(None, root).dir {
+            String::new()
+        } else {
+            format!("{DIR_ENV}={} ", shell_word(&self.dir.to_string_lossy()))
+        };
+        let roots = if root.is_live() {
+            String::new()
+        } else {
+            format!(
+                "--sysfs-root {} --proc-root {} ",
+                shell_word(&root.sysfs().to_string_lossy()),
+                shell_word(&root.procfs().to_string_lossy())
+            )
+        };
+        format!("{env}blktune {roots}revert {}", devices.join(" "))
+    }
 }
 
-/// What an original read from sysfs can never look like: a scheduler name
-/// that is not an identifier, a tunable whose name or value is not one the
-/// kernel shows (a whole number). Such an entry was not written by blktune
-/// and is not written to sysfs on its word.
-fn implausible_original(w: &Wanted) -> Option<String> {
-    if let Some(s) = w.scheduler.as_deref()
-        && !crate::os::is_plausible_scheduler_name(s)
-    {
-        return Some(format!(
-            "scheduler '{}' is not a scheduler's name",
-            s.escape_debug()
-        ));
-    }
-    for (k, v) in &w.tunables {
-        if !crate::os::is_plausible_tunable_name(k) || !crate::sched::is_integer_text(v) {
-            return Some(format!(
-                "tunable '{}' = '{}' is not a tunable's name and number",
-                k.escape_debug(),
-                v.escape_debug()
-            ));
+/// One spelling of a journal directory, from the start: absolute (a hint
+/// or a registration naming it must mean the same directory from any
+/// other directory), its parent's symlinks resolved (`/var/run/blktune` is
+/// `/run/blktune`), its own name kept (a symlink there is refused when it
+/// is opened, never followed).
+fn one_spelling(dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => {
+            std::fs::canonicalize(parent).map_or(abs.clone(), |p| p.join(name))
         }
+        _ => abs,
     }
-    None
+}
+
+/// `s` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 #[cfg(test)]
 pub(super) mod test_support {
     use super::*;
+    use crate::wanted::Wanted;
     use std::fs;
 
     pub fn entry(dev: &str, nr: u64) -> JournalEntry {
@@ -443,6 +447,8 @@ pub(super) mod test_support {
                 nr_requests: Some(nr),
                 ..Wanted::default()
             },
+            tree: None,
+            pid: None,
         }
     }
 
@@ -497,31 +503,6 @@ mod tests {
         assert!(matches!(&l[0], Err((n, _)) if n == "sda"));
     }
 
-    /// An original sysfs could never have shown (a terminal escape as the
-    /// scheduler, a word as a tunable's value) is refused, not written back.
-    #[test]
-    fn an_implausible_original_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::new(dir.path().join("j"));
-        let mut e = entry("loop0", 128);
-        e.original.scheduler = Some("\u{1b}[2J".into());
-        j.save_if_absent(&e).unwrap();
-        let err = j.load("loop0").unwrap_err();
-        let msg = names_path(&err, &dir.path().join("j/loop0.json"));
-        assert!(msg.contains("is not a scheduler's name"), "{msg}");
-        assert!(!msg.contains('\u{1b}'), "{msg}");
-        j.remove("loop0").unwrap();
-        let mut e = entry("loop0", 128);
-        e.original.scheduler = Some("mq-deadline".into());
-        e.original.tunables = vec![("read_expire".into(), "500; rm".into())];
-        j.save_if_absent(&e).unwrap();
-        assert!(j.load("loop0").is_err());
-        j.remove("loop0").unwrap();
-        e.original.tunables = vec![("read_expire".into(), "500\n".into())];
-        j.save_if_absent(&e).unwrap();
-        assert!(j.load("loop0").unwrap().is_some());
-    }
-
     #[test]
     fn path_like_names_never_reach_a_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -533,44 +514,6 @@ mod tests {
             assert!(j.save_if_absent(&entry(bad, 1)).is_err(), "{bad:?}");
         }
         assert!(dir.path().join("x.json").exists());
-    }
-
-    #[test]
-    fn stale_entries_are_recognised() {
-        use crate::fake::{FakeDisk, FakeTree};
-        let dir = tempfile::tempdir().unwrap();
-        let t = FakeTree::new(dir.path()).unwrap();
-        let mut d = FakeDisk::new("loop0").dev(7, 0);
-        d.diskseq = Some(9);
-        t.add(&d).unwrap();
-        let root = t.root();
-        let dev = crate::device::BlockDevice::read(&root, &root.device("loop0").unwrap());
-        let mut e = entry("loop0", 128);
-        e.boot_id = Some("b1".into());
-        assert_eq!(e.stale_reason(Some(&dev), Some("b1")), None);
-        assert_eq!(e.stale_reason(Some(&dev), None), None);
-        assert!(e.stale_reason(None, Some("b1")).unwrap().contains("gone"));
-        assert!(
-            e.stale_reason(Some(&dev), Some("b2"))
-                .unwrap()
-                .contains("reboot")
-        );
-        assert!(!e.may_linger(None, Some("b1")), "gone");
-        assert!(!e.may_linger(Some(&dev), Some("b2")), "rebooted");
-        e.diskseq = Some(8);
-        assert!(e.may_linger(Some(&dev), Some("b1")), "re-created");
-        assert!(
-            e.stale_reason(Some(&dev), Some("b1"))
-                .unwrap()
-                .contains("diskseq")
-        );
-        e.diskseq = None;
-        e.minor = 5;
-        assert!(
-            e.stale_reason(Some(&dev), Some("b1"))
-                .unwrap()
-                .contains("number")
-        );
     }
 
     #[test]
@@ -639,6 +582,95 @@ mod tests {
         assert_eq!(
             Journal::choose(Some("".into()), &live).dir(),
             Path::new(DEFAULT_DIR)
+        );
+    }
+
+    /// A journal bound to a tree reads only that tree's entries: another
+    /// tree's is refused (a captured tree carries the real device's number,
+    /// diskseq and boot id, so nothing else tells them apart), and one
+    /// without a tree only in the tree's own journal.
+    #[test]
+    fn a_bound_journal_refuses_another_trees_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = SysRoot::new(dir.path().join("sys"), dir.path().join("proc"));
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        let shared = dir.path().join("j");
+        let live = Journal::new(&shared)
+            .with_registry(Registry::new(dir.path().join("live")))
+            .bound_to(&SysRoot::default());
+        let files = Journal::new(&shared).bound_to(&fake);
+        assert_eq!(live.tree(), Some(&Tree::Live));
+        let mut e = entry("loop2", 128);
+        e.tree = files.tree().cloned();
+        files.save_if_absent(&e).unwrap();
+        assert_eq!(files.load("loop2").unwrap().unwrap(), e);
+        let msg = names_path(&live.load("loop2").unwrap_err(), &shared.join("loop2.json"));
+        assert!(
+            msg.contains("in the tree /") && msg.contains("not of this machine's devices"),
+            "{msg}"
+        );
+        assert!(msg.contains("--sysfs-root"), "{msg}");
+        // And the other way round.
+        let mut e = entry("loop3", 64);
+        e.tree = Some(Tree::Live);
+        live.save_if_absent(&e).unwrap();
+        let msg = names_path(
+            &files.load("loop3").unwrap_err(),
+            &shared.join("loop3.json"),
+        );
+        assert!(msg.contains("in this machine's devices"), "{msg}");
+        // Both listed as refused by the other; an unbound journal reads all.
+        assert!(live.list().unwrap()[0].is_err());
+        assert!(files.list().unwrap()[1].is_err());
+        assert_eq!(Journal::new(&shared).list().unwrap().len(), 2);
+        // Without a tree: refused outside the tree's own journal...
+        live.save_if_absent(&entry("loop4", 1)).unwrap();
+        let msg = names_path(&live.load("loop4").unwrap_err(), &shared.join("loop4.json"));
+        assert!(msg.contains("cannot be told"), "{msg}");
+        // ...taken inside it (where a blktune before trees wrote only its own).
+        let own = Journal::default_for(&fake);
+        assert_eq!(own.dir(), dir.path().join("sys").join(TREE_DIR));
+        own.save_if_absent(&entry("loop4", 1)).unwrap();
+        assert!(own.load("loop4").unwrap().is_some());
+    }
+
+    #[test]
+    fn the_revert_command_names_a_journal_that_is_not_the_default_and_a_fake_trees_roots() {
+        let live = SysRoot::default();
+        assert_eq!(
+            Journal::default_for(&live).revert_command(&live, &["loop1"]),
+            "blktune revert loop1"
+        );
+        assert_eq!(
+            Journal::new("/tmp/my j's").revert_command(&live, &["loop1", "loop2"]),
+            "BLKTUNE_JOURNAL_DIR='/tmp/my j'\\''s' blktune revert loop1 loop2"
+        );
+        let fake = SysRoot::new("/t/sys", "/t/proc");
+        assert_eq!(
+            Journal::default_for(&fake).revert_command(&fake, &["sda"]),
+            "blktune --sysfs-root /t/sys --proc-root /t/proc revert sda"
+        );
+    }
+
+    #[test]
+    fn a_journal_directory_has_one_absolute_spelling() {
+        let live = SysRoot::default();
+        let j = Journal::choose(Some("rel/j".into()), &live);
+        assert!(j.dir().is_absolute(), "{}", j.dir().display());
+        assert_eq!(j.dir(), std::env::current_dir().unwrap().join("rel/j"));
+        // A symlinked parent is resolved; the directory's own name is kept.
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(real.join("a")).unwrap();
+        std::os::unix::fs::symlink(real.join("a"), real.join("b")).unwrap();
+        std::os::unix::fs::symlink(real.join("a"), real.join("c")).unwrap();
+        assert_eq!(
+            Journal::choose(Some(real.join("b/j")), &live).dir(),
+            real.join("a/j")
+        );
+        assert_eq!(
+            Journal::choose(Some(real.join("c")), &live).dir(),
+            real.join("c")
         );
     }
 }

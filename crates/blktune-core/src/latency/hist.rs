@@ -173,17 +173,17 @@ impl Hist {
         })
     }
 
-    /// The latency (ns) below which a fraction `q` (0 to 1) of the I/Os lie,
+    /// The latency (ns) below which a fraction `quantile` (0 to 1) of the I/Os lie,
     /// interpolated linearly inside its slot; `None` without I/O.
     ///
     /// The I/O of rank ⌈q·n⌉ lies in the slot the rank q·n falls in, so the
     /// answer is off by at most one slot's width (1.6 %) from the exact one.
-    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+    pub fn quantile_ns(&self, quantile: f64) -> Option<f64> {
         let n = self.count();
         if n == 0 {
             return None;
         }
-        let rank = q.clamp(0.0, 1.0) * n as f64;
+        let rank = quantile.clamp(0.0, 1.0) * n as f64;
         let mut below = 0u64;
         let mut last = 0;
         for (i, &c) in self.slots.iter().enumerate() {
@@ -207,9 +207,9 @@ impl Hist {
     }
 }
 
-/// The value a fraction `frac` of the way through slot `i`.
-fn interpolate(i: usize, frac: f64) -> f64 {
-    match slot_bounds(i) {
+/// The value a fraction `frac` of the way through slot `index`.
+fn interpolate(index: usize, frac: f64) -> f64 {
+    match slot_bounds(index) {
         (lo, Some(hi)) => lo as f64 + frac.clamp(0.0, 1.0) * (hi - lo) as f64,
         (lo, None) => lo as f64,
     }

@@ -154,8 +154,9 @@ mod tests {
         }
     }
 
-    fn count(i: &Interval, diskseq: Option<u64>, dir: Dir) -> u64 {
-        i.summary(LOOP0, diskseq)
+    fn count(interval: &Interval, diskseq: Option<u64>, dir: Dir) -> u64 {
+        interval
+            .summary(LOOP0, diskseq)
             .get(Span::Total, dir)
             .map_or(0, |p| p.n)
     }

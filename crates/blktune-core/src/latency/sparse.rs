@@ -26,16 +26,16 @@ pub enum SparseError {
 }
 
 impl From<&Hist> for SparseHist {
-    fn from(h: &Hist) -> Self {
+    fn from(hist: &Hist) -> Self {
         Self {
-            slots: h
+            slots: hist
                 .slots()
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| **c > 0)
                 .map(|(i, &c)| (i as u32, c))
                 .collect(),
-            sum_ns: h.sum_ns(),
+            sum_ns: hist.sum_ns(),
         }
     }
 }
@@ -117,13 +117,13 @@ impl Default for Pool {
 
 impl Pool {
     /// Add one interval's histogram.
-    pub fn add(&mut self, c: &SparseHist) {
-        for &(slot, n) in &c.slots {
+    pub fn add(&mut self, sparse_hist: &SparseHist) {
+        for &(slot, n) in &sparse_hist.slots {
             // Slots of a recording are range-checked on read; the sum has its own place.
             let i = (slot as usize).min(NR_SLOTS - 1);
             self.value[i] = self.value[i].saturating_add(n);
         }
-        self.value[NR_SLOTS] = self.value[NR_SLOTS].saturating_add(c.sum_ns);
+        self.value[NR_SLOTS] = self.value[NR_SLOTS].saturating_add(sparse_hist.sum_ns);
     }
 
     /// The pooled histogram.

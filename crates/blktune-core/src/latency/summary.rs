@@ -28,16 +28,16 @@ pub struct Percentiles {
 
 impl Percentiles {
     /// The percentiles of a histogram; `None` when it has no I/O.
-    pub fn of(h: &Hist) -> Option<Self> {
-        let ms = |q: f64| h.quantile_ns(q).map(|ns| ns / 1e6);
+    pub fn of(hist: &Hist) -> Option<Self> {
+        let ms = |q: f64| hist.quantile_ns(q).map(|ns| ns / 1e6);
         Some(Self {
-            n: h.count(),
-            mean: h.mean_ns()? / 1e6,
+            n: hist.count(),
+            mean: hist.mean_ns()? / 1e6,
             p50: ms(0.5)?,
             p90: ms(0.9)?,
             p99: ms(0.99)?,
             p999: ms(0.999)?,
-            max: h.max_ns()? / 1e6,
+            max: hist.max_ns()? / 1e6,
         })
     }
 
@@ -80,8 +80,8 @@ pub struct IoLatency {
 
 impl IoLatency {
     /// Of a histogram; `None` when it has no I/O.
-    pub fn of(h: &Hist) -> Option<Self> {
-        let p = Percentiles::of(h)?;
+    pub fn of(hist: &Hist) -> Option<Self> {
+        let p = Percentiles::of(hist)?;
         Some(Self {
             n: p.n,
             mean: p.mean,
@@ -188,9 +188,9 @@ impl Summary {
 mod tests {
     use super::*;
 
-    fn hist(n: u64, ns: u64) -> Hist {
+    fn hist(count: u64, ns: u64) -> Hist {
         let mut h = Hist::empty();
-        for _ in 0..n {
+        for _ in 0..count {
             h.record(ns);
         }
         h

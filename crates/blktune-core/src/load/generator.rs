@@ -51,11 +51,11 @@ pub struct OpStats {
 }
 
 impl OpStats {
-    fn merge(&mut self, o: &OpStats) {
-        self.ios += o.ios;
-        self.bytes += o.bytes;
-        self.errors += o.errors;
-        self.hist.merge(&o.hist);
+    fn merge(&mut self, op_stats: &OpStats) {
+        self.ios += op_stats.ios;
+        self.bytes += op_stats.bytes;
+        self.errors += op_stats.errors;
+        self.hist.merge(&op_stats.hist);
     }
 }
 
@@ -71,9 +71,9 @@ pub struct LoadStats {
 }
 
 impl LoadStats {
-    fn per_sec(&self, n: f64) -> f64 {
+    fn per_sec(&self, count: f64) -> f64 {
         let s = self.elapsed.as_secs_f64();
-        if s > 0.0 { n / s } else { 0.0 }
+        if s > 0.0 { count / s } else { 0.0 }
     }
 
     /// Completed reads per second.

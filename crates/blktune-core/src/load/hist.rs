@@ -13,19 +13,19 @@ const SUB: u64 = 1 << SUB_BITS;
 const BUCKETS: usize = ((64 - SUB_BITS + 1) as usize) * SUB as usize;
 
 /// Bucket index of a value.
-fn index(v: u64) -> usize {
-    if v < SUB {
-        return v as usize;
+fn index(value: u64) -> usize {
+    if value < SUB {
+        return value as usize;
     }
-    let msb = 63 - v.leading_zeros();
+    let msb = 63 - value.leading_zeros();
     let shift = msb - SUB_BITS;
-    let mantissa = v >> shift; // in [SUB, 2*SUB)
+    let mantissa = value >> shift; // in [SUB, 2*SUB)
     ((shift as u64 + 1) * SUB + (mantissa - SUB)) as usize
 }
 
-/// The smallest and largest value that land in bucket `i`.
-fn bounds(i: usize) -> (u64, u64) {
-    let i = i as u64;
+/// The smallest and largest value that land in bucket `index`.
+fn bounds(index: usize) -> (u64, u64) {
+    let i = index as u64;
     if i < SUB {
         return (i, i);
     }
@@ -65,12 +65,12 @@ impl Histogram {
     }
 
     /// Record one value.
-    pub fn record(&mut self, v: u64) {
-        self.counts[index(v)] += 1;
+    pub fn record(&mut self, value: u64) {
+        self.counts[index(value)] += 1;
         self.total += 1;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-        self.sum += u128::from(v);
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        self.sum += u128::from(value);
     }
 
     /// Add every value of `other`.
@@ -109,14 +109,14 @@ impl Histogram {
         (self.total > 0).then(|| self.sum as f64 / self.total as f64)
     }
 
-    /// The value at percentile `q` (0–100): the highest value equivalent to
+    /// The value at percentile `quantile` (0–100): the highest value equivalent to
     /// the bucket holding the ⌈q/100 × n⌉-th smallest value, clamped to the
     /// exact min and max (HdrHistogram's `getValueAtPercentile`).
-    pub fn percentile(&self, q: f64) -> Option<u64> {
+    pub fn percentile(&self, quantile: f64) -> Option<u64> {
         if self.total == 0 {
             return None;
         }
-        let q = q.clamp(0.0, 100.0);
+        let q = quantile.clamp(0.0, 100.0);
         let rank = ((q / 100.0 * self.total as f64).ceil() as u64).clamp(1, self.total);
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {

@@ -72,11 +72,11 @@ impl fmt::Display for Mix {
 
 impl FromStr for Mix {
     type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, String> {
         Mix::ALL
             .into_iter()
-            .find(|m| m.label() == s)
-            .ok_or_else(|| format!("unknown load '{s}'; choose randread, mixed or randrw"))
+            .find(|m| m.label() == text)
+            .ok_or_else(|| format!("unknown load '{text}'; choose randread, mixed or randrw"))
     }
 }
 

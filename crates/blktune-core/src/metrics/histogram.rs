@@ -43,13 +43,13 @@ pub fn bounds_ns(per_octave: u32) -> Vec<u64> {
     out
 }
 
-/// Cumulative bucket counts of `h` for `bounds` (ns): the count of every
+/// Cumulative bucket counts of `hist` for `bounds` (ns): the count of every
 /// slot whose upper edge is at or below the bound.
-pub fn buckets(h: &Hist, bounds: &[u64]) -> Vec<u64> {
+pub fn buckets(hist: &Hist, bounds: &[u64]) -> Vec<u64> {
     let mut out = vec![0u64; bounds.len()];
     let mut b = 0;
     let mut cum = 0u64;
-    for (slot, &n) in h.slots().iter().enumerate() {
+    for (slot, &n) in hist.slots().iter().enumerate() {
         let Some(hi) = slot_bounds(slot).1 else {
             break; // the overflow slot: only +Inf holds it
         };

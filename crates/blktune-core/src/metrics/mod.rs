@@ -24,8 +24,9 @@ use crate::device::BlockDevice;
 use std::fmt::Write as _;
 
 /// A label value with `\`, `"` and newlines escaped (OpenMetrics ABNF, `escaped-string`).
-pub fn escape(v: &str) -> String {
-    v.replace('\\', r"\\")
+pub fn escape(value: &str) -> String {
+    value
+        .replace('\\', r"\\")
         .replace('"', "\\\"")
         .replace('\n', r"\n")
 }
@@ -41,13 +42,13 @@ pub fn labels(pairs: &[(&str, &str)]) -> String {
 
 /// A number as the text format writes it: integers without a fraction,
 /// `+Inf`, `-Inf` and `NaN` by name.
-pub fn number(v: f64) -> String {
-    if v.is_nan() {
+pub fn number(value: f64) -> String {
+    if value.is_nan() {
         "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
     } else {
-        v.to_string()
+        value.to_string()
     }
 }
 
@@ -113,12 +114,12 @@ pub struct DeviceLabels {
 }
 
 impl DeviceLabels {
-    /// Those of `d`.
-    pub fn of(d: &BlockDevice) -> Self {
+    /// Those of `dev`.
+    pub fn of(dev: &BlockDevice) -> Self {
         Self {
-            device: d.name.clone(),
-            major: d.major.to_string(),
-            minor: d.minor.to_string(),
+            device: dev.name.clone(),
+            major: dev.major.to_string(),
+            minor: dev.minor.to_string(),
         }
     }
 

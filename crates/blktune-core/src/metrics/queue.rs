@@ -24,17 +24,21 @@ pub struct QueueSnapshot<'a> {
 /// How a settings family reads its value from a device.
 type Setting = fn(&BlockDevice) -> Option<u64>;
 
-/// The settings families of every device in `s`.
-pub fn render(out: &mut Exposition, s: &QueueSnapshot<'_>) {
-    let labels: Vec<DeviceLabels> = s.devices.iter().map(|d| DeviceLabels::of(d)).collect();
+/// The settings families of every device in `snapshot`.
+pub fn render(out: &mut Exposition, snapshot: &QueueSnapshot<'_>) {
+    let labels: Vec<DeviceLabels> = snapshot
+        .devices
+        .iter()
+        .map(|d| DeviceLabels::of(d))
+        .collect();
     out.family(
         "blktune_queue_info",
         Kind::Gauge,
         "Block device identity and active I/O scheduler (value always 1).",
     );
-    for (d, l) in s.devices.iter().zip(&labels) {
-        let ids = s.ids.get(&d.name).cloned().unwrap_or_default();
-        let env = s.udev_env.get(&d.name);
+    for (d, l) in snapshot.devices.iter().zip(&labels) {
+        let ids = snapshot.ids.get(&d.name).cloned().unwrap_or_default();
+        let env = snapshot.udev_env.get(&d.name);
         let prop = |k: &str| env.and_then(|e| e.get(k)).filter(|v| !v.is_empty());
         let wwn = prop("ID_WWN").cloned().or(ids.wwn).unwrap_or_default();
         let serial = prop("ID_SERIAL_SHORT")
@@ -76,7 +80,7 @@ pub fn render(out: &mut Exposition, s: &QueueSnapshot<'_>) {
     ];
     for (name, help, value) in plain {
         out.family(name, Kind::Gauge, help);
-        for (d, l) in s.devices.iter().zip(&labels) {
+        for (d, l) in snapshot.devices.iter().zip(&labels) {
             if let Some(v) = value(d) {
                 out.sample(name, &l.with(&[]), v);
             }
@@ -88,7 +92,7 @@ pub fn render(out: &mut Exposition, s: &QueueSnapshot<'_>) {
         Kind::Gauge,
         "queue/iosched/<tunable> of the active scheduler, as the kernel reads it back (time tunables in ms or jiffies as the kernel keeps them; see the kernel's Documentation/block).",
     );
-    for (d, l) in s.devices.iter().zip(&labels) {
+    for (d, l) in snapshot.devices.iter().zip(&labels) {
         for (tunable, value) in &d.queue.tunables {
             // Numbers only: a tunable that reads as text has no gauge.
             let Ok(v) = value.trim().parse::<i64>() else {

@@ -29,6 +29,7 @@ pub use queue_attr::{QueueAttr, QueueDir};
 
 use crate::natural::natural_cmp;
 use queue_attr::bad_attr;
+pub use read::open_named_file;
 use read::{open_nonblocking, read_attr, read_into};
 use std::fs;
 use std::io::{self, Write};

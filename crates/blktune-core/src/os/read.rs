@@ -26,6 +26,44 @@ pub(super) fn open_nonblocking(path: &Path) -> io::Result<fs::File> {
         .open(path)
 }
 
+/// Open a file the user named (a recording, a rules file to check) for
+/// reading, never waiting in `open(2)` for a FIFO's writer: a named pipe
+/// (FIFO) in the file system is refused with one line, as its writer may
+/// never come; a pipe blktune was handed (`/dev/stdin`, `<(zcat f)`: pipefs,
+/// or the FIFO that is standard input) is read as it comes, like any other
+/// file (blocking again once open).
+pub fn open_named_file(path: &Path) -> io::Result<fs::File> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let f = open_nonblocking(path)?;
+    let meta = f.metadata()?;
+    if meta.file_type().is_fifo() && !is_handed_pipe(&f, &meta) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a named pipe (FIFO): not read, its writer may never come \
+             (to read one, give it as standard input: ... /dev/stdin < FIFO)",
+        ));
+    }
+    let flags = fcntl(f.as_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?;
+    let blocking = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
+    fcntl(f.as_fd(), FcntlArg::F_SETFL(blocking)).map_err(io::Error::from)?;
+    Ok(f)
+}
+
+/// Is the FIFO `f` one blktune was handed (an anonymous pipe, or its own
+/// standard input), rather than a named pipe it was pointed at?
+fn is_handed_pipe(f: &fs::File, meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // The "pipefs" magic (linux/magic.h): pipes made by pipe(2), never a
+    // name in a file system.
+    const PIPEFS_MAGIC: nix::sys::statfs::FsType = nix::sys::statfs::FsType(0x5049_5045);
+    let anonymous = nix::sys::statfs::fstatfs(f).is_ok_and(|s| s.filesystem_type() == PIPEFS_MAGIC);
+    let stdin = nix::sys::stat::fstat(std::io::stdin())
+        .is_ok_and(|st| (st.st_dev, st.st_ino) == (meta.dev(), meta.ino()));
+    anonymous || stdin
+}
+
 /// [`read_attr`] of an open file.
 pub(super) fn read_file(mut f: fs::File) -> io::Result<String> {
     read_page(|buf, _| f.read(buf))

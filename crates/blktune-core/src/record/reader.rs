@@ -13,6 +13,12 @@
 //!   A line with no end after [`MAX_SKIP`] more bytes ends the reading (a
 //!   stream without newlines, `/dev/zero`, would be read forever); a first
 //!   line over [`MAX_LINE`] is no recording's and is not read past.
+//! - Lines skipped (blank, not a record, too long, a second header) count
+//!   toward a budget ([`Skipped`]): past [`MAX_SKIPPED_LINES`] of them (or
+//!   as many as the records read, if more) or [`MAX_SKIPPED_BYTES`], reading
+//!   stops with one note. Blank lines are otherwise skipped silently, and a
+//!   file of nothing else (10 GiB of newlines gzip to 10 MB) would be read
+//!   to its end, a minute per GiB; before the header, the file is refused.
 //! - Only the first [`SHOWN_NOTES`] problems are told one by one; the rest
 //!   are counted in one last line.
 
@@ -29,6 +35,35 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Problems told one by one; later ones are only counted.
 pub const SHOWN_NOTES: usize = 5;
 
+/// Lines skipped before reading stops (unless more records than that were
+/// read): a recording has none (the recorder writes no blank line), a
+/// damaged one a few; a hundred thousand is no recording's.
+pub const MAX_SKIPPED_LINES: usize = 100_000;
+
+/// Bytes of skipped lines before reading stops: one over-long line of a
+/// GiB is still read past ([`MAX_SKIP`]), two are not.
+pub const MAX_SKIPPED_BYTES: u64 = 2 << 30;
+
+/// What the reader skipped so far, against the budget.
+#[derive(Debug, Default, Clone, Copy)]
+struct Skipped {
+    lines: usize,
+    bytes: u64,
+}
+
+impl Skipped {
+    /// Count one skipped line of `bytes` bytes.
+    fn add(&mut self, bytes: u64) {
+        self.lines += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    /// Is the budget spent, with `records` read so far?
+    fn spent(&self, records: usize) -> bool {
+        self.lines > MAX_SKIPPED_LINES.max(records) || self.bytes > MAX_SKIPPED_BYTES
+    }
+}
+
 /// What one bounded line read found.
 #[derive(Debug, PartialEq, Eq)]
 enum Read {
@@ -36,8 +71,8 @@ enum Read {
     Eof,
     /// A line in the buffer (with its `\n`, unless the data ended first).
     Line,
-    /// A line longer than the limit, read past and dropped.
-    TooLong,
+    /// A line longer than the limit (this many bytes), read past and dropped.
+    TooLong(u64),
     /// A line that went on past the limit and then past `skip_max` more
     /// bytes without an end: not read further.
     Endless,
@@ -72,7 +107,7 @@ fn read_line(
         // The data ended right there: the line was exactly `max` long.
         Ok(0) if skip_max > 0 => return Ok(Read::Line),
         Ok(n) if n as u64 >= skip_max => Ok(Read::Endless),
-        Ok(_) => Ok(Read::TooLong),
+        Ok(n) => Ok(Read::TooLong(max as u64 + n as u64)),
         Err(e) => Err(e),
     };
     *buf = Vec::new();
@@ -101,6 +136,12 @@ pub struct RecordReader {
     notes: Vec<String>,
     /// Problems met beyond the first [`SHOWN_NOTES`].
     more: usize,
+    /// Lines skipped, against their budget.
+    skipped: Skipped,
+    /// Why reading stopped early on the budget: told last, whatever the count.
+    stopped: Option<String>,
+    /// Records returned.
+    records: usize,
     done: bool,
 }
 
@@ -116,7 +157,8 @@ impl std::fmt::Debug for RecordReader {
 impl RecordReader {
     /// Open a recording (plain or gzip, told apart by content) and read its header.
     pub fn open(path: &Path) -> Result<Self, RecordError> {
-        let file = File::open(path).map_err(|e| RecordError::io(path, e))?;
+        // A named pipe is refused, not waited on (a pipe handed over is read).
+        let file = crate::os::open_named_file(path).map_err(|e| RecordError::io(path, e))?;
         Self::from_file(file, &path.display().to_string())
     }
 
@@ -145,17 +187,27 @@ impl RecordReader {
             name: name.to_owned(),
             why,
         };
+        let mut blank = Skipped::default();
         let first = loop {
             // A first line that long is no recording's: not read past.
             match read_line(inner.as_mut(), &mut line, MAX_LINE, 0) {
                 Ok(Read::Eof) => break None,
-                Ok(Read::TooLong | Read::Endless) => {
+                Ok(Read::TooLong(_) | Read::Endless) => {
                     return Err(not_rec(format!(
                         "its first line is longer than {} MiB",
                         MAX_LINE >> 20
                     )));
                 }
-                Ok(Read::Line) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(Read::Line) if line.iter().all(u8::is_ascii_whitespace) => {
+                    blank.add(line.len() as u64);
+                    if blank.spent(0) {
+                        return Err(not_rec(format!(
+                            "its first {} lines are blank",
+                            blank.lines
+                        )));
+                    }
+                    continue;
+                }
                 Ok(Read::Line) => break Some(line.clone()),
                 // A gzip stream cut before the end of the first line.
                 Err(e) if is_cut_off(&e) && !line.is_empty() => break Some(line.clone()),
@@ -207,6 +259,9 @@ impl RecordReader {
             line_no: 1,
             notes: Vec::new(),
             more: 0,
+            skipped: Skipped::default(),
+            stopped: None,
+            records: 0,
             done: false,
         })
     }
@@ -236,6 +291,7 @@ impl RecordReader {
             ));
             self.more = 0;
         }
+        v.extend(self.stopped.take());
         v
     }
 
@@ -274,11 +330,31 @@ fn is_cut_off(e: &io::Error) -> bool {
     )
 }
 
-impl Iterator for RecordReader {
-    type Item = Record;
+impl RecordReader {
+    /// Count a skipped line of `bytes` bytes; once the budget is spent,
+    /// stop reading with a note (always shown: it says why the rest is missing).
+    fn skip(&mut self, bytes: u64) {
+        self.skipped.add(bytes);
+        if self.skipped.spent(self.records) {
+            self.done = true;
+            let (name, n, lines) = (&self.name, self.line_no, self.skipped.lines);
+            let why = if self.skipped.bytes > MAX_SKIPPED_BYTES {
+                format!(
+                    "over {} GiB of lines were blank, too long or not records",
+                    MAX_SKIPPED_BYTES >> 30
+                )
+            } else {
+                format!(
+                    "{lines} lines were blank, too long or not records (at most \
+                     {MAX_SKIPPED_LINES} are skipped, or as many as the records read)"
+                )
+            };
+            self.stopped = Some(format!("{name}: read no further than line {n}: {why}"));
+        }
+    }
 
     /// The next readable record; bad lines are skipped and noted.
-    fn next(&mut self) -> Option<Record> {
+    fn next_record(&mut self) -> Option<Record> {
         let mut line = Vec::new();
         while !self.done {
             let read = read_line(self.inner.as_mut(), &mut line, MAX_LINE, MAX_SKIP);
@@ -294,7 +370,7 @@ impl Iterator for RecordReader {
                     );
                     self.note(|| text);
                 }
-                Ok(Read::TooLong) => {
+                Ok(Read::TooLong(bytes)) => {
                     self.line_no += 1;
                     let (name, n) = (&self.name, self.line_no);
                     let text = format!(
@@ -302,10 +378,12 @@ impl Iterator for RecordReader {
                         MAX_LINE >> 20
                     );
                     self.note(|| text);
+                    self.skip(bytes);
                 }
                 Ok(Read::Line) => {
                     self.line_no += 1;
                     if line.iter().all(u8::is_ascii_whitespace) {
+                        self.skip(line.len() as u64);
                         continue;
                     }
                     if line.last() != Some(&b'\n') {
@@ -326,6 +404,7 @@ impl Iterator for RecordReader {
                             });
                         }
                     }
+                    self.skip(line.len() as u64);
                 }
                 Err(e) if is_cut_off(&e) => {
                     let (name, n) = (&self.name, self.line_no);
@@ -358,5 +437,16 @@ impl Iterator for RecordReader {
             }
         }
         None
+    }
+}
+
+impl Iterator for RecordReader {
+    type Item = Record;
+
+    /// The next readable record; bad lines are skipped and noted.
+    fn next(&mut self) -> Option<Record> {
+        let r = self.next_record();
+        self.records += usize::from(r.is_some());
+        r
     }
 }

@@ -169,14 +169,18 @@ fn open_file(path: &Path, again: Option<(u64, u64)>) -> Result<File, RecordError
             .map_err(|e| RecordError::io(path, e))?;
         return Ok(File::from(fd));
     }
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    if again.is_some() {
+    let file = if again.is_some() {
         // A FIFO put in the file's place must not block the reader; on a
         // regular file O_NONBLOCK changes nothing.
-        o.custom_flags(libc::O_NONBLOCK);
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+    } else {
+        // A named pipe is refused, not waited on (a pipe handed over is read).
+        crate::os::open_named_file(path)
     }
-    let file = o.open(path).map_err(|e| RecordError::io(path, e))?;
+    .map_err(|e| RecordError::io(path, e))?;
     if let Some(id) = again {
         let m = file.metadata().map_err(|e| RecordError::io(path, e))?;
         if !m.is_file() || (m.dev(), m.ino()) != id {

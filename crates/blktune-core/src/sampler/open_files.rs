@@ -21,18 +21,18 @@ impl OpenFiles {
         }
     }
 
-    /// `e`'s scheduler line, from its kept file when it has one.
-    pub(super) fn read_scheduler(&mut self, root: &SysRoot, e: &mut Entry) -> SchedulerRead {
-        self.with_file(&mut e.sched_file, |file, keep| {
-            QueueSettings::read_scheduler_kept(root, &e.dev, file, keep)
+    /// `entry`'s scheduler line, from its kept file when it has one.
+    pub(super) fn read_scheduler(&mut self, root: &SysRoot, entry: &mut Entry) -> SchedulerRead {
+        self.with_file(&mut entry.sched_file, |file, keep| {
+            QueueSettings::read_scheduler_kept(root, &entry.dev, file, keep)
         })
     }
 
-    /// `e`'s settings as [`QueueSettings::read_basic`] reads them, its
+    /// `entry`'s settings as [`QueueSettings::read_basic`] reads them, its
     /// scheduler line as [`OpenFiles::read_scheduler`] does.
-    pub(super) fn read_basic(&mut self, root: &SysRoot, e: &mut Entry) -> QueueSettings {
-        self.with_file(&mut e.sched_file, |file, keep| {
-            QueueSettings::read_basic_kept(root, &e.dev, file, keep)
+    pub(super) fn read_basic(&mut self, root: &SysRoot, entry: &mut Entry) -> QueueSettings {
+        self.with_file(&mut entry.sched_file, |file, keep| {
+            QueueSettings::read_basic_kept(root, &entry.dev, file, keep)
         })
     }
 
@@ -54,8 +54,8 @@ impl OpenFiles {
     }
 
     /// An entry that went: its kept file, if any, is no longer counted.
-    pub(super) fn forget(&mut self, e: &Entry) {
-        if e.sched_file.is_some() {
+    pub(super) fn forget(&mut self, entry: &Entry) {
+        if entry.sched_file.is_some() {
             self.open -= 1;
         }
     }

@@ -109,7 +109,7 @@ impl RateTracker {
     }
 
     /// Seconds between the last two updates.
-    pub fn last_interval(&self, t: f64) -> Option<f64> {
-        self.prev_t.map(|p| t - p)
+    pub fn last_interval(&self, at: f64) -> Option<f64> {
+        self.prev_t.map(|p| at - p)
     }
 }

@@ -39,9 +39,9 @@ pub struct DeviceStats(Vec<(String, DeviceStat)>);
 
 impl DeviceStats {
     /// From entries already in name order, each name once.
-    pub(super) fn from_sorted(v: Vec<(String, DeviceStat)>) -> Self {
-        debug_assert!(v.windows(2).all(|w| w[0].0 < w[1].0));
-        Self(v)
+    pub(super) fn from_sorted(entries: Vec<(String, DeviceStat)>) -> Self {
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        Self(entries)
     }
 
     fn at(&self, name: &str) -> Result<usize, usize> {

@@ -80,8 +80,8 @@ struct ByName {
 }
 
 impl ByName {
-    fn update(&mut self, t: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
-        let itv = self.prev_t.map(|p| t - p);
+    fn update(&mut self, at: f64, lines: &[DiskStatsLine]) -> BTreeMap<String, DeviceStat> {
+        let itv = self.prev_t.map(|p| at - p);
         self.generation += 1;
         let generation = self.generation;
         let mut out = BTreeMap::new();
@@ -107,7 +107,7 @@ impl ByName {
             out.insert(l.name.clone(), DeviceStat::new(l.counters, stats));
         }
         self.prev.retain(|_, (_, g, _)| *g == generation);
-        self.prev_t = Some(t);
+        self.prev_t = Some(at);
         out
     }
 }
@@ -373,12 +373,12 @@ mod cache {
         assert!(snap.device("sdb").is_none() && !snap.stats.contains_key("sdb"));
     }
 
-    fn manual(t: &FakeTree) -> Sampler {
+    fn manual(fake_tree: &FakeTree) -> Sampler {
         let opts = SamplerOptions {
             hotplug: HotPlug::Manual,
             ..SamplerOptions::screen()
         };
-        Sampler::with_options(t.root(), opts).unwrap()
+        Sampler::with_options(fake_tree.root(), opts).unwrap()
     }
 
     fn change(name: &str, diskseq: u64) -> Uevent {
@@ -390,35 +390,44 @@ mod cache {
         crate::uevent::parse(m.as_bytes()).unwrap()
     }
 
-    fn reads(n: u64) -> Counters {
+    fn reads(count: u64) -> Counters {
         Counters {
-            rd_ios: n,
-            rd_sectors: 8 * n,
+            rd_ios: count,
+            rd_sectors: 8 * count,
             ..Counters::default()
         }
     }
 
     /// Detached loop devices stay in diskstats and /sys/block with size
     /// 0; an attach changes the size and diskseq, and no name.
-    fn detached_loops(t: &FakeTree, n: u32) {
+    fn detached_loops(fake_tree: &FakeTree, count: u32) {
         let mut lines = Vec::new();
-        for i in 0..n {
+        for i in 0..count {
             let name = format!("loop{i}");
-            t.add(&FakeDisk::new(&name).dev(7, i).size_bytes(0))
+            fake_tree
+                .add(&FakeDisk::new(&name).dev(7, i).size_bytes(0))
                 .unwrap();
-            std::fs::write(t.dev_dir(&name).join("diskseq"), format!("{}\n", 10 + i)).unwrap();
+            std::fs::write(
+                fake_tree.dev_dir(&name).join("diskseq"),
+                format!("{}\n", 10 + i),
+            )
+            .unwrap();
             lines.push((name, i));
         }
         let stats: Vec<_> = lines
             .iter()
             .map(|(n, i)| (n.as_str(), 7, *i, Counters::default()))
             .collect();
-        t.set_diskstats(&stats).unwrap();
+        fake_tree.set_diskstats(&stats).unwrap();
     }
 
-    fn attach(t: &FakeTree, name: &str, diskseq: u64) {
-        std::fs::write(t.dev_dir(name).join("size"), "2048\n").unwrap();
-        std::fs::write(t.dev_dir(name).join("diskseq"), format!("{diskseq}\n")).unwrap();
+    fn attach(fake_tree: &FakeTree, name: &str, diskseq: u64) {
+        std::fs::write(fake_tree.dev_dir(name).join("size"), "2048\n").unwrap();
+        std::fs::write(
+            fake_tree.dev_dir(name).join("diskseq"),
+            format!("{diskseq}\n"),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -137,27 +137,27 @@ pub(crate) fn backing_path(text: &str) -> PathBuf {
 
 /// The creator of `path` if the path is an absolute scratch file name of our
 /// pid namespace whose creator is gone.
-fn gone_creator(path: &Path, o: &Observed) -> Option<Creator> {
+fn gone_creator(path: &Path, observed: &Observed) -> Option<Creator> {
     if !path.is_absolute() {
         return None;
     }
     let c = Creator::parse(path.file_name()?.to_str()?)?;
-    if Some(c.pidns) != o.pidns {
+    if Some(c.pidns) != observed.pidns {
         return None;
     }
     // Alive only if that pid exists and started when the creator did.
-    (o.processes.get(&c.pid) != Some(&c.start)).then_some(c)
+    (observed.processes.get(&c.pid) != Some(&c.start)).then_some(c)
 }
 
 /// The leftovers among what was observed: loop devices over a gone
 /// creator's scratch file, and such files that no loop device is bound to.
-pub fn leftovers(o: &Observed) -> Vec<Leftover> {
-    let mut out: Vec<Leftover> = o
+pub fn leftovers(observed: &Observed) -> Vec<Leftover> {
+    let mut out: Vec<Leftover> = observed
         .loops
         .iter()
         .filter_map(|(dev, text)| {
             let file = backing_path(text);
-            let c = gone_creator(&file, o)?;
+            let c = gone_creator(&file, observed)?;
             Some(Leftover {
                 device: Some(dev.clone()),
                 file,
@@ -165,20 +165,20 @@ pub fn leftovers(o: &Observed) -> Vec<Leftover> {
             })
         })
         .collect();
-    for f in &o.files {
+    for f in &observed.files {
         // A settings file goes with its scratch file, or alone if that is gone.
         let img = f
             .to_str()
             .and_then(|s| s.strip_suffix(SETTINGS_SUFFIX))
             .map(PathBuf::from);
-        if img.as_ref().is_some_and(|i| o.files.contains(i)) {
+        if img.as_ref().is_some_and(|i| observed.files.contains(i)) {
             continue;
         }
         let main = img.as_ref().unwrap_or(f);
-        if o.loops.iter().any(|(_, t)| &backing_path(t) == main) {
+        if observed.loops.iter().any(|(_, t)| &backing_path(t) == main) {
             continue;
         }
-        if let Some(c) = gone_creator(main, o) {
+        if let Some(c) = gone_creator(main, observed) {
             out.push(Leftover {
                 device: None,
                 file: f.clone(),

@@ -44,8 +44,14 @@ pub struct DwellHists {
 
 impl DwellHists {
     /// A device's interval as the tracer gave it.
-    fn of(d: &DeviceInterval) -> Self {
-        let get = |span, dir| d.hists.get(&(span, dir)).cloned().unwrap_or_default();
+    fn of(device_interval: &DeviceInterval) -> Self {
+        let get = |span, dir| {
+            device_interval
+                .hists
+                .get(&(span, dir))
+                .cloned()
+                .unwrap_or_default()
+        };
         Self {
             reads: get(Span::Total, Dir::Read),
             writes: get(Span::Total, Dir::Write),
@@ -181,10 +187,10 @@ impl Drop for DwellTracer {
 pub(super) mod tests {
     use super::*;
 
-    /// `n` I/Os of `ns` each.
-    pub fn hist(n: u64, ns: u64) -> Hist {
+    /// `count` I/Os of `ns` each.
+    pub fn hist(count: u64, ns: u64) -> Hist {
         let mut h = Hist::empty();
-        for _ in 0..n {
+        for _ in 0..count {
             h.record(ns);
         }
         h

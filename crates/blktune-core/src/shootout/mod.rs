@@ -305,8 +305,9 @@ pub fn run_traced(
         (Some(want), true) if !is_original(want, &original) => match locked.apply(want) {
             Ok(_) => (
                 format!(
-                    "winner applied: {} (undo with 'blktune revert {dev}')",
-                    want.summary()
+                    "winner applied: {} (undo with '{}')",
+                    want.summary(),
+                    locked.revert_command()
                 ),
                 Some(want.clone()),
             ),
@@ -390,7 +391,7 @@ fn restore(locked: &tuner::Locked<'_>, original: &Wanted) -> String {
         Ok(_) => format!("original settings restored ({})", original.summary()),
         // Refused, as it must be: said as when the shoot-out saw it first.
         Err(TuneError::Replaced { .. }) => not_restored(dev),
-        Err(e) => format!("RESTORE FAILED ({e}); run 'blktune revert {dev}'"),
+        Err(e) => format!("RESTORE FAILED ({e}); run '{}'", locked.revert_command()),
     }
 }
 

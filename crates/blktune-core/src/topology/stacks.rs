@@ -17,16 +17,16 @@ fn whole<'a>(devs: &'a [BlockDevice], name: &str) -> Option<&'a BlockDevice> {
         .or_else(|| devs.iter().find(|d| d.partitions.iter().any(|p| p == name)))
 }
 
-/// What `d` sits on: its `slaves/` (partitions as their disks) and an NVMe
+/// What `device` sits on: its `slaves/` (partitions as their disks) and an NVMe
 /// head's paths, as whole devices of `devs`.
-fn below<'a>(devs: &'a [BlockDevice], d: &BlockDevice) -> Vec<&'a BlockDevice> {
-    let paths = d
+fn below<'a>(devs: &'a [BlockDevice], device: &BlockDevice) -> Vec<&'a BlockDevice> {
+    let paths = device
         .stack
         .as_ref()
         .map(|s| s.paths.as_slice())
         .unwrap_or_default();
     let mut out: Vec<&BlockDevice> = Vec::new();
-    for name in d.slaves.iter().chain(paths) {
+    for name in device.slaves.iter().chain(paths) {
         if let Some(w) = whole(devs, name)
             && !out.iter().any(|o| o.name == w.name)
         {
@@ -53,19 +53,19 @@ pub fn scheduled_on(devs: &[BlockDevice], name: &str) -> Vec<String> {
 
 fn collect_scheduled(
     devs: &[BlockDevice],
-    d: &BlockDevice,
+    device: &BlockDevice,
     out: &mut BTreeSet<String>,
     seen: &mut BTreeSet<String>,
 ) {
     // A cycle in a hostile tree ends here; a real stack is a few deep.
-    if !seen.insert(d.name.clone()) || seen.len() > 256 {
+    if !seen.insert(device.name.clone()) || seen.len() > 256 {
         return;
     }
-    if d.queue.has_scheduler() {
-        out.insert(d.name.clone());
+    if device.queue.has_scheduler() {
+        out.insert(device.name.clone());
         return;
     }
-    for b in below(devs, d) {
+    for b in below(devs, device) {
         collect_scheduled(devs, b, out, seen);
     }
 }
@@ -135,13 +135,13 @@ pub fn shared_members(devs: &[BlockDevice], stack: &str) -> BTreeMap<String, Vec
 }
 
 /// `dm-0 (lvm vg0-root)`: a stack's kernel name with its type and name.
-pub fn label(d: &BlockDevice) -> String {
-    match &d.stack {
+pub fn label(device: &BlockDevice) -> String {
+    match &device.stack {
         Some(s) => match &s.name {
-            Some(n) => format!("{} ({} {n})", d.name, s.type_name),
-            None => format!("{} ({})", d.name, s.type_name),
+            Some(n) => format!("{} ({} {n})", device.name, s.type_name),
+            None => format!("{} ({})", device.name, s.type_name),
         },
-        None => d.name.clone(),
+        None => device.name.clone(),
     }
 }
 

@@ -72,16 +72,23 @@ pub struct Locked<'a> {
 enum Kind {
     /// A new setting: validated, the original journalled first.
     Change,
-    /// Back to earlier settings (a revert, an undo, a shoot-out's restore):
-    /// the values came from the kernel, so no range checks and no
-    /// journalling; the revert policy decides on the entry afterwards.
+    /// Back to earlier settings this process read from the kernel (an
+    /// undo, a shoot-out's restore): no range checks and no journalling;
+    /// the revert policy decides on the entry afterwards.
     Restore,
+    /// Back to the originals of a journal entry (`blktune revert`): a
+    /// restore whose values come from a file, so every one is checked with
+    /// the catalogue ([`validate::validate_original`]) before the first write.
+    Revert,
 }
 
 impl Tuner {
     /// A tuner that journals originals in `journal` and locks each device
     /// while changing it (`None`: neither, for blktune's own scratch devices).
+    /// The journal is bound to `root`'s tree ([`Journal::bound_to`]): it
+    /// reads and writes only that tree's entries.
     pub fn new(root: SysRoot, journal: Option<Journal>) -> Self {
+        let journal = journal.map(|j| j.bound_to(&root));
         Self {
             root,
             journal,
@@ -122,6 +129,16 @@ impl Tuner {
         self.journal.as_ref()
     }
 
+    /// The command that reverts `device` from this tuner's journal (naming
+    /// the journal directory when it is not the default, and a fake tree's
+    /// roots: [`Journal::revert_command`]).
+    pub fn revert_command(&self, device: &str) -> String {
+        match &self.journal {
+            Some(j) => j.revert_command(&self.root, &[device]),
+            None => format!("blktune revert {device}"),
+        }
+    }
+
     /// Take the lock of the device called `name` (a plausible device name;
     /// it need not exist any more, so a gone device's entry can be dropped).
     pub fn lock(&self, name: &str) -> Result<Locked<'_>, TuneError> {
@@ -133,7 +150,7 @@ impl Tuner {
                 LockError::Io(source) if source.kind() == io::ErrorKind::PermissionDenied => {
                     TuneError::PermissionDenied {
                         dev: name.to_string(),
-                        path: j.dir().display().to_string(),
+                        path: j.lock_dir().display().to_string(),
                     }
                 }
                 LockError::Io(source) => TuneError::Journal {
@@ -183,6 +200,11 @@ impl Locked<'_> {
         &self.name
     }
 
+    /// The command that reverts this device ([`Tuner::revert_command`]).
+    pub fn revert_command(&self) -> String {
+        self.tuner.revert_command(&self.name)
+    }
+
     /// The diskseq its tuner was told to expect ([`Tuner::expecting`]).
     pub fn seen_diskseq(&self) -> Option<u64> {
         self.tuner.seen_diskseq()
@@ -196,6 +218,15 @@ impl Locked<'_> {
     /// [`Tuner::restore`] under this lock.
     pub fn restore(&self, original: &Wanted) -> Result<Outcome, TuneError> {
         self.tuner.transact(&self.name, original, Kind::Restore)
+    }
+
+    /// Put the device back to `original`, the originals of its journal
+    /// entry ([`Locked::entry`]): a restore, but every value is checked with
+    /// the catalogue before the first write, as the entry is a file and a
+    /// value `set` would refuse is refused here too
+    /// ([`TuneError::BadOriginal`], nothing written).
+    pub fn revert(&self, original: &Wanted) -> Result<Outcome, TuneError> {
+        self.tuner.transact(&self.name, original, Kind::Revert)
     }
 
     /// The device's journal entry, read under the lock (`None`: no journal or no entry).

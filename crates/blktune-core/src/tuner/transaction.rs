@@ -12,10 +12,11 @@
 //! as it may have left anything behind.
 
 use super::diff::{add_requested_tunables, stored_otherwise};
+use super::validate::validate_original;
 use super::{Kind, Outcome, Tuner, Wanted, diff, hw_queue_depth, is_no_op, resolve, validate};
 use crate::device::{QueueSettings, SchedulerState, Unreadable, read_dev_numbers};
 use crate::error::TuneError;
-use crate::journal::{DeviceId, JOURNAL_VERSION, Journal, JournalEntry};
+use crate::journal::{JOURNAL_VERSION, Journal, JournalEntry, SaveError};
 use crate::os::{DeviceName, QueueAttr, SysRoot};
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -57,18 +58,28 @@ impl Tuner {
             return Err(refused_unreadable(&dev, &QueueAttr::Scheduler, why));
         }
         let checked;
+        // The queue depth only limits nr_requests: read it only for that.
+        let depth = || {
+            want.nr_requests
+                .and_then(|_| hw_queue_depth(&self.root, &dev))
+        };
         let want = if strict {
-            // The queue depth only limits nr_requests: read it only for that.
-            let depth = want
-                .nr_requests
-                .and_then(|_| hw_queue_depth(&self.root, &dev));
-            checked = validate(&dev, &before, depth, want)?;
+            checked = validate(&dev, &before, depth(), want)?;
             self.originals_known(&dev, &before, &checked)?;
             &checked
         } else if want.scheduler.is_some() && before.scheduler.is_none() {
             return Err(TuneError::NoScheduler {
                 dev: dev.to_string(),
             });
+        } else if kind == Kind::Revert {
+            checked = validate_original(&before, depth(), want).map_err(|why| {
+                TuneError::BadOriginal {
+                    dev: dev.to_string(),
+                    dir: self.journal_dir(),
+                    why: why.to_string(),
+                }
+            })?;
+            &checked
         } else {
             want
         };
@@ -77,7 +88,7 @@ impl Tuner {
             // Nothing to write, so nothing to journal: an entry made now would
             // record the values already in force as the "original". A restore
             // that finds the device already back still settles its entry.
-            if kind == Kind::Restore {
+            if kind != Kind::Change {
                 self.settle_journal(&dev, &before);
             }
             return Ok(Outcome {
@@ -99,7 +110,7 @@ impl Tuner {
         match self.write_all(&dev, seq, want, &mut now, &mut kernel_time) {
             Ok(()) => {
                 let after = now;
-                if kind == Kind::Restore {
+                if kind != Kind::Change {
                     self.settle_journal(&dev, &after);
                 }
                 let mut changes = diff(&before, &after);
@@ -210,11 +221,12 @@ impl Tuner {
         Ok(())
     }
 
-    /// Save the device's original settings before its first change.
-    /// Returns whether a new entry was written. An entry left from an
-    /// earlier incarnation of the device (another boot, another diskseq) is
-    /// replaced: it is not this device's original. `seq` is the diskseq read
-    /// at the start of the change, `q` its settings.
+    /// Save the device's original settings before its first change
+    /// ([`Journal::save_original`]: the first original wins, a stale entry of
+    /// an earlier incarnation is replaced, a live device journalled in
+    /// another directory is refused). Returns whether a new entry was
+    /// written. `seq` is the diskseq read at the start of the change, `q`
+    /// its settings.
     fn journal_original(
         &self,
         j: &Journal,
@@ -223,36 +235,42 @@ impl Tuner {
         q: &QueueSettings,
     ) -> Result<bool, TuneError> {
         let (major, minor) = read_dev_numbers(&self.root, dev).unwrap_or((0, 0));
-        let id = DeviceId {
-            major,
-            minor,
-            diskseq: seq,
-        };
-        let boot = boot_id(&self.root);
         let entry = JournalEntry {
             version: JOURNAL_VERSION,
             device: dev.to_string(),
             major,
             minor,
             diskseq: seq,
-            boot_id: boot.clone(),
+            boot_id: boot_id(&self.root),
             saved_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             original: Wanted::snapshot_of(q),
+            tree: j.tree().cloned(),
+            pid: Some(std::process::id()),
         };
-        let err = |source| TuneError::Journal {
-            dir: j.dir().display().to_string(),
-            source,
-        };
-        match j.load(dev.as_str()).map_err(err)? {
-            Some(old) if old.stale_for(Some(id), boot.as_deref()).is_none() => Ok(false),
-            // Stale (another boot, another diskseq): this device's original must be recorded.
-            Some(_) => j.replace(&entry).map(|()| true).map_err(err),
-            // An entry that is not trusted (a symlink, a forged owner, another
-            // version, bad JSON) was an error above: nothing is changed.
-            None => j.save_if_absent(&entry).map_err(err),
-        }
+        j.save_original(&entry).map_err(|e| match e {
+            SaveError::Elsewhere { dir, .. } => TuneError::JournalledElsewhere {
+                dev: dev.to_string(),
+                here: j.dir().display().to_string(),
+                revert: j
+                    .sibling(dir.clone())
+                    .revert_command(&self.root, &[dev.as_str()]),
+                dir: dir.display().to_string(),
+            },
+            SaveError::Io(source) => TuneError::Journal {
+                dir: j.dir().display().to_string(),
+                source,
+            },
+        })
+    }
+
+    /// The journal directory, for a message (empty without a journal).
+    pub(super) fn journal_dir(&self) -> String {
+        self.journal
+            .as_ref()
+            .map(|j| j.dir().display().to_string())
+            .unwrap_or_default()
     }
 
     /// Write the scheduler, then tunables, nr_requests, read-ahead, each
@@ -478,7 +496,10 @@ impl Tuner {
                         Some(now),
                     ),
                     Err(e) => (
-                        format!("ROLLBACK FAILED ({e}); run 'blktune revert {dev}'"),
+                        format!(
+                            "ROLLBACK FAILED ({e}); run '{}'",
+                            self.revert_command(dev.as_str())
+                        ),
                         None,
                     ),
                 }
@@ -547,6 +568,8 @@ mod tests {
                 scheduler: Some("bfq".into()),
                 ..Wanted::default()
             },
+            tree: j.tree().cloned(),
+            pid: None,
         };
         j.save_if_absent(&old).unwrap();
         tuner
@@ -678,6 +701,8 @@ mod tests {
             boot_id: None,
             saved_at: 0.0,
             original: nr(4),
+            tree: None,
+            pid: None,
         })
         .unwrap();
         forged["version"] = 99.into();
@@ -812,5 +837,64 @@ mod tests {
             .restore("sda", &Wanted::snapshot_of(&o1.before))
             .unwrap();
         assert!(j.load("sda").unwrap().is_none());
+    }
+
+    /// A journal entry is a file: a revert checks each of its values with
+    /// the catalogue (as `set` would) before its first write, and refuses
+    /// the whole revert naming the value; nothing is written.
+    #[test]
+    fn a_revert_refuses_an_original_set_would_refuse_before_any_write() {
+        let (_d, t, tuner) = setup();
+        tuner
+            .apply(
+                "sda",
+                &Wanted {
+                    scheduler: Some("kyber".into()),
+                    read_ahead_kb: Some(256),
+                    ..Wanted::default()
+                },
+            )
+            .unwrap();
+        let held = tuner.lock("sda").unwrap();
+        let mut original = held.entry().unwrap().unwrap().original;
+        let good = original.clone();
+        for (what, bad) in [
+            ("front_merges '7'", {
+                let mut w = good.clone();
+                w.tunables = vec![("front_merges".into(), "7".into())];
+                w
+            }),
+            (
+                "nr_requests '3'",
+                Wanted {
+                    nr_requests: Some(3),
+                    ..good.clone()
+                },
+            ),
+            (
+                "read_ahead_kb '5'",
+                Wanted {
+                    read_ahead_kb: Some(5),
+                    ..good.clone()
+                },
+            ),
+        ] {
+            original = bad;
+            let e = held.revert(&original).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, TuneError::BadOriginal { .. }), "{msg}");
+            assert_eq!(e.exit_code(), 1, "{msg}");
+            assert!(
+                msg.contains(what) && msg.contains("nothing was written"),
+                "{msg}"
+            );
+            assert_eq!(attr(&t, "scheduler"), "kyber", "{what}");
+            assert_eq!(attr(&t, "read_ahead_kb"), "256", "{what}");
+            assert!(held.entry().unwrap().is_some(), "the entry is kept");
+        }
+        // The true originals go back.
+        held.revert(&good).unwrap();
+        assert_eq!(attr(&t, "read_ahead_kb"), "128");
+        assert!(held.entry().unwrap().is_none());
     }
 }

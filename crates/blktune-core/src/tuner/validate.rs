@@ -82,6 +82,51 @@ pub fn validate(
     Ok(out)
 }
 
+/// Check the originals of a journal entry before a revert writes them:
+/// every value with the catalogue's one check, as for `set`, since the
+/// entry is a file and only the kernel's own values may go back. Unlike
+/// [`validate`], a tunable the catalogue does not know needs only to be an
+/// integer (a newer kernel's), and nr_requests may be the hardware queue
+/// depth under `none` (the kernel's own value there, which may pass
+/// [`sched::NR_REQUESTS_MAX`]). The scheduler's name was checked when the
+/// entry was read; one the kernel no longer offers fails at the first
+/// write, before anything else is written. `Ok` is the request to write.
+pub fn validate_original(
+    q: &QueueSettings,
+    hw_depth: Option<u64>,
+    original: &Wanted,
+) -> Result<Wanted, sched::ValueError> {
+    let refuse = |what: &str, value: &str, why: String| sched::ValueError {
+        what: what.into(),
+        value: value.chars().take(32).collect(),
+        why,
+    };
+    let target = original
+        .scheduler
+        .clone()
+        .or_else(|| q.scheduler.as_ref().map(|s| s.active.clone()))
+        .unwrap_or_default();
+    if let Some(n) = original.nr_requests {
+        let kernels_own = target == "none" && hw_depth == Some(n);
+        if !kernels_own {
+            sched::check_nr_requests(n, &target, hw_depth)?;
+        }
+    }
+    if let Some(n) = original.read_ahead_kb {
+        sched::check_read_ahead_kb(n, sched::page_kb())?;
+    }
+    let mut out = original.clone();
+    out.tunables.clear();
+    for (name, value) in &original.tunables {
+        if !is_plausible_tunable_name(name) {
+            return Err(refuse("tunable", name, "not a tunable's name".into()));
+        }
+        out.tunables
+            .push((name.clone(), sched::check_tunable(name, value)?));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::setup;

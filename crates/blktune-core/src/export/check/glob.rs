@@ -9,14 +9,14 @@ pub fn udev_match(pattern: &str, value: &str) -> bool {
         .any(|alt| fnmatch(alt.as_bytes(), value.as_bytes()))
 }
 
-/// Shell-style glob match over bytes.
-fn fnmatch(p: &[u8], s: &[u8]) -> bool {
+/// Shell-style glob match of `value` against `pattern`, over bytes.
+fn fnmatch(pattern: &[u8], value: &[u8]) -> bool {
     let (mut pi, mut si) = (0, 0);
     // Where to resume after the last `*`: (pattern index after it, value index).
     let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() {
-            match p[pi] {
+    while si < value.len() {
+        if pi < pattern.len() {
+            match pattern[pi] {
                 b'*' => {
                     star = Some((pi + 1, si));
                     pi += 1;
@@ -27,7 +27,7 @@ fn fnmatch(p: &[u8], s: &[u8]) -> bool {
                     si += 1;
                     continue;
                 }
-                b'[' => match class(p, pi, s[si]) {
+                b'[' => match class(pattern, pi, value[si]) {
                     Some((true, next)) => {
                         pi = next;
                         si += 1;
@@ -35,21 +35,21 @@ fn fnmatch(p: &[u8], s: &[u8]) -> bool {
                     }
                     Some((false, _)) => {}
                     // An unclosed `[` is a literal.
-                    None if s[si] == b'[' => {
+                    None if value[si] == b'[' => {
                         pi += 1;
                         si += 1;
                         continue;
                     }
                     None => {}
                 },
-                b'\\' if pi + 1 < p.len() && p[pi + 1] == s[si] => {
+                b'\\' if pi + 1 < pattern.len() && pattern[pi + 1] == value[si] => {
                     pi += 2;
                     si += 1;
                     continue;
                 }
                 // An escaped byte that differs: no match here.
-                b'\\' if pi + 1 < p.len() => {}
-                c if c == s[si] => {
+                b'\\' if pi + 1 < pattern.len() => {}
+                c if c == value[si] => {
                     pi += 1;
                     si += 1;
                     continue;
@@ -66,32 +66,32 @@ fn fnmatch(p: &[u8], s: &[u8]) -> bool {
             None => return false,
         }
     }
-    p[pi..].iter().all(|&c| c == b'*')
+    pattern[pi..].iter().all(|&c| c == b'*')
 }
 
-/// Match one byte against the bracket expression at `p[start]`; returns
+/// Match one byte against the bracket expression at `pattern[start]`; returns
 /// (matched, index after `]`), or `None` if the bracket is not closed.
-fn class(p: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
+fn class(pattern: &[u8], start: usize, byte: u8) -> Option<(bool, usize)> {
     let mut i = start + 1;
-    let negate = matches!(p.get(i), Some(b'!' | b'^'));
+    let negate = matches!(pattern.get(i), Some(b'!' | b'^'));
     if negate {
         i += 1;
     }
     let mut hit = false;
     let mut first = true;
-    while i < p.len() {
-        if p[i] == b']' && !first {
+    while i < pattern.len() {
+        if pattern[i] == b']' && !first {
             return Some((hit != negate, i + 1));
         }
         first = false;
-        let lo = p[i];
-        if i + 2 < p.len() && p[i + 1] == b'-' && p[i + 2] != b']' {
-            if (lo..=p[i + 2]).contains(&c) {
+        let lo = pattern[i];
+        if i + 2 < pattern.len() && pattern[i + 1] == b'-' && pattern[i + 2] != b']' {
+            if (lo..=pattern[i + 2]).contains(&byte) {
                 hit = true;
             }
             i += 3;
         } else {
-            if lo == c {
+            if lo == byte {
                 hit = true;
             }
             i += 1;

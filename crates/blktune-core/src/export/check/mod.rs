@@ -171,8 +171,8 @@ impl CheckReport {
 }
 
 /// An unattached loop device (size 0): present in sysfs, nothing to tune.
-pub fn is_unattached_loop(d: &BlockDevice) -> bool {
-    matches!(d.kind, crate::device::DeviceKind::Loop) && d.size_bytes == 0
+pub fn is_unattached_loop(dev: &BlockDevice) -> bool {
+    matches!(dev.kind, crate::device::DeviceKind::Loop) && dev.size_bytes == 0
 }
 
 /// Lines that match partition `part` of `dev` for sure and write attributes:
@@ -290,18 +290,18 @@ fn idle_lines(rules: &[Rule], checked: &[DeviceCheck], devices: &[BlockDevice]) 
 }
 
 /// `ATTRS{wwid}`: a token's key as written.
-fn key_text(t: &Token) -> String {
-    match &t.attr {
-        Some(a) => format!("{}{{{a}}}", t.key),
-        None => t.key.clone(),
+fn key_text(token: &Token) -> String {
+    match &token.attr {
+        Some(a) => format!("{}{{{a}}}", token.key),
+        None => token.key.clone(),
     }
 }
 
 /// For a sysfs `wwid` match no device has: the device whose wwid names the
 /// same disk in another form (`t10.ATA     KINGSTON SH103S3240G  50026B72...`
 /// on Linux 4.16 is `naa.50026b72...` on 6.17), if one does.
-fn id_hint(t: &Token, devices: &[BlockDevice]) -> String {
-    if t.attr.as_deref() != Some("wwid") {
+fn id_hint(token: &Token, devices: &[BlockDevice]) -> String {
+    if token.attr.as_deref() != Some("wwid") {
         return String::new();
     }
     let squash = |s: &str| -> String {
@@ -310,7 +310,7 @@ fn id_hint(t: &Token, devices: &[BlockDevice]) -> String {
             .map(|c| c.to_ascii_lowercase())
             .collect()
     };
-    let wanted = squash(&t.value);
+    let wanted = squash(&token.value);
     let same = devices.iter().find(|d| {
         d.wwid.as_deref().is_some_and(|w| {
             let id = squash(w.split_once('.').map_or(w, |(_, id)| id));
@@ -331,10 +331,14 @@ fn id_hint(t: &Token, devices: &[BlockDevice]) -> String {
 /// event: the switch sets every tunable to its default (kernel
 /// `block/elevator.c`), so the write changes nothing. `hz` gives the
 /// defaults of the jiffies-valued ones.
-fn default_writes(a: &ActionCheck, hz: &KernelHz) -> Vec<String> {
+fn default_writes(action_check: &ActionCheck, hz: &KernelHz) -> Vec<String> {
     let mut out = Vec::new();
     let mut switch: Option<(usize, String)> = None;
-    for l in a.lines.iter().filter(|l| l.status == Status::Match) {
+    for l in action_check
+        .lines
+        .iter()
+        .filter(|l| l.status == Status::Match)
+    {
         for w in &l.sets {
             if w.attr == "queue/scheduler" {
                 switch = Some((l.line, w.value.trim().to_owned()));

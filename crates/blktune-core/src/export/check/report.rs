@@ -4,22 +4,22 @@ use super::{ActionCheck, CheckReport, Status};
 use std::fmt::Write as _;
 
 /// The report as text: the file, lines udev ignores, then each device.
-pub fn render_text(r: &CheckReport) -> String {
+pub fn render_text(check_report: &CheckReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{}: {} rule{}",
-        r.file,
-        r.rules,
-        if r.rules == 1 { "" } else { "s" }
+        check_report.file,
+        check_report.rules,
+        if check_report.rules == 1 { "" } else { "s" }
     );
-    for i in &r.ignored {
+    for i in &check_report.ignored {
         let _ = writeln!(out, "  line {}: udev ignores this line: {}", i.line, i.why);
     }
-    for i in &r.idle {
+    for i in &check_report.idle {
         let _ = writeln!(out, "  line {}: {}", i.line, i.why);
     }
-    let untouched: Vec<&str> = r
+    let untouched: Vec<&str> = check_report
         .devices
         .iter()
         .filter(|d| {
@@ -29,7 +29,7 @@ pub fn render_text(r: &CheckReport) -> String {
         })
         .map(|d| d.device.as_str())
         .collect();
-    for d in r
+    for d in check_report
         .devices
         .iter()
         .filter(|d| !untouched.contains(&d.device.as_str()))
@@ -53,13 +53,17 @@ pub fn render_text(r: &CheckReport) -> String {
     if !untouched.is_empty() {
         let _ = writeln!(out, "\nno line matches: {}", untouched.join(", "));
     }
-    match r.problem_count() {
+    match check_report.problem_count() {
         0 => out.push_str("\nno problems found\n"),
         n => {
             let _ = writeln!(
                 out,
                 "\n{}{n} problem{} found (exit code {})",
-                if r.problems_capped() { "at least " } else { "" },
+                if check_report.problems_capped() {
+                    "at least "
+                } else {
+                    ""
+                },
                 if n == 1 { "" } else { "s" },
                 super::EXIT_PROBLEMS
             );
@@ -68,47 +72,50 @@ pub fn render_text(r: &CheckReport) -> String {
     out
 }
 
-fn same_outcome(a: &ActionCheck, b: &ActionCheck) -> bool {
-    a.lines == b.lines
-        && a.result == b.result
-        && a.uncertain == b.uncertain
-        && a.stopped == b.stopped
-        && a.problems == b.problems
-        && a.reset == b.reset
-        && (a.lines_more, a.problems_more, a.reset_more)
-            == (b.lines_more, b.problems_more, b.reset_more)
+fn same_outcome(action_check: &ActionCheck, check: &ActionCheck) -> bool {
+    action_check.lines == check.lines
+        && action_check.result == check.result
+        && action_check.uncertain == check.uncertain
+        && action_check.stopped == check.stopped
+        && action_check.problems == check.problems
+        && action_check.reset == check.reset
+        && (
+            action_check.lines_more,
+            action_check.problems_more,
+            action_check.reset_more,
+        ) == (check.lines_more, check.problems_more, check.reset_more)
 }
 
 /// `    … and 12 more matching lines (only the first 100 are listed)`.
-fn more_line(out: &mut String, n: usize, what: &str) {
-    if n > 0 {
+fn more_line(out: &mut String, count: usize, what: &str) {
+    if count > 0 {
         let _ = writeln!(
             out,
-            "    … and {n} more {what} (only the first {} are listed)",
+            "    … and {count} more {what} (only the first {} are listed)",
             super::MAX_SHOWN
         );
     }
 }
 
 /// ` (nr_requests=64 is reset by a later scheduler write)`, or nothing.
-fn reset_note(a: &ActionCheck) -> String {
-    if a.reset.is_empty() {
+fn reset_note(action_check: &ActionCheck) -> String {
+    if action_check.reset.is_empty() {
         return String::new();
     }
-    let lost: Vec<String> = a
+    let lost: Vec<String> = action_check
         .reset
         .iter()
         .map(|w| format!("{}={}", w.attr.trim_start_matches("queue/"), w.value))
         .collect();
-    let more = if a.reset_more > 0 {
-        format!(" and {} more", a.reset_more)
+    let more = if action_check.reset_more > 0 {
+        format!(" and {} more", action_check.reset_more)
     } else {
         String::new()
     };
     format!(
         " ({}{more} {} reset by a later scheduler write)",
         lost.join(" "),
-        if lost.len() + a.reset_more == 1 {
+        if lost.len() + action_check.reset_more == 1 {
             "is"
         } else {
             "are"
@@ -116,17 +123,17 @@ fn reset_note(a: &ActionCheck) -> String {
     )
 }
 
-fn action(out: &mut String, label: &str, a: &ActionCheck) {
-    if a.lines.is_empty() {
+fn action(out: &mut String, label: &str, action_check: &ActionCheck) {
+    if action_check.lines.is_empty() {
         let _ = writeln!(out, "  {label}: no line matches");
-        for p in &a.problems {
+        for p in &action_check.problems {
             let _ = writeln!(out, "    problem: {p}");
         }
-        more_line(out, a.problems_more, "problems");
+        more_line(out, action_check.problems_more, "problems");
         return;
     }
     let _ = writeln!(out, "  {label}:");
-    for l in &a.lines {
+    for l in &action_check.lines {
         match l.status {
             Status::Match => {
                 let _ = writeln!(out, "    line {}: matches", l.line);
@@ -155,12 +162,12 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
             let _ = writeln!(out, "      also {o}");
         }
     }
-    more_line(out, a.lines_more, "matching lines");
-    if let Some(s) = &a.stopped {
+    more_line(out, action_check.lines_more, "matching lines");
+    if let Some(s) = &action_check.stopped {
         let _ = writeln!(out, "    stopped: {s}");
     }
-    if !a.result.is_empty() {
-        let summary: Vec<String> = a
+    if !action_check.result.is_empty() {
+        let summary: Vec<String> = action_check
             .result
             .iter()
             .map(|w| format!("{}={}", w.attr.trim_start_matches("queue/"), w.value))
@@ -169,21 +176,21 @@ fn action(out: &mut String, label: &str, a: &ActionCheck) {
             out,
             "    result: {}{}{}",
             summary.join(" "),
-            reset_note(a),
-            if a.uncertain {
+            reset_note(action_check),
+            if action_check.uncertain {
                 " (uncertain: a line that cannot be evaluated also writes)"
             } else {
                 ""
             }
         );
-    } else if a.uncertain {
+    } else if action_check.uncertain {
         let _ = writeln!(
             out,
             "    result: unknown (only lines that cannot be evaluated write)"
         );
     }
-    for p in &a.problems {
+    for p in &action_check.problems {
         let _ = writeln!(out, "    problem: {p}");
     }
-    more_line(out, a.problems_more, "problems");
+    more_line(out, action_check.problems_more, "problems");
 }

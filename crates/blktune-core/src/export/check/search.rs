@@ -323,11 +323,11 @@ fn disk_warning(active: &str, profile: &str) -> String {
 }
 
 /// The report as text.
-pub fn render_search_text(r: &SearchReport) -> String {
+pub fn render_search_text(search_report: &SearchReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "udev search path: {}", r.dirs.join(", "));
-    let ours: Vec<&str> = r
+    let _ = writeln!(out, "udev search path: {}", search_report.dirs.join(", "));
+    let ours: Vec<&str> = search_report
         .files
         .iter()
         .filter(|f| f.blktune)
@@ -336,17 +336,17 @@ pub fn render_search_text(r: &SearchReport) -> String {
     let _ = writeln!(
         out,
         "{} rules files; written by blktune: {}",
-        r.files.len(),
+        search_report.files.len(),
         if ours.is_empty() {
             "none".to_string()
         } else {
             ours.join(", ")
         }
     );
-    for f in &r.unreadable {
+    for f in &search_report.unreadable {
         let _ = writeln!(out, "cannot read {f}");
     }
-    for d in r
+    for d in search_report
         .devices
         .iter()
         .filter(|d| !d.result.is_empty() || !d.undone.is_empty())
@@ -366,13 +366,13 @@ pub fn render_search_text(r: &SearchReport) -> String {
             let _ = writeln!(out, "  problem: {u}");
         }
     }
-    for p in &r.file_problems {
+    for p in &search_report.file_problems {
         let _ = writeln!(out, "\nproblem: {p}");
     }
-    if let Some(t) = &r.tuned {
+    if let Some(t) = &search_report.tuned {
         let _ = writeln!(out, "\nwarning: {t}");
     }
-    match r.problem_count() {
+    match search_report.problem_count() {
         0 => out.push_str("\nno problems found\n"),
         n => {
             let _ = writeln!(
