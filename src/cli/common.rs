@@ -31,16 +31,54 @@ pub struct SettingsArgs {
     /// A tunable of the target scheduler, e.g. read_expire=100 (repeatable).
     #[arg(long = "tunable", short = 't', value_name = "NAME=VALUE", value_parser = parse_tunable)]
     pub tunables: Vec<(String, String)>,
+
+    /// queue/wbt_lat_usec: write-back throttling's target read latency, in
+    /// us (throttles buffered writes when reads wait longer); 0 turns it
+    /// off, -1 restores the kernel's default (2000, 75000 on rotational
+    /// disks). Written after the scheduler: bfq turns a default one off.
+    #[arg(long, value_name = "US", allow_hyphen_values = true)]
+    pub wbt_lat_usec: Option<String>,
+
+    /// queue/nomerges: 0 tries every merge, 1 only one-hit merges, 2 none
+    /// (saves CPU on random I/O).
+    #[arg(long, value_name = "0-2")]
+    pub nomerges: Option<String>,
+
+    /// queue/rq_affinity: completions run on 0 any CPU, 1 the submitting
+    /// CPU's group, 2 the submitting CPU itself.
+    #[arg(long, value_name = "0-2")]
+    pub rq_affinity: Option<String>,
+
+    /// queue/max_sectors_kb: the largest request, in KiB (a page to
+    /// max_hw_sectors_kb); 0 restores the kernel's default.
+    #[arg(long, value_name = "KIB")]
+    pub max_sectors_kb: Option<String>,
+
+    /// queue/add_random: 1 feeds every completion to the entropy pool.
+    #[arg(long, value_name = "0|1")]
+    pub add_random: Option<String>,
 }
 
 impl SettingsArgs {
     /// The request these arguments make (empty when they name nothing).
     pub fn wanted(&self) -> Wanted {
+        // In the catalogue's order, the one a change writes them in.
+        let knobs = [
+            ("wbt_lat_usec", &self.wbt_lat_usec),
+            ("nomerges", &self.nomerges),
+            ("rq_affinity", &self.rq_affinity),
+            ("max_sectors_kb", &self.max_sectors_kb),
+            ("add_random", &self.add_random),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
+        .collect();
         Wanted {
             scheduler: self.scheduler.clone(),
             tunables: self.tunables.clone(),
             nr_requests: self.nr_requests,
             read_ahead_kb: self.read_ahead_kb,
+            knobs,
         }
     }
 }
@@ -62,6 +100,10 @@ pub struct QueueJson<'a> {
     pub nr_requests: Option<u64>,
     pub read_ahead_kb: Option<u64>,
     pub tunables: &'a BTreeMap<String, String>,
+    /// The queue settings next to the scheduler (`wbt_lat_usec`, ...), where
+    /// the device has them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: &'a BTreeMap<String, String>,
 }
 
 impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
@@ -75,6 +117,7 @@ impl<'a> From<&'a QueueSettings> for QueueJson<'a> {
             nr_requests: q.nr_requests,
             read_ahead_kb: q.read_ahead_kb,
             tunables: &q.tunables,
+            knobs: &q.knobs,
         }
     }
 }

@@ -37,6 +37,13 @@ pub struct RecordArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Also record who did each device's I/O, from the kernel (as `watch
+    /// --who`: the busiest processes and cgroups per interval; replay shows
+    /// them in its `i` panel). Costs each I/O a little more while recording;
+    /// needs root and Linux 6.5.
+    #[arg(long)]
+    pub who: bool,
+
     /// Whole devices to record, with their partitions (default: all).
     pub devices: Vec<String>,
 }
@@ -101,6 +108,11 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
         traced: why_not.is_none(),
         unavailable: why_not.map(ToString::to_string),
     };
+    if a.who
+        && let Err(why) = sampler.set_who(true)
+    {
+        eprintln_quiet(&format!("blktune: who does the I/O not recorded: {why}"));
+    }
     // Re-read settings every tick (half the interval, so that a tick that
     // comes a little early is still due), so a change made by another
     // process (`blktune set`) is placed within one interval.
@@ -175,6 +187,9 @@ pub fn run(g: &Global, a: &RecordArgs, out: &mut Out) -> anyhow::Result<i32> {
                     "blktune: no more kernel latency histograms recorded: {why}"
                 )),
             }
+        }
+        if let Some(who) = tick.who {
+            rec.who(who);
         }
         rec.snapshot_traced(&tick.snapshot, tick.interval.as_ref())?;
     };

@@ -161,7 +161,8 @@ pub fn run_set(g: &Global, a: &SetArgs, out: &mut Out) -> anyhow::Result<i32> {
     let want = a.settings.wanted();
     if want.is_empty() {
         return Err(UsageError(format!(
-            "'blktune set {}' needs at least one of --scheduler, --tunable, --nr-requests, --read-ahead-kb",
+            "'blktune set {}' needs at least one of --scheduler, --tunable, --nr-requests, --read-ahead-kb, \
+             --wbt-lat-usec, --nomerges, --rq-affinity, --max-sectors-kb, --add-random",
             a.device
         ))
         .into());
@@ -302,6 +303,14 @@ pub fn needed_to_restore(original: &Wanted, now: &QueueSettings, hz: &KernelHz) 
         read_ahead_kb: original
             .read_ahead_kb
             .filter(|n| now.read_ahead_kb != Some(*n)),
+        // Written after the switch (which may turn write-back throttling
+        // off or on): every one that differs from now.
+        knobs: original
+            .knobs
+            .iter()
+            .filter(|(k, v)| now.knobs.get(k.as_str()).map(|n| n.trim()) != Some(v.trim()))
+            .cloned()
+            .collect(),
     }
 }
 
@@ -319,6 +328,9 @@ pub fn set_command(device: &str, s: &Wanted) -> String {
     }
     if let Some(n) = s.read_ahead_kb {
         cmd.push_str(&format!(" --read-ahead-kb {n}"));
+    }
+    for (k, v) in &s.knobs {
+        cmd.push_str(&format!(" --{} {}", k.replace('_', "-"), v.trim()));
     }
     cmd
 }

@@ -222,10 +222,8 @@ pub fn run_with(a: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, TuiErr
     }
 
     let mut out = std::io::stdout().lock();
-    if let Some(p) = &app.recording {
-        // The source closed it on Stop, with an end record.
-        let _ = writeln!(out, "blktune: recorded this session to {}", p.display());
-    }
+    // The source closed the last one on Stop, with an end record.
+    let _ = summary::write_recordings(&mut out, &app.recordings);
     let session = app.session();
     if revert.is_some() && !session.is_empty() {
         // Errors writing to a terminal that went away are ignored.

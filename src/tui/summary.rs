@@ -9,6 +9,26 @@ use blktune_core::sched;
 use blktune_core::tuner::{Tuner, Wanted};
 use std::io::Write;
 
+/// Name every file this session recorded to (each was closed with an end
+/// record when recording stopped, at the latest on quit), with how to
+/// replay the last one.
+pub fn write_recordings(
+    out: &mut impl Write,
+    recordings: &[std::path::PathBuf],
+) -> std::io::Result<()> {
+    for p in recordings {
+        writeln!(out, "blktune: recorded to {}", p.display())?;
+    }
+    if let Some(last) = recordings.last() {
+        writeln!(
+            out,
+            "  replay with: blktune replay {}",
+            shell_quote(&last.to_string_lossy())
+        )?;
+    }
+    Ok(())
+}
+
 /// Print what this session changed and the command that reverts it. The
 /// command names the journal the session wrote to when it is not where
 /// `root`'s journal is by default (sudo drops `BLKTUNE_JOURNAL_DIR` from the
@@ -216,6 +236,7 @@ mod tests {
                 .collect(),
             nr_requests: Some(nr),
             read_ahead_kb: Some(128),
+            knobs: Vec::new(),
         }
     }
 

@@ -140,6 +140,7 @@ pub fn kyber() -> Wanted {
         tunables: vec![("read_lat_nsec".into(), "1000000".into())],
         nr_requests: Some(64),
         read_ahead_kb: Some(256),
+        knobs: Vec::new(),
     }
 }
 

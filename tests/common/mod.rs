@@ -112,6 +112,12 @@ impl TestLoop {
         // what a never-used loop device has.
         lo.set_queue("scheduler", "none");
         lo.set_queue("nr_requests", "128");
+        // And the queue settings next to the scheduler: write-back
+        // throttling at the kernel's default for the device (-1), merges
+        // and completion affinity as blk-mq starts them.
+        lo.set_queue("wbt_lat_usec", "-1");
+        lo.set_queue("nomerges", "0");
+        lo.set_queue("rq_affinity", "1");
         lo
     }
 

@@ -62,6 +62,7 @@ fn deadline() -> Wanted {
         tunables: vec![("read_expire".into(), "100".into())],
         nr_requests: Some(128),
         read_ahead_kb: Some(1024),
+        knobs: Vec::new(),
     }
 }
 

@@ -106,6 +106,8 @@ struct Restore {
     scheduler: String,
     nr_requests: String,
     read_ahead_kb: String,
+    /// The queue settings next to the scheduler a test may change.
+    knobs: Vec<(&'static str, String)>,
 }
 
 impl Restore {
@@ -115,6 +117,10 @@ impl Restore {
             scheduler: lo.active_scheduler(),
             nr_requests: lo.queue("nr_requests"),
             read_ahead_kb: lo.queue("read_ahead_kb"),
+            knobs: ["wbt_lat_usec", "nomerges", "rq_affinity"]
+                .into_iter()
+                .map(|k| (k, lo.queue(k)))
+                .collect(),
         }
     }
 }
@@ -127,6 +133,9 @@ impl Drop for Restore {
             ("nr_requests", &self.nr_requests),
             ("read_ahead_kb", &self.read_ahead_kb),
         ] {
+            let _ = fs::write(format!("/sys/block/{}/queue/{attr}", self.dev), v);
+        }
+        for (attr, v) in &self.knobs {
             let _ = fs::write(format!("/sys/block/{}/queue/{attr}", self.dev), v);
         }
     }
@@ -221,8 +230,15 @@ fn round_trip(tag: &str, set_args: &[&str], expect: &[(&str, &str)]) {
     assert!(msg.contains("udevadm trigger"), "{msg}");
     let text = fs::read_to_string(&guard.rule).unwrap();
 
-    // Back to the defaults, through blktune's own journal.
+    // Back to the defaults, through blktune's own journal (the queue
+    // settings next to the scheduler too).
     run_ok(&["revert", &dev], j.path());
+    for (a, v) in expect
+        .iter()
+        .filter(|(a, _)| blktune_core::sched::queue_knob(a).is_some())
+    {
+        assert_ne!(&lo.queue(a), v, "{a} reverted");
+    }
     assert_eq!(
         (
             lo.active_scheduler(),
@@ -286,6 +302,39 @@ fn kyber_rule_survives_a_reset() {
             ("scheduler", "kyber"),
             ("nr_requests", "64"),
             ("read_ahead_kb", "256"),
+        ],
+    );
+}
+
+/// wbt_lat_usec and nomerges go into the rule after the scheduler switch
+/// and read-ahead, and udev writes them in that order.
+#[test]
+fn wbt_lat_usec_rule_survives_a_reset() {
+    if !ready("wbt_lat_usec_rule_survives_a_reset") {
+        return;
+    }
+    // TestLoop starts the settings at the kernel's defaults, so only those
+    // the test changes are in the live export.
+    round_trip(
+        "wbt",
+        &[
+            "--scheduler",
+            "kyber",
+            "--nr-requests",
+            "64",
+            "--read-ahead-kb",
+            "256",
+            "--wbt-lat-usec",
+            "3000",
+            "--nomerges",
+            "1",
+        ],
+        &[
+            ("scheduler", "kyber"),
+            ("nr_requests", "64"),
+            ("read_ahead_kb", "256"),
+            ("wbt_lat_usec", "3000"),
+            ("nomerges", "1"),
         ],
     );
 }

@@ -21,6 +21,7 @@ mod metrics_unit;
 mod one_journal;
 mod output_files;
 mod probe;
+mod queue_settings;
 mod record_latency;
 mod replay_asset;
 mod replay_demo;

@@ -309,6 +309,7 @@ fn revert_re_created() -> bool {
     let name = lo.name().to_string();
     let j = tempfile::tempdir().unwrap();
     set(&lo, j.path(), &["--nr-requests", "64"]);
+    let wbt = lo.queue("wbt_lat_usec");
     let base = temp_in_target();
     let file = tempfile::NamedTempFile::new_in(base.path()).unwrap();
     file.as_file().set_len(32 << 20).unwrap();
@@ -326,6 +327,8 @@ fn revert_re_created() -> bool {
     // this loopN left; give it the original one (before nr_requests: a
     // switch resets it) so that only nr_requests differs.
     std::fs::write(format!("/sys/block/{name}/queue/scheduler"), "none").unwrap();
+    // Write-back throttling too (a last user's bfq turned it off).
+    std::fs::write(format!("/sys/block/{name}/queue/wbt_lat_usec"), &wbt).unwrap();
     std::fs::write(&nr, "64").unwrap();
     let nr_now = std::fs::read_to_string(&nr).unwrap();
     let o = blktune(&["revert", &name], j.path());
@@ -705,11 +708,14 @@ fn a_change_reads_the_device_once_and_keeps_what_it_read() {
         n_sched <= 3,
         "queue/scheduler opened {n_sched} times: {opens:#?}"
     );
-    // The first read (scheduler, nr_requests, read_ahead_kb, iosched/), the
-    // device number for the journal, a diskseq check before each write, and
-    // after the switch what it reset (nr_requests, the new tunables).
+    // The first read (scheduler, nr_requests, read_ahead_kb, iosched/, the
+    // queue settings), the device number for the journal, a diskseq check
+    // before each write, and after the switch what it reset (nr_requests,
+    // the new tunables, the queue settings: bfq turns write-back
+    // throttling off).
+    let knobs = blktune_core::sched::QUEUE_KNOBS.len();
     assert!(
-        opens.len() <= 16,
+        opens.len() <= 16 + 2 * knobs,
         "{} opens under the device: {opens:#?}",
         opens.len()
     );

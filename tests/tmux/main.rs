@@ -18,6 +18,8 @@ mod numbers;
 mod pause;
 mod probe;
 mod processes;
+mod queue_settings;
+mod record_where;
 mod replay;
 mod session;
 mod shootout_kernel;

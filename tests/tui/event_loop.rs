@@ -18,7 +18,7 @@ use tui_fixture::*;
 
 /// One step of the script: what the worker sends, or what the user types.
 enum Step {
-    Feed(Feed),
+    Feed(Box<Feed>),
     Keys(Vec<KeyCode>),
 }
 
@@ -49,7 +49,7 @@ impl Input for Script {
         self.waits.push(timeout);
         Ok(match self.steps.pop_front() {
             Some(Step::Feed(f)) => {
-                self.feed.send(f).unwrap();
+                self.feed.send(*f).unwrap();
                 Some(Vec::new())
             }
             Some(Step::Keys(keys)) => Some(
@@ -75,8 +75,8 @@ fn the_loop_takes_a_snapshot_then_keys_and_quits() {
     let mut input = Script::new(
         feed_tx,
         [
-            Step::Feed(Feed::Snapshot(Box::new(first))),
-            Step::Feed(Feed::Snapshot(Box::new(second))),
+            Step::Feed(Box::new(Feed::Snapshot(Box::new(first)))),
+            Step::Feed(Box::new(Feed::Snapshot(Box::new(second)))),
             Step::Keys(vec![
                 KeyCode::Char('j'),
                 KeyCode::Char('s'),
@@ -149,7 +149,7 @@ fn a_key_typed_before_the_first_rates_acts_on_the_device_on_screen() {
         [
             // The first rates arrive while the loop waits for a key, and
             // the wait ends with none...
-            Step::Feed(Feed::Snapshot(Box::new(rates))),
+            Step::Feed(Box::new(Feed::Snapshot(Box::new(rates)))),
             // ...then Down is typed, at the screen with sda selected.
             Step::Keys(vec![KeyCode::Down]),
             Step::Keys(vec![KeyCode::Char('q')]),
@@ -181,8 +181,8 @@ fn the_loop_looks_for_the_first_snapshot_often_then_waits_longer() {
         feed_tx,
         [
             Step::Keys(vec![]),
-            Step::Feed(Feed::Snapshot(Box::new(baseline))),
-            Step::Feed(Feed::Snapshot(Box::new(first))),
+            Step::Feed(Box::new(Feed::Snapshot(Box::new(baseline)))),
+            Step::Feed(Box::new(Feed::Snapshot(Box::new(first)))),
             Step::Keys(vec![KeyCode::Char('q')]),
         ],
     );

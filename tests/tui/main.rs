@@ -20,6 +20,8 @@ mod numbers;
 mod pause;
 mod probe;
 mod processes;
+mod queue_settings;
+mod record_where;
 mod replay_latency;
 mod replay_state;
 mod screens;

@@ -97,7 +97,7 @@ fn shown(limited: bool) -> (Machine, App) {
 }
 
 fn check_panel(s: &str) {
-    assert!(s.contains("processes doing I/O now"), "{s}");
+    assert!(s.contains("processes") && s.contains("approximate"), "{s}");
     assert!(s.contains("PID USER"), "{s}");
     // Numbers whole: the dd's 200 MiB/s, the tar's reads, postgres' 1.5M.
     let dd = s.lines().find(|l| l.contains(" 977 ")).unwrap();
@@ -160,7 +160,7 @@ fn i_and_esc_close_the_panel_and_tell_the_worker() {
         press(&mut app, &chars("i")),
         [Control::Live(LiveControl::Processes(false))]
     );
-    assert!(!text(&screen(&app, 80, 24)).contains("processes doing I/O now"));
+    assert!(!text(&screen(&app, 80, 24)).contains("approximate"));
     // Reopened: no rows of long ago, "measuring" until the next sample.
     assert_eq!(
         press(&mut app, &chars("i")),
@@ -187,12 +187,13 @@ fn i_and_esc_close_the_panel_and_tell_the_worker() {
     assert!(app.where_io.sample.is_none());
 }
 
+/// A replay has `i` too: who did the I/O, as recorded.
 #[test]
-fn a_replay_has_no_processes_key() {
+fn a_replay_has_the_who_key() {
     use blktune::tui::command::{Mode, action_for};
     let i =
         crossterm::event::KeyEvent::new(KeyCode::Char('i'), crossterm::event::KeyModifiers::NONE);
-    assert_eq!(action_for(Mode::Replay, &i), None);
+    assert_eq!(action_for(Mode::Replay, &i), action_for(Mode::Main, &i));
     assert!(action_for(Mode::Main, &i).is_some());
 }
 
@@ -201,7 +202,7 @@ fn the_help_lists_i_and_a_wide_footer_hints_it() {
     let (_m, mut app) = shown(false);
     press(&mut app, &chars("i?"));
     let s = text(&screen(&app, 120, 40));
-    assert!(s.contains("processes doing the most I/O now"), "{s}");
+    assert!(s.contains("who does the device's I/O"), "{s}");
     press(&mut app, &[KeyCode::Esc]);
     let s = text(&screen(&app, 120, 40));
     assert!(s.lines().last().unwrap().contains("i procs"), "{s}");
@@ -268,4 +269,154 @@ fn the_live_worker_samples_processes_only_while_shown() {
     assert_eq!(placements, 0, "no placement per tick");
     ctx.send(Shared::Stop.into()).unwrap();
     handle.join().unwrap();
+}
+
+/// What the kernel attributed on sda in one interval: fio in a test
+/// cgroup, dd in a login session, write-back charged to no cgroup, and the
+/// rest (requests started before the panel opened).
+fn who_rows() -> blktune_core::who::WhoByDevice {
+    use blktune_core::who::{DeviceWho, WhoRow};
+    let row = |pid: Option<u32>, name: &str, cgroup: Option<&str>, r_s: f64, w_s: f64| WhoRow {
+        pid,
+        name: name.into(),
+        cgroup: cgroup.map(Into::into),
+        r_s,
+        w_s,
+        o_s: 0.0,
+        rkb_s: r_s * 4.0,
+        wkb_s: w_s * 64.0,
+        share: Some((r_s + w_s) / 42_500.0 * 100.0),
+        r_p99: (r_s >= 100.0).then_some(6.56),
+        r_n: r_s as u64,
+        io_some: None,
+        io_full: None,
+        io_avg10: false,
+    };
+    let fio = row(
+        Some(31865),
+        "fio",
+        Some("/blktune-test-4242"),
+        41_200.0,
+        0.0,
+    );
+    let dd = row(
+        Some(1234),
+        "dd",
+        Some("/user.slice/user-0.slice/session-3.scope"),
+        0.0,
+        812.0,
+    );
+    let wb = row(None, "write-back", None, 0.0, 20.0);
+    let mut cg_fio = fio.clone();
+    (cg_fio.pid, cg_fio.name) = (None, "blktune-test-4242".into());
+    (cg_fio.io_some, cg_fio.io_full) = (Some(12.3), Some(3.1));
+    let mut cg_dd = dd.clone();
+    (cg_dd.pid, cg_dd.name) = (None, "session-3.scope".into());
+    let mut cg_wb = wb.clone();
+    cg_wb.pid = None;
+    BTreeMap::from([(
+        "sda".to_string(),
+        DeviceWho {
+            processes: vec![fio, dd, wb],
+            cgroups: vec![cg_fio, cg_dd, cg_wb],
+            rest_s: 468.0,
+            rest_share: Some(1.1),
+        },
+    )])
+}
+
+/// The usual load, `i`, and two intervals of the kernel's attribution.
+fn shown_from_the_kernel() -> (Machine, App) {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 60, &busy(4));
+    press(&mut app, &chars("i"));
+    for _ in 0..2 {
+        m.run(&mut app, 1, &busy(4));
+        app.on_feed(Feed::WhereIo(WhereIoFeed::Who(who_rows())));
+    }
+    (m, app)
+}
+
+/// The selected device's busiest process first, with its cgroup, share and
+/// r_p99; the rest; the cgroups with their pressure.
+fn check_kernel_view(s: &str) {
+    assert!(s.contains("who does the I/O on sda"), "{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let head = lines.iter().position(|l| l.contains("PROCESS")).unwrap();
+    let first = lines[head + 1];
+    assert!(first.contains("fio") && first.contains("31865"), "{first}");
+    assert!(first.contains("blktune-test-4242"), "{first}");
+    assert!(
+        first.contains("41k") && first.contains("97%") && first.contains("6.56"),
+        "{first}"
+    );
+    let dd = lines.iter().find(|l| l.contains(" 1234 ")).unwrap();
+    assert!(dd.contains("session-3.scope") && dd.contains("n=0"), "{dd}");
+    let wb = lines.iter().find(|l| l.contains("write-back")).unwrap();
+    assert!(wb.contains(" - "), "{wb}");
+    assert!(s.contains("(rest)"), "{s}");
+    let cg = lines
+        .iter()
+        .position(|l| l.contains("CGROUP") && l.contains("PSI"))
+        .unwrap();
+    assert!(
+        lines[cg + 1].contains("blktune-test-4242") && lines[cg + 1].contains("12%/3%"),
+        "{}",
+        lines[cg + 1]
+    );
+    assert!(!s.contains("approximate"), "{s}");
+}
+
+#[test]
+fn kernel_view_at_80x24() {
+    let (_m, app) = shown_from_the_kernel();
+    let term = screen(&app, 80, 24);
+    check_kernel_view(&text(&term));
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn kernel_view_at_120x40() {
+    let (_m, app) = shown_from_the_kernel();
+    let term = screen(&app, 120, 40);
+    check_kernel_view(&text(&term));
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn kernel_view_at_60x20_keeps_the_numbers() {
+    let (_m, app) = shown_from_the_kernel();
+    let term = screen(&app, 60, 20);
+    let s = text(&term);
+    let first = s.lines().find(|l| l.contains("fio")).unwrap();
+    assert!(first.contains("41k") && first.contains("97%"), "{first}");
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn kernel_view_follows_the_selection() {
+    let (_m, mut app) = shown_from_the_kernel();
+    // sdb, the row above sda: busy, but nothing attributed to it.
+    press(&mut app, &[KeyCode::Up]);
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("who does the I/O on sdb"), "{s}");
+    assert!(s.contains("sdb: none of its requests"), "{s}");
+    assert!(!s.contains("fio"), "{s}");
+}
+
+/// Without the kernel's attribution the `/proc` view comes back and says
+/// it is approximate.
+#[test]
+fn without_the_kernel_the_proc_view_says_it_is_approximate() {
+    let mut m = Machine::three();
+    let mut app = m.app(None);
+    m.run(&mut app, 60, &busy(4));
+    press(&mut app, &chars("i"));
+    app.on_feed(Feed::WhereIo(WhereIoFeed::NoWho("needs root".into())));
+    m.run(&mut app, 1, &busy(4));
+    app.on_feed(Feed::WhereIo(WhereIoFeed::Processes(sample(false))));
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("approximate"), "{s}");
+    assert!(s.contains(" 977 "), "{s}");
 }

@@ -408,7 +408,8 @@ fn names_and_paths_with_control_characters_are_drawn_escaped() {
 }
 
 /// The help explains what the screen shows without a word for it: the
-/// `!` of a row, the value under a chart's name, `max`, a column's length.
+/// `!` of a row, the value under a chart's name, `max`, a column's length,
+/// `n=K`, `~`, `short`, `±`, `dev99`, the pressure, the who panel's marks.
 #[test]
 fn help_explains_the_marks_of_the_table_and_charts() {
     use blktune::tui::render::Theme;
@@ -417,8 +418,11 @@ fn help_explains_the_marks_of_the_table_and_charts() {
             .iter()
             .map(|l| l.to_string())
             .collect();
-        let at = lines.iter().position(|l| l == "Table and charts").unwrap();
-        let section = lines[at + 1..at + 8].join("\n");
+        let at = lines
+            .iter()
+            .position(|l| l == "Marks and abbreviations")
+            .unwrap();
+        let section = lines[at + 1..].join("\n");
         for shown in [
             "!",
             "2.41ms",
@@ -427,6 +431,18 @@ fn help_explains_the_marks_of_the_table_and_charts() {
             "-2m00s",
             "▲ │",
             "! busy",
+            "n=K",
+            "~+3%",
+            "short",
+            "±",
+            "dev99",
+            "↓",
+            "Δ",
+            "covers",
+            "psi 13.1/2.4%",
+            "share",
+            "(rest)",
+            "write-back",
         ] {
             assert!(
                 section.lines().any(|l| l.trim_start().starts_with(shown)),
@@ -434,5 +450,43 @@ fn help_explains_the_marks_of_the_table_and_charts() {
             );
         }
         assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:#?}");
+    }
+}
+
+/// Every mark on any committed screen (a character that is no letter,
+/// digit, ASCII punctuation, box line or bar) is explained in the help's
+/// glossary: a new mark cannot reach the screen without a word for it.
+#[test]
+fn every_mark_on_the_committed_screens_is_in_the_glossary() {
+    use blktune::tui::command::GLOSSARY;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tui/snapshots");
+    let explained: String = GLOSSARY.iter().map(|(s, _)| *s).collect();
+    let is_drawing = |c: char| {
+        // Box drawing (─│┌┐└┘...) and block elements (the bars: ▁..█).
+        ('\u{2500}'..='\u{257f}').contains(&c) && c != '│' || ('\u{2581}'..='\u{2588}').contains(&c)
+    };
+    let mut missing = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "snap") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for c in text.chars() {
+            if c.is_ascii() || c.is_alphanumeric() || is_drawing(c) || explained.contains(c) {
+                continue;
+            }
+            missing
+                .entry(c)
+                .or_insert_with(|| path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "marks with no glossary entry: {missing:?}"
+    );
+    // And the ASCII marks the screens use alone.
+    for mark in ["!", "~", "-", "n=K", "(rest)"] {
+        assert!(GLOSSARY.iter().any(|(s, _)| s.contains(mark)), "{mark}");
     }
 }

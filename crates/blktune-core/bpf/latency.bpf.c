@@ -29,6 +29,18 @@
  * not time its issues, so where every queue times them (the usual case)
  * each I/O runs one program, not two.
  *
+ * Who did the I/O (attribution), only while someone looks: `on_start`
+ * (block_io_start, in the context of the task that submitted the request)
+ * notes the submitter of each request (its process, the process's name,
+ * its cgroup v2 id) in `owners`, in a slot its address hashes to; the
+ * completion program, while `who_on` says so, moves each request's bytes,
+ * count and read latency to that owner's entry of `who`, per disk. Neither
+ * runs otherwise: `on_start` is attached only while attribution is on, and
+ * the completion program tests one inlined array value. Requests submitted
+ * by a kernel workqueue worker (a kworker: write-back, mostly) are
+ * attributed to the cgroup the block layer charged their bio to where that
+ * is a cgroup v2 one (cgroup write-back), else to none: "write-back".
+ *
  * The bucket layout is mirrored in crates/blktune-core/src/latency/hist.rs
  * (a test there reads the defines below).
  */
@@ -57,6 +69,52 @@ struct request {
 	unsigned int __data_len;
 	__u64 start_time_ns;
 	__u64 io_start_time_ns;
+	struct bio *bio;
+	int tag;
+	int internal_tag;
+	struct blk_mq_hw_ctx *mq_hctx;
+} __attribute__((preserve_access_index));
+
+struct blk_mq_hw_ctx {
+	unsigned int queue_num;
+} __attribute__((preserve_access_index));
+
+/* For attribution: the submitter, and the cgroup a worker's bio is charged
+ * to (block/blk-cgroup.c: bio->bi_blkg, its blkcg's css). */
+struct task_struct {
+	unsigned int flags;
+	struct task_struct *group_leader;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+struct bio {
+	struct blkcg_gq *bi_blkg;
+} __attribute__((preserve_access_index));
+
+struct blkcg_gq {
+	struct blkcg *blkcg;
+} __attribute__((preserve_access_index));
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} __attribute__((preserve_access_index));
+
+struct blkcg {
+	struct cgroup_subsys_state css;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup_root {
+	int hierarchy_id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	int level;
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
 } __attribute__((preserve_access_index));
 
 /* When the kernel times a request's issue itself: blk_mq_start_request, right
@@ -184,6 +242,107 @@ struct {
 	__type(value, __u64);
 } untimed SEC(".maps");
 
+/* Attribution (see the top): `who_on` holds the generation of the time it
+ * is on (userspace counts them from 1), 0 while it is off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} who_on SEC(".maps");
+
+/* PF_WQ_WORKER (include/linux/sched.h): the task is a workqueue worker. */
+#define PF_WQ_WORKER 0x00000020
+/* The key's flags (`who_key.flags`): a workqueue worker's requests; the
+ * requests of a disk whose start on_start did not see (they started before
+ * attribution was switched on, or their slot was taken), counted so that
+ * every completion of the disk is in the map and the shares add up. */
+#define OWNER_WORKER 2
+#define OWNER_UNKNOWN 4
+
+/* The submitter of a request: the request (its address), its process
+ * (tgid; 0 for a workqueue worker), that process's name, its cgroup v2 id
+ * (for a worker, the one its bio is charged to, 0 if none), and the
+ * generation of `who_on` it was noted in: a request that started before
+ * (its start not seen, its slot an earlier request's) is not taken for
+ * that one's. Nothing is written at completion, so the slot's cache line
+ * goes from the submitter's CPU to the completing one's and not back. */
+struct owner {
+	__u64 rq;
+	__u64 cgroup;
+	__u32 pid;
+	__u32 gen;
+	char comm[16];
+};
+
+/* The owner of each request in flight, in the slot its tag hashes to: an
+ * array, whose lookup is a few inlined instructions where a hash map's
+ * costs two calls, on both the start and the completion of every request.
+ * A request keeps its tag from its start to its completion: the
+ * scheduler's (internal_tag) where there is a scheduler, else the
+ * driver's; a tag is unique among the requests in flight of one hardware
+ * queue of one disk. Two requests in flight at once in one slot (their
+ * queue, hardware queue and tag hash alike): the later one's start
+ * overwrites the earlier's, which then finds another request there and is
+ * left unattributed (userspace shows it in the rest). */
+#define OWNER_BITS 15
+#define OWNER_SLOTS (1 << OWNER_BITS)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OWNER_SLOTS);
+	__type(key, __u32);
+	__type(value, struct owner);
+} owners SEC(".maps");
+
+/* The slot of a request of queue `qid` (Fibonacci hashing of its queue,
+ * hardware queue and tag; BLK_MQ_NO_TAG is -1). Its address is a pointer
+ * to the verifier, which allows no arithmetic on it but + and -. */
+static __always_inline __u32 owner_slot(const struct request *r, int qid)
+{
+	int tag = r->internal_tag >= 0 ? r->internal_tag : r->tag;
+	__u64 k = (__u64)(__u32)qid << 40 ^ (__u64)r->mq_hctx->queue_num << 20 ^ (__u32)tag;
+
+	return (__u32)((k * 0x9E3779B97F4A7C15ULL) >> (64 - OWNER_BITS));
+}
+
+/* A disk's I/O of one owner. `dev` is the disk's kernel dev_t. */
+struct who_key {
+	__u64 dev;
+	__u64 diskseq;
+	__u64 cgroup;
+	__u32 pid;
+	__u32 flags;
+};
+
+/* Read latencies of an owner in coarser slots than a disk's: 2^WHO_SUB_BITS
+ * per power of two over the same range (slot_of's slot >> 4, see who_slot),
+ * so that a value is 800 bytes, not 12 KiB. */
+#define WHO_SUB_BITS 2
+#define WHO_SLOTS (2 + (MAX_EXP - MIN_EXP + 1) * (1 << WHO_SUB_BITS))
+/* Directions of `who_value`: reads, writes, the rest (discards, flushes). */
+#define WHO_DIRS 3
+
+/* Cumulative, like a histogram: the owner's name, completed requests and
+ * bytes per direction (in the first cache line with the name), the sum of
+ * read latencies (total span, ns), the read latencies' slots. */
+struct who_value {
+	char comm[16];
+	__u64 ios[WHO_DIRS];
+	__u64 bytes[WHO_DIRS];
+	__u64 read_sum_ns;
+	__u64 read_slots[WHO_SLOTS];
+};
+
+/* Bounded: the owners least recently seen give way to new ones (userspace
+ * takes an entry that went back or went away as a new one). */
+#define WHO_ENTRIES 2048
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WHO_ENTRIES);
+	__type(key, struct who_key);
+	__type(value, struct who_value);
+} who SEC(".maps");
+
 /* All zeros: the first value of a new histogram (too big for the stack). */
 static __u64 empty[SPANS_LEN];
 
@@ -273,7 +432,7 @@ static __always_inline void count_untimed(void)
 static __always_inline __u64 *fast_hist(const struct hist_key *key, int dir, int qid)
 {
 	__u64 tag = key->id | FAST_OWNED;
-	__u32 zero = 0, i;
+	__u32 zero = 0, i, o;
 	__u64 *owners;
 
 	/* A diskseq of 0 (none: never on 5.15 on) is an owner's not set yet:
@@ -286,11 +445,15 @@ static __always_inline __u64 *fast_hist(const struct hist_key *key, int dir, int
 	owners = bpf_map_lookup_elem(&fast_owners, &zero);
 	if (!owners)
 		return NULL;
-	if (owners[2 * i] != tag) {
-		if (owners[2 * i] || __sync_val_compare_and_swap(&owners[2 * i], 0, tag))
+	/* 2 * i, masked: `i` lives on the stack (its address is the lookup's
+	 * key), and a reload of it has no bound the verifier knows; the mask
+	 * gives one (i < FAST_SLOTS already, so it changes nothing). */
+	o = (2 * i) & (2 * FAST_SLOTS - 2);
+	if (owners[o] != tag) {
+		if (owners[o] || __sync_val_compare_and_swap(&owners[o], 0, tag))
 			return NULL;
-		owners[2 * i + 1] = key->diskseq;
-	} else if (owners[2 * i + 1] != key->diskseq) {
+		owners[o + 1] = key->diskseq;
+	} else if (owners[o + 1] != key->diskseq) {
 		return NULL;
 	}
 	return bpf_map_lookup_elem(&fast, &i);
@@ -327,6 +490,111 @@ int on_issue(__u64 *ctx)
 	return 0;
 }
 
+/* The v2 cgroup a worker's request is charged to (its first bio's blkcg,
+ * where the block layer keeps one, CONFIG_BLK_CGROUP); 0 when none or when
+ * it is not a cgroup v2 one (the io controller on a v1 hierarchy: hierarchy
+ * 0 is the default, v2 one) or is the root. Every pointer may be NULL: a
+ * load through NULL reads 0 in a BTF tracepoint program. */
+static __always_inline __u64 worker_cgroup(const struct request *r)
+{
+	struct cgroup *cg;
+
+	if (!__builtin_preserve_field_info(r->bio->bi_blkg, 2 /* BPF_FIELD_EXISTS */))
+		return 0;
+	cg = r->bio->bi_blkg->blkcg->css.cgroup;
+	if (!cg || cg->root->hierarchy_id != 0 || cg->level <= 0)
+		return 0;
+	return cg->kn->id;
+}
+
+/* The start of a request, in the context of the task that submitted it
+ * (blk_mq_bio_to_request -> blk_account_io_start): note its owner. Attached
+ * only while attribution is on. */
+SEC("tp_btf/block_io_start")
+int on_start(__u64 *ctx)
+{
+	struct request *r = (struct request *)ctx[0];
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 slot = owner_slot(r, r->q->id), zero = 0, *gen;
+	struct owner *o;
+
+	gen = bpf_map_lookup_elem(&who_on, &zero);
+	o = bpf_map_lookup_elem(&owners, &slot);
+	if (!o || !gen)
+		return 0;
+	o->rq = ctx[0];
+	o->gen = *gen;
+	if (task->flags & PF_WQ_WORKER) {
+		o->cgroup = worker_cgroup(r);
+		o->pid = 0;
+		__builtin_memset(o->comm, 0, sizeof(o->comm));
+	} else {
+		o->cgroup = bpf_get_current_cgroup_id();
+		o->pid = bpf_get_current_pid_tgid() >> 32;
+		/* The process's name, not the thread's (io_uring's iou-wrk-N,
+		 * a thread pool's workers). */
+		__builtin_memcpy(o->comm, task->group_leader->comm, sizeof(o->comm));
+	}
+	return 0;
+}
+
+/* A fine slot (slot_of) in the coarser slots of `who`. */
+static __always_inline __u64 who_slot(__u64 fine)
+{
+	if (fine == 0)
+		return 0;
+	if (fine >= NR_SLOTS - 1)
+		return WHO_SLOTS - 1;
+	return 1 + ((fine - 1) >> (SUB_BITS - WHO_SUB_BITS));
+}
+
+/* Move a completed request to its owner's entry of `who`, if on_start saw
+ * it start. `read_ns`: its total span if a read with one, else 0. */
+static __always_inline void attribute(const struct request *r, int qid, __u64 addr,
+				      __u32 gen, const struct hist_key *key, int dir,
+				      __u32 nr_bytes, __u64 read_ns)
+{
+	__u32 slot = owner_slot(r, qid);
+	struct who_value *v;
+	struct who_key wk;
+	struct owner *o;
+	__u64 s;
+	int d;
+
+	wk.dev = key->id >> 8;
+	wk.diskseq = key->diskseq;
+	o = bpf_map_lookup_elem(&owners, &slot);
+	if (o && o->rq == addr && o->gen == gen) {
+		wk.cgroup = o->cgroup;
+		wk.pid = o->pid;
+		wk.flags = o->pid ? 0 : OWNER_WORKER;
+	} else {
+		o = NULL;
+		wk.cgroup = 0;
+		wk.pid = 0;
+		wk.flags = OWNER_UNKNOWN;
+	}
+	v = bpf_map_lookup_elem(&who, &wk);
+	if (!v) {
+		bpf_map_update_elem(&who, &wk, &empty, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&who, &wk);
+		if (!v)
+			return;
+		if (o)
+			__builtin_memcpy(v->comm, o->comm, sizeof(v->comm));
+	}
+	d = dir == DIR_READ ? 0 : dir == DIR_WRITE ? 1 : 2;
+	__sync_fetch_and_add(&v->ios[d], 1);
+	__sync_fetch_and_add(&v->bytes[d], nr_bytes);
+	if (read_ns) {
+		s = who_slot(slot_of(read_ns));
+		if (s < WHO_SLOTS) {
+			__sync_fetch_and_add(&v->read_slots[s], 1);
+			__sync_fetch_and_add(&v->read_sum_ns, read_ns);
+		}
+	}
+}
+
 SEC("tp_btf/block_rq_complete")
 int on_complete(__u64 *ctx)
 {
@@ -338,6 +606,7 @@ int on_complete(__u64 *ctx)
 	struct gendisk *disk;
 	struct hist_key key;
 	__u64 *t, *h, qflags;
+	__u32 zero = 0, *gen;
 	int dir, qid;
 
 	/* A partial completion: the request goes on; count it at its end. */
@@ -400,6 +669,10 @@ int on_complete(__u64 *ctx)
 		add(h, SPAN_TOTAL, now - start);
 	if (issue && now >= issue)
 		add(h, SPAN_DEVICE, now - issue);
+	gen = bpf_map_lookup_elem(&who_on, &zero);
+	if (gen && *gen)
+		attribute(rq, qid, addr, *gen, &key, dir, nr_bytes,
+			  dir == DIR_READ && start && now >= start ? now - start : 0);
 	return 0;
 }
 

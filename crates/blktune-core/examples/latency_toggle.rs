@@ -10,8 +10,14 @@
 //! `benches/latency/overhead.sh` runs it and reads its output. Root only.
 //!
 //! ```text
-//! latency_toggle DEV SECONDS [WINDOW_MS]      (default window 400 ms)
+//! latency_toggle DEV SECONDS [WINDOW_MS] [who]     (default window 400 ms)
 //! ```
+//!
+//! With `who`, the program stays attached and what is switched is the
+//! attribution of each I/O to its submitter ([`Tracer::set_who`]: the start
+//! program and the completion program's share of it), whose map is then
+//! read once a second in both states too: the lines give what attribution
+//! adds to an I/O that is already timed.
 //!
 //! Windows alternate off and on, starting off; before each, 100 ms after
 //! the switch are left out (the attach or detach and the kernel's code
@@ -42,8 +48,12 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: latency_toggle DEV SECONDS [WINDOW_MS]";
-    let (dev, secs, window_ms) = match args.as_slice() {
+    let usage = "usage: latency_toggle DEV SECONDS [WINDOW_MS] [who]";
+    let (who, args) = match args.split_last() {
+        Some((last, rest)) if last == "who" => (true, rest),
+        _ => (false, args.as_slice()),
+    };
+    let (dev, secs, window_ms) = match args {
         [d, s] => (d, s, "400"),
         [d, s, w] => (d, s, w.as_str()),
         _ => return Err(usage.into()),
@@ -56,7 +66,11 @@ fn run() -> Result<(), String> {
     let mut last_read = Instant::now();
     let mut on = false;
     while Instant::now() < end {
-        tracer.set_completions(on)?;
+        if who {
+            tracer.set_who(on)?;
+        } else {
+            tracer.set_completions(on)?;
+        }
         wait(&mut tracer, &mut last_read, GUARD)?;
         let (r0, b0, t0) = (reads(dev)?, busy()?, Instant::now());
         wait(&mut tracer, &mut last_read, window)?;
@@ -70,6 +84,7 @@ fn run() -> Result<(), String> {
         );
         on = !on;
     }
+    tracer.set_who(false)?;
     tracer.set_completions(true)
 }
 
@@ -84,6 +99,7 @@ fn wait(tracer: &mut Tracer, last_read: &mut Instant, d: Duration) -> Result<(),
         }
         if now >= *last_read + READ_EVERY {
             tracer.read()?;
+            tracer.read_who()?;
             *last_read = now;
         }
         std::thread::sleep((stop - now).min(Duration::from_millis(50)));

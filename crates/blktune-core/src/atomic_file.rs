@@ -26,7 +26,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What [`WriteError::NotReplaceable`] says after the reason.
@@ -268,6 +268,92 @@ pub fn create(path: &Path, mode: u32, replace: bool) -> Result<File, WriteError>
     Ok(f)
 }
 
+/// Make the directory `path` (absolute) for files of this user, with
+/// `mode` (0700 for a user's state directory, 0750 for root's), and check
+/// it. The ancestors that exist are taken as the system resolves them (a
+/// home under a symlinked `/home`); every component from the first missing
+/// one on is made with `mkdirat` and opened again relative to its parent
+/// with `O_NOFOLLOW`, so a symlink planted there is never followed; the
+/// directory itself, made or found, must be a directory owned by this user
+/// or root that no group or other may write (a recording names devices and
+/// settings, and a directory others can write lets them swap its files).
+pub fn private_dir(path: &Path, mode: u32) -> Result<(), WriteError> {
+    use nix::errno::Errno;
+    use nix::fcntl::{OFlag, open, openat};
+    use nix::sys::stat::{Mode, fstat, mkdirat};
+    let bad = |at: &Path, why: &str| WriteError::BadPath {
+        path: at.to_owned(),
+        why: why.to_owned(),
+    };
+    if !path.is_absolute() {
+        return Err(bad(path, "not an absolute path"));
+    }
+    let mut names = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => names.push(n),
+            // `..` would leave what was made and checked.
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(bad(path, "'..' is not accepted in a directory to make"));
+            }
+        }
+    }
+    if names.is_empty() {
+        return Err(bad(path, "is the root directory"));
+    }
+    // The longest existing ancestor (never the directory itself).
+    let mut at = PathBuf::from("/");
+    let mut made_from = 0;
+    while made_from + 1 < names.len() && at.join(names[made_from]).is_dir() {
+        at.push(names[made_from]);
+        made_from += 1;
+    }
+    let dir_flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let os = |at: &Path, e: Errno| WriteError::io(at, io::Error::from(e));
+    let mut fd = open(at.as_path(), dir_flags, Mode::empty()).map_err(|e| os(&at, e))?;
+    for name in &names[made_from..] {
+        at.push(name);
+        match mkdirat(&fd, *name, Mode::from_bits_truncate(mode)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(os(&at, e)),
+        }
+        fd = match openat(&fd, *name, dir_flags | OFlag::O_NOFOLLOW, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::ELOOP) => return Err(bad(&at, "is a symbolic link, not a directory")),
+            Err(Errno::ENOTDIR) => {
+                let what = match fs::symlink_metadata(&at) {
+                    Ok(m) if m.file_type().is_symlink() => "is a symbolic link, not a directory",
+                    _ => "is not a directory",
+                };
+                return Err(bad(&at, what));
+            }
+            Err(e) => return Err(os(&at, e)),
+        };
+    }
+    let st = fstat(&fd).map_err(|e| os(path, e))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if st.st_uid != me && st.st_uid != 0 {
+        return Err(bad(
+            path,
+            &format!(
+                "belongs to another user (uid {}); choose a directory of your own",
+                st.st_uid
+            ),
+        ));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(bad(
+            path,
+            &format!(
+                "may be written by group or others (mode {:o}); choose a directory of your own",
+                st.st_mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,5 +449,45 @@ mod tests {
         let e = write(&q, b"x", 0o644, false).unwrap_err();
         assert!(matches!(e, WriteError::BadPath { .. }), "{e}");
         assert!(e.to_string().starts_with(&format!("'{}'", q.display())));
+    }
+
+    #[test]
+    fn a_private_directory_is_made_with_its_mode_and_never_through_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // Every missing component is made, with the mode.
+        let state = d.path().join("home/.local/state/blktune");
+        private_dir(&state, 0o700).unwrap();
+        assert_eq!(mode(&state), 0o700);
+        assert_eq!(mode(&d.path().join("home/.local")), 0o700);
+        // Found again: fine.
+        private_dir(&state, 0o700).unwrap();
+        // A symlink where the directory goes, to a real directory or
+        // nowhere, is refused and nothing is made through it.
+        let elsewhere = d.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let link = d.path().join("home/.local/state/link");
+        symlink(&elsewhere, &link).unwrap();
+        let dangling = d.path().join("home/.local/state/dangling");
+        symlink(d.path().join("nowhere"), &dangling).unwrap();
+        for p in [&link, &dangling] {
+            let e = private_dir(p, 0o700).unwrap_err();
+            assert!(e.to_string().contains("symbolic link"), "{e}");
+        }
+        assert!(entries(&elsewhere).is_empty());
+        assert!(!d.path().join("nowhere").exists());
+        // A file in the way, a directory others may write, a relative path.
+        let file = d.path().join("home/file");
+        fs::write(&file, "x").unwrap();
+        let e = private_dir(&file.join("sub"), 0o700).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        let open = d.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = private_dir(&open, 0o700).unwrap_err();
+        assert!(e.to_string().contains("group or others (mode 777)"), "{e}");
+        assert!(private_dir(Path::new("rel/dir"), 0o700).is_err());
+        assert!(private_dir(&d.path().join("home/../x"), 0o700).is_err());
     }
 }

@@ -135,6 +135,12 @@ pub struct QueueSettings {
     pub read_ahead_kb: Option<u64>,
     /// The active scheduler's tunables (`queue/iosched/*`), name to value.
     pub tunables: BTreeMap<String, String>,
+    /// The queue settings next to the scheduler that the device has
+    /// ([`crate::sched::QUEUE_KNOBS`]: `wbt_lat_usec`, `nomerges`, ...),
+    /// name to value as read; read with the tunables. Absent in older
+    /// recordings and journals.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
     /// The files above that are there but gave no value, with why, in the
     /// order read (scheduler, nr_requests, read_ahead_kb): kept from the one
     /// read, so that a change refused, `export` and `list` say what that
@@ -149,6 +155,7 @@ impl PartialEq for QueueSettings {
             && self.nr_requests == other.nr_requests
             && self.read_ahead_kb == other.read_ahead_kb
             && self.tunables == other.tunables
+            && self.knobs == other.knobs
     }
 }
 
@@ -254,11 +261,41 @@ fn settle_num(read: std::io::Result<String>) -> Result<Option<u64>, Unreadable> 
 }
 
 impl QueueSettings {
-    /// Read the current queue settings of a device, tunables included.
+    /// Read the current queue settings of a device, tunables and the
+    /// queue settings next to the scheduler included.
     pub fn read(root: &SysRoot, dev: &DeviceName) -> Self {
         let mut q = Self::read_basic(root, dev);
-        q.read_tunables(root, dev);
+        q.read_details(root, dev);
         q
+    }
+
+    /// (Re-)read what a table row does not show: the active scheduler's
+    /// tunables and the queue settings next to the scheduler.
+    pub fn read_details(&mut self, root: &SysRoot, dev: &DeviceName) {
+        self.read_tunables(root, dev);
+        self.knobs = Self::knobs_of(root, dev);
+    }
+
+    /// The queue settings next to the scheduler the device has, name to
+    /// value (integers only: anything else is left out). A queue whose
+    /// write-back throttling was never set up (its default scheduler was
+    /// bfq) refuses to read `wbt_lat_usec` (EINVAL, `queue_wb_lat_show()`):
+    /// it is off, which reads as 0 once set up, so 0.
+    pub fn knobs_of(root: &SysRoot, dev: &DeviceName) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for k in crate::sched::QUEUE_KNOBS {
+            let v = match root.read_dev_attr(dev, &format!("queue/{}", k.name)) {
+                Ok(v) => v.trim().to_string(),
+                Err(e) if k.name == "wbt_lat_usec" && e.raw_os_error() == Some(libc::EINVAL) => {
+                    "0".into()
+                }
+                Err(_) => continue,
+            };
+            if crate::sched::is_integer_text(&v) {
+                out.insert(k.name.to_string(), v);
+            }
+        }
+        out
     }
 
     /// Scheduler, nr_requests and read_ahead_kb only (three reads): what a
@@ -326,6 +363,7 @@ impl QueueSettings {
             nr_requests,
             read_ahead_kb,
             tunables: BTreeMap::new(),
+            knobs: BTreeMap::new(),
             unreadable,
         }
     }
@@ -701,7 +739,7 @@ pub fn discover_shown(root: &SysRoot, what: Identity) -> std::io::Result<Vec<Blo
             }
             d.read_identity(root, dev, what);
             if what == Identity::Full {
-                d.queue.read_tunables(root, dev);
+                d.queue.read_details(root, dev);
             }
             d
         })

@@ -48,3 +48,4 @@ pub mod tuner;
 pub mod uevent;
 pub mod units;
 pub mod wanted;
+pub mod who;

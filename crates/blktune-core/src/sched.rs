@@ -457,6 +457,21 @@ pub fn check_read_ahead_kb(n: u64, page_kb: u64) -> Result<(), ValueError> {
 /// (`kernel rounded read_expire 250 -> 252 ms`). `attr` is `nr_requests`,
 /// `read_ahead_kb` or a tunable's name.
 pub fn stored_note(attr: &str, wrote: &str, stored: &str) -> String {
+    // -1 (wbt_lat_usec) and 0 (max_sectors_kb) ask for the kernel's default.
+    if let Some(k) = queue_knob(attr) {
+        return match (attr, wrote) {
+            ("wbt_lat_usec", "-1") | ("max_sectors_kb", "0") => {
+                format!(
+                    "kernel set {attr} to its default, {stored}{}",
+                    k.unit.suffix()
+                )
+            }
+            _ => format!(
+                "kernel changed {attr} {wrote} -> {stored}{}",
+                k.unit.suffix()
+            ),
+        };
+    }
     let (verb, unit) = match attr {
         "read_ahead_kb" => ("rounded", " KiB"),
         "nr_requests" => ("raised", ""),
@@ -481,6 +496,193 @@ pub fn jiffies_rounded(ms: u64, hz: u64) -> u64 {
     let hz = hz.max(1);
     let jiffies = (ms * hz).div_ceil(1000);
     (jiffies * 1000).div_ceil(hz)
+}
+
+/// A queue setting next to the scheduler that an admin reaches for in a
+/// latency incident (`queue/<name>`, `Documentation/ABI/stable/sysfs-block`,
+/// `Documentation/block/queue-sysfs.rst`), with the range the kernel keeps
+/// unchanged, a line of help, and why it is in the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueKnob {
+    pub name: &'static str,
+    pub unit: Unit,
+    /// The smallest and largest values the kernel keeps as written (for
+    /// `max_sectors_kb` the top is the device's own `max_hw_sectors_kb`,
+    /// see [`check_knob`]).
+    pub min: i128,
+    pub max: i128,
+    /// blktune may write it; the others are only shown.
+    pub settable: bool,
+    pub help: &'static str,
+    /// What the kernel's documentation says it does to latency: why it is
+    /// here (or why it is only shown).
+    pub why: &'static str,
+}
+
+/// `wbt_lat_usec` is stored as nanoseconds in a u64 (`wbt_set_min_lat()`,
+/// `block/blk-sysfs.c` multiplies by 1000): above this it wraps. Seen here:
+/// 18446744073709551 reads back as written.
+pub const WBT_LAT_USEC_MAX: i128 = u64::MAX as i128 / 1000;
+
+/// The queue settings next to the scheduler, in the order a change writes
+/// them (after the scheduler: a switch to bfq turns write-back throttling
+/// off, `bfq_init_queue()` -> `wbt_disable_default()`, and a switch away
+/// turns it back on, so a value written before the switch could be undone
+/// by it; one written after stays, the kernel then keeps it as the user's).
+/// Checked against Linux 6.18 by writing each bound to a loop device.
+pub const QUEUE_KNOBS: &[QueueKnob] = &[
+    QueueKnob {
+        name: "wbt_lat_usec",
+        unit: Unit::Us,
+        min: -1,
+        max: WBT_LAT_USEC_MAX,
+        settable: true,
+        help: "write throttling's read target, us; 0 off, -1 default",
+        why: "sysfs-block: the read latency above which write-back throttling \
+              scales back buffered writes; 0 disables it, -1 restores the default \
+              (75000 on rotational disks, else 2000); bfq turns it off",
+    },
+    QueueKnob {
+        name: "nomerges",
+        unit: Unit::Count,
+        min: 0,
+        max: 2,
+        settable: true,
+        help: "0 all merges; 1 one-hit only; 2 none (saves CPU)",
+        why: "sysfs-block: merge tries that always fail on random I/O cost kernel \
+              cycles on every request; 3 and up store 1",
+    },
+    QueueKnob {
+        name: "rq_affinity",
+        unit: Unit::Count,
+        min: 0,
+        max: 2,
+        settable: true,
+        help: "completions: 0 any CPU, 1 submitter's group, 2 its CPU",
+        why: "sysfs-block: where completions run: on the submitting CPU's group \
+              for cache effects, or spread; 3 and up are ignored",
+    },
+    QueueKnob {
+        name: "max_sectors_kb",
+        unit: Unit::KiB,
+        min: 0,
+        max: u32::MAX as i128,
+        settable: true,
+        help: "largest request, KiB; 0 restores the kernel's default",
+        why: "sysfs-block: the largest request the block layer builds; a read \
+              queued behind a large one waits for all of it; at most \
+              max_hw_sectors_kb, at least a page",
+    },
+    QueueKnob {
+        name: "add_random",
+        unit: Unit::Bool,
+        min: 0,
+        max: 1,
+        settable: true,
+        help: "1: every completion feeds the entropy pool",
+        why: "sysfs-block: the disk's entropy contribution, work done on every \
+              completion; 2 and up store 1",
+    },
+    QueueKnob {
+        name: "iostats",
+        unit: Unit::Bool,
+        min: 0,
+        max: 1,
+        settable: false,
+        help: "1: I/O accounting on (shown, never set)",
+        why: "sysfs-block: 0 stops the disk's statistics: /proc/diskstats, which \
+              every figure here (and iostat, sar, node_exporter) reads, would \
+              freeze; its cost per I/O is small",
+    },
+    QueueKnob {
+        name: "max_hw_sectors_kb",
+        unit: Unit::KiB,
+        min: 0,
+        max: u32::MAX as i128,
+        settable: false,
+        help: "largest request the hardware takes, KiB (read-only)",
+        why: "sysfs-block: the top of max_sectors_kb",
+    },
+];
+
+/// The catalogue entry of queue setting `name`.
+pub fn queue_knob(name: &str) -> Option<&'static QueueKnob> {
+    QUEUE_KNOBS.iter().find(|k| k.name == name)
+}
+
+/// The queue settings blktune may write, in write order.
+pub fn settable_knobs() -> impl Iterator<Item = &'static QueueKnob> {
+    QUEUE_KNOBS.iter().filter(|k| k.settable)
+}
+
+/// What a queue setting does, in one line; empty for an unknown one.
+pub fn knob_help(name: &str) -> &'static str {
+    queue_knob(name).map_or("", |k| k.help)
+}
+
+/// Check a queue setting's value: a decimal integer in the catalogue's
+/// range; `max_sectors_kb` also 0 (the kernel's default) or between a page
+/// (`page_kb`) and the device's `max_hw_sectors_kb` when known (the kernel
+/// refuses less, and stores its maximum for more). `Ok` is the text to write.
+pub fn check_knob(
+    name: &str,
+    input: &str,
+    max_hw_sectors_kb: Option<u64>,
+    page_kb: u64,
+) -> Result<String, ValueError> {
+    let v = input.trim();
+    let Some(k) = queue_knob(name) else {
+        return Err(refuse(name, v, "not a queue setting blktune knows"));
+    };
+    if !k.settable {
+        return Err(refuse(name, v, format!("shown only, never set: {}", k.why)));
+    }
+    if !is_integer_text(v) {
+        return Err(refuse(name, v, "not an integer"));
+    }
+    let n: i128 = v.parse().map_err(|_| refuse(name, v, "not an integer"))?;
+    let max = match (name, max_hw_sectors_kb) {
+        ("max_sectors_kb", Some(hw)) => i128::from(hw),
+        _ => k.max,
+    };
+    if !(k.min..=max).contains(&n) {
+        return Err(refuse(
+            name,
+            v,
+            format!("out of range: {} to {max}{}", k.min, k.unit.suffix()),
+        ));
+    }
+    if name == "max_sectors_kb" && n != 0 && n < i128::from(page_kb.max(1)) {
+        return Err(refuse(
+            name,
+            v,
+            format!(
+                "out of range: 0 (the default) or {} to {max} KiB",
+                page_kb.max(1)
+            ),
+        ));
+    }
+    Ok(n.to_string())
+}
+
+/// The kernel's default of a queue setting on a device (`rotational`, when
+/// known, and its scheduler), where it does not depend on the driver: write-back
+/// throttling's target is 75 ms on rotational disks, 2 ms elsewhere
+/// (`wbt_default_latency_nsec()`, `block/blk-wbt.c`), and off (0) under bfq;
+/// `nomerges` 0, `rq_affinity` 1 (`QUEUE_FLAG_SAME_COMP` in blk-mq's
+/// defaults). `None`: the driver's choice (`add_random`, `max_sectors_kb`).
+pub fn knob_default(
+    name: &str,
+    rotational: Option<bool>,
+    scheduler: Option<&str>,
+) -> Option<&'static str> {
+    match name {
+        "wbt_lat_usec" if scheduler == Some("bfq") => Some("0"),
+        "wbt_lat_usec" => Some(if rotational? { "75000" } else { "2000" }),
+        "nomerges" => Some("0"),
+        "rq_affinity" => Some("1"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -642,6 +844,135 @@ mod tests {
         assert_eq!(
             stored_note("nr_requests", "2", "4"),
             "kernel raised nr_requests 2 -> 4"
+        );
+    }
+}
+
+/// The queue settings next to the scheduler: their ranges as the kernel
+/// keeps them (seen on a 6.18 loop device), defaults and notes.
+#[cfg(test)]
+mod knob_tests {
+    use super::*;
+
+    #[test]
+    fn every_knob_has_help_a_reason_and_a_range() {
+        for (i, k) in QUEUE_KNOBS.iter().enumerate() {
+            assert!(
+                !k.help.is_empty() && !k.why.is_empty() && k.min <= k.max,
+                "{}",
+                k.name
+            );
+            // The help column of the t list and the help overlay.
+            assert!(k.help.chars().count() <= 56, "{}", k.name);
+            assert!(QUEUE_KNOBS[i + 1..].iter().all(|o| o.name != k.name));
+            assert!(tunable(k.name).is_none(), "{} is a tunable too", k.name);
+        }
+        let settable: Vec<&str> = settable_knobs().map(|k| k.name).collect();
+        assert_eq!(
+            settable,
+            [
+                "wbt_lat_usec",
+                "nomerges",
+                "rq_affinity",
+                "max_sectors_kb",
+                "add_random"
+            ]
+        );
+    }
+
+    /// What the kernel stored when each bound (and one past it) was
+    /// written (6.18, loop device): inside the range as written, outside
+    /// refused, clamped or ignored.
+    #[test]
+    fn ranges_match_what_the_kernel_stored() {
+        let refused: &[(&str, &str, &str)] = &[
+            ("wbt_lat_usec", "-2", "EINVAL"),
+            ("wbt_lat_usec", "18446744073709552", "wraps"),
+            ("nomerges", "3", "stores 1"),
+            ("nomerges", "-1", "EINVAL"),
+            ("rq_affinity", "3", "ignored"),
+            ("add_random", "2", "stores 1"),
+            ("max_sectors_kb", "3", "EINVAL: under a page"),
+            ("max_sectors_kb", "1281", "stores 1280 (max_hw_sectors_kb)"),
+        ];
+        for (name, v, kernel) in refused {
+            let e = check_knob(name, v, Some(1280), 4).expect_err(name);
+            assert!(
+                e.why.starts_with("out of range"),
+                "{name}={v} ({kernel}): {e}"
+            );
+        }
+        let kept: &[(&str, &str)] = &[
+            ("wbt_lat_usec", "-1"),
+            ("wbt_lat_usec", "0"),
+            ("wbt_lat_usec", "18446744073709551"),
+            ("nomerges", "2"),
+            ("rq_affinity", "0"),
+            ("max_sectors_kb", "0"),
+            ("max_sectors_kb", "4"),
+            ("max_sectors_kb", "1280"),
+            ("add_random", "1"),
+        ];
+        for (name, v) in kept {
+            assert_eq!(
+                check_knob(name, v, Some(1280), 4).as_deref(),
+                Ok(*v),
+                "{name}"
+            );
+        }
+        // Plain decimal out, whitespace and leading zeros gone.
+        assert_eq!(
+            check_knob("wbt_lat_usec", " 075000 ", None, 4).as_deref(),
+            Ok("75000")
+        );
+        assert_eq!(
+            check_knob("iostats", "0", None, 4)
+                .unwrap_err()
+                .why
+                .split(':')
+                .next(),
+            Some("shown only, never set")
+        );
+        assert!(check_knob("scheduler", "1", None, 4).is_err());
+        assert!(check_knob("nomerges", "1e3", None, 4).is_err());
+        assert_eq!(
+            check_knob("max_sectors_kb", "9999", Some(1280), 4)
+                .unwrap_err()
+                .to_string(),
+            "max_sectors_kb '9999' is out of range: 0 to 1280 KiB"
+        );
+    }
+
+    #[test]
+    fn defaults_follow_the_disk_and_the_scheduler() {
+        assert_eq!(
+            knob_default("wbt_lat_usec", Some(false), Some("none")),
+            Some("2000")
+        );
+        assert_eq!(
+            knob_default("wbt_lat_usec", Some(true), Some("mq-deadline")),
+            Some("75000")
+        );
+        assert_eq!(knob_default("wbt_lat_usec", None, Some("bfq")), Some("0"));
+        assert_eq!(knob_default("wbt_lat_usec", None, Some("none")), None);
+        assert_eq!(knob_default("rq_affinity", None, None), Some("1"));
+        assert_eq!(knob_default("add_random", Some(false), None), None);
+        assert_eq!(knob_default("max_sectors_kb", Some(false), None), None);
+    }
+
+    #[test]
+    fn a_default_asked_for_is_said_as_such() {
+        assert_eq!(
+            stored_note("wbt_lat_usec", "-1", "2000"),
+            "kernel set wbt_lat_usec to its default, 2000 us"
+        );
+        assert_eq!(
+            stored_note("max_sectors_kb", "0", "1280"),
+            "kernel set max_sectors_kb to its default, 1280 KiB"
+        );
+        assert_eq!(
+            stored_note("nomerges", "3", "1"),
+            "kernel changed nomerges 3 -> 1"
         );
     }
 }

@@ -11,11 +11,13 @@
 //!   ([`TraceNote::NoDeviceSpan`]).
 //! - [`TracedSampler`]: a [`Sampler`] with [`LatencyReads`]: the program is
 //!   loaded before the sampler's first reading, the tracer's baseline taken
-//!   right after it, and each tick reads the histograms right after diskstats.
+//!   right after it, and each tick reads the histograms right after diskstats
+//!   (and, while attribution is on, who did the I/O: [`TracedSampler::set_who`]).
 
 use crate::latency::{Interval, Intervals, IssueProgram, Readings, Tracer, Unavailable};
 use crate::os::SysRoot;
 use crate::sampler::{Sampler, SamplerOptions, Snapshot};
+use crate::who::{WhoByDevice, WhoWatch};
 use std::io;
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +41,9 @@ pub enum TraceNote {
 pub struct LatencyReads {
     tracer: Result<SharedTracer, Unavailable>,
     intervals: Intervals,
+    /// While the kernel attributes each I/O to its submitter
+    /// ([`LatencyReads::set_who`]): its previous reading and names.
+    who: Option<WhoWatch>,
 }
 
 impl LatencyReads {
@@ -57,6 +62,38 @@ impl LatencyReads {
         Self {
             tracer,
             intervals: Intervals::new(),
+            who: None,
+        }
+    }
+
+    /// Have the kernel attribute each I/O to the process and cgroup that
+    /// submitted it (`true`), read with each interval from the next
+    /// baseline on ([`LatencyReads::read_who`]), or stop; `Err` says why it
+    /// cannot (no tracer; a kernel without `block_io_start`). Cgroups are
+    /// named from `root`'s cgroup v2 tree.
+    pub fn set_who(&mut self, root: &SysRoot, on: bool) -> Result<(), String> {
+        let tracer = self.tracer.as_ref().map_err(ToString::to_string)?;
+        let mut t = tracer.lock().map_err(|_| "tracer poisoned".to_string())?;
+        t.set_who(on)?;
+        self.who = on.then(|| WhoWatch::new(root));
+        Ok(())
+    }
+
+    /// Who did each whole device of `s` I/O in the interval since the last
+    /// reading (`None`: attribution off, the first reading, or a failed
+    /// read, which switches it off).
+    pub fn read_who(&mut self, s: &Snapshot) -> Option<WhoByDevice> {
+        let reading = {
+            let t = self.tracer.as_ref().ok()?.lock().ok()?;
+            self.who.as_ref()?;
+            t.read_who()
+        };
+        match reading {
+            Ok(r) => self.who.as_mut()?.sample(r, s),
+            Err(_) => {
+                self.who = None;
+                None
+            }
         }
     }
 
@@ -80,6 +117,18 @@ impl LatencyReads {
     pub fn baseline(&mut self) {
         if let Ok(r) = self.read() {
             self.intervals.next(r);
+        }
+        self.baseline_who();
+    }
+
+    /// Take the attribution's baseline alone (it was just switched on).
+    fn baseline_who(&mut self) {
+        if let Some(w) = &mut self.who
+            && let Ok(t) = self.tracer.as_ref()
+            && let Ok(t) = t.lock()
+            && let Ok(r) = t.read_who()
+        {
+            w.baseline(r);
         }
     }
 
@@ -139,6 +188,8 @@ pub struct TracedTick {
     pub interval: Option<Interval>,
     /// What tracing said this tick.
     pub notes: Vec<TraceNote>,
+    /// Who did each device's I/O in it, while attribution is on.
+    pub who: Option<WhoByDevice>,
 }
 
 /// A [`Sampler`] with the kernel's histograms read right after each of its
@@ -181,16 +232,19 @@ impl TracedSampler {
     /// tracer's baseline instead.
     pub fn tick(&mut self) -> io::Result<TracedTick> {
         let snapshot = self.sampler.tick()?;
-        let (interval, notes) = if snapshot.interval.is_none() {
+        let (interval, notes, who) = if snapshot.interval.is_none() {
             self.latency.baseline();
-            (None, Vec::new())
+            (None, Vec::new(), None)
         } else {
-            self.latency.read_interval()
+            let (interval, notes) = self.latency.read_interval();
+            let who = self.latency.read_who(&snapshot);
+            (interval, notes, who)
         };
         Ok(TracedTick {
             snapshot,
             interval,
             notes,
+            who,
         })
     }
 
@@ -207,6 +261,15 @@ impl TracedSampler {
     /// The tracing side.
     pub fn latency(&self) -> &LatencyReads {
         &self.latency
+    }
+
+    /// [`LatencyReads::set_who`] on the sampler's root; the next tick is
+    /// the attribution's baseline.
+    pub fn set_who(&mut self, on: bool) -> Result<(), String> {
+        let root = self.sampler.root().clone();
+        self.latency.set_who(&root, on)?;
+        self.latency.baseline_who();
+        Ok(())
     }
 }
 

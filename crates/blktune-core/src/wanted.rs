@@ -21,6 +21,11 @@ pub struct Wanted {
     pub nr_requests: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_ahead_kb: Option<u64>,
+    /// Queue settings next to the scheduler (`wbt_lat_usec`, `nomerges`,
+    /// ...: [`crate::sched::settable_knobs`]), written last, in this order.
+    /// Absent in journals and recordings written before they existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<(String, String)>,
 }
 
 impl Wanted {
@@ -35,6 +40,10 @@ impl Wanted {
                 .collect(),
             nr_requests: q.scheduler.as_ref().and(q.nr_requests),
             read_ahead_kb: q.read_ahead_kb,
+            // The settable ones, in the catalogue's (the write) order.
+            knobs: crate::sched::settable_knobs()
+                .filter_map(|k| Some((k.name.to_string(), q.knobs.get(k.name)?.clone())))
+                .collect(),
         }
     }
 
@@ -44,6 +53,7 @@ impl Wanted {
             && self.tunables.is_empty()
             && self.nr_requests.is_none()
             && self.read_ahead_kb.is_none()
+            && self.knobs.is_empty()
     }
 
     /// One-line summary: `scheduler=kyber nr_requests=64`.
@@ -60,6 +70,9 @@ impl Wanted {
         }
         if let Some(n) = self.read_ahead_kb {
             parts.push(format!("read_ahead_kb={n}"));
+        }
+        for (k, v) in &self.knobs {
+            parts.push(format!("{k}={v}"));
         }
         parts.join(" ")
     }

@@ -104,6 +104,7 @@ impl App {
         }
         self.iowait = s.iowait_pct;
         self.system.push(&s);
+        self.pressure = s.pressure;
         self.samples += 1;
         self.replaced.clear();
         if !Arc::ptr_eq(&self.devices, &s.devices) {

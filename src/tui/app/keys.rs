@@ -381,7 +381,10 @@ impl App {
                 )));
             }
             Action::EditTunables => {
-                if d.queue.tunables.is_empty() {
+                let knobs: Vec<(String, String)> = blktune_core::sched::settable_knobs()
+                    .filter_map(|k| Some((k.name.to_string(), d.queue.knobs.get(k.name)?.clone())))
+                    .collect();
+                if d.queue.tunables.is_empty() && knobs.is_empty() {
                     self.say(
                         StatusKind::Info,
                         format!("'{}': {} has no tunables", d.name, d.queue.active_label()),
@@ -398,6 +401,7 @@ impl App {
                         .iter()
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
+                    knobs,
                     cursor: 0,
                 }));
             }

@@ -164,6 +164,9 @@ pub struct App {
     /// The system in each interval (CPU busy, iowait, PSI io): the
     /// controls of a before/after.
     pub system: SystemHistory,
+    /// The system's I/O pressure (PSI) of the newest snapshot, where the
+    /// kernel has it.
+    pub pressure: Option<blktune_core::pressure::IoPressure>,
     pub samples: u64,
     /// Set by a replay source; shown in the header.
     pub replay: Option<ReplayPosition>,
@@ -180,6 +183,12 @@ pub struct App {
     view_sent: Option<Vec<String>>,
     /// The file `R` records to, while it does.
     pub recording: Option<std::path::PathBuf>,
+    /// Every file this session recorded to, in order (the quit summary
+    /// names them all).
+    pub recordings: Vec<std::path::PathBuf>,
+    /// What decides where `R` records, when given (tests); `None`: read
+    /// from the process when `R` is pressed.
+    pub record_facts: Option<crate::tui::dialogs::record::Facts>,
     /// `blktune demo` and `replay --demo`: what the guided hint is about.
     pub demo: Option<demo::Demo>,
     /// The live A/B of a change (`A`), running or done.
@@ -247,6 +256,7 @@ impl App {
             now: 0.0,
             iowait: None,
             system: SystemHistory::default(),
+            pressure: None,
             samples: 0,
             replay: None,
             held: None,
@@ -255,6 +265,8 @@ impl App {
             help_max: usize::MAX,
             view_sent: None,
             recording: None,
+            recordings: Vec::new(),
+            record_facts: None,
             demo: None,
             ab: None,
             probe: None,
@@ -326,7 +338,7 @@ impl App {
     pub fn mode(&self) -> Mode {
         match &self.overlay {
             Some(Overlay::Picker(_) | Overlay::Tunables(_)) => Mode::List,
-            Some(Overlay::Edit(_)) => Mode::Text,
+            Some(Overlay::Edit(_) | Overlay::RecordPath(_)) => Mode::Text,
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Confirm { .. }) => Mode::Confirm,
             Some(Overlay::Export(d)) => match d.focus {

@@ -3,14 +3,19 @@
 //!
 //! The panel is a view over the main screen, not a dialog: the main keys
 //! still move the selection; `i` or Esc closes it. Opening it asks the live
-//! worker to sample processes each tick, closing it tells the worker to stop
-//! ([`LiveControl::Processes`]), so a hidden panel costs nothing.
+//! worker to sample who does the I/O each tick, closing it tells the worker
+//! to stop ([`LiveControl::Processes`]), so a hidden panel costs nothing.
+//! The worker answers from the kernel (every request counted for the
+//! process and cgroup that submitted it, per device) or, where the kernel
+//! cannot say, from `/proc/<pid>/io` (approximate: no device, and write-back
+//! counted for whoever dirtied the pages).
 
 use super::App;
 use crate::tui::worker::procio::WhereIoFeed;
 use crate::tui::worker::protocol::{Control, LiveControl};
 use blktune_core::procio::ProcessSample;
 use blktune_core::topology::{Placement, Topology};
+use blktune_core::who::WhoByDevice;
 use std::sync::Arc;
 
 /// The app's state of "who does the I/O, where it goes".
@@ -18,8 +23,13 @@ use std::sync::Arc;
 pub struct WhereIoState {
     /// Is the processes panel shown?
     pub shown: bool,
-    /// The newest process sample since the panel opened (`None`: none yet).
+    /// The newest `/proc` sample since the panel opened (`None`: none yet).
     pub sample: Option<ProcessSample>,
+    /// The newest kernel attribution since the panel opened, by device.
+    pub who: Option<WhoByDevice>,
+    /// Why the kernel cannot say who does the I/O (the panel then shows
+    /// the `/proc` view); `None` until the worker said, or when it can.
+    pub no_who: Option<String>,
     /// Where each device's I/O goes, as the worker last read it.
     pub topology: Arc<Topology>,
 }
@@ -37,6 +47,8 @@ impl App {
         w.shown = on;
         // A reopened panel never shows the rows of long ago.
         w.sample = None;
+        w.who = None;
+        w.no_who = None;
         vec![LiveControl::Processes(on).into()]
     }
 
@@ -47,6 +59,12 @@ impl App {
             // A sample that crossed a close on the channel is dropped.
             WhereIoFeed::Processes(s) if self.where_io.shown => self.where_io.sample = Some(s),
             WhereIoFeed::Processes(_) => {}
+            WhereIoFeed::Who(w) if self.where_io.shown => self.where_io.who = Some(w),
+            WhereIoFeed::NoWho(why) if self.where_io.shown => {
+                self.where_io.who = None;
+                self.where_io.no_who = Some(why);
+            }
+            WhereIoFeed::Who(_) | WhereIoFeed::NoWho(_) => {}
         }
     }
 

@@ -2,10 +2,11 @@
 //! (recording the live session). Kept apart from the live key handling so
 //! the replay viewer only adds to it.
 
-use super::{App, StatusKind};
+use super::{App, Overlay, StatusKind};
 use crate::tui::command::Action;
+use crate::tui::dialogs::record::{self, Facts, Place};
 use crate::tui::worker::protocol::{Control, LiveControl, ReplayControl, ReplayPosition, Shared};
-use crate::tui::worker::recorder::{RecordEvent, default_file_name};
+use crate::tui::worker::recorder::{RecordEvent, default_file_name, state_dir_mode};
 use crate::tui::worker::replay::{SEEK_STEP, step_speed};
 use std::time::SystemTime;
 
@@ -47,6 +48,8 @@ impl App {
         self.iowait = None;
         self.system.clear();
         self.ab = None;
+        self.pressure = None;
+        self.where_io.who = None;
     }
 
     /// Keys of the replay viewer; the rest act as in the live view.
@@ -65,20 +68,36 @@ impl App {
         }
     }
 
-    /// `R`: start recording to a new file in the current directory, or stop.
+    /// `R`: start recording to a new file in the current directory, or
+    /// stop; where the current directory is no place for it (`/`, not
+    /// writable, another user's), ask where, offering a per-user state
+    /// directory ([`record::place`]).
     pub(super) fn record_action(&mut self) -> Vec<Control> {
         if self.recording.is_some() {
             self.say(StatusKind::Info, "stopping the recording…");
             return vec![LiveControl::Record(None).into()];
         }
-        // Absolute, so the status line says where it went.
         let name = default_file_name(&self.host.hostname, SystemTime::now());
-        let path = std::env::current_dir().map_or(name.clone(), |d| d.join(&name));
-        self.say(
-            StatusKind::Info,
-            format!("starting to record to {}…", path.display()),
-        );
-        vec![LiveControl::Record(Some(path)).into()]
+        let facts = self.record_facts.clone().unwrap_or_else(record_facts);
+        match record::place(&facts) {
+            Place::Here(dir) => {
+                // Absolute, so the status line says where it went.
+                let path = dir.join(&name);
+                self.say(
+                    StatusKind::Info,
+                    format!("starting to record to {}…", path.display()),
+                );
+                vec![LiveControl::Record(Some(path)).into()]
+            }
+            Place::Ask { offer, why } => {
+                self.overlay = Some(Overlay::RecordPath(record::RecordPath {
+                    input: offer.join(&name).to_string_lossy().into_owned(),
+                    why,
+                    mode: state_dir_mode(facts.root),
+                }));
+                Vec::new()
+            }
+        }
     }
 
     /// What the live source says about the recording.
@@ -89,6 +108,9 @@ impl App {
                     StatusKind::Done,
                     format!("recording to {} (R stops)", p.display()),
                 );
+                if !self.recordings.contains(&p) {
+                    self.recordings.push(p.clone());
+                }
                 self.recording = Some(p);
             }
             RecordEvent::Stopped {
@@ -110,5 +132,28 @@ impl App {
                 self.say(StatusKind::Error, e);
             }
         }
+    }
+}
+
+/// What decides where `R` records, read now: the current directory,
+/// whether this user may write there and owns it, root or not, and the
+/// state directories of the environment.
+fn record_facts() -> Facts {
+    use std::os::unix::fs::MetadataExt;
+    let cwd = std::env::current_dir().ok();
+    let euid = nix::unistd::geteuid();
+    let (writable, owned) = cwd.as_ref().map_or((false, false), |c| {
+        (
+            nix::unistd::access(c, nix::unistd::AccessFlags::W_OK).is_ok(),
+            std::fs::metadata(c).is_ok_and(|m| m.uid() == euid.as_raw()),
+        )
+    });
+    Facts {
+        cwd,
+        writable,
+        owned,
+        root: euid.is_root(),
+        xdg_state_home: std::env::var_os("XDG_STATE_HOME").map(Into::into),
+        home: std::env::var_os("HOME").map(Into::into),
     }
 }

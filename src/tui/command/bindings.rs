@@ -120,6 +120,14 @@ const CLEAR_FILTER: Binding = b(
     Action::Cancel,
     false,
 );
+const WHO_KEY: Binding = b(
+    &[C('i')],
+    "i",
+    Some("procs"),
+    "who does the device's I/O: processes, cgroups (i/Esc close)",
+    Action::Processes,
+    false,
+);
 const HELP_KEY: Binding = b(
     &[C('?')],
     "?",
@@ -213,7 +221,7 @@ pub const MAIN: &[Binding] = &[
         &[C('R')],
         "R",
         Some("record"),
-        "record this session to a file",
+        "record this session to a file; asks where outside your own dir",
         Action::Record,
         false,
     ),
@@ -261,14 +269,7 @@ pub const MAIN: &[Binding] = &[
         Action::Pause,
         false,
     ),
-    b(
-        &[C('i')],
-        "i",
-        Some("procs"),
-        "processes doing the most I/O now (i or Esc closes)",
-        Action::Processes,
-        false,
-    ),
+    WHO_KEY,
     HELP_KEY,
     b(
         &[C('q'), Key::Ctrl('c')],
@@ -510,6 +511,7 @@ pub const REPLAY: &[Binding] = &[
         false,
     ),
     CLEAR_FILTER,
+    WHO_KEY,
     HELP_KEY,
     b(
         &[C('q'), Key::Ctrl('c')],

@@ -6,11 +6,14 @@
 //! - [`bindings`]: the lists (main view, lists, text fields, help, yes/no,
 //!   replay, export, shoot-out), which also feed the footer and the help
 //! - [`mode`]: which list is in force, and the lookup
+//! - [`glossary`]: every mark and abbreviation on screen, for the help
 
 pub mod action;
 pub mod bindings;
+pub mod glossary;
 pub mod mode;
 
 pub use action::{Action, Binding, Key, key_name, safe_after_escape, split_escape};
 pub use bindings::{CONFIRM, EXPORT, HELP, LIST, MAIN, REPLAY, SHOOTOUT, TEXT};
+pub use glossary::GLOSSARY;
 pub use mode::{Mode, action_for, main_binding};

@@ -1,4 +1,5 @@
-//! The value editor (`n`, `r`, Enter on a tunable): what can be edited, the
+//! The value editor (`n`, `r`, Enter on a tunable or a queue setting in the
+//! `t` list): what can be edited, the
 //! check run on every key press, and its keys. The check is the scheduler
 //! catalogue's ([`blktune_core::sched`]), the same the tuner runs again
 //! before writing, so the screen says "why not" in the CLI's words while
@@ -18,6 +19,8 @@ use blktune_core::tuner::Wanted;
 pub struct NrLimit {
     pub scheduler: String,
     pub hw_depth: Option<u64>,
+    /// What bounds max_sectors_kb: the device's `max_hw_sectors_kb`.
+    pub max_hw_sectors_kb: Option<u64>,
 }
 
 impl NrLimit {
@@ -26,6 +29,11 @@ impl NrLimit {
         Self {
             scheduler: d.queue.active_label().to_string(),
             hw_depth: d.hw_queue_depth,
+            max_hw_sectors_kb: d
+                .queue
+                .knobs
+                .get("max_hw_sectors_kb")
+                .and_then(|v| v.parse().ok()),
         }
     }
 
@@ -65,6 +73,9 @@ pub enum Field {
     ReadAheadKb,
     /// `queue/iosched/<name>` of the active scheduler.
     Tunable(String),
+    /// `queue/<name>`: a queue setting next to the scheduler
+    /// (`wbt_lat_usec`, ...: [`sched::settable_knobs`]).
+    Knob(String),
 }
 
 impl Field {
@@ -73,7 +84,7 @@ impl Field {
         match self {
             Field::NrRequests => "nr_requests",
             Field::ReadAheadKb => "read_ahead_kb",
-            Field::Tunable(n) => n,
+            Field::Tunable(n) | Field::Knob(n) => n,
         }
     }
 }
@@ -206,6 +217,26 @@ pub fn check(field: &Field, input: &str, page_kb: u64, nr: &NrLimit) -> Result<W
                 ..Wanted::default()
             })
         }
+        Field::Knob(name) => {
+            let n = sched::check_knob(name, v, nr.max_hw_sectors_kb, page_kb)
+                .map_err(|e| e.to_string())?;
+            Ok(Wanted {
+                knobs: vec![(name.clone(), n)],
+                ..Wanted::default()
+            })
+        }
+    }
+}
+
+/// The editor's line on what may be typed for a queue setting: its help,
+/// for max_sectors_kb its range on this device (`page_kb` to the
+/// hardware's top).
+pub fn knob_hint(name: &str, nr: &NrLimit, page_kb: u64) -> String {
+    match (name, nr.max_hw_sectors_kb) {
+        ("max_sectors_kb", Some(hw)) => {
+            format!("KiB: 0 (the kernel's default) or {page_kb} to {hw}")
+        }
+        _ => sched::knob_help(name).to_string(),
     }
 }
 
@@ -238,6 +269,7 @@ mod tests {
         NrLimit {
             scheduler: scheduler.into(),
             hw_depth,
+            max_hw_sectors_kb: None,
         }
     }
 
@@ -292,5 +324,28 @@ mod tests {
             vec![("read_expire".to_string(), "100".to_string())]
         );
         assert!(check(&re, "-5", 4).is_err());
+        // Queue settings: wbt_lat_usec takes -1 (the default) and 0 (off).
+        let wbt = Field::Knob("wbt_lat_usec".into());
+        for v in ["-1", "0", "75000"] {
+            assert_eq!(
+                check(&wbt, v, 4).unwrap().knobs,
+                vec![("wbt_lat_usec".to_string(), v.to_string())]
+            );
+        }
+        assert!(check(&wbt, "-2", 4).unwrap_err().contains("out of range"));
+        let msk = Field::Knob("max_sectors_kb".into());
+        let l = NrLimit {
+            max_hw_sectors_kb: Some(1280),
+            ..NrLimit::default()
+        };
+        assert!(
+            super::check(&msk, "1281", 4, &l)
+                .unwrap_err()
+                .contains("0 to 1280")
+        );
+        assert_eq!(
+            knob_hint("max_sectors_kb", &l, 4),
+            "KiB: 0 (the kernel's default) or 4 to 1280"
+        );
     }
 }

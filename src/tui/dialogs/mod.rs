@@ -9,11 +9,13 @@
 //! - [`editor`]: the value editor (`n`, `r`, a tunable) and its check
 //! - [`export`]: the udev export (`e`)
 //! - [`shootout`]: the scheduler shoot-out (`b`)
+//! - [`record`]: where `R` records, when the current directory will not do
 //! - help (`?`) and the revert question (`U`) are two plain variants here
 
 pub mod editor;
 pub mod export;
 pub mod picker;
+pub mod record;
 pub mod shootout;
 
 use crate::tui::command::Action;
@@ -42,6 +44,8 @@ pub enum Overlay {
     Export(Box<ExportDialog>),
     /// The scheduler shoot-out (`b`).
     ShootOut(Box<ShootOutDialog>),
+    /// `R`: where to record (the current directory will not do).
+    RecordPath(record::RecordPath),
 }
 
 /// What the app tells a dialog along with an action.
@@ -136,6 +140,7 @@ impl Overlay {
         let next = match self {
             Overlay::Export(d) => d.on_action(a, &mut reply),
             Overlay::ShootOut(d) => d.on_action(a, ctx, &mut reply),
+            Overlay::RecordPath(r) => r.on_action(a, &mut reply),
             _ if a == Action::Cancel => None,
             Overlay::Picker(p) => p.on_action(a, &mut reply),
             Overlay::Tunables(t) => t.on_action(a),

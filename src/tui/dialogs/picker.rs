@@ -1,6 +1,7 @@
-//! The scheduler picker (`s`) and the tunables list (`t`): a list with a
-//! cursor; Enter applies the scheduler, or opens the value editor of the
-//! tunable under the cursor.
+//! The scheduler picker (`s`) and the tunables list (`t`: the active
+//! scheduler's tunables, then the queue settings next to the scheduler): a
+//! list with a cursor; Enter applies the scheduler, or opens the value
+//! editor of the tunable or setting under the cursor.
 
 use super::editor::{Editor, Field};
 use super::{Overlay, Reply};
@@ -30,7 +31,8 @@ pub struct Picker {
     pub confirmed: bool,
 }
 
-/// The active scheduler's tunables of one device.
+/// The active scheduler's tunables of one device, then its queue settings
+/// next to the scheduler (the cursor runs over both).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tunables {
     pub device: String,
@@ -38,6 +40,9 @@ pub struct Tunables {
     pub diskseq: Option<u64>,
     pub scheduler: String,
     pub items: Vec<(String, String)>,
+    /// The settable queue settings the device has (`wbt_lat_usec`, ...),
+    /// name and value, after the tunables.
+    pub knobs: Vec<(String, String)>,
     pub cursor: usize,
 }
 
@@ -134,17 +139,24 @@ impl Tunables {
     pub fn on_action(mut self, a: Action) -> Option<Overlay> {
         match a {
             Action::Up | Action::Down => {
-                self.cursor = step(self.cursor, self.items.len(), a == Action::Down);
+                let len = self.items.len() + self.knobs.len();
+                self.cursor = step(self.cursor, len, a == Action::Down);
             }
             Action::Confirm => {
-                return self.items.get(self.cursor).map(|(k, v)| {
-                    Overlay::Edit(Editor::new(
-                        &self.device,
-                        self.diskseq,
-                        Field::Tunable(k.clone()),
-                        v.clone(),
-                    ))
-                });
+                let n = self.items.len();
+                let (field, v) = match self.items.get(self.cursor) {
+                    Some((k, v)) => (Field::Tunable(k.clone()), v),
+                    None => {
+                        let (k, v) = self.knobs.get(self.cursor - n)?;
+                        (Field::Knob(k.clone()), v)
+                    }
+                };
+                return Some(Overlay::Edit(Editor::new(
+                    &self.device,
+                    self.diskseq,
+                    field,
+                    v.clone(),
+                )));
             }
             _ => {}
         }

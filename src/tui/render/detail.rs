@@ -469,6 +469,21 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
             }
         }
     }
+    // The queue settings next to the scheduler (t edits them).
+    if !d.queue.knobs.is_empty() {
+        lines.push(("queue settings".into(), t.heading()));
+        for k in blktune_core::sched::QUEUE_KNOBS {
+            if let Some(v) = d.queue.knobs.get(k.name) {
+                // Write-back throttling at 0 is off (bfq turns it off).
+                let off = if k.name == "wbt_lat_usec" && v == "0" {
+                    " off"
+                } else {
+                    ""
+                };
+                lines.push((format!("{:<18}{v:>10}{off}", k.name), Style::new()));
+            }
+        }
+    }
     // The key hint only where the key can change something.
     if changes.is_empty()
         && d.queue.has_scheduler()

@@ -5,6 +5,7 @@ use super::Theme;
 use crate::tui::app::replay::clock;
 use crate::tui::app::{App, ReplayPosition, Tracing, fmt_interval};
 use blktune_core::host::format_uptime;
+use blktune_core::pressure::IoPressure;
 use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -22,6 +23,8 @@ enum Part {
     Position,
     Uptime,
     Iowait,
+    /// The system's I/O pressure (`psi 13.1/2.4%`), where the kernel has PSI.
+    Psi,
     Every,
     Paused,
     /// Why there are no kernel percentiles (`no p99: not root`).
@@ -36,6 +39,9 @@ enum Part {
 #[derive(Debug, Clone, Copy)]
 enum Shorten {
     Drop(Part),
+    /// iowait, where the pressure is shown: the pressure says more (iowait
+    /// does not count tasks waiting on O_DIRECT, libaio or io_uring I/O).
+    DropIowaitBesidePsi,
     /// The recording's file name without its directory.
     RecBasename,
     /// The middle of the recording's file name, keeping at least this many characters.
@@ -44,18 +50,21 @@ enum Shorten {
 
 /// Cheapest losses first: the kernel and the uptime, then the recording's
 /// directory and the middle of its file name (which repeats the hostname),
-/// the hostname, iowait, and last why there are no p99s, that there is no
-/// device span, or how many I/Os they lost. The program name, the mode, the
-/// recording marker, the interval and PAUSED stay.
-const SHORTEN: [Shorten; 10] = [
+/// iowait where the pressure is shown, the hostname, iowait, and last why
+/// there are no p99s, the pressure, that there is no device span, or how
+/// many I/Os they lost. The program name, the mode, the recording marker,
+/// the interval and PAUSED stay.
+const SHORTEN: [Shorten; 12] = [
     Shorten::Drop(Part::Kernel),
     Shorten::Drop(Part::Uptime),
     Shorten::RecBasename,
     Shorten::RecEllipsis(16),
+    Shorten::DropIowaitBesidePsi,
     Shorten::Drop(Part::Host),
     Shorten::Drop(Part::Iowait),
     Shorten::RecEllipsis(5),
     Shorten::Drop(Part::NoP99),
+    Shorten::Drop(Part::Psi),
     Shorten::Drop(Part::NoDevSpan),
     Shorten::Drop(Part::Lost),
 ];
@@ -112,6 +121,9 @@ pub fn header_text(app: &App, width: usize) -> String {
             None => "iowait -".into(),
         },
     ));
+    if let Some(p) = app.pressure.as_ref().and_then(psi_label) {
+        parts.push((Part::Psi, p));
+    }
     parts.push((Part::Every, format!("every {}", fmt_interval(app.interval))));
     if app.paused && app.replay.is_none() {
         parts.push((Part::Paused, "PAUSED".into()));
@@ -136,9 +148,12 @@ pub fn header_text(app: &App, width: usize) -> String {
         if over == 0 {
             break;
         }
+        let psi = parts.iter().any(|(k, _)| *k == Part::Psi);
         let rec = parts.iter_mut().find(|(k, _)| *k == Part::Rec);
         match (step, rec) {
             (Shorten::Drop(kind), _) => parts.retain(|(k, _)| *k != kind),
+            (Shorten::DropIowaitBesidePsi, _) if psi => parts.retain(|(k, _)| *k != Part::Iowait),
+            (Shorten::DropIowaitBesidePsi, _) => {}
             (Shorten::RecBasename, Some((_, text))) => {
                 if let Some(base) = app.recording.as_deref().and_then(|p| p.file_name()) {
                     *text = format!("{REC}{}", base.to_string_lossy());
@@ -178,6 +193,22 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
             b,
         );
     }
+}
+
+/// The header's pressure part: the share of the last interval in which
+/// some, and all non-idle, tasks stalled on I/O (`psi 13.1/2.4%`; `psi
+/// 13.1%` before Linux 5.13, which has no `full` line); before the first
+/// interval, the kernel's 10 s average (`psi~ 13.1%`). `None` without PSI.
+pub fn psi_label(p: &IoPressure) -> Option<String> {
+    let pct = |v: f64| format!("{v:.1}");
+    Some(match (p.some_pct, p.full_pct) {
+        (Some(s), Some(f)) => format!("psi {}/{}%", pct(s), pct(f)),
+        (Some(s), None) => format!("psi {}%", pct(s)),
+        (None, _) => match p.file.full {
+            Some(f) => format!("psi~ {}/{}%", pct(p.file.some.avg10), pct(f.avg10)),
+            None => format!("psi~ {}%", pct(p.file.some.avg10)),
+        },
+    })
 }
 
 /// The header's replay part: `replay 01:23/01:30 x2 ▶`.
@@ -225,6 +256,61 @@ mod tests {
         app.recording = recording.map(PathBuf::from);
         app.iowait = Some(12.5);
         app
+    }
+
+    fn pressure(some: Option<f64>, full: Option<f64>) -> IoPressure {
+        use blktune_core::pressure::{Pressure, Stall};
+        let stall = |avg10| Stall {
+            avg10,
+            ..Stall::default()
+        };
+        IoPressure {
+            file: Pressure {
+                some: stall(13.13),
+                full: Some(stall(2.5)),
+            },
+            some_pct: some,
+            full_pct: full,
+        }
+    }
+
+    #[test]
+    fn pressure_reads_as_the_intervals_share_or_the_kernels_10s_average() {
+        assert_eq!(
+            psi_label(&pressure(Some(13.14), Some(2.44))).as_deref(),
+            Some("psi 13.1/2.4%")
+        );
+        assert_eq!(
+            psi_label(&pressure(Some(7.0), None)).as_deref(),
+            Some("psi 7.0%")
+        );
+        // The first sample: no interval yet.
+        assert_eq!(
+            psi_label(&pressure(None, None)).as_deref(),
+            Some("psi~ 13.1/2.5%")
+        );
+    }
+
+    /// At 80 columns the pressure is beside iowait; narrower, iowait goes
+    /// before the host name does, and the pressure stays.
+    #[test]
+    fn the_pressure_is_shown_beside_iowait_then_instead_of_it() {
+        let mut a = app(None);
+        a.pressure = Some(pressure(Some(13.14), Some(2.44)));
+        let h = header_text(&a, 80);
+        assert!(
+            h.contains("iowait 12.5%") && h.contains("psi 13.1/2.4%"),
+            "{h}"
+        );
+        let h = header_text(&a, 64);
+        assert!(h.contains("psi 13.1/2.4%"), "{h}");
+        assert!(h.contains("every 250ms") && h.contains("db-prod-01"), "{h}");
+        assert!(!h.contains("iowait"), "{h}");
+        assert!(super::super::width::width(&h) <= 64, "{h}");
+        // Without PSI (before 4.20, or CONFIG_PSI off) iowait keeps its place.
+        a.pressure = None;
+        let h = header_text(&a, 64);
+        assert!(h.contains("iowait 12.5%") && !h.contains("psi"), "{h}");
     }
 
     #[test]

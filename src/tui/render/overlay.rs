@@ -5,10 +5,12 @@
 use super::Theme;
 use super::frame::{boxed, centered, text_hints};
 use crate::tui::app::{App, Overlay};
-use crate::tui::command::{LIST, MAIN, REPLAY, TEXT};
-use crate::tui::dialogs::editor::{Editor, Field, NrLimit, switch_note};
+use crate::tui::command::{GLOSSARY, LIST, MAIN, REPLAY, TEXT};
+use crate::tui::dialogs::editor::{Editor, Field, NrLimit, knob_hint, switch_note};
 use crate::tui::dialogs::picker::{Picker, Tunables};
-use blktune_core::sched::{SCHEDULERS, known_tunables, scheduler_help, tunable_help};
+use blktune_core::sched::{
+    QUEUE_KNOBS, SCHEDULERS, knob_help, known_tunables, scheduler_help, tunable_help,
+};
 use blktune_core::text::printable;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -76,42 +78,90 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: Theme) {
             device,
             scheduler,
             items,
+            knobs,
             cursor,
             ..
         })) => {
-            let mut lines = Vec::new();
-            let room = area.height.saturating_sub(6) as usize;
-            let skip = (*cursor + 1).saturating_sub(room);
-            for (i, (k, v)) in items.iter().enumerate().skip(skip).take(room) {
+            // The tunables, then a heading and the queue settings; the
+            // cursor counts entries, not the heading.
+            let entry = |i: usize, k: &str, v: &str, help: &str| {
                 let cur = if i == *cursor { "▶" } else { " " };
-                let text = format!(
-                    "{cur} {:<18}{:>9}  {}",
-                    printable(k),
-                    printable(v),
-                    tunable_help(k)
-                );
+                let text = format!("{cur} {:<18}{:>9}  {help}", printable(k), printable(v));
                 let st = if i == *cursor {
                     t.selected()
                 } else {
                     Style::new()
                 };
-                lines.push(Line::from(Span::styled(text, st)));
+                Line::from(Span::styled(text, st))
+            };
+            let mut rows: Vec<(Option<usize>, Line)> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| (Some(i), entry(i, k, v, tunable_help(k))))
+                .collect();
+            if !knobs.is_empty() {
+                rows.push((
+                    None,
+                    Line::from(Span::styled(
+                        "queue settings next to the scheduler",
+                        t.heading(),
+                    )),
+                ));
+                let n = items.len();
+                rows.extend(
+                    knobs
+                        .iter()
+                        .enumerate()
+                        .map(|(j, (k, v))| (Some(n + j), entry(n + j, k, v, knob_help(k)))),
+                );
             }
+            let room = area.height.saturating_sub(6) as usize;
+            let at = rows
+                .iter()
+                .position(|(i, _)| *i == Some(*cursor))
+                .unwrap_or(0);
+            let skip = (at + 1).saturating_sub(room);
+            let mut lines: Vec<Line> = rows
+                .into_iter()
+                .skip(skip)
+                .take(room)
+                .map(|(_, l)| l)
+                .collect();
             lines.push(Line::raw(""));
             lines.push(Line::from(Span::styled(
                 "↑↓ move   Enter edit   Esc cancel",
                 t.dim(),
             )));
             let h = lines.len() as u16 + 2;
-            boxed(
-                f,
-                centered(area, 78, h),
-                &format!("{scheduler} tunables of {device}"),
-                lines,
-                t,
-            );
+            let title = match (items.is_empty(), knobs.is_empty()) {
+                (false, true) => format!("{scheduler} tunables of {device}"),
+                (true, _) => format!("queue settings of {device}"),
+                (false, false) => format!("{scheduler} tunables and queue settings of {device}"),
+            };
+            boxed(f, centered(area, 78, h), &title, lines, t);
         }
         Some(Overlay::Edit(e)) => editor(f, area, e, app.page_kb, &app.nr_limit(&e.device), t),
+        Some(Overlay::RecordPath(r)) => {
+            let rect = centered(area, 78, 6);
+            // The end of a long path, where the typing happens, stays in view.
+            let room = usize::from(rect.width.saturating_sub(3));
+            let lines = vec![
+                Line::from(Span::styled(
+                    format!("{}: record to", printable(&r.why)),
+                    t.dim(),
+                )),
+                Line::from(vec![Span::styled(
+                    format!("{}▏", keep_end(&printable(&r.input), room)),
+                    t.heading(),
+                )]),
+                Line::from(Span::styled(
+                    format!("a missing directory is made (mode {:04o})", r.mode),
+                    t.dim(),
+                )),
+                Line::from(Span::styled("Enter record   Esc no recording", t.dim())),
+            ];
+            boxed(f, rect, "record where?", lines, t);
+        }
         Some(Overlay::Export(d)) => super::export::render(f, area, d, t),
         Some(Overlay::ShootOut(d)) => super::shootout::render(f, area, d, t),
         Some(Overlay::Help { scroll }) => {
@@ -158,6 +208,7 @@ fn editor(f: &mut Frame, area: Rect, e: &Editor, page_kb: u64, nr: &NrLimit, t: 
         Field::NrRequests => nr.hint(),
         Field::ReadAheadKb => format!("KiB, a multiple of the page size ({page_kb} KiB)"),
         Field::Tunable(n) => tunable_help(n).to_string(),
+        Field::Knob(n) => knob_hint(n, nr, page_kb),
     };
     let verdict = match e.check(page_kb, nr) {
         Ok(_) if e.input.trim() == e.current => Line::from(Span::styled("= unchanged", t.dim())),
@@ -205,38 +256,34 @@ pub fn help_max_scroll(width: u16, height: u16, app: &App) -> Option<usize> {
     )
 }
 
-/// Every line of the help: keys (from the command lists), schedulers, tunables.
+/// The widest help line (the overlay is inset into an 80-column screen).
+const HELP_WIDTH: usize = 78;
+
+/// Every line of the help: keys (from the command lists), the glossary of
+/// marks, schedulers, tunables.
 pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(Span::styled("Keys", t.heading()))];
     for b in if replay { REPLAY } else { MAIN } {
         out.push(Line::raw(format!("  {:<10}{}", b.shown, b.help)));
     }
-    out.push(Line::from(Span::styled("Table and charts", t.heading())));
-    for (shown, what) in [
-        (
-            "!",
-            "a row to look at: %util near 100, or await far above its usual",
-        ),
-        (
-            "2.41ms",
-            "under a chart's name: the newest interval, as in the table",
-        ),
-        (
-            "max 3.72",
-            "the top of the bars' scale (highest bar or newest value)",
-        ),
-        (
-            "1 col = 3s",
-            "on the axis: each bar is the mean over that long",
-        ),
-        ("-2m00s", "the window (shorter while the history is short)"),
-        ("▲ │", "a change; its before/after is on the right"),
-        (
-            "! busy",
-            "in the pane's title: the selected row (▶) is a `!` row",
-        ),
-    ] {
-        out.push(Line::raw(format!("  {shown:<11}{what}")));
+    // The glossary: a mark, then what it means, wrapped under itself.
+    out.push(Line::from(Span::styled(
+        "Marks and abbreviations",
+        t.heading(),
+    )));
+    for (shown, means) in GLOSSARY {
+        if shown.is_empty() {
+            out.push(Line::from(Span::styled(format!(" {means}"), t.dim())));
+            continue;
+        }
+        let pad = shown.chars().count().max(11) + 3;
+        for (i, l) in super::width::wrap(means, HELP_WIDTH - pad)
+            .into_iter()
+            .enumerate()
+        {
+            let head = if i == 0 { *shown } else { "" };
+            out.push(Line::raw(format!("  {head:<w$}{l}", w = pad - 2)));
+        }
     }
     out.push(Line::from(Span::styled(
         "In lists and editors",
@@ -263,5 +310,46 @@ pub fn help_lines(t: Theme, replay: bool) -> Vec<Line<'static>> {
             out.push(Line::raw(format!("  {k:<18}{}", tunable_help(k))));
         }
     }
+    // The queue settings next to the scheduler (t lists them after the
+    // tunables), each with why it is one to reach for.
+    out.push(Line::from(Span::styled(
+        "Queue settings next to the scheduler (t)",
+        t.heading(),
+    )));
+    for k in QUEUE_KNOBS {
+        let head = if k.settable {
+            k.name.to_string()
+        } else {
+            format!("{} (shown)", k.name)
+        };
+        out.push(Line::raw(format!("  {head:<18}{}", k.help)));
+        for l in super::width::wrap(k.why, HELP_WIDTH - 22) {
+            out.push(Line::from(Span::styled(format!("{:<22}{l}", ""), t.dim())));
+        }
+    }
     out
+}
+
+/// `s` cut to its last `room` characters (at least 2), with `…` first
+/// where the beginning was left out.
+fn keep_end(s: &str, room: usize) -> String {
+    let room = room.max(2);
+    let n = s.chars().count();
+    if n <= room {
+        return s.to_owned();
+    }
+    std::iter::once('…')
+        .chain(s.chars().skip(n - (room - 1)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_end;
+
+    #[test]
+    fn a_long_path_keeps_its_end() {
+        assert_eq!(keep_end("/var/lib/x", 20), "/var/lib/x");
+        assert_eq!(keep_end("/var/lib/blktune/rec.gz", 8), "…/rec.gz");
+    }
 }

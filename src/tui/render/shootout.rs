@@ -265,8 +265,10 @@ fn columns(w: usize, name_w: usize, kernel: bool, writes: bool) -> (Vec<Col>, us
 enum Part {
     /// Always shown: the table, the comparisons, the conclusion.
     Keep,
-    /// The table's explanations under it.
-    Explain,
+    /// The table's first explanation: rounds pooled for display.
+    Rounds,
+    /// The second: whose percentiles, and `n=K` under 100 I/Os.
+    Kernel,
     /// `controls (what else changed in the same rounds):`
     ControlsHead,
     /// A control that held or is worth a note (a failed one is kept).
@@ -330,34 +332,39 @@ pub fn results_lines(
         }
         out.push((Part::Keep, Line::raw(row)));
     }
-    let mut explain = |l: Line<'static>| out.push((Part::Explain, l));
-    explain(Line::styled(
-        format!(
-            "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
-            r.rounds,
-            format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
-            r.blocks,
-            if r.blocks == 1 { "" } else { "s" }
-        ),
-        t.dim(),
-    ));
-    explain(Line::styled(
-        if kernel {
-            let names: Vec<&str> = cols
-                .iter()
-                .filter(|c| c.kernel())
-                .map(|c| c.label())
-                .collect();
+    out.push((
+        Part::Rounds,
+        Line::styled(
             format!(
-                "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
-                names.join(" "),
-                r.device
-            )
-        } else {
-            let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
-            format!("no kernel percentiles: {}", printable(why))
-        },
-        t.dim(),
+                "{} rounds of {} in {} block{}, pooled for display; latencies in ms",
+                r.rounds,
+                format_duration(std::time::Duration::from_secs_f64(r.dwell_s)),
+                r.blocks,
+                if r.blocks == 1 { "" } else { "s" }
+            ),
+            t.dim(),
+        ),
+    ));
+    out.push((
+        Part::Kernel,
+        Line::styled(
+            if kernel {
+                let names: Vec<&str> = cols
+                    .iter()
+                    .filter(|c| c.kernel())
+                    .map(|c| c.label())
+                    .collect();
+                format!(
+                    "{}: the kernel's, of every I/O on {}; no p99 under {MIN_IOS_FOR_P99} I/Os",
+                    names.join(" "),
+                    r.device
+                )
+            } else {
+                let why = r.kernel.unavailable.as_deref().unwrap_or("not traced");
+                format!("no kernel percentiles: {}", printable(why))
+            },
+            t.dim(),
+        ),
     ));
     for l in verdict_lines(r, full) {
         let st = if l.contains("FAILED") || l.contains("UNRELIABLE") {
@@ -384,23 +391,24 @@ pub fn results_lines(
 }
 
 /// The lines in at most `rows` wrapped rows where they can be: what a small
-/// screen can do without goes first, least needed first (the table's
-/// explanations; then the controls that held or are only a note, said in
-/// one line; then the restore line's detail), never the table, a failed
-/// control, the comparisons or the conclusion.
+/// screen can do without goes first, least needed first (the rounds'
+/// line under the table; then the controls that held or are only a note,
+/// said in one line; then the line that explains the kernel's columns; then
+/// the restore line's detail), never the table, a failed control, the
+/// comparisons or the conclusion.
 fn fit(
     mut lines: Vec<(Part, Line<'static>)>,
-    t: Theme,
-    w: usize,
+    theme: Theme,
+    width: usize,
     rows: usize,
 ) -> Vec<Line<'static>> {
     let taken = |l: &[(Part, Line<'static>)]| {
         l.iter()
-            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), w))
+            .map(|(_, l)| wrapped_rows(std::slice::from_ref(l), width))
             .sum::<usize>()
     };
     if taken(&lines) > rows {
-        lines.retain(|(p, _)| *p != Part::Explain);
+        lines.retain(|(p, _)| *p != Part::Rounds);
     }
     let notes = lines.iter().filter(|(p, _)| *p == Part::Note).count();
     if taken(&lines) > rows && notes > 0 {
@@ -424,16 +432,19 @@ fn fit(
             .unwrap_or(0);
         lines.retain(|(p, _)| *p != Part::Note && (failed || *p != Part::ControlsHead));
         let at = if failed { at } else { at.saturating_sub(1) }.min(lines.len());
-        lines.insert(at, (Part::Keep, Line::styled(said, t.dim())));
+        lines.insert(at, (Part::Keep, Line::styled(said, theme.dim())));
+    }
+    if taken(&lines) > rows {
+        lines.retain(|(p, _)| *p != Part::Kernel);
     }
     if taken(&lines) > rows
         && let Some((_, l)) = lines.iter_mut().find(|(p, _)| *p == Part::Restore)
     {
         // One row: its start says whether the originals came back.
         let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
-        if text.chars().count() > w {
-            let cut: String = text.chars().take(w.saturating_sub(1)).collect();
-            *l = Line::styled(format!("{cut}…"), t.done());
+        if text.chars().count() > width {
+            let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+            *l = Line::styled(format!("{cut}…"), theme.done());
         }
     }
     lines.into_iter().map(|(_, l)| l).collect()

@@ -313,24 +313,30 @@ fn sort_key(id: ColId) -> Option<SortKey> {
     })
 }
 
-/// A column's heading, with the sort arrow when it is the sort column: after
-/// a left-aligned heading, before a right-aligned one (in the gap on its
-/// left when the heading fills the column, so `↓r_await` needs no wider
-/// column). Returns (x, text, width).
+/// A column's heading, with the sort arrow when it is the sort column:
+/// after a left-aligned heading, before a right-aligned one, always inside
+/// the column's own width ([`widen_sorted`] makes room), so that
+/// `w/s ↓r_await` cannot read as "sorted by w/s". Returns (x, text, width).
 fn heading(c: &Col, x: u16, sorted: bool) -> (u16, String, u16) {
     let w = c.width as usize;
-    match (sorted, c.right) {
-        (false, true) => (x, format!("{:>w$}", c.head), c.width),
-        (false, false) => (x, format!("{:<w$}", c.head), c.width),
-        (true, false) => (x, format!("{:<w$}", format!("{}↓", c.head)), c.width),
-        (true, true) if c.head.chars().count() < w => {
-            (x, format!("{:>w$}", format!("↓{}", c.head)), c.width)
-        }
-        (true, true) => (
-            x - 1,
-            format!("{:>w$}", format!("↓{}", c.head), w = w + 1),
-            c.width + 1,
-        ),
+    let text = match (sorted, c.right) {
+        (false, true) => format!("{:>w$}", c.head),
+        (false, false) => format!("{:<w$}", c.head),
+        (true, false) => format!("{:<w$}", format!("{}↓", c.head)),
+        (true, true) => format!("{:>w$}", format!("↓{}", c.head)),
+    };
+    (x, text, c.width)
+}
+
+/// The sort column one wider when its heading fills it, so that the arrow
+/// fits inside it; the sparkline (or nothing, at the narrowest) gives the
+/// column.
+fn widen_sorted(cols: &mut [Col], spark_w: &mut u16, sort: SortKey) {
+    if let Some(c) = cols.iter_mut().find(|c| sort_key(c.id) == Some(sort))
+        && c.head.chars().count() >= c.width as usize
+    {
+        c.width += 1;
+        *spark_w = spark_w.saturating_sub(1);
     }
 }
 
@@ -382,7 +388,8 @@ pub fn sort_keys_shown(width: u16, app: &App) -> Vec<SortKey> {
 /// the devices whose rows it drew.
 pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) -> Vec<String> {
     let latency = app.latency.tracing != Tracing::Unknown;
-    let (cols, spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
+    let (mut cols, mut spark_w) = fit(area.width, latency, !app.where_io.topology.is_empty());
+    widen_sorted(&mut cols, &mut spark_w, app.sort);
     let devs = app.visible();
     let rows = area.height.saturating_sub(1) as usize;
     // None also when the filter hides the selected device: no row is marked.
@@ -569,18 +576,23 @@ mod tests {
         assert_eq!(sparkline(&[f64::NAN], 1.0), "▁");
     }
 
+    /// The arrow is inside the sorted column's own heading, never in the
+    /// gap between two (`w/s↓r_await` read as "sorted by w/s").
     #[test]
-    fn the_sort_arrow_fits_every_heading() {
-        for c in COLS {
-            let (x, text, w) = heading(&c, 10, true);
+    fn the_sort_arrow_sits_inside_its_own_column() {
+        for c in COLS.iter().filter(|c| sort_key(c.id).is_some()) {
+            let mut cols = vec![*c];
+            let mut spark = 20;
+            widen_sorted(&mut cols, &mut spark, sort_key(c.id).unwrap());
+            let (x, text, w) = heading(&cols[0], 10, true);
+            assert_eq!(x, 10, "{}", c.head);
             assert_eq!(text.chars().count(), w as usize, "{}", c.head);
             assert!(text.contains('↓') && text.contains(c.head), "{text}");
-            // A full right-aligned heading's arrow goes into the gap on its left.
-            let full = c.head.chars().count() == c.width as usize;
-            assert_eq!(x, if c.right && full { 9 } else { 10 }, "{}", c.head);
-            if sort_key(c.id).is_some() && !c.right {
-                assert!(c.head.chars().count() < c.width as usize, "{}", c.head);
-            }
+            let full = c.head.chars().count() >= c.width as usize;
+            assert_eq!(w, c.width + u16::from(full), "{}", c.head);
+            assert_eq!(spark, 20 - u16::from(full), "{}", c.head);
+            // The cells are as wide as the heading.
+            assert_eq!(cols[0].width, w);
         }
     }
 

@@ -99,6 +99,9 @@ impl LiveSource {
         };
         let mut reads = LatencyReads::start(no_bpf, self.sampler.root().is_live());
         reads.baseline();
+        if let Some(t) = reads.shared() {
+            self.where_io.set_tracer(t);
+        }
         let msg = match reads.unavailable() {
             None => LatencyFeed::Tracing,
             Some(why) => LatencyFeed::Unavailable(reason(why)),
@@ -237,16 +240,21 @@ impl LiveSource {
                         }
                     }
                 }
-                // The recording gets the interval the app is sent.
+                let who = |m| feed.send_quietly(Feed::WhereIo(m)).is_ok();
+                if !self.where_io.tick(self.sampler.root(), &s, who) {
+                    return false;
+                }
+                // The recording gets the interval the app is sent, and who
+                // did its I/O while the panel shows it.
+                if let Some(w) = self.where_io.take_who() {
+                    self.recorder.who(w);
+                }
                 if let Some(ev) = self.recorder.snapshot(&s, interval.as_ref())
                     && feed.send_quietly(Feed::Record(ev)).is_err()
                 {
                     return false;
                 }
-                let who = |m| feed.send_quietly(Feed::WhereIo(m)).is_ok();
-                if !self.where_io.tick(self.sampler.root(), &s, who)
-                    || feed.send_quietly(Feed::Snapshot(Box::new(s))).is_err()
-                {
+                if feed.send_quietly(Feed::Snapshot(Box::new(s))).is_err() {
                     return false;
                 }
                 if let Some(p) = probe

@@ -1,10 +1,16 @@
 //! Who does the I/O and where it goes, as the live worker gets it: its hook
 //! after each diskstats sample.
 //!
-//! - processes ([`ProcessWatch`]): sampled only while the app shows the
-//!   processes panel (`i` sends [`WhereIo::show_processes`] through the
-//!   worker's control channel); hidden, the hook holds no watch at all, so a
-//!   tick costs nothing (no scan of `/proc`).
+//! - who, from the kernel ([`WhoWatch`]): while the app shows the panel (`i`
+//!   sends [`WhereIo::show_processes`] through the worker's control
+//!   channel) and the kernel tracer runs, the tracer attributes every
+//!   request to its submitter ([`Tracer::set_who`]) and the hook reads it
+//!   each tick; hidden, attribution is switched off, so no I/O pays for it.
+//! - processes ([`ProcessWatch`]): the approximate `/proc/<pid>/io` view,
+//!   sampled only while the panel is shown and the kernel cannot say (no
+//!   BPF: not root, `--no-bpf`; a kernel without `block_io_start`); hidden,
+//!   the hook holds no watch at all, so a tick costs nothing (no scan of
+//!   `/proc`).
 //! - placement ([`Topology`]): read at the first tick and again when the
 //!   device list changes (hot-plug, a loop device attached) or the mount
 //!   table does (checked every [`MOUNTS_EVERY`]), never per tick.
@@ -13,7 +19,9 @@ use blktune_core::device::BlockDevice;
 use blktune_core::os::SysRoot;
 use blktune_core::procio::{ProcessSample, ProcessWatch};
 use blktune_core::sampler::Snapshot;
+use blktune_core::shootout::SharedTracer;
 use blktune_core::topology::{DeviceNode, Topology, partition_numbers};
+use blktune_core::who::{WhoByDevice, WhoWatch};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +39,12 @@ pub enum WhereIoFeed {
     Processes(ProcessSample),
     /// Where each device's I/O goes (at start and when it changed).
     Placement(Arc<Topology>),
+    /// From the kernel: who did each device's I/O in the interval just
+    /// sampled (panel shown and the tracer running).
+    Who(WhoByDevice),
+    /// The kernel cannot say who does the I/O (no tracer, or attribution
+    /// could not start: why); the panel shows the `/proc` view.
+    NoWho(String),
 }
 
 /// What identifies the device list for placement: names, numbers, sizes,
@@ -65,10 +79,21 @@ fn device_key(devices: &[BlockDevice]) -> DeviceKey {
         .collect()
 }
 
-/// The live worker's hook: process sampling while shown, placement on change.
+/// The live worker's hook: who does the I/O while shown, placement on change.
 #[derive(Debug, Default)]
 pub struct WhereIo {
-    /// `Some` only while the panel is shown.
+    /// Is the panel shown?
+    shown: bool,
+    /// The kernel tracer, once it runs ([`WhereIo::set_tracer`]).
+    tracer: Option<SharedTracer>,
+    /// Why the kernel cannot say who does the I/O (`None`: it can, or has
+    /// not been asked yet); told to the app once per opening.
+    no_who: Option<String>,
+    /// `Some` only while the panel is shown and the kernel attributes.
+    who: Option<WhoWatch>,
+    /// The last interval's attribution, for the recording.
+    last_who: Option<WhoByDevice>,
+    /// `Some` only while the panel is shown and the kernel cannot say.
     watch: Option<ProcessWatch>,
     /// The device list the placement was read for (compared by pointer first).
     devices: Option<Arc<Vec<BlockDevice>>>,
@@ -84,19 +109,47 @@ pub struct WhereIo {
 }
 
 impl WhereIo {
-    /// Start (`true`) or stop sampling processes. Stopping drops the watch
-    /// and its table of every process; the next start begins without rates.
+    /// The kernel tracer runs: the panel asks it who does the I/O.
+    pub fn set_tracer(&mut self, tracer: SharedTracer) {
+        self.tracer = Some(tracer);
+    }
+
+    /// Start (`true`) or stop sampling who does the I/O. Stopping switches
+    /// the kernel's attribution off and drops the `/proc` watch and its
+    /// table of every process; the next start begins without rates.
     pub fn show_processes(&mut self, on: bool) {
-        match (on, self.watch.is_some()) {
-            (true, false) => self.watch = Some(ProcessWatch::new()),
-            (false, true) => self.watch = None,
-            _ => {}
+        if on == self.shown {
+            return;
+        }
+        self.shown = on;
+        self.no_who = None;
+        self.who = None;
+        self.last_who = None;
+        self.watch = None;
+        if !on {
+            // Without a tracer there is nothing to switch off.
+            let _ = self.set_kernel_who(false);
         }
     }
 
-    /// Is the panel's sampling on?
+    /// Switch the tracer's attribution on or off; why not when it cannot be.
+    fn set_kernel_who(&self, on: bool) -> Result<(), String> {
+        let tracer = self
+            .tracer
+            .as_ref()
+            .ok_or("the kernel tracer does not run")?;
+        let mut t = tracer.lock().map_err(|_| "tracer poisoned")?;
+        t.set_who(on)
+    }
+
+    /// Is the panel's sampling on (the kernel's or `/proc`'s)?
     pub fn sampling(&self) -> bool {
-        self.watch.is_some()
+        self.who.is_some() || self.watch.is_some()
+    }
+
+    /// The attribution of the interval just sampled, once (for the recording).
+    pub fn take_who(&mut self) -> Option<WhoByDevice> {
+        self.last_who.take()
     }
 
     /// Process samples taken since this hook was made.
@@ -117,10 +170,50 @@ impl WhereIo {
         {
             return false;
         }
+        if !self.shown {
+            return true;
+        }
+        if self.who.is_none() && self.watch.is_none() {
+            // Just opened: the kernel if it can, else `/proc`.
+            match self.set_kernel_who(true) {
+                Ok(()) => self.who = Some(WhoWatch::new(root)),
+                Err(why) => {
+                    self.watch = Some(ProcessWatch::new());
+                    self.no_who = Some(why);
+                }
+            }
+        }
+        if let Some(why) = self.no_who.take()
+            && !send(WhereIoFeed::NoWho(why))
+        {
+            return false;
+        }
+        self.samples += 1;
+        if let Some(who) = self.who.as_mut() {
+            let reading = match self.tracer.as_ref().map(|t| t.lock()) {
+                Some(Ok(t)) => t.read_who(),
+                _ => Err("tracer poisoned".into()),
+            };
+            match reading {
+                Ok(r) => {
+                    let Some(w) = who.sample(r, s) else {
+                        return true;
+                    };
+                    self.last_who = Some(w.clone());
+                    return send(WhereIoFeed::Who(w));
+                }
+                // Reading failed: the `/proc` view from the next tick on.
+                Err(why) => {
+                    let _ = self.set_kernel_who(false);
+                    self.who = None;
+                    self.watch = Some(ProcessWatch::new());
+                    return send(WhereIoFeed::NoWho(why));
+                }
+            }
+        }
         let Some(watch) = self.watch.as_mut() else {
             return true;
         };
-        self.samples += 1;
         send(WhereIoFeed::Processes(watch.sample(
             root,
             &self.by_number,

@@ -7,12 +7,14 @@
 //! histograms of the same interval (read right after it), so a replay of
 //! the file shows the percentiles the live view showed.
 
+use blktune_core::atomic_file;
 use blktune_core::history::ChangeMark;
 use blktune_core::latency::Interval;
 use blktune_core::record::latency::LatencyFacts;
 use blktune_core::record::{RecordOptions, Recorder};
 use blktune_core::sampler::{Sampler, Snapshot};
 use blktune_core::units::rfc3339;
+use blktune_core::who::WhoByDevice;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -63,6 +65,18 @@ impl LiveRecorder {
                 r.path().display()
             )));
         }
+        // A directory offered or typed at `R` may not be there yet: made
+        // for this user (root: and its group) only, never through a symlink
+        // (a recording names devices and settings).
+        if let Some(dir) = path.parent().filter(|d| {
+            !d.as_os_str().is_empty()
+                && std::fs::symlink_metadata(d)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        }) && let Err(e) =
+            atomic_file::private_dir(dir, state_dir_mode(nix::unistd::geteuid().is_root()))
+        {
+            return Some(RecordEvent::Failed(format!("cannot record: {e}")));
+        }
         let opts = RecordOptions {
             force: false,
             only: Vec::new(),
@@ -105,6 +119,13 @@ impl LiveRecorder {
         Some(RecordEvent::Failed(format!("recording stopped: {why}")))
     }
 
+    /// Who did the I/O in the interval of the next snapshot: recorded with it.
+    pub fn who(&mut self, who: WhoByDevice) {
+        if let Some(r) = &mut self.rec {
+            r.who(who);
+        }
+    }
+
     /// The kernel's issue program could not be attached (`why`): the
     /// recording says so with its next sample (once).
     pub fn no_device_span(&mut self, why: &str) {
@@ -135,6 +156,13 @@ impl LiveRecorder {
             Err(e) => RecordEvent::Failed(format!("recording stopped: {e}")),
         })
     }
+}
+
+/// The mode of a directory `R` makes: 0700 for a user's state directory
+/// (the XDG base directory specification asks for it), 0750 for root's
+/// `/var/lib/blktune/recordings` (the admin group may read recordings).
+pub fn state_dir_mode(root: bool) -> u32 {
+    if root { 0o750 } else { 0o700 }
 }
 
 /// `blktune-<host>-<YYYYmmdd-HHMMSS>.ndjson.gz` (UTC), in the current directory.

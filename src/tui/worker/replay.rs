@@ -21,6 +21,7 @@
 //! and one replaced while playing stops playback with a line in the status.
 
 use super::latency::{LatencyFeed, recorded_feed, sample_of_recorded};
+use super::procio::WhereIoFeed;
 use super::protocol::{Feed, FeedTx, KEEP_SECS, ReplayControl, ReplayPosition, Shared, ToWorker};
 use blktune_core::record::{Frame, Playback, Player, RecordError, Recording};
 use std::sync::Arc;
@@ -75,6 +76,8 @@ fn push_frame(f: Frame, traced: bool, out: &mut Vec<Feed>) {
     if let Some(l) = lat {
         out.push(Feed::Latency(LatencyFeed::Sample(l)));
     }
+    // Who did the I/O, as recorded (empty where it was not: the panel says so).
+    out.push(Feed::WhereIo(WhereIoFeed::Who(f.who)));
 }
 
 impl ReplaySource {

@@ -133,7 +133,10 @@ impl ExportItem {
 /// (a scheduler switch resets them to those defaults anyway, and writing every
 /// default would only make the rule long and kernel-version specific). The
 /// defaults of jiffies-valued tunables are this kernel's (`hz`): bfq's
-/// untouched `timeout_sync` reads 125 at HZ=1000, 124 at HZ=250.
+/// untouched `timeout_sync` reads 125 at HZ=1000, 124 at HZ=250. The queue
+/// settings next to the scheduler likewise, where the kernel's default is
+/// known from the device ([`crate::sched::knob_default`]); one whose default
+/// is the driver's (`add_random`, `max_sectors_kb`) only when asked for.
 pub fn live_settings(d: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted {
     let q = &d.queue;
     let Some(s) = &q.scheduler else {
@@ -152,11 +155,19 @@ pub fn live_settings(d: &BlockDevice, hz: &crate::kernel_hz::KernelHz) -> Wanted
         .filter(|(k, v)| !hz.is_default(k, v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let knobs = crate::sched::settable_knobs()
+        .filter_map(|k| {
+            let v = q.knobs.get(k.name)?;
+            let default = crate::sched::knob_default(k.name, d.rotational, Some(&s.active))?;
+            (v != default).then(|| (k.name.to_string(), v.clone()))
+        })
+        .collect();
     Wanted {
         scheduler: Some(s.active.clone()),
         tunables,
         nr_requests: q.nr_requests,
         read_ahead_kb: q.read_ahead_kb,
+        knobs,
     }
 }
 
@@ -206,6 +217,17 @@ fn merge(mut out: Wanted, over: &Wanted) -> Wanted {
     if over.read_ahead_kb.is_some() {
         out.read_ahead_kb = over.read_ahead_kb;
     }
+    for (k, v) in &over.knobs {
+        out.knobs.retain(|(n, _)| n != k);
+        out.knobs.push((k.clone(), v.clone()));
+    }
+    // The write order is the catalogue's.
+    out.knobs.sort_by_key(|(k, _)| {
+        crate::sched::QUEUE_KNOBS
+            .iter()
+            .position(|q| q.name == k)
+            .unwrap_or(usize::MAX)
+    });
     out
 }
 

@@ -29,9 +29,13 @@ pub(super) struct Block {
 }
 
 impl Block {
-    /// Does this rule write anything that needs a scheduler?
+    /// Does this rule write anything that needs a scheduler (read-ahead
+    /// and the queue settings next to the scheduler do not)?
     pub fn needs_scheduler(&self) -> bool {
-        self.assigns.iter().any(|a| a.attr != "queue/read_ahead_kb")
+        self.assigns.iter().any(|a| {
+            a.attr != "queue/read_ahead_kb"
+                && crate::os::QueueAttr::knob(a.attr.strip_prefix("queue/").unwrap_or("")).is_none()
+        })
     }
 
     /// The attribute the `TEST` guard checks: `queue/scheduler`, or for a
@@ -68,7 +72,9 @@ fn unsafe_value(d: &BlockDevice, what: &str, v: &str, why: &str) -> ExportError 
 }
 
 /// The writes of `s`, in the only safe order: scheduler, its tunables,
-/// nr_requests, read_ahead_kb (a scheduler switch resets the middle two).
+/// nr_requests, read_ahead_kb (a scheduler switch resets the middle two),
+/// then the queue settings next to the scheduler (after the switch, which
+/// may turn write-back throttling off or on).
 pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, ExportError> {
     if s.is_empty() {
         return Err(ExportError::Nothing {
@@ -132,6 +138,25 @@ pub(super) fn assignments(d: &BlockDevice, s: &Wanted) -> Result<Vec<Assign>, Ex
         out.push(Assign {
             attr: "queue/read_ahead_kb".into(),
             value: n.to_string(),
+        });
+    }
+    let max_hw = d
+        .queue
+        .knobs
+        .get("max_hw_sectors_kb")
+        .and_then(|v| v.parse().ok());
+    for (name, value) in &s.knobs {
+        let v = crate::sched::check_knob(name, value, max_hw, crate::sched::page_kb()).map_err(
+            |e| TuneError::BadValue {
+                dev: d.name.clone(),
+                what: e.what,
+                value: e.value,
+                why: e.why,
+            },
+        )?;
+        out.push(Assign {
+            attr: format!("queue/{name}"),
+            value: v,
         });
     }
     Ok(out)

@@ -28,6 +28,7 @@ fn kyber64() -> Wanted {
         tunables: vec![("read_lat_nsec".into(), "1000000".into())],
         nr_requests: Some(64),
         read_ahead_kb: Some(256),
+        knobs: Vec::new(),
     }
 }
 
@@ -227,6 +228,7 @@ fn a_new_scheduler_keeps_the_live_numbers_and_drops_the_old_tunables() {
         tunables: vec![("read_expire".into(), "100".into())],
         nr_requests: Some(64),
         read_ahead_kb: Some(512),
+        knobs: Vec::new(),
     };
     let over = Wanted {
         scheduler: Some("bfq".into()),
@@ -560,7 +562,7 @@ mod properties {
                 (Some(s), true) if s == "mq-deadline" => vec![("read_expire".to_string(), "100".to_string())],
                 _ => Vec::new(),
             };
-            let s = Wanted { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra };
+            let s = Wanted { scheduler: sched, tunables, nr_requests: nr, read_ahead_kb: ra, knobs: Vec::new() };
             prop_assume!(!s.is_empty());
             static SSD: std::sync::OnceLock<BlockDevice> = std::sync::OnceLock::new();
             let d = SSD.get_or_init(|| device(ssd())).clone();

@@ -109,6 +109,9 @@ impl JournalEntry {
             n(o.read_ahead_kb).as_deref(),
             n(now.read_ahead_kb).as_deref(),
         );
+        for (k, v) in &o.knobs {
+            check(k, Some(v), now.knobs.get(k).map(String::as_str));
+        }
         out
     }
 }
@@ -187,6 +190,15 @@ pub(super) fn implausible_original(w: &Wanted) -> Option<String> {
         if !crate::os::is_plausible_tunable_name(k) || !crate::sched::is_integer_text(v) {
             return Some(format!(
                 "tunable '{}' = '{}' is not a tunable's name and number",
+                k.escape_debug(),
+                v.escape_debug()
+            ));
+        }
+    }
+    for (k, v) in &w.knobs {
+        if crate::os::QueueAttr::knob(k).is_none() || !crate::sched::is_integer_text(v) {
+            return Some(format!(
+                "queue setting '{}' = '{}' is not one blktune sets and a number",
                 k.escape_debug(),
                 v.escape_debug()
             ));

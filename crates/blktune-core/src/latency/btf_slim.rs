@@ -21,7 +21,20 @@ use std::collections::{BTreeSet, HashMap};
 
 /// The structs `bpf/latency.bpf.c` reads with CO-RE (`preserve_access_index`);
 /// a test below reads the source to keep this list whole.
-pub(crate) const CORE_STRUCTS: [&str; 3] = ["request", "request_queue", "gendisk"];
+pub(crate) const CORE_STRUCTS: [&str; 12] = [
+    "request",
+    "blk_mq_hw_ctx",
+    "request_queue",
+    "gendisk",
+    "task_struct",
+    "bio",
+    "blkcg_gq",
+    "cgroup_subsys_state",
+    "blkcg",
+    "kernfs_node",
+    "cgroup_root",
+    "cgroup",
+];
 
 const MAGIC: u16 = 0xeb9f;
 const HEADER_LEN: usize = 24;

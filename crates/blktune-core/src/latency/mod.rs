@@ -22,6 +22,7 @@ mod intervals;
 mod sparse;
 mod summary;
 mod tracer;
+pub mod who;
 
 pub use hist::{Hist, Reset};
 pub use intervals::{DeviceInterval, Interval, Intervals};

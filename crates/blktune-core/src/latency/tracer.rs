@@ -7,6 +7,7 @@
 
 use super::btf_slim::{CORE_STRUCTS, slim};
 use super::hist::{Hist, SPANS_LEN, VALUE_LEN};
+use super::who::{WHO_KEY_LEN, WHO_VALUE_LEN, WhoReading, parse_key, parse_value};
 use super::{DevId, DeviceHists, Readings, Span, parse_map_id};
 use crate::os::ImmutableFile;
 use aya::maps::{Array, HashMap, MapData, PerCpuArray};
@@ -34,6 +35,14 @@ const COMPLETE: (&str, &str) = ("on_complete", "block_rq_complete");
 /// `watch`'s start here (both programs' together, about a tenth of the
 /// start at 1000 devices), and most machines never need this program.
 const ISSUE: (&str, &str) = ("on_issue", "block_rq_issue");
+
+/// The attribution program and its tracepoint (`block_io_start`, Linux
+/// 6.5 on): loaded and attached only while attribution is on
+/// ([`Tracer::set_who`]), so that no I/O pays for it otherwise.
+const START: (&str, &str) = ("on_start", "block_io_start");
+
+/// Most entries of the attribution map read per tick (its size).
+const WHO_ENTRIES: usize = 2048;
 
 /// The enumerators whose bits say that the kernel times a request's issue
 /// itself: the queue flag that turns its statistics on, and the request
@@ -111,6 +120,13 @@ pub struct Tracer {
     /// The completion program's link; `None` while a benchmark has it
     /// detached ([`Tracer::set_completions`]).
     complete_link: Option<BtfTracePointLinkId>,
+    /// Attribution: the program's switch (`who_on`), its map (`who`), and
+    /// the start program's link while it is on ([`Tracer::set_who`]).
+    who_on: Array<MapData, u32>,
+    who: HashMap<MapData, [u64; WHO_KEY_LEN], [u64; WHO_VALUE_LEN]>,
+    start_link: Option<BtfTracePointLinkId>,
+    /// The generation `who_on` holds while attribution is on (from 1).
+    who_gen: u32,
 }
 
 // By hand: aya's per-CPU array has no `Debug`.
@@ -381,6 +397,10 @@ impl Tracer {
         let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
         let map = bpf.take_map("untimed").ok_or("no map untimed")?;
         let untimed = PerCpuArray::try_from(map).map_err(|e| format!("map untimed: {e}"))?;
+        let map = bpf.take_map("who_on").ok_or("no map who_on")?;
+        let who_on = Array::try_from(map).map_err(|e| format!("map who_on: {e}"))?;
+        let map = bpf.take_map("who").ok_or("no map who")?;
+        let who = HashMap::try_from(map).map_err(|e| format!("map who: {e}"))?;
         let issue = if attach_issue_at_start(issues, &masks) {
             IssueProgram::Attached
         } else {
@@ -406,6 +426,10 @@ impl Tracer {
             complete_fd,
             skipped: 0,
             complete_link: Some(complete_link),
+            who_on,
+            who,
+            start_link: None,
+            who_gen: 0,
         })
     }
 
@@ -483,6 +507,74 @@ impl Tracer {
             (_, link) => self.complete_link = link,
         }
         Ok(())
+    }
+
+    /// Attribute each request to its submitter (`true`), or stop. On: the
+    /// start program is loaded (the first time) and attached, then the
+    /// completion program told to attribute; off: the other way round, so
+    /// that no I/O pays for attribution while nobody looks. Only requests
+    /// started while it is on are attributed. Nothing to do if it already
+    /// is so; on a failed attach it stays off, with why (on kernels before
+    /// 6.5, which have no `block_io_start`).
+    pub fn set_who(&mut self, on: bool) -> Result<(), String> {
+        let (name, tracepoint) = START;
+        match (on, self.start_link.is_some()) {
+            (true, false) => {
+                let p = self
+                    .bpf
+                    .program_mut(name)
+                    .ok_or_else(|| format!("no program {name}"))?;
+                let p: &mut BtfTracePoint = p.try_into().map_err(|e| format!("{name}: {e}"))?;
+                if p.fd().is_err() {
+                    let btf = attach_btf(tracepoint)?;
+                    p.load(tracepoint, &btf)
+                        .map_err(|e| format!("{tracepoint}: {e}"))?;
+                }
+                let link = p.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+                self.start_link = Some(link);
+                // A new generation: owners noted while it was on before
+                // are not taken for this time's (the program's `owner`).
+                self.who_gen = self.who_gen.wrapping_add(1).max(1);
+                if let Err(e) = self.who_on.set(0, self.who_gen, 0) {
+                    let _ = self.set_who(false);
+                    return Err(format!("map who_on: {e}"));
+                }
+            }
+            (false, true) => {
+                self.who_on
+                    .set(0, 0, 0)
+                    .map_err(|e| format!("map who_on: {e}"))?;
+                if let Some(link) = self.start_link.take() {
+                    let p = self
+                        .bpf
+                        .program_mut(name)
+                        .and_then(|p| <&mut BtfTracePoint>::try_from(p).ok())
+                        .ok_or_else(|| format!("no program {name}"))?;
+                    p.detach(link).map_err(|e| format!("{tracepoint}: {e}"))?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Is attribution on ([`Tracer::set_who`])?
+    pub fn who(&self) -> bool {
+        self.start_link.is_some()
+    }
+
+    /// Every disk's I/O by owner so far (cumulative; see [`super::who`]).
+    /// At most the map's size; a key no program writes is skipped.
+    pub fn read_who(&self) -> Result<WhoReading, String> {
+        let mut out = Vec::new();
+        for item in self.who.iter().take(WHO_ENTRIES) {
+            // A key that gave way between listing and lookup is skipped.
+            let Ok((key, value)) = item else { continue };
+            if let Some((dev, diskseq, owner)) = parse_key(&key) {
+                out.push(((dev, diskseq), owner, parse_value(&value)));
+            }
+        }
+        Ok(out)
     }
 
     /// Attach the issue program if it waits and a completion came without

@@ -12,8 +12,10 @@
 //! By idea: [`names`] (which names may reach a path), [`queue_attr`] (the
 //! whitelist of writable attributes), [`read`] (bounded, non-blocking reads
 //! of a hostile tree), [`open_attr`] (attributes kept open for re-reads),
-//! [`mapped`] (the kernel's BTF mapped: blktune's only unsafe code).
+//! [`mapped`] (the kernel's BTF mapped: blktune's only unsafe code),
+//! [`cgroup`] (the cgroup v2 tree, read-only: ids, paths, `io.pressure`).
 
+pub mod cgroup;
 mod mapped;
 mod names;
 mod open_attr;

@@ -18,9 +18,20 @@ pub enum QueueAttr {
     ReadAheadKb,
     /// `queue/iosched/<name>`; the name is checked by [`is_plausible_tunable_name`].
     Tunable(String),
+    /// `queue/<name>` of a queue setting next to the scheduler that the
+    /// catalogue says blktune may set (`wbt_lat_usec`, `nomerges`, ...:
+    /// [`crate::sched::settable_knobs`]); made only by [`QueueAttr::knob`].
+    Knob(&'static str),
 }
 
 impl QueueAttr {
+    /// The queue setting `name`, if the catalogue lets blktune set it.
+    pub fn knob(name: &str) -> Option<Self> {
+        crate::sched::settable_knobs()
+            .find(|k| k.name == name)
+            .map(|k| QueueAttr::Knob(k.name))
+    }
+
     /// Path relative to the device directory, or `None` for a malformed tunable name.
     pub(super) fn rel_path(&self) -> Option<String> {
         match self {
@@ -31,6 +42,7 @@ impl QueueAttr {
                 Some(format!("queue/iosched/{name}"))
             }
             QueueAttr::Tunable(_) => None,
+            QueueAttr::Knob(name) => Some(format!("queue/{name}")),
         }
     }
 
@@ -41,6 +53,7 @@ impl QueueAttr {
             QueueAttr::NrRequests => "nr_requests".into(),
             QueueAttr::ReadAheadKb => "read_ahead_kb".into(),
             QueueAttr::Tunable(name) => format!("iosched/{name}"),
+            QueueAttr::Knob(name) => (*name).to_string(),
         }
     }
 }

@@ -106,6 +106,15 @@ fn queue(q: &QueueSettings) -> Check {
     q.tunables.iter().try_for_each(|(k, v)| {
         name("a tunable name", k)?;
         text("a tunable value", v, MAX_NAME)
+    })?;
+    list(
+        "queue settings",
+        &q.knobs.keys().collect::<Vec<_>>(),
+        MAX_LIST,
+    )?;
+    q.knobs.iter().try_for_each(|(k, v)| {
+        name("a queue setting's name", k)?;
+        text("a queue setting's value", v, MAX_NAME)
     })
 }
 
@@ -117,6 +126,11 @@ fn settings(s: &Wanted) -> Check {
     s.tunables.iter().try_for_each(|(k, v)| {
         name("a tunable name", k)?;
         text("a tunable value", v, MAX_NAME)
+    })?;
+    list("queue settings", &s.knobs, MAX_LIST)?;
+    s.knobs.iter().try_for_each(|(k, v)| {
+        name("a queue setting's name", k)?;
+        text("a queue setting's value", v, MAX_NAME)
     })
 }
 
@@ -150,7 +164,48 @@ fn sample(s: &Sample) -> Check {
     })?;
     s.no_dev_span
         .as_deref()
-        .map_or(Ok(()), |w| text("no_dev_span", w, MAX_NAME))
+        .map_or(Ok(()), |w| text("no_dev_span", w, MAX_NAME))?;
+    if let Some(p) = &s.psi {
+        for st in [Some(&p.some), p.full.as_ref()].into_iter().flatten() {
+            for v in [st.avg10, st.avg60, st.avg300] {
+                in_range("a pressure average", v, 0.0, 100.0)?;
+            }
+        }
+    }
+    list(
+        "who devices",
+        &s.who.keys().collect::<Vec<_>>(),
+        MAX_DEVICES,
+    )?;
+    s.who.iter().try_for_each(|(n, w)| {
+        name("a disk name", n)?;
+        who(w)
+    })
+}
+
+/// Most rows of each kind in a device's `who`.
+pub const MAX_WHO_ROWS: usize = 64;
+
+fn who(w: &crate::who::DeviceWho) -> Check {
+    list("process rows", &w.processes, MAX_WHO_ROWS)?;
+    list("cgroup rows", &w.cgroups, MAX_WHO_ROWS)?;
+    in_range("rest_s", w.rest_s, 0.0, 1e12)?;
+    for r in w.processes.iter().chain(&w.cgroups) {
+        text("a process or cgroup name", &r.name, MAX_NAME)?;
+        if let Some(c) = &r.cgroup {
+            text("a cgroup path", c, MAX_LABEL)?;
+        }
+        for v in [r.r_s, r.w_s, r.o_s, r.rkb_s, r.wkb_s] {
+            in_range("a rate", v, 0.0, 1e12)?;
+        }
+        for v in [r.share, r.io_some, r.io_full].into_iter().flatten() {
+            in_range("a percentage", v, 0.0, 100.0)?;
+        }
+        if let Some(p) = r.r_p99 {
+            in_range("r_p99", p, 0.0, 1e9)?;
+        }
+    }
+    Ok(())
 }
 
 fn change(c: &ChangeRecord) -> Check {
@@ -220,6 +275,8 @@ mod tests {
             lost: 0,
             untraced: false,
             no_dev_span: None,
+            psi: None,
+            who: Default::default(),
         })
     }
 
@@ -254,6 +311,8 @@ mod tests {
             lost: 0,
             untraced: false,
             no_dev_span: None,
+            psi: None,
+            who: Default::default(),
         });
         assert!(record(&r).unwrap_err().contains("disk name"));
         let disks = (0..=MAX_DEVICES).map(|i| (i.to_string(), vec![])).collect();
@@ -268,6 +327,8 @@ mod tests {
             lost: 0,
             untraced: false,
             no_dev_span: None,
+            psi: None,
+            who: Default::default(),
         });
         assert!(record(&r).unwrap_err().contains("disks"));
     }

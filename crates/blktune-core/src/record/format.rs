@@ -3,7 +3,9 @@
 
 use super::latency::{DeviceLat, LatencyFacts};
 use crate::device::{BlockDevice, DeviceKind, QueueSettings};
+use crate::pressure::Pressure;
 use crate::tuner::Wanted;
+use crate::who::WhoByDevice;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -196,6 +198,15 @@ pub struct Sample {
     /// device the kernel does not time the issue of has no device span.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_dev_span: Option<String>,
+    /// The system's I/O pressure file (`/proc/pressure/io`) as read with
+    /// this sample, where the kernel has PSI; replay takes each interval's
+    /// stalled share from two samples' totals, as the live view does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi: Option<Pressure>,
+    /// Who did each whole device's I/O in the interval this sample ends
+    /// (the kernel's attribution, while it was on), by device.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub who: WhoByDevice,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -236,6 +236,8 @@ mod tests {
                 lost,
                 untraced,
                 no_dev_span: None,
+                psi: None,
+                who: Default::default(),
             }));
         }
         path

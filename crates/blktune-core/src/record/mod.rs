@@ -23,6 +23,24 @@
 //! **`sample`** (one per tick)
 //! - `t`, `wall`: when `/proc/diskstats` was read.
 //! - `iowait_pct`: CPU iowait over the interval, when known.
+//! - `psi` (added later; absent in older recordings and where the kernel has
+//!   no PSI): `/proc/pressure/io` as read with the sample: `some` and `full`
+//!   (`full` absent before Linux 5.13), each `avg10`, `avg60`, `avg300`
+//!   (percent) and `total_us` (stalled microseconds since boot). Replay
+//!   takes each interval's stalled share from two samples' totals.
+//! - `who` (added later; present only while the kernel attributed I/O, the
+//!   TUI's `i` panel open or `record --who`): device name to who did its
+//!   I/O in the interval the sample ends: `processes` and `cgroups`, each at
+//!   most 10 rows, busiest first, and `rest_s`, `rest_share` (requests per
+//!   second, and their percent of the device's, that no process row has).
+//!   A row has `pid` (absent for write-back and cgroups), `name` (a
+//!   process's name, `write-back` for a kernel worker's requests, a
+//!   cgroup's unit name), `cgroup` (the cgroup v2 path, `/` the root),
+//!   `r_s`, `w_s`, `o_s` (reads, writes, other requests per second),
+//!   `rkB_s`, `wkB_s`, `share` (percent of the device's requests), `r_p99`
+//!   (ms, absent under 100 reads), `r_n` (reads), and for a cgroup
+//!   `io_some`, `io_full` (percent of the interval its tasks stalled on
+//!   I/O, from its `io.pressure`).
 //! - `disks`: device name (partitions included) to its raw counters: the
 //!   numbers of its `/proc/diskstats` line after the name, in the kernel's
 //!   order (11, 15 or 17 of them; kernel `Documentation/admin-guide/iostats.rst`):
@@ -35,7 +53,10 @@
 //! **`settings`** (every device at `t` = 0, then whenever a device's settings differ)
 //! - `t`, `device`, `queue`: `scheduler` (`active`, `available`, or null when the
 //!   device has none), `nr_requests`, `read_ahead_kb`, `tunables` (the active
-//!   scheduler's `queue/iosched/*`, name to value).
+//!   scheduler's `queue/iosched/*`, name to value), `knobs` (added later,
+//!   absent in older recordings: the queue settings next to the scheduler,
+//!   `wbt_lat_usec`, `nomerges`, `rq_affinity`, `max_sectors_kb`,
+//!   `add_random`, `iostats`, `max_hw_sectors_kb`, name to value).
 //!
 //! **`devices`** (when the set of whole devices changed: hot-plug)
 //! - `t`, `devices`: the full list, as in the header.
@@ -47,7 +68,8 @@
 //!   by another process (such as `blktune set` from another shell) at some
 //!   moment of the interval around `t`, which is placed in its middle.
 //! - `before`, `after`: the device's whole settings (`scheduler`, `tunables`
-//!   as `[name, value]` pairs, `nr_requests`, `read_ahead_kb`).
+//!   as `[name, value]` pairs, `nr_requests`, `read_ahead_kb`, and `knobs`,
+//!   the settable queue settings as `[name, value]` pairs, where recorded).
 //!
 //! **`end`** (the recorder stopped cleanly)
 //! - `t` (of the last sample), `wall`, `reason` (`duration`, `signal`,

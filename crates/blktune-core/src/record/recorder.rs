@@ -33,6 +33,7 @@ use crate::os::SysRoot;
 use crate::sampler::Snapshot;
 use crate::tuner::{self, Outcome, Wanted};
 use crate::units::rfc3339;
+use crate::who::WhoByDevice;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -88,6 +89,8 @@ pub struct Recorder {
     no_dev_span: Option<String>,
     /// ... said already (once per recording).
     said_no_dev_span: bool,
+    /// Who did the I/O, for the next sample ([`Recorder::who`]).
+    who: WhoByDevice,
 }
 
 /// Unix seconds of a wall-clock time.
@@ -145,6 +148,7 @@ impl Recorder {
             last_t: 0.0,
             no_dev_span: None,
             said_no_dev_span: false,
+            who: WhoByDevice::new(),
             expected: BTreeMap::new(),
             stats: RecordStats {
                 samples: 0,
@@ -272,6 +276,7 @@ impl Recorder {
                 .collect(),
             None => BTreeMap::new(),
         };
+        let who = self.take_who();
         self.writer.write(&Record::Sample(Sample {
             t,
             wall: unix_secs(s.wall),
@@ -283,10 +288,27 @@ impl Recorder {
             lost: traced.map_or(0, |i| i.lost),
             untraced: self.traced && traced.is_none() && s.interval.is_some(),
             no_dev_span: self.no_dev_span.take(),
+            psi: s.pressure.map(|p| p.file),
+            who,
         }))?;
         self.stats.samples += 1;
         self.last_t = t;
         Ok(())
+    }
+
+    /// Who did the I/O in the interval the next sample ends (the kernel's
+    /// attribution, while it is on): written with it, for the recorded
+    /// devices.
+    pub fn who(&mut self, who: WhoByDevice) {
+        self.who = who;
+    }
+
+    fn take_who(&mut self) -> WhoByDevice {
+        let mut w = std::mem::take(&mut self.who);
+        if self.only.is_some() {
+            w.retain(|name, _| self.names.contains(name));
+        }
+        w
     }
 
     /// The kernel's issue program could not be attached (`why`): the next

@@ -39,9 +39,10 @@ use super::recording::{MAX_CHANGES, Recording};
 use crate::device::{BlockDevice, QueueSettings};
 use crate::diskstats::DiskStatsLine;
 use crate::history::ChangeMark;
-use crate::pressure::IoPressure;
+use crate::pressure::{IoPressure, Pressure};
 use crate::record::check::MAX_DEVICES;
 use crate::sampler::{RateTracker, Snapshot};
+use crate::who::WhoByDevice;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -76,6 +77,9 @@ pub struct Frame {
     /// The kernel's issue program could not be attached at or before this
     /// frame's interval, in the recorder's words: no device span from then on.
     pub no_dev_span: Option<String>,
+    /// Who did each device's I/O, as recorded with the frame's sample (the
+    /// last one's, for samples merged into it); empty when not recorded.
+    pub who: WhoByDevice,
 }
 
 /// Turns records, in file order, into frames: settings and device lists
@@ -107,6 +111,9 @@ pub(super) struct Frames {
     /// Why the issue program could not be attached, from the sample that
     /// said so on.
     no_dev_span: Option<String>,
+    /// The system's pressure file of the last sample framed, and its time:
+    /// the next frame's interval share comes from the two totals.
+    last_psi: Option<(f64, Pressure)>,
     /// Samples after this time are not played (the end the scan saw).
     until: f64,
     /// A sample after `until` was met: nothing more to play.
@@ -131,6 +138,7 @@ impl Frames {
             held_lost: 0,
             held_untraced: false,
             no_dev_span: None,
+            last_psi: None,
             until,
             past_end: false,
         }
@@ -248,6 +256,11 @@ impl Frames {
         let interval = self.rates.last_interval(s.t);
         let stats = self.rates.update(s.t, &lines);
         self.framed_t = Some(s.t);
+        let pressure = s.psi.map(|file| {
+            let prev = self.last_psi.as_ref();
+            IoPressure::since(file, prev.map(|(_, p)| p), prev.map(|(t, _)| s.t - t))
+        });
+        self.last_psi = s.psi.map(|p| (s.t, p));
         Frame {
             snapshot: Snapshot {
                 // The reader checked the range; never panic on it anyway.
@@ -262,10 +275,13 @@ impl Frames {
                 stats,
                 iowait_pct: s.iowait_pct,
                 cpu_busy_pct: s.cpu_busy_pct,
-                // Only the interval's share was recorded, not the file.
-                pressure: s.psi_some_pct.map(|p| IoPressure {
-                    some_pct: Some(p),
-                    ..IoPressure::default()
+                // The pressure file where it was recorded; else (this
+                // branch's recordings) the interval's share alone.
+                pressure: pressure.or_else(|| {
+                    s.psi_some_pct.map(|p| IoPressure {
+                        some_pct: Some(p),
+                        ..IoPressure::default()
+                    })
                 }),
                 warnings,
             },
@@ -274,6 +290,7 @@ impl Frames {
             lost,
             untraced,
             no_dev_span: self.no_dev_span.clone(),
+            who: s.who,
         }
     }
 }
@@ -552,7 +569,57 @@ mod tests {
             lost: 0,
             untraced: false,
             no_dev_span: None,
+            psi: None,
+            who: Default::default(),
         })
+    }
+
+    /// A sample's pressure file and who did the I/O come back with its
+    /// frame; the interval's stalled share from two samples' totals.
+    #[test]
+    fn pressure_and_who_are_replayed_with_their_sample() {
+        use crate::pressure::{Pressure, Stall};
+        use crate::who::DeviceWho;
+        let psi = |total_us| Pressure {
+            some: Stall {
+                avg10: 12.5,
+                total_us,
+                ..Stall::default()
+            },
+            full: None,
+        };
+        let with = |t: f64, total_us: u64, who: bool| match sample(t) {
+            Record::Sample(x) => Record::Sample(Sample {
+                psi: Some(psi(total_us)),
+                who: if who {
+                    BTreeMap::from([(
+                        "sda".to_string(),
+                        DeviceWho {
+                            rest_s: 3.0,
+                            ..DeviceWho::default()
+                        },
+                    )])
+                } else {
+                    BTreeMap::new()
+                },
+                ..x
+            }),
+            r => r,
+        };
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        let first = f.push(with(1.0, 1_000_000, false)).unwrap();
+        let p = first.snapshot.pressure.unwrap();
+        assert_eq!(p.file.some.avg10, 12.5);
+        assert_eq!(p.some_pct, None, "no share without an earlier total");
+        assert!(first.who.is_empty());
+        let second = f.push(with(3.0, 2_000_000, true)).unwrap();
+        // 1 s stalled in 2 s.
+        assert_eq!(second.snapshot.pressure.unwrap().some_pct, Some(50.0));
+        assert_eq!(second.who["sda"].rest_s, 3.0);
+        // An older recording has neither.
+        let mut f = Frames::new(Vec::new(), f64::INFINITY);
+        let old = f.push(sample(1.0)).unwrap();
+        assert!(old.snapshot.pressure.is_none() && old.who.is_empty());
     }
 
     #[test]

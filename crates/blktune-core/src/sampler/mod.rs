@@ -633,7 +633,7 @@ impl Sampler {
             if moved || e.checks >= full_every {
                 let mut q = QueueSettings::read_basic_with(&self.root, &e.dev, sched);
                 if identity {
-                    q.read_tunables(&self.root, &e.dev);
+                    q.read_details(&self.root, &e.dev);
                 }
                 changed |= q != e.info.queue;
                 e.info.queue = q;
@@ -747,7 +747,7 @@ fn read_entry(root: &SysRoot, e: &mut Entry, identity: bool, open_files: &mut Op
             e.identity_for = Some(e.info.diskseq);
         }
         e.info.queue = open_files.read_basic(root, e);
-        e.info.queue.read_tunables(root, &e.dev);
+        e.info.queue.read_details(root, &e.dev);
     } else {
         e.info.queue = open_files.read_basic(root, e);
         let n = &e.info.name;

@@ -11,7 +11,8 @@ use std::time::Duration;
 /// One value that changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValueChange {
-    /// `scheduler`, `nr_requests`, `read_ahead_kb` or `iosched/<name>`.
+    /// `scheduler`, `nr_requests`, `read_ahead_kb`, `iosched/<name>` or a
+    /// queue setting's name (`wbt_lat_usec`).
     pub attr: String,
     pub before: String,
     pub after: String,
@@ -113,6 +114,9 @@ pub(super) fn stored_otherwise(want: &Wanted, after: &QueueSettings) -> Vec<Stor
             after.read_ahead_kb.map(|n| n.to_string()),
         );
     }
+    for (name, value) in &want.knobs {
+        check(name, value.clone(), after.knobs.get(name).cloned());
+    }
     out
 }
 
@@ -140,10 +144,15 @@ pub(super) fn add_requested_tunables(
             before: b.cloned().unwrap_or_else(|| "-".into()),
             after: a.cloned().unwrap_or_else(|| "-".into()),
         };
-        // Keep the write order: scheduler, tunables, nr_requests, read_ahead_kb.
+        // Keep the write order: scheduler, tunables, nr_requests,
+        // read_ahead_kb, the queue settings.
         let at = changes
             .iter()
-            .position(|c| c.attr == "nr_requests" || c.attr == "read_ahead_kb")
+            .position(|c| {
+                c.attr == "nr_requests"
+                    || c.attr == "read_ahead_kb"
+                    || crate::sched::queue_knob(&c.attr).is_some()
+            })
             .unwrap_or(changes.len());
         changes.insert(at, entry);
     }
@@ -163,6 +172,10 @@ pub fn is_no_op(q: &QueueSettings, want: &Wanted) -> bool {
         && want
             .read_ahead_kb
             .is_none_or(|n| q.read_ahead_kb == Some(n))
+        && want
+            .knobs
+            .iter()
+            .all(|(k, v)| q.knobs.get(k).map(|c| c.trim()) == Some(v.trim()))
 }
 
 /// Every value that differs, in the safe write order.
@@ -202,6 +215,14 @@ pub fn diff(before: &QueueSettings, after: &QueueSettings) -> Vec<ValueChange> {
         before.read_ahead_kb.map(|n| n.to_string()),
         after.read_ahead_kb.map(|n| n.to_string()),
     );
+    // The queue settings next to the scheduler, in write order (a switch
+    // to bfq shows as `wbt_lat_usec 2000→0`: it turned throttling off).
+    for k in crate::sched::settable_knobs() {
+        let (b, a) = (before.knobs.get(k.name), after.knobs.get(k.name));
+        if a.is_some() {
+            push(k.name, b.cloned(), a.cloned());
+        }
+    }
     out
 }
 

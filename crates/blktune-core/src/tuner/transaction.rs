@@ -148,6 +148,7 @@ impl Tuner {
         if want.read_ahead_kb.is_some() {
             attrs.push(QueueAttr::ReadAheadKb);
         }
+        attrs.extend(want.knobs.iter().filter_map(|(k, _)| QueueAttr::knob(k)));
         // Tunables of the active scheduler exist now; a new scheduler's only
         // after the switch, which the scheduler check above already covers.
         if want.scheduler.is_none() {
@@ -204,6 +205,17 @@ impl Tuner {
                 want.read_ahead_kb.is_some() && before.read_ahead_kb.is_none(),
             ),
         ];
+        // A queue setting the change writes must have been read (its
+        // original journalled); a restore writes only ones it read.
+        for (name, _) in &want.knobs {
+            if !before.knobs.contains_key(name) {
+                return Err(TuneError::ReadFailed {
+                    dev: dev.to_string(),
+                    attr: format!("queue/{name}"),
+                    source: io::Error::from_raw_os_error(nix::libc::ENOENT),
+                });
+            }
+        }
         for (attr, missing) in needed {
             if !missing {
                 continue;
@@ -273,7 +285,8 @@ impl Tuner {
             .unwrap_or_default()
     }
 
-    /// Write the scheduler, then tunables, nr_requests, read-ahead, each
+    /// Write the scheduler, then tunables, nr_requests, read-ahead, the queue
+    /// settings next to the scheduler, each
     /// only when `now` (the device as known: read once, then kept up to
     /// date, see the module doc) does not have it yet. `now` follows every write.
     fn write_all(
@@ -293,10 +306,13 @@ impl Tuner {
             };
             let got = self.step(dev, &step, seq, now, kt)?;
             now.scheduler = SchedulerState::parse(&got);
-            // The switch reset nr_requests and the tunables: read those.
+            // The switch reset nr_requests and the tunables: read those; and
+            // write-back throttling (bfq turns a default one off, leaving it
+            // turns it on again: `wbt_disable_default()`, `wbt_enable_default()`).
             now.nr_requests = self.read_number(dev, &QueueAttr::NrRequests);
             now.read_again(&[QueueAttr::Scheduler, QueueAttr::NrRequests]);
             now.tunables = QueueSettings::tunables_of(&self.root, dev);
+            now.knobs = QueueSettings::knobs_of(&self.root, dev);
         }
         for (name, value) in &want.tunables {
             if now.tunables.get(name).map(|v| v.trim()) == Some(value.trim()) {
@@ -346,6 +362,22 @@ impl Tuner {
             let got = self.step(dev, &step, seq, now, kt)?;
             now.read_ahead_kb = got.trim().parse().ok();
             now.read_again(&[QueueAttr::ReadAheadKb]);
+        }
+        // The queue settings next to the scheduler last: after the switch,
+        // which may have turned write-back throttling off or on again.
+        for (name, value) in &want.knobs {
+            let Some(attr) = QueueAttr::knob(name) else {
+                continue;
+            };
+            if now.knobs.get(name).map(|v| v.trim()) == Some(value.trim()) {
+                continue;
+            }
+            let step = Step {
+                attr,
+                value: value.trim().into(),
+            };
+            let got = self.step(dev, &step, seq, now, kt)?;
+            now.knobs.insert(name.clone(), got.trim().to_string());
         }
         Ok(())
     }
@@ -440,9 +472,11 @@ impl Tuner {
             QueueAttr::Scheduler => {
                 SchedulerState::parse(&got).is_some_and(|s| s.active == step.value)
             }
-            // Some tunables are kept in jiffies and read back rounded; the
-            // kernel accepted the write, so what it stored is the truth.
-            QueueAttr::Tunable(_) => true,
+            // Some tunables are kept in jiffies and read back rounded, and
+            // -1 (wbt_lat_usec) or 0 (max_sectors_kb) read back the kernel's
+            // default: the kernel accepted the write, so what it stored is
+            // the truth (the outcome says what it stored).
+            QueueAttr::Tunable(_) | QueueAttr::Knob(_) => true,
             _ => got.trim() == step.value,
         };
         if ok {

@@ -4,7 +4,7 @@
 use super::Wanted;
 use crate::device::QueueSettings;
 use crate::error::TuneError;
-use crate::os::{DeviceName, is_plausible_tunable_name};
+use crate::os::{DeviceName, QueueAttr, is_plausible_tunable_name};
 use crate::sched;
 
 /// Check a request against the device's current settings and its hardware
@@ -55,6 +55,30 @@ pub fn validate(
         sched::check_read_ahead_kb(n, sched::page_kb()).map_err(bad)?;
     }
     let mut out = want.clone();
+    out.knobs.clear();
+    for (name, value) in &want.knobs {
+        // Only the catalogue's settable ones, and only where the device has
+        // the file (wbt_lat_usec needs a blk-mq queue, CONFIG_BLK_WBT).
+        if QueueAttr::knob(name).is_none() || !q.knobs.contains_key(name) {
+            let why = match sched::queue_knob(name) {
+                Some(k) if !k.settable => format!("shown only, never set: {}", k.why),
+                Some(_) => "not on this device".to_string(),
+                None => "not a queue setting blktune changes".to_string(),
+            };
+            return Err(TuneError::BadValue {
+                dev: dev.to_string(),
+                what: name.chars().take(64).collect(),
+                value: value.chars().take(32).collect(),
+                why,
+            });
+        }
+        let max_hw = q
+            .knobs
+            .get("max_hw_sectors_kb")
+            .and_then(|v| v.parse().ok());
+        let v = sched::check_knob(name, value, max_hw, sched::page_kb()).map_err(bad)?;
+        out.knobs.push((name.clone(), v));
+    }
     if !want.tunables.is_empty() {
         // The active scheduler's tunables are what sysfs lists; another one's are the kernel's.
         let known: Vec<String> = if sched.as_ref().is_some_and(|s| s.active == target) {
@@ -173,6 +197,7 @@ mod tests {
             tunables: vec![("read_lat_nsec".into(), "1000".into())],
             nr_requests: Some(2048),
             read_ahead_kb: Some(0),
+            knobs: Vec::new(),
         };
         assert!(validate(&dev, &q, None, &ok).is_ok());
         for bad in [

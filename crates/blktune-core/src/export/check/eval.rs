@@ -507,6 +507,17 @@ fn value_problem(d: &BlockDevice, sched: Option<&str>, line: usize, w: &Write) -
                 .to_string(),
             Err(e) => e,
         },
+        a if crate::os::QueueAttr::knob(a.strip_prefix("queue/").unwrap_or(a)).is_some() => {
+            let name = a.strip_prefix("queue/")?;
+            let max_hw = d
+                .queue
+                .knobs
+                .get("max_hw_sectors_kb")
+                .and_then(|v| v.parse().ok());
+            crate::sched::check_knob(name, v, max_hw, crate::sched::page_kb())
+                .err()?
+                .to_string()
+        }
         a => {
             let t = a.strip_prefix("queue/iosched/")?;
             crate::sched::check_tunable(t, v).err()?.to_string()
