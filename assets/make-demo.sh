@@ -2,12 +2,13 @@
 # Re-create the demo recording: a loop device this script creates itself,
 # fio's mixed load on it (16 random 4k readers + 4 sequential 1M writers, direct I/O),
 # recorded at 500 ms for 90 s while 'blktune set' switches the scheduler
-# mq-deadline -> kyber at ~30 s and kyber -> bfq at ~60 s from another process.
+# mq-deadline -> bfq at ~30 s and back to mq-deadline at ~60 s from another
+# process: the live demo's switch (src/cli/demo.rs demo_load), then its undo.
 # Needs root (losetup, scheduler writes). Removes the loop device and its file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/blktune}
-OUT=${1:-assets/demo-kyber-switch.ndjson.gz}
+OUT=${1:-assets/demo-bfq-switch.ndjson.gz}
 work=$(mktemp -d /var/tmp/blktune-demo.XXXXXX)  # not tmpfs: O_DIRECT needs a real fs
 img=$work/blktune-scratch-demo.img
 truncate -s 256M "$img"
@@ -41,9 +42,9 @@ sleep 2  # let fio ramp up: the recording is under load from its first interval
 "$BIN" record "$OUT" --force --interval 500ms --duration 90s "$name" &
 rec_pid=$!
 sleep 30
-"$BIN" set "$name" --scheduler kyber
-sleep 30
 "$BIN" set "$name" --scheduler bfq
+sleep 30
+"$BIN" set "$name" --scheduler mq-deadline
 wait "$rec_pid"
 rec_pid=""
 "$BIN" revert "$name"

@@ -97,12 +97,16 @@ fn watchdog(
 }
 
 /// The demo's load: 16 random 4 KiB readers beside 4 unthrottled 1 MiB
-/// sequential writers, direct I/O. Measured on a loop device here (fio with
-/// the same shape, 10 s per run, repeated): read await 2.6-2.8 ms and p99
-/// 6.6-7.6 ms under mq-deadline, 0.7 ms and 1.7 ms under kyber. With one
-/// writer (the shoot-out's default mix) or a throttled one, the switch
-/// shows nothing: the writes must fill the queue for kyber's read target
-/// to matter.
+/// sequential writers, direct I/O, on a loop device over a file on the
+/// machine's disk. Its headline is bfq's: from mq-deadline, bfq gives the
+/// sequential writers its budgets and the random readers wait, so the reads'
+/// p99 rises several times over and r/s falls (three live runs in a row on
+/// the shared VM, each an A/B of 6 pairs, `benches/demo/three-runs.sh`:
+/// r_p99 +282% (+53..+856), +358% (+101..+944), +496% (+205..+1065), r/s
+/// worse in each; `benches/demo/RESULTS.md`). kyber, the old headline, moved
+/// nothing decidable here (-9% (-20..+3) on r_await).
+/// Nothing of this is promised on screen: the banner says what the panel
+/// measured, and `A` decides it.
 pub fn demo_load() -> LoadOptions {
     LoadOptions {
         queue_depth: 16,

@@ -221,7 +221,7 @@ pub enum Command {
 
     /// Demo for trainers: a scratch loop device under load, in the TUI, removed on exit (root).
     #[command(
-        after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it (16 random readers, 4\nunthrottled writers) and opens the tuner on it: press s, pick kyber, and read await (r_await, r_p99) falls; then bfq, and the reads starve behind the writes. q removes\neverything."
+        after_help = "Examples:\n  sudo blktune demo\n  sudo blktune demo --size 512M --interval 250ms\n\nCreates a sparse file in /var/tmp and a loop device over it, runs a mixed load on it (16 random readers, 4\nunthrottled writers) and opens the tuner on it: press s and pick bfq; the second line says what the before/after panel measured,\nand A alternates the two schedulers until the engine decides (docs/demo.md). q removes everything."
     )]
     Demo(demo::DemoArgs),
 

@@ -57,7 +57,10 @@ pub fn parse_speed(text: &str) -> Result<f64, String> {
 
 /// The demo recording (`assets/make-demo.sh` makes it), built into the
 /// binary so `blktune replay --demo` works from any directory.
-pub const DEMO_RECORDING: &[u8] = include_bytes!("../../assets/demo-kyber-switch.ndjson.gz");
+pub const DEMO_RECORDING: &[u8] = include_bytes!("../../assets/demo-bfq-switch.ndjson.gz");
+
+/// What a summary of `--demo` calls its recording.
+const DEMO_NAME: &str = "assets/demo-bfq-switch.ndjson.gz, built in";
 
 /// The embedded demo written to a private file of its own (the replay
 /// seeks in its file), removed when dropped.
@@ -117,7 +120,12 @@ fn run_file(
     if args.summary {
         // One pass over the file (a pipe works), in bounded memory.
         let local = HostInfo::read(&global.root()).hostname;
-        let (rec, s) = summarize_file(file, (!local.is_empty()).then_some(local.as_str()))?;
+        let (rec, mut s) = summarize_file(file, (!local.is_empty()).then_some(local.as_str()))?;
+        if args.demo {
+            // Not the private copy's temp path, which changes every run
+            // and is gone when this returns.
+            s.file = DEMO_NAME.to_owned();
+        }
         print_notes(&rec);
         check_start(args, file, &rec)?;
         if args.json {

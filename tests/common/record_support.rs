@@ -161,6 +161,7 @@ pub fn record_session(name: &str, only: &[&str]) -> Session {
             refreshed,
             stats: stats.clone(),
             iowait_pct: Some(i as f64),
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         };

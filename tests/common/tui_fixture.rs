@@ -135,6 +135,7 @@ impl Machine {
             refreshed: true,
             stats,
             iowait_pct: Some(self.iowait),
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         }
@@ -194,6 +195,7 @@ impl Machine {
             refreshed: true,
             stats: Default::default(),
             iowait_pct: None,
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         }

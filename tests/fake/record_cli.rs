@@ -269,7 +269,7 @@ fn replay_of_a_bad_file_is_one_clear_line() {
 #[test]
 fn replay_without_summary_says_where_the_viewer_will_be_and_checks_start() {
     let f = Fixture::new();
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-kyber-switch.ndjson.gz");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-bfq-switch.ndjson.gz");
     let demo = demo.to_str().unwrap();
     let o = f.cmd(&["replay", demo, "--speed", "4"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));

@@ -247,6 +247,7 @@ fn a_gzip_file_whose_writer_died_still_yields_its_prefix() {
             refreshed: false,
             stats,
             iowait_pct: None,
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         })
@@ -402,6 +403,7 @@ fn switch_recording(
             refreshed: true,
             stats,
             iowait_pct: None,
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         })

@@ -10,11 +10,11 @@ use std::process::Command;
 use std::sync::Arc;
 
 fn asset() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-kyber-switch.ndjson.gz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-bfq-switch.ndjson.gz")
 }
 
 #[test]
-fn the_demo_is_a_clean_recording_with_a_kyber_switch() {
+fn the_demo_is_a_clean_recording_with_a_bfq_switch_and_back() {
     let size = std::fs::metadata(asset()).unwrap().len();
     // The kernel's latency histograms take about 1.3 KiB a sample gzipped.
     assert!(
@@ -27,7 +27,11 @@ fn the_demo_is_a_clean_recording_with_a_kyber_switch() {
     assert!(rec.duration() > 60.0);
     let changes: Vec<_> = rec.changes().collect();
     assert!(
-        changes[0].label.starts_with("mq-deadline→kyber"),
+        changes[0].label.starts_with("mq-deadline→bfq"),
+        "{changes:?}"
+    );
+    assert!(
+        changes[1].label.starts_with("bfq→mq-deadline"),
         "{changes:?}"
     );
     assert_eq!(changes[0].source, ChangeSource::Observed);
@@ -82,14 +86,11 @@ fn replay_summary_of_the_demo_runs_as_nobody() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let c = &v["changes"][0];
     assert!(
-        c["label"]
-            .as_str()
-            .unwrap()
-            .starts_with("mq-deadline→kyber"),
+        c["label"].as_str().unwrap().starts_with("mq-deadline→bfq"),
         "{c}"
     );
     assert_eq!(c["settings_before"]["scheduler"], "mq-deadline");
-    assert_eq!(c["settings_after"]["scheduler"], "kyber");
+    assert_eq!(c["settings_after"]["scheduler"], "bfq");
     for side in ["before", "after"] {
         assert!(c[side]["r_await"].as_f64().unwrap() > 0.0, "{side}: {c}");
         assert!(c[side]["secs"].as_f64().unwrap() > 10.0, "{side}: {c}");
@@ -100,6 +101,6 @@ fn replay_summary_of_the_demo_runs_as_nobody() {
     let o = run(&[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("mq-deadline→kyber"), "{text}");
+    assert!(text.contains("mq-deadline→bfq"), "{text}");
     assert!(text.contains("r_await"), "{text}");
 }

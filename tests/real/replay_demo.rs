@@ -45,8 +45,14 @@ fn replay_demo_works_from_any_directory_and_leaves_nothing_behind() {
     let (o, left) = run_elsewhere(&["replay", "--demo", "--summary"], false);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("→kyber"), "{text}");
+    assert!(text.contains("mq-deadline→bfq"), "{text}");
     assert!(text.contains("r_await"), "{text}");
+    // The built-in asset by its name, not the private copy's temp path
+    // (which changed every run and was gone when the summary printed).
+    assert!(
+        text.starts_with("Recording assets/demo-bfq-switch.ndjson.gz, built in (format 1"),
+        "{text}"
+    );
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
     // A file and --demo together is a usage error.
     let (o, _) = run_elsewhere(&["replay", "--demo", "x.ndjson"], false);
@@ -75,6 +81,6 @@ fn without_root_the_demo_suggests_the_built_in_replay_which_works() {
     assert!(!err.contains("assets/"), "{err}");
     let (o, left) = run_elsewhere(&["replay", "--demo", "--summary"], true);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("→kyber"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("→bfq"));
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }

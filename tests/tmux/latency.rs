@@ -87,12 +87,17 @@ fn a_switch_under_load_gets_p99_rows_with_counts() {
     t.keys(&["Down", "Enter"]);
     let num = |c: &str| c.parse::<f64>().is_ok();
     let s = t.wait("p99 rows with counts before and after", |s| {
-        let (Some(reads), Some(p99)) = (cells(s, "reads"), cells(s, "r_p99")) else {
+        // The reads' counts: the first `I/Os` row, under r_await (`23729  836k`).
+        let (Some(reads), Some(p99)) = (cells(s, "I/Os"), cells(s, "r_p99")) else {
             return false;
+        };
+        let count = |c: &str| match c.strip_suffix('k') {
+            Some(k) => k.parse::<f64>().ok().map(|v| v * 1e3),
+            None => c.parse::<f64>().ok(),
         };
         // Counts each side, a p99 each side, and a diff once the windows are long enough.
         reads.len() >= 2
-            && reads[..2].iter().all(|c| c.parse::<u64>().is_ok_and(|n| n >= 100))
+            && reads[..2].iter().all(|c| count(c).is_some_and(|n| n >= 100.0))
             && p99.len() >= 3
             && p99[..2].iter().all(|c| num(c))
             // Three intervals after the switch: a percent, or `~` inside the noise.

@@ -165,6 +165,7 @@ fn long_values_recording(dir: &Path, name: &'static str) -> PathBuf {
             refreshed: i == 0,
             stats: rates.update(t, &lines),
             iowait_pct: None,
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         };

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ab_worker;
 mod before_after;
 mod colours;
 mod devices;

@@ -75,8 +75,8 @@ fn probe_rows_at_120x40_have_r_await_beside_them() {
     assert!(s.contains("ms       n   p50   p99   max r_await"), "{s}");
     assert!(s.contains("1s       5  0.40     -  1.50    2.00"), "{s}");
     assert!(s.contains("60s    300  0.70  6.50  6.50    4.67"), "{s}");
-    assert!(s.contains("pr_n            200        100"), "{s}");
-    assert!(s.contains("pr_p99         6.50       1.50   -77%"), "{s}");
+    assert!(s.contains("pr_n         200     100"), "{s}");
+    assert!(s.contains("pr_p99      6.50    1.50   -77%"), "{s}");
     insta::assert_snapshot!(term.backend());
 }
 

@@ -217,10 +217,15 @@ fn a_replay_shows_the_p99_and_before_after_rows_the_live_view_showed() {
     assert_eq!((b.intervals, a.intervals), (60, AFTER));
     // On screen: the before/after rows, filled, and the table's p99 column.
     for name in [
-        "reads ", "r_p50 ", "r_p99 ", "r_p99.9 ", "r_dev99 ", "w_dev99 ",
+        "  I/Os ", "r_p50 ", "r_p99 ", "r_p99.9 ", "r_dev99 ", "w_dev99 ",
     ] {
         assert_eq!(cell(&replay, name), cell(&s.live, name), "{name}");
     }
+    // And the engine's reading of them, controls included.
+    assert_eq!(
+        replay.change_verdict("sda", 0),
+        s.live.change_verdict("sda", 0)
+    );
     let p99 = cell(&replay, "r_p99 ");
     assert!(p99.contains("12.") && p99.contains("-9"), "{p99}");
     for dev in ["sda", "sdb"] {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn asset() -> Arc<Recording> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-kyber-switch.ndjson.gz");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-bfq-switch.ndjson.gz");
     Arc::new(Recording::open(&p).unwrap())
 }
 
@@ -211,7 +211,7 @@ fn replay_screen_at_80x24_has_position_marker_and_panel() {
         screen.contains(&format!("replay {:02}:{:02}/01:3", at / 60, at % 60)),
         "{screen}"
     );
-    assert!(screen.contains("mq-deadline→kyber"), "{screen}");
+    assert!(screen.contains("mq-deadline→bfq"), "{screen}");
     assert!(
         screen.contains("before") && screen.contains("after"),
         "{screen}"
@@ -317,36 +317,67 @@ fn the_replay_worker_never_panics_on_negative_or_huge_times() {
     }
 }
 
-/// `replay --demo`: the banner row says when the recording switches and
-/// what the room will see, from the recording's change events, and moves on
-/// as the position passes each switch (issue 16, item 13).
+/// `replay --demo`: the banner row says when the recording switches, and
+/// past a switch what the panel measured of it (the same figures as the
+/// panel's rows, one pair, no direction), moving on as the position passes
+/// each switch (issue 16, item 13; issue 32, item 5).
 #[test]
 fn the_demo_replay_hint_follows_the_recordings_switches() {
     let rec = asset();
     let t0 = Instant::now();
-    let hint_at = |start: f64| {
+    let screen_at = |start: f64, width: u16| {
         let mut app = replay_app(&rec, start, 1.0);
         app.demo = blktune::tui::app::demo::Demo::recorded(&rec);
         let mut src = ReplaySource::new(Arc::clone(&rec), start, 1.0, t0).unwrap();
         feed(&mut app, src.begin(t0));
-        let s = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));
-        // The banner: the row below the header.
-        s.lines().nth(1).unwrap().to_string()
+        tui_fixture::text(&tui_fixture::screen(&app, width, 24))
     };
-    let before = hint_at(5.0);
+    // The banner: the row below the header.
+    let banner = |s: &str| {
+        let line = s.lines().nth(1).unwrap();
+        line.trim_matches('"').trim_end().to_string()
+    };
+    let before = banner(&screen_at(5.0, 80));
+    assert_eq!(before, " DEMO loop2: at 00:30 bfq; at 01:00 mq-deadline");
+    // 15 s after the switch to bfq: the reads' p99 as the panel has it.
+    let wide = screen_at(45.0, 160);
+    let between = banner(&wide);
+    let p99 = wide
+        .lines()
+        .map(|l| l.rsplit('│').next().unwrap())
+        .find(|l| l.starts_with("r_p99 "))
+        .unwrap();
+    let cells: Vec<&str> = p99.split_whitespace().collect();
     assert!(
-        before.contains(
-            "DEMO loop0: at 00:30 kyber: reads get faster (r_await, r_p99); at 01:00 bfq"
-        ),
-        "{before}"
+        between.starts_with(&format!(
+            " DEMO loop2: bfq since 00:30: r_p99 {}->{} ms",
+            cells[1], cells[2]
+        )),
+        "{between}\n{wide}"
     );
-    let between = hint_at(45.0);
     assert!(
-        between.contains("at 01:00 bfq: reads starve behind the writes (r_await, r_p99)"),
+        between.contains("(one pair); at 01:00 mq-deadline"),
         "{between}"
     );
-    let after = hint_at(75.0);
-    assert!(after.contains("since 01:00 bfq: reads starve"), "{after}");
+    // No direction from one pair, and no A/B offered in a replay.
+    for word in ["slower", "faster", "A decides"] {
+        assert!(!between.contains(word), "{between}");
+    }
+    // At 80 columns a shorter form, never one cut in half.
+    let narrow = banner(&screen_at(45.0, 80));
+    assert!(
+        narrow.starts_with(" DEMO loop2: bfq since 00:30: r_p99 "),
+        "{narrow}"
+    );
+    assert!(
+        narrow.ends_with(" mq-deadline") || narrow.ends_with("(one pair)"),
+        "{narrow}"
+    );
+    let after = banner(&screen_at(75.0, 80));
+    assert!(
+        after.starts_with(" DEMO loop2: mq-deadline since 01:00: r_"),
+        "{after}"
+    );
     // A recording that is not the demo has no hint line.
     let app = replay_app(&rec, 5.0, 1.0);
     let s = tui_fixture::text(&tui_fixture::screen(&app, 80, 24));

@@ -368,12 +368,46 @@ pub fn pct_change(before: f64, after: f64) -> Option<f64> {
     (before.abs() > f64::EPSILON).then(|| (after - before) / before * 100.0)
 }
 
-/// Compare the window before a change at `t` with the time since it.
+/// Where the two windows of a change at `t` lie, on the history's clock.
 ///
 /// Before: intervals that ended at or before `t`, back to `window` seconds or
 /// the previous change (`prev_t`), whichever is later. After: intervals that
 /// started at or after `t`, up to the next change (`next_t`). The interval
-/// that straddles the change belongs to neither.
+/// that straddles the change belongs to neither. One rule for every figure
+/// of a before/after: diskstats, the kernel's histograms, the system.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChangeWindows {
+    /// Earliest start of a "before" interval.
+    pub from: f64,
+    /// The change.
+    pub t: f64,
+    /// Latest end of an "after" interval (`None`: up to now).
+    pub until: Option<f64>,
+}
+
+impl ChangeWindows {
+    /// The windows of a change at `t` (see the type's documentation).
+    pub fn new(t: f64, window: f64, prev_t: Option<f64>, next_t: Option<f64>) -> Self {
+        Self {
+            from: prev_t.map_or(t - window, |p| p.max(t - window)),
+            t,
+            until: next_t,
+        }
+    }
+
+    /// Is the interval `(start, end]` in the window before the change?
+    pub fn before(&self, start: f64, end: f64) -> bool {
+        end <= self.t + 1e-9 && start >= self.from - 1e-9
+    }
+
+    /// Is the interval `(start, end]` in the window after the change?
+    pub fn after(&self, start: f64, end: f64) -> bool {
+        start >= self.t - 1e-9 && self.until.is_none_or(|n| end <= n + 1e-9)
+    }
+}
+
+/// Compare the window before a change at `t` with the time since it
+/// ([`ChangeWindows`]).
 pub fn compare(
     h: &DeviceHistory,
     t: f64,
@@ -381,17 +415,9 @@ pub fn compare(
     prev_t: Option<f64>,
     next_t: Option<f64>,
 ) -> Comparison {
-    let from = prev_t.map_or(t - window, |p| p.max(t - window));
-    let before = means(
-        h.points()
-            .iter()
-            .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
-    );
-    let after = means(
-        h.points()
-            .iter()
-            .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
-    );
+    let w = ChangeWindows::new(t, window, prev_t, next_t);
+    let before = means(h.points().iter().filter(|p| w.before(p.start(), p.t)));
+    let after = means(h.points().iter().filter(|p| w.after(p.start(), p.t)));
     Comparison { before, after }
 }
 

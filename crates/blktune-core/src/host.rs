@@ -41,6 +41,13 @@ impl CpuTimes {
         Self::parse(&root.read_proc("stat").ok()?)
     }
 
+    /// Percentage of CPU time that was busy ([`CpuTimes::busy`]) since `prev`.
+    pub fn busy_pct_since(&self, prev: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(prev.total)?;
+        let busy = self.busy.checked_sub(prev.busy)?;
+        (total > 0).then(|| busy as f64 * 100.0 / total as f64)
+    }
+
     /// Percentage of CPU time spent in iowait since `prev`.
     pub fn iowait_pct_since(&self, prev: &CpuTimes) -> Option<f64> {
         let total = self.total.checked_sub(prev.total)?;
@@ -96,6 +103,9 @@ mod tests {
         assert_eq!(c.busy, 10 + 2 + 30 + 6 + 7);
         assert_eq!(b.iowait_pct_since(&a), Some(50.0));
         assert_eq!(a.iowait_pct_since(&a), None);
+        // 100 of the 400 ticks between a and b ran user or system code.
+        assert_eq!(b.busy_pct_since(&a), Some(25.0));
+        assert_eq!(a.busy_pct_since(&b), None);
         assert_eq!(CpuTimes::parse("garbage"), None);
     }
 

@@ -13,6 +13,7 @@
 //! whether one configuration beat another; [`probe`] times reads.
 
 pub mod atomic_file;
+pub mod before_after;
 pub mod compare;
 pub mod device;
 pub mod devname;

@@ -1,9 +1,13 @@
 //! The demo's guided hint, drawn on the banner row of the TUI. In
-//! `blktune demo`: what to press first, and where to look once the switch
-//! is made. In `blktune replay --demo`: when the recording switches and
-//! what the room will see then, from the recording's own change events.
+//! `blktune demo`: what to press first, then what the before/after panel
+//! measured of the switch (and an A/B's decided figures once `A` ran). In
+//! `blktune replay --demo`: when the recording switches, and past a switch
+//! what its panel measured. Every figure is read from the data; nothing
+//! is promised in advance.
 
 use super::App;
+use blktune_core::before_after::{Basis, BeforeAfter, Row, label};
+use blktune_core::compare::{Answer, Metric, Status};
 use blktune_core::record::Recording;
 
 /// What the demo's hint is about.
@@ -52,79 +56,181 @@ impl Demo {
     }
 }
 
-/// What the room sees after a switch to `sched` under the demo's load.
-/// Measured on a loop device under this load (16 random 4 KiB readers
-/// beside 4 unthrottled 1 MiB writers, direct I/O; three recordings by
-/// assets/make-demo.sh): mq-deadline -> kyber cut read await by 25% to 84%
-/// (the machine's state decides how much); kyber -> bfq starved the reads
-/// every time (read await 60-80x, p99 over 100 ms). So a direction for
-/// kyber and the starvation for bfq; nothing for the others.
-fn effect(sched: &str) -> Option<&'static str> {
-    match sched {
-        "kyber" => Some("reads get faster (r_await, r_p99)"),
-        "bfq" => Some("reads starve behind the writes (r_await, r_p99)"),
-        _ => None,
+/// What the panel measured of the demo device's last change, every word
+/// read from the data: an A/B's decided figures once it ran
+/// (`r_await 0.93->2.45 ms (2.6x slower)`), its progress while it runs, or
+/// the one before/after's values (never a direction: one pair decides
+/// nothing). The change's own label first (`mq-deadline→bfq`); the longest
+/// form first, then shorter ones (one figure). `None` before the first
+/// change.
+fn measured(app: &App, dev: &str) -> Option<(String, Vec<String>)> {
+    let marks = app.marks.get(dev)?;
+    let i = marks.len().checked_sub(1)?;
+    let to = marks[i]
+        .after
+        .scheduler
+        .clone()
+        .unwrap_or_else(|| marks[i].label.clone());
+    if let Some(ab) = app.ab_of(dev, marks[i].t) {
+        if ab.running() {
+            return Some((to, vec![ab.progress_line()]));
+        }
+        if let Some(r) = &ab.result {
+            return Some((to, vec![summary(r, false, 2), summary(r, false, 1)]));
+        }
     }
-}
-
-/// `kyber: reads get faster (r_await, r_p99)`, or `none` alone.
-fn with_effect(sched: &str) -> String {
-    match effect(sched) {
-        Some(e) => format!("{sched}: {e}"),
-        None => sched.to_string(),
-    }
-}
-
-/// The hint line for the demo device, or `None` outside a demo.
-pub fn hint(app: &App) -> Option<String> {
-    let demo = app.demo.as_ref()?;
-    let dev = &demo.device;
-    if let Some(at) = app.replay.as_ref().map(|p| p.at)
-        && !demo.script.is_empty()
-    {
-        return Some(format!("DEMO {dev}: {}", script_hint(&demo.script, at)));
-    }
-    let switched = app.marks.get(dev).is_some_and(|m| !m.is_empty());
-    if switched {
-        return Some(format!(
-            "DEMO {dev}: see the before/after panel (r_await, r_p99); u undoes, q ends the demo"
-        ));
-    }
-    let active = app
-        .devices
-        .iter()
-        .find(|d| &d.name == dev)
-        .map(|d| d.queue.active_label().to_string());
-    Some(if active.as_deref() == Some("kyber") {
-        format!("DEMO {dev}: press s, pick {}", with_effect("bfq"))
-    } else {
-        format!(
-            "DEMO {dev}: press s, pick {}; then bfq",
-            with_effect("kyber")
-        )
+    // A replay cannot run an A/B: its one pair stays one pair.
+    let live = app.replay.is_none();
+    Some(match app.change_verdict(dev, i) {
+        Some(v) => (to, vec![summary(&v, live, 2), summary(&v, live, 1)]),
+        None => (
+            to,
+            vec!["measuring the first intervals after the switch".into()],
+        ),
     })
 }
 
-/// At `at` seconds into the recording: the next switch and what it does,
-/// and the one after it; past the last, the last and since when. Times
-/// in the header's clock, so the room can match them.
-fn script_hint(script: &[Step], at: f64) -> String {
-    let clock = |s: &Step| super::replay::clock(s.at);
-    let next = script.iter().position(|s| s.at > at);
-    match next {
-        Some(i) => {
-            let s = &script[i];
-            let mut text = format!("at {} {}", clock(s), with_effect(&s.to));
-            if let Some(then) = script.get(i + 1) {
-                text.push_str(&format!("; at {} {}", clock(then), then.to));
-            }
-            text
-        }
-        None => {
-            let s = &script[script.len() - 1];
-            format!("since {} {}", clock(s), with_effect(&s.to))
-        }
+/// The headline of a before/after: the failed control, or the latencies
+/// that moved most, at most `most` of them (one per direction; an A/B: of
+/// those it decided); `offer_ab` says that `A` decides a one-pair change
+/// (not in a replay).
+pub fn summary(v: &BeforeAfter, offer_ab: bool, most: usize) -> String {
+    if let Some(c) = v.controls.iter().find(|c| c.status == Status::Failed) {
+        let what = c.text.split(':').next().unwrap_or(&c.text);
+        return format!("UNRELIABLE: {what}; the switch is not the only change");
     }
+    let decided = matches!(v.basis, Basis::Rounds { .. });
+    let size = |r: &Row| (r.after / r.before).ln().abs();
+    // Per direction, the latency that moved most (in ratio).
+    let pick = |metrics: [Metric; 2]| {
+        v.rows
+            .iter()
+            .filter(|r| metrics.contains(&r.metric) && r.withheld.is_none())
+            .filter(|r| !decided || matches!(r.answer, Answer::Better | Answer::Worse))
+            .max_by(|a, b| size(a).total_cmp(&size(b)))
+    };
+    let mut rows: Vec<&Row> = [
+        pick([Metric::RAwait, Metric::KRP99]),
+        pick([Metric::WAwait, Metric::KWP99]),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if rows.len() > most {
+        // The one that moved most stays; the reads first when both do.
+        rows.sort_by(|a, b| size(b).total_cmp(&size(a)));
+        rows.truncate(most);
+    }
+    let figures: Vec<String> = rows
+        .into_iter()
+        .map(|r| {
+            let mut t = format!("{} {}->{} ms", label(r.metric), num(r.before), num(r.after));
+            // A direction only where the engine decided one.
+            if decided {
+                let ratio = r.after / r.before;
+                let (n, word) = if ratio >= 1.0 {
+                    (ratio, "slower")
+                } else {
+                    (1.0 / ratio, "faster")
+                };
+                t.push_str(&if n >= 1.5 {
+                    format!(" ({n:.1}x {word})")
+                } else {
+                    format!(" ({:.0}% {word})", (n - 1.0) * 100.0)
+                });
+            }
+            t
+        })
+        .collect();
+    match (v.basis, figures.is_empty()) {
+        (Basis::Rounds { pairs }, true) => format!("A/B, {pairs} pairs: no latency decided"),
+        (Basis::Rounds { pairs }, false) => format!("{} (A/B, {pairs} pairs)", figures.join(", ")),
+        (Basis::OnePair, true) => "one before/after: nothing measured yet".into(),
+        (Basis::OnePair, false) if offer_ab => {
+            format!("{}; one pair: A decides", figures.join(", "))
+        }
+        (Basis::OnePair, false) => format!("{} (one pair)", figures.join(", ")),
+    }
+}
+
+/// A latency in ms with three figures: `0.93`, `2.45`, `130`.
+fn num(v: f64) -> String {
+    if v >= 99.95 {
+        format!("{v:.0}")
+    } else if v >= 9.995 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The hint line for the demo device in `width` columns (with the banner's
+/// leading space), or `None` outside a demo: the longest of its forms that
+/// fits (a shorter one drops a figure or the switch after next, never cuts
+/// one in half).
+pub fn hint(app: &App, width: usize) -> Option<String> {
+    let demo = app.demo.as_ref()?;
+    let dev = &demo.device;
+    let forms: Vec<String> = if let Some(at) = app.replay.as_ref().map(|p| p.at)
+        && !demo.script.is_empty()
+    {
+        script_hint(&demo.script, at, measured(app, dev))
+    } else if let Some((to, forms)) = measured(app, dev) {
+        forms.into_iter().map(|m| format!("{to}: {m}")).collect()
+    } else {
+        vec![
+            "press s and pick bfq: the panel measures what changes; then A decides it".into(),
+            "press s and pick bfq; then A decides".into(),
+        ]
+    };
+    let forms: Vec<String> = forms
+        .into_iter()
+        .map(|f| format!("DEMO {dev}: {f}"))
+        .collect();
+    let fits = |f: &&String| f.chars().count() < width;
+    forms.iter().find(fits).or(forms.last()).cloned()
+}
+
+/// At `at` seconds into the recording, longest first: past a switch, what
+/// the panel measured of it (`measured`), then the next switch and when
+/// (before the first, the one after it too). Times in the header's clock,
+/// so the room can match them.
+fn script_hint(script: &[Step], at: f64, measured: Option<(String, Vec<String>)>) -> Vec<String> {
+    let clock = |s: &Step| super::replay::clock(s.at);
+    let next_at = script.iter().position(|s| s.at > at);
+    let last = next_at.map_or(Some(script.len() - 1), |i| i.checked_sub(1));
+    let next = next_at.map(|i| {
+        let s = &script[i];
+        let mut text = format!("at {} {}", clock(s), s.to);
+        if let (Some(then), true) = (script.get(i + 1), last.is_none()) {
+            text.push_str(&format!("; at {} {}", clock(then), then.to));
+        }
+        text
+    });
+    let Some(s) = last.map(|i| &script[i]) else {
+        return next.into_iter().collect();
+    };
+    let since = format!("{} since {}", s.to, clock(s));
+    let measured = measured.map(|(_, forms)| forms).unwrap_or_default();
+    let mut forms = Vec::new();
+    for m in &measured {
+        let now = format!("{since}: {m}");
+        forms.push(match &next {
+            Some(n) => format!("{now}; {n}"),
+            None => now,
+        });
+    }
+    // Then without the next switch, the shortest last.
+    if next.is_some() {
+        forms.extend(measured.iter().map(|m| format!("{since}: {m}")));
+    }
+    if forms.is_empty() {
+        forms.push(match &next {
+            Some(n) => format!("{since}; {n}"),
+            None => since,
+        });
+    }
+    forms
 }
 
 #[cfg(test)]
@@ -145,33 +251,88 @@ mod tests {
     }
 
     #[test]
-    fn the_recorded_hint_says_what_comes_next_and_when() {
+    fn the_recorded_hint_says_when_and_then_what_was_measured() {
         let s = script();
+        assert_eq!(script_hint(&s, 0.0, None), ["at 00:30 kyber; at 01:00 bfq"]);
+        let m = Some((
+            "kyber".to_string(),
+            vec![
+                "r_await 1.10->0.83 ms, w_p99 1.89->1.86 ms (one pair)".to_string(),
+                "r_await 1.10->0.83 ms (one pair)".to_string(),
+            ],
+        ));
         assert_eq!(
-            script_hint(&s, 0.0),
-            "at 00:30 kyber: reads get faster (r_await, r_p99); at 01:00 bfq"
+            script_hint(&s, 31.0, m.clone()),
+            [
+                "kyber since 00:30: r_await 1.10->0.83 ms, w_p99 1.89->1.86 ms (one pair); at 01:00 bfq",
+                "kyber since 00:30: r_await 1.10->0.83 ms (one pair); at 01:00 bfq",
+                "kyber since 00:30: r_await 1.10->0.83 ms, w_p99 1.89->1.86 ms (one pair)",
+                "kyber since 00:30: r_await 1.10->0.83 ms (one pair)",
+            ]
         );
         assert_eq!(
-            script_hint(&s, 31.0),
-            "at 01:00 bfq: reads starve behind the writes (r_await, r_p99)"
-        );
-        assert_eq!(
-            script_hint(&s, 90.0),
-            "since 01:00 bfq: reads starve behind the writes (r_await, r_p99)"
+            script_hint(&s, 90.0, m)[1],
+            "bfq since 01:00: r_await 1.10->0.83 ms (one pair)"
         );
         let other = [Step {
             at: 5.0,
             to: "none".into(),
         }];
-        assert_eq!(script_hint(&other, 1.0), "at 00:05 none");
+        assert_eq!(script_hint(&other, 1.0, None), ["at 00:05 none"]);
+        assert_eq!(script_hint(&other, 6.0, None), ["none since 00:05"]);
+    }
+
+    fn row(m: Metric, before: f64, after: f64, answer: Answer) -> Row {
+        Row {
+            metric: m,
+            before,
+            after,
+            change: after / before - 1.0,
+            lo: None,
+            hi: None,
+            answer,
+            ios: None,
+            withheld: None,
+        }
     }
 
     #[test]
-    fn every_hint_of_the_shipped_demo_fits_80_columns() {
-        // The banner is one row: " DEMO loop0: " and the longest hint.
-        for at in [0.0, 31.0, 90.0] {
-            let line = format!(" DEMO loop0: {}", script_hint(&script(), at));
-            assert!(line.chars().count() <= 80, "{}: {line}", line.len());
-        }
+    fn the_summary_says_a_direction_only_where_the_engine_decided_one() {
+        let rows = |a: Answer, b: Answer| {
+            vec![
+                row(Metric::RAwait, 0.93, 2.45, a),
+                row(Metric::KRP99, 2.0, 3.0, a),
+                row(Metric::KWP99, 130.0, 3.9, b),
+            ]
+        };
+        let one = BeforeAfter {
+            basis: Basis::OnePair,
+            rows: rows(Answer::Undecided, Answer::Undecided),
+            controls: Vec::new(),
+        };
+        assert_eq!(
+            summary(&one, true, 2),
+            "r_await 0.93->2.45 ms, w_p99 130->3.90 ms; one pair: A decides"
+        );
+        // In a replay no A/B; one figure: the one that moved most.
+        assert_eq!(summary(&one, false, 1), "w_p99 130->3.90 ms (one pair)");
+        let ab = BeforeAfter {
+            basis: Basis::Rounds { pairs: 6 },
+            rows: rows(Answer::Worse, Answer::Better),
+            controls: Vec::new(),
+        };
+        assert_eq!(
+            summary(&ab, false, 2),
+            "r_await 0.93->2.45 ms (2.6x slower), w_p99 130->3.90 ms (33.3x faster) (A/B, 6 pairs)"
+        );
+        // Undecided figures of an A/B are not its headline.
+        let open = BeforeAfter {
+            rows: rows(Answer::Undecided, Answer::Better),
+            ..ab
+        };
+        assert_eq!(
+            summary(&open, false, 2),
+            "w_p99 130->3.90 ms (33.3x faster) (A/B, 6 pairs)"
+        );
     }
 }

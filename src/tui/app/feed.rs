@@ -24,6 +24,7 @@ impl App {
                     | Feed::Probe(_)
                     | Feed::Latency(_)
                     | Feed::WhereIo(_)
+                    | Feed::Ab(_)
             )
         {
             held.push_back(feed);
@@ -47,6 +48,7 @@ impl App {
             Feed::Probe(p) => self.on_probe(&p),
             Feed::Latency(l) => self.on_latency(l),
             Feed::WhereIo(w) => self.on_where_io(w),
+            Feed::Ab(f) => self.on_ab(f),
         }
     }
 
@@ -101,6 +103,7 @@ impl App {
             self.status = None;
         }
         self.iowait = s.iowait_pct;
+        self.system.push(&s);
         self.pressure = s.pressure;
         self.samples += 1;
         self.replaced.clear();

@@ -72,6 +72,14 @@ impl App {
         match self.mode() {
             Mode::Main => self.main_action(a),
             Mode::Replay => self.replay_action(a),
+            Mode::Ab => match a {
+                Action::Cancel => self.stop_ab(),
+                Action::Help => {
+                    self.overlay = Some(Overlay::Help { scroll: 0 });
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            },
             Mode::Text if self.overlay.is_none() => {
                 self.filter_action(a);
                 Vec::new()
@@ -201,6 +209,7 @@ impl App {
                 }
             }
             Action::ShootOut => self.open_shootout(),
+            Action::AbTest => return self.start_ab(),
             Action::Record => return self.record_action(),
             Action::ToggleProbe => return self.toggle_probe(),
             Action::Processes => return self.toggle_processes(),

@@ -11,8 +11,10 @@
 use super::{App, BEFORE_WINDOW, KEEP_SECS, SHORT_POINTS};
 use crate::tui::status::StatusKind;
 use crate::tui::worker::latency::{DeviceLatency, KEPT, LatencyFeed, LatencySample};
+use blktune_core::before_after::Series;
+use blktune_core::compare::Metric;
 use blktune_core::device::BlockDevice;
-use blktune_core::history::{Delta, Side, delta_of};
+use blktune_core::history::{ChangeWindows, Delta, Side, delta_of};
 use blktune_core::latency::Pool;
 use blktune_core::latency::{
     Dir, MIN_IOS_FOR_P99, MIN_IOS_FOR_P999, Percentiles, Span, Summary, no_device_span_note,
@@ -322,6 +324,26 @@ impl Window {
         (p.n >= q.min_ios()).then(|| q.of(p))
     }
 
+    /// One of the kernel's figures over the window, for the comparison
+    /// engine: the pooled percentile (when it rests on enough I/Os), the
+    /// values of the intervals that had enough for it, the I/Os.
+    pub fn series(&self, metric: Metric) -> Option<Series> {
+        let (span, dir) = metric.kernel_io()?;
+        let q = match metric {
+            Metric::KRP50 | Metric::KWP50 => Quantile::P50,
+            Metric::KRP999 | Metric::KWP999 => Quantile::P999,
+            _ => Quantile::P99,
+        };
+        let value = self.value(span, dir, q)?;
+        let i = kept_index(span, dir)?;
+        let j = QS.iter().position(|x| *x == q)?;
+        Some(Series {
+            value,
+            per_interval: self.per_interval[i][j].clone(),
+            ios: Some(self.count(span, dir)),
+        })
+    }
+
     /// The window as one side of [`delta_of`]; `None` under
     /// [`MIN_IOS_FOR_P99`] I/Os (or the percentile's own minimum).
     fn side(&self, span: Span, dir: Dir, q: Quantile) -> Option<Side> {
@@ -355,9 +377,7 @@ pub fn latency_delta(
 }
 
 /// Before and after a change at `t`, with the windows of
-/// [`blktune_core::history::compare`]: before = intervals that ended at or
-/// before `t`, back to `window` seconds or the previous change; after =
-/// intervals that started at or after `t`, up to the next change.
+/// [`blktune_core::history::compare`] ([`ChangeWindows`]).
 pub fn compare_windows(
     points: &VecDeque<LatencyPoint>,
     t: f64,
@@ -365,17 +385,9 @@ pub fn compare_windows(
     prev_t: Option<f64>,
     next_t: Option<f64>,
 ) -> (Option<Window>, Option<Window>) {
-    let from = prev_t.map_or(t - window, |p| p.max(t - window));
-    let before = Window::of(
-        points
-            .iter()
-            .filter(|p| p.t <= t + 1e-9 && p.start() >= from - 1e-9),
-    );
-    let after = Window::of(
-        points
-            .iter()
-            .filter(|p| p.start() >= t - 1e-9 && next_t.is_none_or(|n| p.t <= n + 1e-9)),
-    );
+    let w = ChangeWindows::new(t, window, prev_t, next_t);
+    let before = Window::of(points.iter().filter(|p| w.before(p.start(), p.t)));
+    let after = Window::of(points.iter().filter(|p| w.after(p.start(), p.t)));
     (before, after)
 }
 

@@ -12,6 +12,8 @@
 //! - `processes`: the processes panel (`i`) and where each device's I/O goes
 //! - `sort`: the table's order and the rows that stand out
 
+mod ab;
+mod change;
 pub mod demo;
 mod dialogs;
 mod feed;
@@ -22,6 +24,8 @@ mod processes;
 pub mod replay;
 mod sort;
 
+pub use ab::AbState;
+pub use change::SystemHistory;
 pub use latency::{
     LatencyPoint, LatencyState, MAX_LATENCY_POINTS, Quantile, Tracing, Window, compare_windows,
     latency_delta,
@@ -157,6 +161,9 @@ pub struct App {
     /// Monotonic seconds of the newest snapshot.
     pub now: f64,
     pub iowait: Option<f64>,
+    /// The system in each interval (CPU busy, iowait, PSI io): the
+    /// controls of a before/after.
+    pub system: SystemHistory,
     /// The system's I/O pressure (PSI) of the newest snapshot, where the
     /// kernel has it.
     pub pressure: Option<blktune_core::pressure::IoPressure>,
@@ -184,6 +191,8 @@ pub struct App {
     pub record_facts: Option<crate::tui::dialogs::record::Facts>,
     /// `blktune demo` and `replay --demo`: what the guided hint is about.
     pub demo: Option<demo::Demo>,
+    /// The live A/B of a change (`A`), running or done.
+    pub ab: Option<AbState>,
     /// The latency probe (`--probe`, `P`); `None` when it is off.
     pub probe: Option<ProbeState>,
     /// Reads per second of the probe when `P` turns it on.
@@ -246,6 +255,7 @@ impl App {
             pending: 0,
             now: 0.0,
             iowait: None,
+            system: SystemHistory::default(),
             pressure: None,
             samples: 0,
             replay: None,
@@ -258,6 +268,7 @@ impl App {
             recordings: Vec::new(),
             record_facts: None,
             demo: None,
+            ab: None,
             probe: None,
             probe_rate: blktune_core::probe::DEFAULT_RATE,
             latency: LatencyState::default(),
@@ -338,6 +349,7 @@ impl App {
             Some(Overlay::ShootOut(_)) => Mode::ShootOut,
             None if self.filter_typing => Mode::Text,
             None if self.replay.is_some() => Mode::Replay,
+            None if self.ab.as_ref().is_some_and(AbState::running) => Mode::Ab,
             None => Mode::Main,
         }
     }

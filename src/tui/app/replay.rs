@@ -46,6 +46,8 @@ impl App {
         self.samples = 0;
         self.now = 0.0;
         self.iowait = None;
+        self.system.clear();
+        self.ab = None;
         self.pressure = None;
         self.where_io.who = None;
     }

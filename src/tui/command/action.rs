@@ -24,6 +24,9 @@ pub enum Action {
     Export,
     /// Open the scheduler shoot-out dialog (`b`).
     ShootOut,
+    /// Alternate the two configurations of the last change in interleaved
+    /// rounds (`A`), to decide what one before/after cannot.
+    AbTest,
     /// Start or stop recording the live session to a file (`R`).
     Record,
     /// Live only: the latency probe of the selected device on or off.

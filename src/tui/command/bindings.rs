@@ -210,6 +210,14 @@ pub const MAIN: &[Binding] = &[
         true,
     ),
     b(
+        &[C('A')],
+        "A",
+        Some("A/B"),
+        "A/B of the last change: alternate before and after, then decide",
+        Action::AbTest,
+        true,
+    ),
+    b(
         &[C('R')],
         "R",
         Some("record"),
@@ -581,6 +589,27 @@ pub const EXPORT: &[Binding] = &[
         Action::Cancel,
     ),
     d(&[Key::Ctrl('c')], "Ctrl-C", None, "quit", Action::Quit),
+];
+
+/// Keys while an A/B runs (`A`): the device is the A/B's until it ends.
+pub const AB: &[Binding] = &[
+    b(
+        &[K(KeyCode::Esc)],
+        "Esc",
+        Some("stop A/B"),
+        "stop the A/B (your choice comes back)",
+        Action::Cancel,
+        false,
+    ),
+    HELP_KEY,
+    b(
+        &[C('q'), Key::Ctrl('c')],
+        "q/Ctrl-C",
+        Some("quit"),
+        "quit (the A/B stops and your choice comes back first)",
+        Action::Quit,
+        false,
+    ),
 ];
 
 /// Keys of the shoot-out dialog.

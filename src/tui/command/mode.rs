@@ -2,7 +2,7 @@
 //! event to the [`Action`] it asks for.
 
 use super::action::{Action, Binding, FOREIGN};
-use super::bindings::{CONFIRM, EXPORT, HELP, LIST, MAIN, REPLAY, SHOOTOUT, TEXT};
+use super::bindings::{AB, CONFIRM, EXPORT, HELP, LIST, MAIN, REPLAY, SHOOTOUT, TEXT};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Which binding list is in force.
@@ -19,6 +19,8 @@ pub enum Mode {
     ShootOut,
     /// The main view of a replay.
     Replay,
+    /// The main view while an A/B runs ([`AB`]).
+    Ab,
 }
 
 impl Mode {
@@ -33,6 +35,7 @@ impl Mode {
             Mode::Export => EXPORT,
             Mode::ShootOut => SHOOTOUT,
             Mode::Replay => REPLAY,
+            Mode::Ab => AB,
         }
     }
 }
@@ -130,6 +133,7 @@ mod tests {
             Mode::Export,
             Mode::ShootOut,
             Mode::Replay,
+            Mode::Ab,
         ];
         for m in modes {
             for code in [
@@ -191,6 +195,7 @@ mod tests {
             Mode::Export,
             Mode::ShootOut,
             Mode::Replay,
+            Mode::Ab,
         ] {
             let keys: Vec<Key> = m
                 .bindings()

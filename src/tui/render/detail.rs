@@ -4,10 +4,11 @@
 //! before/after table of the newest change, older changes and the active
 //! scheduler's tunables.
 
+use super::before_after::Look;
 use super::chart::{bucket, column, column_legend, render_axis, render_bars};
-use super::width::{fit, right};
-use super::{Theme, age, num, put};
-use crate::tui::app::{App, KEEP_SECS, Window};
+use super::width::fit;
+use super::{Theme, age, put};
+use crate::tui::app::{AbState, App, KEEP_SECS, Window};
 use blktune_core::device::BlockDevice;
 use blktune_core::history::{ChangeMark, Comparison, Figure, Means, delta};
 use blktune_core::latency::Dir;
@@ -134,7 +135,14 @@ pub fn render(buf: &mut Buffer, area: Rect, app: &App, t: Theme) {
     let line = format!("{:─<w$}", format!("─ {} ", fit(&head, w.saturating_sub(3))));
     put(buf, area.x, area.y, &line, area.width, t.heading());
     let body = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
-    let side_w = (body.width * 2 / 5).clamp(MIN_SIDE_W as u16, 64);
+    // A change's before/after needs a little more room than the rest:
+    // its rates row holds both values and the interval.
+    let least = if app.marks.get(&d.name).is_some_and(|m| !m.is_empty()) {
+        CHANGE_SIDE_W
+    } else {
+        MIN_SIDE_W
+    };
+    let side_w = (body.width * 2 / 5).clamp(least as u16, 64);
     let charts = Rect::new(body.x, body.y, body.width - side_w - 1, body.height);
     let side = Rect::new(body.x + charts.width + 1, body.y, side_w, body.height);
     render_charts(buf, charts, app, &d.name, t);
@@ -246,6 +254,8 @@ enum Chart<'a> {
 
 /// The side panel's narrowest width.
 const MIN_SIDE_W: usize = 33;
+/// The side panel's narrowest width while it shows a change.
+const CHANGE_SIDE_W: usize = 38;
 
 /// A change label split after its first part: `mq-deadline→kyber` and the rest
 /// (`nr_requests 256→64`, often the kernel's reset after a switch).
@@ -256,115 +266,48 @@ pub fn split_label(label: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Lines of the before/after table of one change; `probe` is the probe's
-/// pooled figures before and after (`--probe` only), shown under r_await; `latency` the
-/// kernel's pooled windows, whose rows follow r_await and w_await.
-/// `compact` leaves out the windows' lengths (`covers`) and, in a narrow
-/// panel, the awaits' spread rows: how the table fits where it would not
-/// (at 80x24 the write rows fell off the bottom).
-pub fn before_after(
-    mark: &ChangeMark,
-    c: &Comparison,
-    now: f64,
-    probe: Option<(ProbeFigures, ProbeFigures)>,
-    latency: Option<&(Option<Window>, Option<Window>)>,
-    width: usize,
-    compact: bool,
-) -> Vec<(String, bool)> {
-    // Tunables by their own name: the panel is narrow (33 columns at least).
+/// The head of a change's before/after: `Δ none→kyber  5s ago` (the age on
+/// its own line when the change is long), then what else the switch
+/// changed (`and nr_requests 128→256`).
+pub fn change_head(mark: &ChangeMark, now: f64) -> Vec<(String, Look)> {
+    // Tunables by their own name: the panel is narrow.
     let label = mark.label.replace("iosched/", "");
     let (main, rest) = split_label(&label);
     let ago = format!("{} ago", age(now - mark.t));
     let head = format!("Δ {main}  {ago}");
-    let mut out = if head.chars().count() <= MIN_SIDE_W {
-        vec![(head, true)]
+    let mut out = if head.chars().count() <= CHANGE_SIDE_W {
+        vec![(head, Look::Heading)]
     } else {
         // A long change keeps its values whole; its age goes below.
-        vec![(format!("Δ {main}"), true), (format!("  {ago}"), false)]
+        vec![
+            (format!("Δ {main}"), Look::Heading),
+            (format!("  {ago}"), Look::Plain),
+        ]
     };
     if let Some(rest) = rest {
-        out.push((format!("  and {rest}"), false));
+        out.push((format!("  and {rest}"), Look::Plain));
     }
-    // Means with their spread side by side need 11 columns each.
-    let wide = width >= 8 + 11 + 11 + 7;
-    let cw = if wide { 11 } else { 8 };
-    out.push((
-        format!("{:<8}{:>cw$}{:>cw$}{:>7}", "", "before", "after", "diff"),
-        true,
-    ));
-    let (b, a) = (c.before, c.after);
-    let secs = |m: Option<Means>| {
-        m.map_or_else(
-            || "-".into(),
-            |m| {
-                if m.secs < 10.0 {
-                    format!("{:.1}s", m.secs)
-                } else {
-                    format!("{:.0}s", m.secs)
-                }
-            },
-        )
-    };
-    if !compact {
-        out.push((
-            format!("{:<8}{:>cw$}{:>cw$}", "covers", secs(b), secs(a)),
-            false,
-        ));
+    out
+}
+
+/// What the panel adds under the table, each block with the priority it
+/// is kept by: the probe's rows (`--probe`), and in a wide panel where a
+/// moved p99 spent its time (the scheduler or the device).
+fn extras(
+    c: &Comparison,
+    probe: Option<(ProbeFigures, ProbeFigures)>,
+    latency: Option<&(Option<Window>, Option<Window>)>,
+    wide: bool,
+) -> Vec<(u8, Vec<(String, Look)>)> {
+    let mut out = Vec::new();
+    if let Some((pb, pa)) = probe {
+        let rows = super::probe::before_after_rows(pb, pa, c.before, c.after, 8);
+        out.push((4, rows.into_iter().map(|l| (l, Look::Plain)).collect()));
     }
-    let rows = [
-        ("r_await", Figure::RAwait),
-        ("w_await", Figure::WAwait),
-        ("%util", Figure::Util),
-        ("r/s", Figure::RS),
-        ("w/s", Figure::WS),
-    ];
-    for (label, fig) in rows {
-        // The mean and, next to it, how much the intervals varied (±1 sd);
-        // in a narrow panel the spread of the awaits gets its own row.
-        let cell = |m: Option<Means>| {
-            m.map_or_else(
-                || "-".into(),
-                |m| {
-                    let (v, sd) = fig.of(&m);
-                    if wide {
-                        format!("{}±{}", num(v), num(sd))
-                    } else {
-                        num(v)
-                    }
-                },
-            )
-        };
-        let d = match (b, a) {
-            (Some(b), Some(a)) => delta(&b, &a, fig).label(),
-            _ => String::new(),
-        };
-        out.push((
-            format!(
-                "{label:<8}{}{}{}",
-                right(&cell(b), cw),
-                right(&cell(a), cw),
-                right(&d, 7)
-            ),
-            false,
-        ));
-        if !wide && !compact && matches!(fig, Figure::RAwait | Figure::WAwait) {
-            let sd = |m: Option<Means>| {
-                m.map_or_else(|| "-".into(), |m| format!("±{}", num(fig.of(&m).1)))
-            };
-            out.push((format!("{:<8}{:>cw$}{:>cw$}", "", sd(b), sd(a)), false));
-        }
-        if let (Some((pb, pa)), "r_await") = (probe, label) {
-            let rows = super::probe::before_after_rows(pb, pa, b, a, cw);
-            out.extend(rows.into_iter().map(|l| (l, false)));
-        }
-        let dir = match label {
-            "r_await" => Dir::Read,
-            "w_await" => Dir::Write,
-            _ => continue,
-        };
-        if let Some((lb, la)) = latency {
-            for l in super::latency::before_after_rows(lb.as_ref(), la.as_ref(), dir) {
-                out.push((l, false));
+    if let (Some((lb, la)), true) = (latency, wide) {
+        for (dir, name) in [(Dir::Read, "reads' p99"), (Dir::Write, "writes' p99")] {
+            if let Some(w) = super::latency::share(lb.as_ref(), la.as_ref(), dir) {
+                out.push((8, vec![(format!("{name}: {w}"), Look::Dim)]));
             }
         }
     }
@@ -399,29 +342,73 @@ fn render_side(buf: &mut Buffer, area: Rect, app: &App, d: &BlockDevice, t: Them
     }
     let changes = app.changes_with_comparison(&d.name);
     if let Some((mark, cmp)) = changes.last() {
-        let probe = app.probe_compare(&d.name, changes.len() - 1);
-        let latency = app.latency_compare(&d.name, changes.len() - 1);
-        let table = |compact| {
-            before_after(
-                mark,
-                cmp,
-                app.now,
-                probe,
-                latency.as_ref(),
-                area.width as usize,
-                compact,
-            )
+        let i = changes.len() - 1;
+        let head = change_head(mark, app.now);
+        let budget = (area.height as usize).saturating_sub(lines.len());
+        let ab = app.ab_of(&d.name, mark.t);
+        let hint = (app.read_only.is_none() && app.replay.is_none() && ab.is_none())
+            .then_some("A runs an A/B");
+        // A running A/B shows its progress; a finished one its verdict; a
+        // stopped one the change's own windows (up to the A/B) and why.
+        let verdict = match ab {
+            Some(a) if a.running() => None,
+            Some(a) => a.result.clone().or_else(|| app.change_verdict(&d.name, i)),
+            None => app.change_verdict(&d.name, i),
         };
-        let mut rows = table(false);
-        if lines.len() + rows.len() > area.height as usize {
-            rows = table(true);
-            // And no blank line between the in-flight line and the table.
-            if lines.last().is_some_and(|(l, _)| l.is_empty()) {
-                lines.pop();
+        let head = match ab.and_then(|a| a.done.as_ref()) {
+            Some(Err(why)) => {
+                let mut h = head;
+                for l in super::width::wrap(why, (area.width as usize).saturating_sub(2)) {
+                    h.push((l, Look::Dim));
+                }
+                h
             }
-        }
-        for (l, head) in rows {
-            lines.push((l, if head { t.heading() } else { Style::new() }));
+            _ => head,
+        };
+        let rows = match verdict {
+            _ if ab.is_some_and(AbState::running) => {
+                let mut h = head;
+                if let Some(a) = ab {
+                    let line = a.progress_line();
+                    for l in super::width::wrap(&line, (area.width as usize).saturating_sub(2)) {
+                        h.push((l, Look::Plain));
+                    }
+                }
+                h.truncate(budget);
+                h
+            }
+            Some(v) => {
+                let wide = area.width as usize >= super::before_after::WIDE;
+                let extra = extras(
+                    cmp,
+                    app.probe_compare(&d.name, i),
+                    app.latency_compare(&d.name, i).as_ref(),
+                    wide,
+                );
+                if lines.len() + 12 > area.height as usize
+                    && lines.last().is_some_and(|(l, _)| l.is_empty())
+                {
+                    // No blank line between the in-flight line and the table.
+                    lines.pop();
+                }
+                let budget = (area.height as usize).saturating_sub(lines.len());
+                super::before_after::lines(&v, head, hint, extra, area.width as usize, budget)
+            }
+            None => {
+                let mut h = head;
+                h.push(("  after: no interval yet".into(), Look::Dim));
+                h.truncate(budget);
+                h
+            }
+        };
+        for (l, look) in rows {
+            let st = match look {
+                Look::Heading => t.heading(),
+                Look::Alarm => t.error(),
+                Look::Dim => t.dim(),
+                Look::Plain => Style::new(),
+            };
+            lines.push((l, st));
         }
         if changes.len() > 1 {
             lines.push(("earlier changes (r_await)".into(), t.heading()));
@@ -537,71 +524,13 @@ mod tests {
 
     #[test]
     fn a_long_change_keeps_its_values_whole_in_the_narrow_panel() {
-        let none = Comparison {
-            before: None,
-            after: None,
-        };
-        let l = before_after(
-            &mark("iosched/read_lat_nsec 2000000→1000000"),
-            &none,
-            13.0,
-            None,
-            None,
-            MIN_SIDE_W,
-            false,
-        );
+        let l = change_head(&mark("iosched/read_lat_nsec 2000000→1000000"), 13.0);
         assert_eq!(l[0].0, "Δ read_lat_nsec 2000000→1000000");
         assert_eq!(l[1].0, "  3s ago");
-        assert!(l.iter().all(|(s, _)| s.chars().count() <= MIN_SIDE_W));
+        assert!(l.iter().all(|(s, _)| s.chars().count() <= CHANGE_SIDE_W));
         // A short one keeps its age on the same line.
-        let l = before_after(
-            &mark("none→kyber, nr_requests 128→256"),
-            &none,
-            13.0,
-            None,
-            None,
-            MIN_SIDE_W,
-            false,
-        );
+        let l = change_head(&mark("none→kyber, nr_requests 128→256"), 13.0);
         assert_eq!(l[0].0, "Δ none→kyber  3s ago");
         assert_eq!(l[1].0, "  and nr_requests 128→256");
-    }
-
-    #[test]
-    fn a_compact_table_leaves_out_the_windows_lengths_and_the_spread_rows() {
-        let m = Means {
-            secs: 20.0,
-            ..Default::default()
-        };
-        let c = Comparison {
-            before: Some(m),
-            after: Some(m),
-        };
-        let table = |compact| -> Vec<String> {
-            before_after(
-                &mark("none→kyber"),
-                &c,
-                13.0,
-                None,
-                None,
-                MIN_SIDE_W,
-                compact,
-            )
-            .into_iter()
-            .map(|(l, _)| l)
-            .collect()
-        };
-        let (full, compact) = (table(false), table(true));
-        let spread = |l: &Vec<String>| l.iter().filter(|r| r.trim_start().starts_with('±')).count();
-        assert!(full.iter().any(|l| l.starts_with("covers")));
-        assert_eq!(spread(&full), 2, "r_await's and w_await's: {full:?}");
-        assert!(!compact.iter().any(|l| l.starts_with("covers")));
-        assert_eq!(spread(&compact), 0, "{compact:?}");
-        // Every other row is kept, in its order.
-        let kept: Vec<&String> = full
-            .iter()
-            .filter(|l| !l.starts_with("covers") && !l.trim_start().starts_with('±'))
-            .collect();
-        assert_eq!(kept, compact.iter().collect::<Vec<_>>());
     }
 }

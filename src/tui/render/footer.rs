@@ -164,6 +164,14 @@ fn hints(app: &App, mode: Mode) -> Vec<(&'static str, &'static str)> {
             if mode == Mode::Main && on_device && no_device {
                 return None;
             }
+            // An A/B needs a change of the selected device to alternate.
+            let changed = app
+                .selected_device()
+                .and_then(|d| app.marks.get(&d.name))
+                .is_some_and(|m| !m.is_empty());
+            if bd.action == Action::AbTest && !changed {
+                return None;
+            }
             let hint = match (mode, stage) {
                 (Mode::ShootOut, Some(st)) => shootout_hint(st, bd.action, hint)?,
                 // What the key does now.

@@ -186,7 +186,7 @@ pub fn render(f: &mut Frame, area: Rect, banner: Option<Rect>, app: &App, t: The
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.error()))),
             b,
         );
-    } else if let (Some(b), Some(hint)) = (banner, crate::tui::app::demo::hint(app)) {
+    } else if let (Some(b), Some(hint)) = (banner, crate::tui::app::demo::hint(app, w)) {
         let msg = format!(" {hint}");
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(format!("{msg:<w$}"), t.heading()))),

@@ -7,20 +7,16 @@
 //! max 12.0  ▒▒▒  ▁▁▁    `n=42` for the newest interval when under 100 reads
 //! p50 1.00  ███  ███
 //!
-//!           before   after   diff
-//! reads      32000   16000           the I/Os each window rests on
-//! r_p50       5.90    1.95   -67%    pooled from summed histograms
-//! r_p99       12.0    2.40   -80%    n=K instead under 100 I/Os
-//! r_dev99     0.90    0.88   ~-2%    the device's own share (issue to completion)
-//!   ↳ time in the scheduler          what moved, when the p99 did
-//! r_p99.9     15.1   n=812
 //! ```
+//!
+//! Their rows in the before/after (pooled windows, see `Window::series`)
+//! are drawn with the other figures by `before_after`; here, where a p99
+//! that moved spent its time ([`share`]).
 
 use super::chart::column;
 use super::width::fit;
 use super::{Theme, num, put};
 use crate::tui::app::{LatencyPoint, Quantile, Window, latency_delta};
-use blktune_core::history::Delta;
 use blktune_core::latency::Pool;
 use blktune_core::latency::{Dir, MIN_IOS_FOR_P99, Percentiles, Span};
 use ratatui::buffer::Buffer;
@@ -183,80 +179,6 @@ pub fn render_chart(
     }
 }
 
-/// A value cell: the figure when it rests on enough I/Os, else `n=K`.
-fn value(w: Option<&Window>, span: Span, dir: Dir, q: Quantile) -> String {
-    let Some(w) = w else {
-        return "-".into();
-    };
-    match (w.value(span, dir, q), w.count(span, dir)) {
-        (Some(v), _) => num(v),
-        (None, 0) => "-".into(),
-        (None, n) => format!("n={n}"),
-    }
-}
-
-/// The diff cell of a latency row.
-fn diff(b: Option<&Window>, a: Option<&Window>, span: Span, dir: Dir, q: Quantile) -> String {
-    match (b, a) {
-        (Some(b), Some(a)) => {
-            latency_delta(b, a, span, dir, q).map_or_else(|| "few".into(), Delta::label)
-        }
-        _ => String::new(),
-    }
-}
-
-fn row(label: &str, b: String, a: String, d: String) -> String {
-    use super::width::right;
-    format!("{label:<8}{}{}{}", right(&b, 8), right(&a, 8), right(&d, 7))
-        .trim_end()
-        .to_string()
-}
-
-/// The before/after rows of one direction: its count, p50, p99, the
-/// device's p99 and what moved, p99.9. Empty when neither window saw I/O
-/// of it.
-pub fn before_after_rows(b: Option<&Window>, a: Option<&Window>, dir: Dir) -> Vec<String> {
-    let count = |w: Option<&Window>, span| w.map_or(0, |w| w.count(span, dir));
-    if count(b, Span::Total) == 0 && count(a, Span::Total) == 0 {
-        return Vec::new();
-    }
-    let p = dir.prefix();
-    let n = |w: Option<&Window>| {
-        w.map_or_else(|| "-".into(), |w| w.count(Span::Total, dir).to_string())
-    };
-    let label = match dir {
-        Dir::Read => "reads",
-        _ => "writes",
-    };
-    let mut out = vec![row(label, n(b), n(a), String::new())];
-    for (q, name) in [(Quantile::P50, "p50"), (Quantile::P99, "p99")] {
-        out.push(row(
-            &format!("{p}_{name}"),
-            value(b, Span::Total, dir, q),
-            value(a, Span::Total, dir, q),
-            diff(b, a, Span::Total, dir, q),
-        ));
-    }
-    if count(b, Span::Device) > 0 || count(a, Span::Device) > 0 {
-        out.push(row(
-            &format!("{p}_dev99"),
-            value(b, Span::Device, dir, Quantile::P99),
-            value(a, Span::Device, dir, Quantile::P99),
-            diff(b, a, Span::Device, dir, Quantile::P99),
-        ));
-        if let Some(w) = share(b, a, dir) {
-            out.push(format!("  ↳ {w}"));
-        }
-    }
-    out.push(row(
-        &format!("{p}_p99.9"),
-        value(b, Span::Total, dir, Quantile::P999),
-        value(a, Span::Total, dir, Quantile::P999),
-        diff(b, a, Span::Total, dir, Quantile::P999),
-    ));
-    out
-}
-
 /// Where a p99 that moved spent its time: the device's own p99 moved the
 /// same way (the device), or stayed within its noise (the scheduler, which
 /// holds requests between their start and their issue).
@@ -347,27 +269,10 @@ mod tests {
             Some("time on the device")
         );
         assert_eq!(share(Some(&s), Some(&s), Dir::Read), None);
-        let rows = before_after_rows(Some(&s), Some(&f), Dir::Read);
-        assert_eq!(rows[0], "reads       1000    1000");
-        assert_eq!(rows[2], "r_p99       8.06    1.01   -88%");
-        assert_eq!(rows[4], "  ↳ time in the scheduler");
-        // 1000 I/Os: a p99.9 each side.
-        assert!(!rows[5].contains("n="), "{rows:?}");
-        assert!(before_after_rows(Some(&s), Some(&f), Dir::Write).is_empty());
     }
 
     #[test]
-    fn few_ios_show_their_count_and_no_percent() {
-        let few: Vec<LatencyPoint> = (1..=5).map(|i| point(i as f64, 10, 8.0, 0.5)).collect();
-        let fast: Vec<LatencyPoint> = (6..=10).map(|i| point(i as f64, 200, 1.0, 0.5)).collect();
-        let (b, a) = (Window::of(&few).unwrap(), Window::of(&fast).unwrap());
-        let rows = before_after_rows(Some(&b), Some(&a), Dir::Read);
-        assert_eq!(
-            rows[1],
-            row("r_p50", "8.03".into(), "1.00".into(), "few".into())
-        );
-        assert!(rows[2].starts_with("r_p99       n=50"), "{rows:?}");
-        assert!(rows[2].ends_with("few"), "{rows:?}");
+    fn the_table_cell_shows_a_count_under_100_ios() {
         assert_eq!(p99_cell(None), ("-".into(), false));
         assert_eq!(p99_cell(Some(None)), ("n=0".into(), true));
         let p = Percentiles::of(&{
@@ -376,8 +281,5 @@ mod tests {
             h
         });
         assert_eq!(p99_cell(Some(p)), ("n=1".into(), true));
-        for r in &rows {
-            assert!(r.chars().count() <= 33, "{r}");
-        }
     }
 }

@@ -18,6 +18,7 @@
 //! The processes panel (`i`) covers the detail pane below its title; it and
 //! the overlays (picker, editors, help, confirm) draw `Clear` first, then a box.
 
+mod before_after;
 mod chart;
 mod detail;
 mod export;

@@ -4,6 +4,7 @@
 //! and the export writer, and tells the app everything through [`Feed`]
 //! ([`super::protocol`]).
 
+use super::ab::{self, AbFeed, AbHandle, AbRequest};
 use super::latency::{LatencyFeed, reason, sample_of};
 use super::procio::WhereIo;
 use super::protocol::{
@@ -37,6 +38,8 @@ pub struct LiveSource {
     last: Option<(Instant, f64)>,
     /// The running shoot-out, if any (dropping it cancels and restores).
     shootout: Option<ShootOutHandle>,
+    /// The running A/B, if any (dropping it cancels and restores).
+    ab: Option<AbHandle>,
     /// The recording `R` started, if any.
     recorder: LiveRecorder,
     /// The rows the screen shows ([`LiveControl::InView`]); `None` until it
@@ -69,6 +72,7 @@ impl LiveSource {
             paused: false,
             last: None,
             shootout: None,
+            ab: None,
             recorder: LiveRecorder::default(),
             in_view: None,
             probe: None,
@@ -184,6 +188,13 @@ impl LiveSource {
             self.sampler.invalidate();
             if self.shootout.as_ref().is_some_and(ShootOutHandle::finished) {
                 self.shootout = None;
+            }
+        }
+        // So does an A/B.
+        if self.ab.is_some() {
+            self.sampler.invalidate();
+            if self.ab.as_ref().is_some_and(AbHandle::finished) {
+                self.ab = None;
             }
         }
         let msg = match self.sampler.tick() {
@@ -326,15 +337,7 @@ impl LiveSource {
                 Report::Switched(mark) => Feed::Change(mark),
             });
         };
-        // The sampler's tracer, shared: the BPF program is never loaded twice.
-        let tracing = match &self.latency {
-            Some(l) => match (l.shared(), l.unavailable()) {
-                (Some(t), _) => Tracing::Shared(t),
-                (None, Some(why)) => Tracing::Off(why.clone()),
-                (None, None) => Tracing::Own,
-            },
-            None => Tracing::Own,
-        };
+        let tracing = self.tracing();
         match shootout::spawn(
             tuner.root().clone(),
             tuner.journal().cloned(),
@@ -348,6 +351,44 @@ impl LiveSource {
                 None
             }
             Err(e) => Some(ShootOutError::Thread(e)),
+        }
+    }
+
+    /// Where a shoot-out or an A/B takes the kernel's percentiles from:
+    /// the sampler's tracer, shared (the BPF program is never loaded twice).
+    fn tracing(&self) -> Tracing {
+        match &self.latency {
+            Some(l) => match (l.shared(), l.unavailable()) {
+                (Some(t), _) => Tracing::Shared(t),
+                (None, Some(why)) => Tracing::Off(why.clone()),
+                (None, None) => Tracing::Own,
+            },
+            None => Tracing::Own,
+        }
+    }
+
+    /// Start the A/B thread; `Some(why)` when it cannot start.
+    fn start_ab(&mut self, req: AbRequest, feed: &FeedTx) -> Option<String> {
+        if self.ab.as_ref().is_some_and(|h| !h.finished()) {
+            return Some("an A/B is already running".into());
+        }
+        if self.shootout.as_ref().is_some_and(|h| !h.finished()) {
+            return Some("a shoot-out is running: the A/B waits for it to end".into());
+        }
+        let Some(tuner) = &self.tuner else {
+            return Some("read-only: the A/B is disabled".into());
+        };
+        let feed = feed.clone();
+        let report = move |f: AbFeed| {
+            let _ = feed.send(Feed::Ab(f));
+        };
+        let (root, journal) = (tuner.root().clone(), tuner.journal().cloned());
+        match ab::spawn(root, journal, req, self.tracing(), report) {
+            Ok(h) => {
+                self.ab = Some(h);
+                None
+            }
+            Err(e) => Some(format!("cannot start the A/B thread: {e}")),
         }
     }
 
@@ -438,6 +479,16 @@ impl LiveSource {
                 Ok(ToWorker::Own(LiveControl::Probe(device))) => self.retarget_probe(device),
                 Ok(ToWorker::Own(LiveControl::Processes(on))) => self.where_io.show_processes(on),
                 Ok(ToWorker::Own(LiveControl::InView(rows))) => self.in_view = Some(rows),
+                Ok(ToWorker::Own(LiveControl::StartAb(req))) => {
+                    if let Some(why) = self.start_ab(*req, feed) {
+                        let _ = feed.send(Feed::Ab(AbFeed::Done(Err(why))));
+                    }
+                }
+                Ok(ToWorker::Own(LiveControl::CancelAb)) => {
+                    if let Some(h) = &self.ab {
+                        h.cancel();
+                    }
+                }
                 Ok(ToWorker::Own(LiveControl::CancelShootOut)) => {
                     if let Some(b) = &self.shootout {
                         b.cancel();

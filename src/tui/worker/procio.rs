@@ -278,6 +278,7 @@ mod tests {
             refreshed: false,
             stats: Default::default(),
             iowait_pct: None,
+            cpu_busy_pct: None,
             pressure: None,
             warnings: Vec::new(),
         }

@@ -3,6 +3,7 @@
 //! [`Control`] messages. The live worker is [`super::live`], the replay
 //! worker [`super::replay`]; neither knows the app, and the app does no I/O.
 
+use super::ab::{AbFeed, AbRequest};
 use super::latency::LatencyFeed;
 use super::recorder::RecordEvent;
 use super::shootout::{ShootOutFeed, ShootOutRequest};
@@ -66,6 +67,8 @@ pub enum Feed {
     Latency(LatencyFeed),
     /// Live: the busiest processes (while the app asks), and placement.
     WhereIo(super::procio::WhereIoFeed),
+    /// From the A/B thread ([`LiveControl::StartAb`]).
+    Ab(AbFeed),
 }
 
 /// What the latency probe saw in one sample interval.
@@ -165,6 +168,10 @@ pub enum LiveControl {
     StartShootOut(ShootOutRequest),
     /// Cancel the running shoot-out (it restores the originals).
     CancelShootOut,
+    /// Start an A/B of a change on its own thread (answers with [`Feed::Ab`]).
+    StartAb(Box<AbRequest>),
+    /// Stop the running A/B (it restores the user's choice).
+    CancelAb,
     /// Probe this device from now on (the probe starts if it is not
     /// running); `None` stops the probe and closes its device.
     Probe(Option<String>),

@@ -32,7 +32,12 @@
 //!
 //! With one pair (one before, one after) there is no between-round noise:
 //! the rules use each round's own spread across its intervals instead,
-//! and a move must be at least twofold ([`ONE_PAIR_FACTOR`]).
+//! and a move must be at least twofold ([`ONE_PAIR_FACTOR`]). The devices
+//! underneath carry their spread in their samples ([`UnderSample::await_sd`]);
+//! the load's and the system's come beside the rounds ([`check_one_pair`],
+//! [`Spread`]): a load whose rate and I/Os in flight both moved twofold and
+//! beyond their spread changed on its own (failed, for a load of unknown
+//! kind), a CPU saturated on one side only, beyond its spread, failed too.
 
 use super::Round;
 use super::design::{diffs_of, pairs_of};
@@ -162,6 +167,189 @@ const CPU_POINTS: f64 = 20.0;
 const PSI_POINTS: f64 = 10.0;
 /// With one pair (no noise between rounds known), a move must be at least this factor.
 pub const ONE_PAIR_FACTOR: f64 = 2.0;
+
+/// How much a round's controls varied across its intervals (one standard
+/// deviation each): what the one-pair rules ([`check_one_pair`]) compare a
+/// move with, where there is no noise between rounds to go by.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    /// Of the IOPS on the compared device.
+    pub iops: f64,
+    /// Of its I/Os in flight (aqu-sz).
+    pub aqu_sz: f64,
+    /// Of the CPU's busy share, in points.
+    pub cpu_busy: f64,
+}
+
+/// [`check`] for one round of `a` and one of `b` (one before and one
+/// after a switch), with each round's own [`Spread`] standing in for the
+/// noise between rounds that one pair cannot show: the idle spells and the
+/// devices underneath as in [`check`], the load and the system by the
+/// one-pair rules of the module documentation.
+pub fn check_one_pair(
+    rounds: &[Round],
+    (a, sa): ((usize, &str), Spread),
+    (b, sb): ((usize, &str), Spread),
+    device: &str,
+    kind: LoadKind,
+    ours: Option<f64>,
+) -> Vec<ControlCheck> {
+    let mut out = Vec::new();
+    out.extend(idle(rounds, &[a, b], device));
+    let one = |c: usize| rounds.iter().find(|r| r.config == c);
+    let (Some(ra), Some(rb)) = (one(a.0), one(b.0)) else {
+        return out;
+    };
+    out.extend(load_one_pair((ra, a.1, sa), (rb, b.1, sb), kind));
+    out.extend(under(rounds, a, b, ours));
+    out.extend(system_one_pair((ra, a.1, sa), (rb, b.1, sb)));
+    out
+}
+
+/// Did a value move from `x` to `y` beyond both sides' spread and by at
+/// least `factor` (in ratio)?
+fn beyond(x: f64, y: f64, spread: f64, factor: f64) -> bool {
+    x > 0.0 && y > 0.0 && (y - x).abs() > spread && (y / x).ln().abs() >= factor.ln()
+}
+
+/// The offered load of one before and one after.
+fn load_one_pair(
+    (ra, an, sa): (&Round, &str, Spread),
+    (rb, bn, sb): (&Round, &str, Spread),
+    kind: LoadKind,
+) -> Vec<ControlCheck> {
+    let (Some(la), Some(lb)) = (ra.controls.load, rb.controls.load) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let change = |x: f64, y: f64| if x > 0.0 { y / x - 1.0 } else { 0.0 };
+    let rate = change(la.iops, lb.iops);
+    let shown = format!("{:+.0}%", rate * 100.0);
+    let noted = beyond(la.iops, lb.iops, sa.iops.max(sb.iops), 1.0 + RATE_CHANGE);
+    if !noted {
+        out.push(ControlCheck::new(
+            ControlKind::Load,
+            Status::Ok,
+            format!(
+                "load: IOPS steady ({shown} under {bn} against {an}, within the windows' spread)"
+            ),
+        ));
+    } else {
+        let twofold = beyond(la.iops, lb.iops, sa.iops.max(sb.iops), ONE_PAIR_FACTOR);
+        let inflight = beyond(
+            la.aqu_sz,
+            lb.aqu_sz,
+            sa.aqu_sz.max(sb.aqu_sz),
+            ONE_PAIR_FACTOR,
+        );
+        let (status, why) = match kind {
+            LoadKind::ClosedLoop => (
+                Status::Note,
+                "the load is closed-loop (a fixed number of I/Os in flight): part of the effect"
+                    .to_string(),
+            ),
+            LoadKind::Unknown if twofold && inflight => (
+                Status::Failed,
+                format!(
+                    "with I/Os in flight (aqu-sz) {:.1} -> {:.1}: the offered load changed; the switch is not the only change",
+                    la.aqu_sz, lb.aqu_sz
+                ),
+            ),
+            LoadKind::Unknown => (
+                Status::Note,
+                format!(
+                    "with I/Os in flight (aqu-sz) {:.1} -> {:.1}: what a closed-loop load does when latency changes, or the load itself",
+                    la.aqu_sz, lb.aqu_sz
+                ),
+            ),
+        };
+        out.push(ControlCheck::new(
+            ControlKind::Load,
+            status,
+            format!("load: IOPS {shown} under {bn} against {an}, {why}"),
+        ));
+    }
+    let points = (lb.read_share - la.read_share) * 100.0;
+    if points.abs() >= MIX_POINTS {
+        out.push(ControlCheck::new(
+            ControlKind::Load,
+            Status::Note,
+            format!(
+                "load: the mix changed: reads {:.0}% -> {:.0}% of the I/Os ({an} -> {bn}; the scheduler's merging or the load itself)",
+                la.read_share * 100.0,
+                lb.read_share * 100.0
+            ),
+        ));
+    }
+    if la.req_kb > 0.0 && change(la.req_kb, lb.req_kb).abs() >= SIZE_CHANGE {
+        out.push(ControlCheck::new(
+            ControlKind::Load,
+            Status::Note,
+            format!(
+                "load: request size {:.1} -> {:.1} kB ({an} -> {bn}; the scheduler's merging or the load itself)",
+                la.req_kb, lb.req_kb
+            ),
+        ));
+    }
+    out
+}
+
+/// The system of one before and one after.
+fn system_one_pair(
+    (ra, an, sa): (&Round, &str, Spread),
+    (rb, bn, sb): (&Round, &str, Spread),
+) -> Vec<ControlCheck> {
+    let (Some(ya), Some(yb)) = (ra.controls.system, rb.controls.system) else {
+        return Vec::new();
+    };
+    let (ba, bb) = (ya.cpu_busy_pct, yb.cpu_busy_pct);
+    let moved = (bb - ba).abs() >= CPU_POINTS && (bb - ba).abs() > sa.cpu_busy.max(sb.cpu_busy);
+    let mut out = Vec::new();
+    if moved && ba.max(bb) >= CPU_SATURATED {
+        let (hot, cool) = if bb > ba { (bn, an) } else { (an, bn) };
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Failed,
+            format!(
+                "system: the CPU was saturated under {hot} and not under {cool} (busy {ba:.0}% -> {bb:.0}%, {an} -> {bn}): the latency includes waiting for a CPU"
+            ),
+        ));
+    } else if ba.max(bb) >= CPU_SATURATED {
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Note,
+            format!(
+                "system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn}), saturated (>= {CPU_SATURATED:.0}%): figures include waiting for a CPU"
+            ),
+        ));
+    } else {
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Ok,
+            format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})"),
+        ));
+    }
+    if let (Some(pa), Some(pb)) = (ya.psi_some_pct, yb.psi_some_pct)
+        && (pb - pa).abs() >= PSI_POINTS
+    {
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Note,
+            format!("system: PSI io some {pa:.0}% -> {pb:.0}% ({an} -> {bn}): tasks waited on I/O more or less"),
+        ));
+    }
+    if (yb.iowait_pct - ya.iowait_pct).abs() >= PSI_POINTS {
+        out.push(ControlCheck::new(
+            ControlKind::System,
+            Status::Note,
+            format!(
+                "system: iowait {:.0}% -> {:.0}% ({an} -> {bn})",
+                ya.iowait_pct, yb.iowait_pct
+            ),
+        ));
+    }
+    out
+}
 
 /// What changed between configurations `a` and `b` in `rounds` besides the
 /// switch (the whole run's controls: [`overall`]). `ours` is the verdict's

@@ -61,8 +61,8 @@ pub use analysis::{
     Options, Outcome, Plan, Sequence, analyse, compare_two,
 };
 pub use controls::{
-    ControlCheck, ControlKind, LoadKind, LoadSample, RoundControls, Status, SystemSample,
-    UnderSample,
+    ControlCheck, ControlKind, LoadKind, LoadSample, RoundControls, Spread, Status, SystemSample,
+    UnderSample, check_one_pair,
 };
 pub use drift::Drift;
 pub use effect::{Answer, Effect, IosPerRound, MoreRounds, Sample, change_only, change_text};

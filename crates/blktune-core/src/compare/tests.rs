@@ -645,3 +645,101 @@ fn the_outcome_names_the_winner_and_those_as_good() {
         (Outcome::NothingToCompare, vec![1])
     );
 }
+
+#[test]
+fn one_pair_controls_go_by_each_windows_own_spread() {
+    let pair = |iops: (f64, f64), aqu: (f64, f64), busy: (f64, f64)| {
+        let side = |c: usize, i: f64, q: f64, b: f64| {
+            let mut r = Round::new(c, 0, c as f64 * 10.0);
+            r.values.insert(Metric::RAwait, Sample::of(1.0 + c as f64));
+            r.controls.load = Some(load(i, q));
+            r.controls.system = Some(SystemSample {
+                cpu_busy_pct: b,
+                iowait_pct: 0.0,
+                psi_some_pct: None,
+                psi_full_pct: None,
+            });
+            r
+        };
+        vec![
+            side(0, iops.0, aqu.0, busy.0),
+            side(1, iops.1, aqu.1, busy.1),
+        ]
+    };
+    let spread = Spread {
+        iops: 200.0,
+        aqu_sz: 0.5,
+        cpu_busy: 5.0,
+    };
+    let check = |rounds: &[Round], kind| {
+        check_one_pair(
+            rounds,
+            ((0, "before"), spread),
+            ((1, "after"), spread),
+            "loop0",
+            kind,
+            Some(1.0),
+        )
+    };
+    let failed = |c: &[ControlCheck]| c.iter().any(|k| k.status == Status::Failed);
+    // A job finished: the rate and the I/Os in flight both fell fourfold.
+    let gone = pair((4000.0, 1000.0), (8.0, 2.0), (40.0, 40.0));
+    let c = check(&gone, LoadKind::Unknown);
+    assert!(
+        c.iter().any(|k| k.status == Status::Failed
+            && k.text
+                .starts_with("load: IOPS -75% under after against before")
+            && k.text.contains("the offered load changed")),
+        "{c:?}"
+    );
+    // A closed loop: the same fall of the rate is part of the effect.
+    assert!(!failed(&check(&gone, LoadKind::ClosedLoop)));
+    // As many in flight: what a closed loop does (a note).
+    let c = check(
+        &pair((4000.0, 1000.0), (8.0, 8.0), (40.0, 40.0)),
+        LoadKind::Unknown,
+    );
+    assert!(!failed(&c), "{c:?}");
+    assert!(
+        c.iter()
+            .any(|k| k.status == Status::Note && k.text.contains("IOPS -75%"))
+    );
+    // Inside the windows' own spread: steady, whatever its size.
+    let wide = Spread {
+        iops: 5000.0,
+        ..spread
+    };
+    let c = check_one_pair(
+        &gone,
+        ((0, "before"), wide),
+        ((1, "after"), wide),
+        "loop0",
+        LoadKind::Unknown,
+        None,
+    );
+    assert!(
+        c.iter()
+            .any(|k| k.status == Status::Ok && k.text.starts_with("load: IOPS steady")),
+        "{c:?}"
+    );
+    // The CPU saturated after the switch only: failed; on both sides: a note.
+    let c = check(
+        &pair((4000.0, 4000.0), (8.0, 8.0), (50.0, 97.0)),
+        LoadKind::Unknown,
+    );
+    assert!(
+        c.iter().any(|k| k.status == Status::Failed
+            && k.text
+                .starts_with("system: the CPU was saturated under after and not under before")),
+        "{c:?}"
+    );
+    let c = check(
+        &pair((4000.0, 4000.0), (8.0, 8.0), (95.0, 97.0)),
+        LoadKind::Unknown,
+    );
+    assert!(!failed(&c), "{c:?}");
+    assert!(
+        c.iter()
+            .any(|k| k.status == Status::Note && k.text.contains("saturated"))
+    );
+}

@@ -140,6 +140,12 @@ fn sample(s: &Sample) -> Check {
     if let Some(p) = s.iowait_pct {
         in_range("iowait_pct", p, 0.0, 100.0)?;
     }
+    if let Some(p) = s.cpu_busy_pct {
+        in_range("cpu_busy_pct", p, 0.0, 100.0)?;
+    }
+    if let Some(p) = s.psi_some_pct {
+        in_range("psi_some_pct", p, 0.0, 100.0)?;
+    }
     if s.disks.len() > MAX_DEVICES {
         return Err(format!("{} disks (at most {MAX_DEVICES})", s.disks.len()));
     }
@@ -262,6 +268,8 @@ mod tests {
             t,
             wall,
             iowait_pct: None,
+            cpu_busy_pct: None,
+            psi_some_pct: None,
             disks: BTreeMap::new(),
             lat: BTreeMap::new(),
             lost: 0,
@@ -296,6 +304,8 @@ mod tests {
             t: 1.0,
             wall: 1.0,
             iowait_pct: Some(5.0),
+            cpu_busy_pct: None,
+            psi_some_pct: None,
             disks,
             lat: BTreeMap::new(),
             lost: 0,
@@ -310,6 +320,8 @@ mod tests {
             t: 1.0,
             wall: 1.0,
             iowait_pct: None,
+            cpu_busy_pct: None,
+            psi_some_pct: None,
             disks,
             lat: BTreeMap::new(),
             lost: 0,

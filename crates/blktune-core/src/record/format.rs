@@ -170,6 +170,13 @@ pub struct Sample {
     /// CPU iowait % over the interval, when `<proc>/stat` was readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iowait_pct: Option<f64>,
+    /// CPU busy % over the interval (user, nice, system, irq, softirq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_pct: Option<f64>,
+    /// PSI io `some` % over the interval (`/proc/pressure/io`), where the
+    /// kernel has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_some_pct: Option<f64>,
     /// Raw counters by device name (partitions included): the numbers of a
     /// diskstats line after the name, in the kernel's order (11, 15 or 17).
     pub disks: BTreeMap<String, Vec<u64>>,

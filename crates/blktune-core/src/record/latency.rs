@@ -226,6 +226,8 @@ mod tests {
                 t,
                 wall: 1.7e9 + t,
                 iowait_pct: None,
+                cpu_busy_pct: None,
+                psi_some_pct: None,
                 disks: BTreeMap::from([(
                     "sda".to_string(),
                     vec![total, 0, total * 8, total, 0, 0, 0, 0, 0, t as u64 * 500, 0],

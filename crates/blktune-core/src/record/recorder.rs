@@ -281,6 +281,8 @@ impl Recorder {
             t,
             wall: unix_secs(s.wall),
             iowait_pct: s.iowait_pct,
+            cpu_busy_pct: s.cpu_busy_pct,
+            psi_some_pct: s.pressure.and_then(|p| p.some_pct),
             disks,
             lat,
             lost: traced.map_or(0, |i| i.lost),

@@ -274,7 +274,15 @@ impl Frames {
                 refreshed,
                 stats,
                 iowait_pct: s.iowait_pct,
-                pressure,
+                cpu_busy_pct: s.cpu_busy_pct,
+                // The pressure file where it was recorded; else (this
+                // branch's recordings) the interval's share alone.
+                pressure: pressure.or_else(|| {
+                    s.psi_some_pct.map(|p| IoPressure {
+                        some_pct: Some(p),
+                        ..IoPressure::default()
+                    })
+                }),
                 warnings,
             },
             marks: std::mem::take(&mut self.marks),
@@ -554,6 +562,8 @@ mod tests {
             t,
             wall: 1.7e9 + t,
             iowait_pct: None,
+            cpu_busy_pct: None,
+            psi_some_pct: None,
             disks,
             lat: BTreeMap::new(),
             lost: 0,

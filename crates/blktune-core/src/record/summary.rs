@@ -595,7 +595,9 @@ fn p99_change(b: Option<&IoLatency>, a: Option<&IoLatency>, enough: bool) -> Str
     match (b.and_then(|l| l.p99), a.and_then(|l| l.p99)) {
         (Some(x), Some(y)) if enough => match pct_change(x, y) {
             Some(p) if p.abs() >= NOISE_FLOOR_PCT => format!("{p:+.1}%"),
-            Some(_) => "noise".to_owned(),
+            // As the means say a move inside the noise (`~+2%`, the
+            // legend's `~`), not a word of its own.
+            Some(p) => format!("~{p:+.1}%"),
             None => "-".to_owned(),
         },
         (Some(_), Some(_)) => "short".to_owned(),

@@ -688,6 +688,10 @@ impl Sampler {
             (Some(p), Some(c)) => c.iowait_pct_since(p),
             _ => None,
         };
+        let cpu_busy_pct = match (&self.cpu, &cpu) {
+            (Some(p), Some(c)) => c.busy_pct_since(p),
+            _ => None,
+        };
         self.cpu = cpu;
         // One small read; a kernel without PSI has no file (and says so once
         // per tick with ENOENT, which costs nothing).
@@ -707,6 +711,7 @@ impl Sampler {
             refreshed: changed,
             stats,
             iowait_pct,
+            cpu_busy_pct,
             pressure,
             warnings,
         })

@@ -25,6 +25,10 @@ pub struct Snapshot {
     pub stats: DeviceStats,
     /// CPU iowait percentage over the interval, from `<proc>/stat`.
     pub iowait_pct: Option<f64>,
+    /// CPU busy percentage over the interval (user, nice, system, irq,
+    /// softirq of all CPUs' time, [`crate::host::CpuTimes::busy`]): a
+    /// saturated CPU is in every latency measured meanwhile.
+    pub cpu_busy_pct: Option<f64>,
     /// The system's I/O pressure (PSI, `<proc>/pressure/io`), where the
     /// kernel has it.
     pub pressure: Option<IoPressure>,
