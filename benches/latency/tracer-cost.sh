@@ -16,7 +16,8 @@
 #   sudo benches/latency/tracer-cost.sh [BLOCKS] [DWELL_S] [SETTLE_S]   (default 12 4 1)
 #
 # BLKTUNE names the binary (default target/release/blktune);
-# TRACER_COST_SEED repeats a run's orders.
+# TRACER_COST_SEED repeats a run's orders; TRACER_COST_CONFIGS=off,on runs only those
+# (more pairs of them in the same time; off is always one).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$here/../..

@@ -72,6 +72,9 @@ struct Args {
     blktune: String,
     script: String,
     blocks: usize,
+    /// The configurations taking part (`TRACER_COST_CONFIGS=off,on`: more
+    /// pairs of those in the same time), `off` always among them.
+    configs: Vec<usize>,
     dwell: Duration,
     settle: Duration,
 }
@@ -87,7 +90,22 @@ fn args() -> Result<Args, String> {
         a.get(i)
             .map_or(Ok(default), |s| s.parse().map_err(|_| usage.to_owned()))
     };
+    let mut configs = vec![OFF];
+    if let Ok(list) = std::env::var("TRACER_COST_CONFIGS") {
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let c = CONFIGS
+                .iter()
+                .position(|&k| k == name)
+                .ok_or_else(|| format!("TRACER_COST_CONFIGS: '{name}' is none of {CONFIGS:?}"))?;
+            if !configs.contains(&c) {
+                configs.push(c);
+            }
+        }
+    } else {
+        configs = (0..CONFIGS.len()).collect();
+    }
     Ok(Args {
+        configs,
         dev: a[0].clone(),
         blktune: a[1].clone(),
         script: a[2].clone(),
@@ -105,15 +123,19 @@ fn run() -> Result<(), String> {
         "seed {}; {} blocks of {} rounds ({}), each a fio run; settle {:.1} s, dwell {:.1} s",
         rng.0,
         args.blocks,
-        CONFIGS.len(),
-        CONFIGS.join(", "),
+        args.configs.len(),
+        args.configs
+            .iter()
+            .map(|&c| CONFIGS[c])
+            .collect::<Vec<_>>()
+            .join(", "),
         args.settle.as_secs_f64(),
         args.dwell.as_secs_f64()
     );
     let start = Instant::now();
     let mut rounds = Vec::new();
     for block in 0..args.blocks {
-        let mut order: Vec<usize> = (0..CONFIGS.len()).collect();
+        let mut order = args.configs.clone();
         rng.shuffle(&mut order);
         let fio = Guard(fio(&args.dev)?);
         std::thread::sleep(FIO_RAMP);
@@ -191,7 +213,7 @@ fn report(args: &Args, rounds: &[Round]) {
          (mean of the pairs' log ratios, 95% t-interval) and the median pair's:"
     );
     let mut losses = [None; CONFIGS.len()];
-    for config in 1..CONFIGS.len() {
+    for config in args.configs.iter().copied().filter(|&c| c != OFF) {
         let c = compare_two(rounds, OFF, config, &opts, 0.05, 2);
         let Some(e) = c.goal else {
             println!("  {:8} no pairs", CONFIGS[config]);
