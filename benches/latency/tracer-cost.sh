@@ -16,6 +16,11 @@
 #   sudo benches/latency/tracer-cost.sh [BLOCKS] [DWELL_S] [SETTLE_S]   (default 12 4 1)
 #
 # BLKTUNE names the binary (default target/release/blktune);
+# TOGGLE_SECONDS=N (default 0: none) adds, after the rounds, the program's and
+# attribution's cost per I/O alone: crates/blktune-core/examples/latency_toggle.rs
+# switches each on and off every 0.5 s for N s under one fio run (no process
+# started or stopped; windows of 0.4 s, each against its neighbours:
+# benches/latency/stats.py). Build it with --example latency_toggle.
 # TRACER_COST_SEED repeats a run's orders; TRACER_COST_CONFIGS=off,on runs only those
 # (more pairs of them in the same time; off is always one).
 set -euo pipefail
@@ -23,19 +28,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$here/../..
 bin=${BLKTUNE:-$top/target/release/blktune}
 runner=${TRACER_COST:-$top/target/release/examples/tracer_cost}
+toggle=${TOGGLE:-$top/target/release/examples/latency_toggle}
+toggle_secs=${TOGGLE_SECONDS:-0}
 blocks=${1:-12}
 dwell=${2:-4}
 settle=${3:-1}
 [ "$(id -u)" -eq 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 [ -x "$runner" ] || { echo "build first: cargo build --release -p blktune-core --example tracer_cost" >&2; exit 1; }
+[ "$toggle_secs" = 0 ] || [ -x "$toggle" ] || { echo "build first: cargo build --release -p blktune-core --example latency_toggle" >&2; exit 1; }
 command -v fio >/dev/null || { echo "needs fio" >&2; exit 1; }
 command -v bpftrace >/dev/null || { echo "needs bpftrace" >&2; exit 1; }
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 img=$(mktemp /dev/shm/blktune-tracer-cost.XXXXXX)
 dev=""
+load=""
 cleanup() {
+  if [ -n "$load" ]; then kill "$load" 2>/dev/null || true; wait "$load" 2>/dev/null || true; fi
   [ -z "$dev" ] || losetup -d "$dev" 2>/dev/null || true
   rm -f "$img"
 }
@@ -53,9 +63,25 @@ echo "blktune:  $bin ($(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo
 echo "entries:  $entries_before in /sys/block before this script's loop device ($(losetup -a | wc -l) loop devices attached with it)"
 echo "device:   $name over $img (1 GiB, scheduler none)"
 echo "fio:      fio --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth=32 --numjobs=2 --filename=$dev"
-echo "command:  $0 $blocks $dwell $settle"
+echo "command:  ${TOGGLE_SECONDS:+TOGGLE_SECONDS=$toggle_secs }${TRACER_COST_CONFIGS:+TRACER_COST_CONFIGS=$TRACER_COST_CONFIGS }$0 $blocks $dwell $settle"
 echo "load:     $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 echo
-"$runner" "$name" "$bin" "$here/bpftrace-hist.bt" "$blocks" "$dwell" "$settle"
+[ "$blocks" = 0 ] || "$runner" "$name" "$bin" "$here/bpftrace-hist.bt" "$blocks" "$dwell" "$settle"
+if [ "$toggle_secs" != 0 ]; then
+  for what in program who; do
+    echo
+    echo "the $what switched on and off every 0.5 s for $toggle_secs s under one fio run (load $(cut -d' ' -f1-3 /proc/loadavg)):"
+    fio --name=toggle --filename="$dev" --direct=1 --rw=randread --bs=4k \
+      --ioengine=io_uring --iodepth=32 --numjobs=2 --group_reporting \
+      --time_based --runtime=1000000 --output=/dev/null & load=$!
+    sleep 3
+    out=$(mktemp)
+    if [ "$what" = who ]; then "$toggle" "$name" "$toggle_secs" 400 who; else "$toggle" "$name" "$toggle_secs"; fi \
+      | sed 's/^/window /' > "$out"
+    kill "$load"; wait "$load" 2>/dev/null || true; load=""
+    python3 "$here/pool-switched.py" "$out" | tail -1 | sed 's/^pooled, 1 runs: /  /'
+    rm -f "$out"
+  done
+fi
 echo
 echo "load:     $(cut -d' ' -f1-3 /proc/loadavg) at the end"
