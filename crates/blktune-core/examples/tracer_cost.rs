@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! tracer_cost DEV BLKTUNE BPFTRACE_SCRIPT [BLOCKS] [DWELL_S] [SETTLE_S]
+//! tracer_cost --pool RUN_OUTPUT...      (the engine over several runs' blocks)
 //! ```
 //!
 //! Each block is one fio run (4 KiB random reads, O_DIRECT, io_uring,
@@ -116,6 +117,10 @@ fn args() -> Result<Args, String> {
 }
 
 fn run() -> Result<(), String> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(("--pool", files)) = argv.split_first().map(|(f, r)| (f.as_str(), r)) {
+        return pool(files);
+    }
     let args = args()?;
     counters(&args.dev)?;
     let mut rng = Rng::seeded();
@@ -150,7 +155,46 @@ fn run() -> Result<(), String> {
         drop(fio);
         println!("{line}   (load {})", loadavg());
     }
-    report(&args, &rounds);
+    report(&args.dev, &args.configs, &rounds);
+    Ok(())
+}
+
+/// `--pool RUN_OUTPUT...`: the engine over the blocks of several runs'
+/// outputs (their `block N: NAME IOPS ...` lines; the controls are not in
+/// them, so none is checked).
+fn pool(files: &[String]) -> Result<(), String> {
+    let mut rounds = Vec::new();
+    let mut configs = vec![OFF];
+    let mut block = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+        for line in text.lines().filter(|l| l.starts_with("block ")) {
+            let Some((_, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let words: Vec<&str> = rest
+                .split_whitespace()
+                .take_while(|w| !w.starts_with('('))
+                .collect();
+            for pair in words.chunks(2) {
+                let [name, iops] = pair else { continue };
+                let (Some(config), Ok(iops)) =
+                    (CONFIGS.iter().position(|c| c == name), iops.parse::<f64>())
+                else {
+                    return Err(format!("{file}: cannot read '{line}'"));
+                };
+                if !configs.contains(&config) {
+                    configs.push(config);
+                }
+                let mut round = Round::new(config, block, rounds.len() as f64);
+                round.values.insert(Metric::RS, Sample::of(iops));
+                rounds.push(round);
+            }
+            block += 1;
+        }
+    }
+    println!("{block} blocks of {} runs pooled", files.len());
+    report("the runs' device", &configs, &rounds);
     Ok(())
 }
 
@@ -204,16 +248,16 @@ fn one_round(args: &Args, config: usize, block: usize, start: Instant) -> Result
 }
 
 /// The engine's verdicts against `off`, side by side with bpftrace's.
-fn report(args: &Args, rounds: &[Round]) {
+fn report(dev: &str, configs: &[usize], rounds: &[Round]) {
     let names: Vec<String> = CONFIGS.iter().map(|s| (*s).to_owned()).collect();
-    let opts = Options::new(Metric::RS, names, &args.dev, LoadKind::ClosedLoop);
+    let opts = Options::new(Metric::RS, names, dev, LoadKind::ClosedLoop);
     println!();
     println!(
         "IOPS of each configuration against off (blktune watch --no-bpf), the engine's change \
          (mean of the pairs' log ratios, 95% t-interval) and the median pair's:"
     );
     let mut losses = [None; CONFIGS.len()];
-    for config in args.configs.iter().copied().filter(|&c| c != OFF) {
+    for config in configs.iter().copied().filter(|&c| c != OFF) {
         let c = compare_two(rounds, OFF, config, &opts, 0.05, 2);
         let Some(e) = c.goal else {
             println!("  {:8} no pairs", CONFIGS[config]);
@@ -261,17 +305,27 @@ fn report(args: &Args, rounds: &[Round]) {
         }
     }
     for (config, loss) in losses.iter().enumerate().take(BPFTRACE).skip(1) {
-        let Some((change, Some(lo), _, median_pair)) = *loss else {
+        let Some((change, Some(lo), Some(hi), median_pair)) = *loss else {
             continue;
         };
-        // A loss is a fall: the interval's upper end of the loss is its lower end of the change.
-        let (engine, worst, med) = (-change * 100.0, -lo * 100.0, -median_pair * 100.0);
-        let met = med <= 2.0 && engine <= 2.0 && worst <= 4.0;
+        // A loss is a fall: the loss's interval is the change's, negated and swapped.
+        let (engine, least, worst, med) = (
+            -change * 100.0,
+            -hi * 100.0,
+            -lo * 100.0,
+            -median_pair * 100.0,
+        );
+        let verdict = if med <= 2.0 && engine <= 2.0 && worst <= 4.0 {
+            "met"
+        } else if least > 2.0 {
+            "missed (the whole interval is above 2%)"
+        } else {
+            "not shown at this noise (the interval reaches past 4% but holds 2%)"
+        };
         println!(
             "  target for {}: loss <= 2% (median pair {med:.1}%, engine {engine:.1}%) with the \
-             interval's upper end <= 4% ({worst:.1}%): {}",
+             interval's upper end <= 4% ({worst:.1}%): {verdict}",
             CONFIGS[config],
-            if met { "met" } else { "NOT met" }
         );
     }
 }
