@@ -182,9 +182,8 @@ impl OneSwitch {
     }
 
     /// `undecided: one before and one after give no interval (r_await -42%,
-    /// kernel r_p99 -30%); alternate them to decide`: for the text summary
-    /// (not printed there yet: README.md quotes that output, and is the
-    /// lead's to re-bless) and the live panel.
+    /// kernel r_p99 -30%); alternate them to decide`: the text summary's
+    /// `verdict` line under each change.
     pub fn line(&self) -> String {
         // The means and the kernel's p99s: enough to see what moved.
         let shown: Vec<String> = self
@@ -798,6 +797,9 @@ impl Summary {
                         fig(f.of(a), unit),
                         c.change.get(key).map_or("-", String::as_str)
                     );
+                }
+                if let Some(v) = &c.verdict {
+                    let _ = writeln!(o, "    verdict   {}", v.line());
                 }
             }
         }
