@@ -466,6 +466,18 @@ pub fn run_revert(global: &Global, args: &RevertArgs, out: &mut Out) -> anyhow::
     })
 }
 
+/// [`nothing_to_revert`] for one device without an entry in `journal`.
+fn nothing_to_revert_here(report: &mut Report<'_>, strict: bool, name: &str, journal: &Journal) {
+    nothing_to_revert(
+        report,
+        strict,
+        &format!(
+            "{name}: nothing to revert (no original in the journal {})",
+            journal.dir().display()
+        ),
+    );
+}
+
 /// Say there is nothing to revert: a line of the report, or with
 /// `--strict` an error on stderr (the exit code is 1 then).
 fn nothing_to_revert(report: &mut Report<'_>, strict: bool, what: &str) {
@@ -500,14 +512,7 @@ fn revert_one(
                 home
             }
             Ok(None) => {
-                nothing_to_revert(
-                    report,
-                    strict,
-                    &format!(
-                        "{name}: nothing to revert (no original in the journal {})",
-                        own.dir().display()
-                    ),
-                );
+                nothing_to_revert_here(report, strict, name, own);
                 return Done::Nothing;
             }
             Err(e) => {
@@ -531,14 +536,7 @@ fn revert_one(
         Ok(Some(e)) => e,
         Ok(None) => {
             // Reverted by another blktune since it was looked up.
-            nothing_to_revert(
-                report,
-                strict,
-                &format!(
-                    "{name}: nothing to revert (no original in the journal {})",
-                    journal.dir().display()
-                ),
-            );
+            nothing_to_revert_here(report, strict, name, &journal);
             return Done::Nothing;
         }
         Err(e) => {

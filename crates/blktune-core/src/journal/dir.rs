@@ -162,6 +162,19 @@ impl Dir {
             .filter_map(|e| e.file_name().into_string().ok())
             .collect())
     }
+
+    /// The devices with an entry here (`NAME.json`, hidden files left out:
+    /// those are blktune's own temporaries), sorted.
+    pub(super) fn json_stems(&self) -> io::Result<Vec<String>> {
+        let mut stems: Vec<String> = self
+            .names()?
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .collect();
+        stems.sort();
+        Ok(stems)
+    }
 }
 
 impl Dir {

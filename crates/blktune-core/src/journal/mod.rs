@@ -322,14 +322,8 @@ impl Journal {
         let Some(dir) = self.open_dir(false)? else {
             return Ok(Vec::new());
         };
-        let mut names: Vec<String> = dir
-            .names()?
-            .into_iter()
-            .filter(|n| !n.starts_with('.'))
-            .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
-            .collect();
-        names.sort();
-        Ok(names
+        Ok(dir
+            .json_stems()?
             .into_iter()
             .filter_map(|n| {
                 let r = Self::file_name(&n).and_then(|file| self.load_in(&dir, &n, &file));
