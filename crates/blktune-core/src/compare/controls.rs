@@ -307,13 +307,7 @@ fn system_one_pair(
     let mut out = Vec::new();
     if moved && ba.max(bb) >= CPU_SATURATED {
         let (hot, cool) = if bb > ba { (bn, an) } else { (an, bn) };
-        out.push(ControlCheck::new(
-            ControlKind::System,
-            Status::Failed,
-            format!(
-                "system: the CPU was saturated under {hot} and not under {cool} (busy {ba:.0}% -> {bb:.0}%, {an} -> {bn}): the latency includes waiting for a CPU"
-            ),
-        ));
+        out.push(cpu_saturated_on_one_side(hot, cool, (ba, bb), (an, bn)));
     } else if ba.max(bb) >= CPU_SATURATED {
         out.push(ControlCheck::new(
             ControlKind::System,
@@ -326,7 +320,7 @@ fn system_one_pair(
         out.push(ControlCheck::new(
             ControlKind::System,
             Status::Ok,
-            format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})"),
+            cpu_busy((ba, bb), (an, bn)),
         ));
     }
     if let (Some(pa), Some(pb)) = (ya.psi_some_pct, yb.psi_some_pct)
@@ -677,18 +671,12 @@ fn system(rounds: &[Round], (a, an): (usize, &str), (b, bn): (usize, &str)) -> V
     };
     if decided(&diffs, CPU_POINTS) && ba.max(bb) >= CPU_SATURATED {
         let (hot, cool) = if bb > ba { (bn, an) } else { (an, bn) };
-        out.push(ControlCheck::new(
-            ControlKind::System,
-            Status::Failed,
-            format!(
-                "system: the CPU was saturated under {hot} and not under {cool} (busy {ba:.0}% -> {bb:.0}%, {an} -> {bn}): the latency includes waiting for a CPU"
-            ),
-        ));
+        out.push(cpu_saturated_on_one_side(hot, cool, (ba, bb), (an, bn)));
     } else {
         out.push(ControlCheck::new(
             ControlKind::System,
             Status::Ok,
-            format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})"),
+            cpu_busy((ba, bb), (an, bn)),
         ));
     }
     let psi = sys(|s| s.psi_some_pct);
@@ -725,4 +713,25 @@ fn ms(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// The failed system control: the CPU saturated under one configuration only.
+fn cpu_saturated_on_one_side(
+    hot: &str,
+    cool: &str,
+    (ba, bb): (f64, f64),
+    (an, bn): (&str, &str),
+) -> ControlCheck {
+    ControlCheck::new(
+        ControlKind::System,
+        Status::Failed,
+        format!(
+            "system: the CPU was saturated under {hot} and not under {cool} (busy {ba:.0}% -> {bb:.0}%, {an} -> {bn}): the latency includes waiting for a CPU"
+        ),
+    )
+}
+
+/// `system: CPU busy 40% -> 45% (none -> kyber)`.
+fn cpu_busy((ba, bb): (f64, f64), (an, bn): (&str, &str)) -> String {
+    format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})")
 }

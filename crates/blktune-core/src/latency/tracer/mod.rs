@@ -389,20 +389,13 @@ impl Tracer {
         masks: (u64, u32),
         issues: Issues,
     ) -> Result<Self, String> {
-        let map = bpf.take_map("hists").ok_or("no map hists")?;
-        let hists = HashMap::try_from(map).map_err(|e| format!("map hists: {e}"))?;
-        let map = bpf.take_map("fast_owners").ok_or("no map fast_owners")?;
-        let fast_owners = Array::try_from(map).map_err(|e| format!("map fast_owners: {e}"))?;
-        let map = bpf.take_map("fast").ok_or("no map fast")?;
-        let fast = Array::try_from(map).map_err(|e| format!("map fast: {e}"))?;
-        let map = bpf.take_map("lost").ok_or("no map lost")?;
-        let lost = PerCpuArray::try_from(map).map_err(|e| format!("map lost: {e}"))?;
-        let map = bpf.take_map("untimed").ok_or("no map untimed")?;
-        let untimed = PerCpuArray::try_from(map).map_err(|e| format!("map untimed: {e}"))?;
-        let map = bpf.take_map("who_on").ok_or("no map who_on")?;
-        let who_on = Array::try_from(map).map_err(|e| format!("map who_on: {e}"))?;
-        let map = bpf.take_map("who").ok_or("no map who")?;
-        let who = HashMap::try_from(map).map_err(|e| format!("map who: {e}"))?;
+        let hists = take_map(&mut bpf, "hists")?;
+        let fast_owners = take_map(&mut bpf, "fast_owners")?;
+        let fast = take_map(&mut bpf, "fast")?;
+        let lost = take_map(&mut bpf, "lost")?;
+        let untimed = take_map(&mut bpf, "untimed")?;
+        let who_on = take_map(&mut bpf, "who_on")?;
+        let who = take_map(&mut bpf, "who")?;
         let issue = if attach_issue_at_start(issues, &masks) {
             IssueProgram::Attached
         } else {
@@ -673,6 +666,15 @@ impl Tracer {
         }
         Ok(Readings { devices, lost })
     }
+}
+
+/// The program's map `name`, as the aya map type its use needs.
+fn take_map<M>(bpf: &mut Ebpf, name: &str) -> Result<M, String>
+where
+    M: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
+{
+    let map = bpf.take_map(name).ok_or_else(|| format!("no map {name}"))?;
+    M::try_from(map).map_err(|e| format!("map {name}: {e}"))
 }
 
 #[cfg(test)]
