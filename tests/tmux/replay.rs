@@ -191,7 +191,12 @@ fn backing(dev: &str) -> Option<String> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .find(|l| l.starts_with(&format!("/dev/{dev}:")) && l.contains("blktune-scratch-"))
-        .and_then(|l| Some(l.rsplit_once('(')?.1.trim_end_matches(')').to_string()))
+        // `/dev/loop1: [65024]:123 (/path/file.img)`, or `... (/path/file.img
+        // (deleted))` once the file is gone while the device is still attached.
+        .and_then(|l| {
+            let path = l.split_once(" (")?.1.strip_suffix(')')?;
+            Some(path.strip_suffix(" (deleted)").unwrap_or(path).to_string())
+        })
 }
 
 fn sysfs_scheduler(dev: &str) -> String {

