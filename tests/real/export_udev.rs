@@ -501,6 +501,10 @@ fn a_broken_rule_is_noticed() {
     let _restore = Restore::new(&lo);
     let guard = UdevGuard::new(&lo, "broken");
     let dev = lo.name().to_string();
+    // A fresh loop device's read-ahead is computed at attach from what is
+    // under its file (seen here: 4096, the value the rule would set), so the
+    // test starts it elsewhere.
+    lo.set_queue("read_ahead_kb", "128");
     fs::write(
         &guard.rule,
         format!("KERNEL==\"{dev}\", BOGUS{{x}}==\"1\", ATTR{{queue/read_ahead_kb}}=\"4096\"\n"),
