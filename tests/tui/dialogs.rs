@@ -589,6 +589,50 @@ fn a_small_screen_keeps_the_conclusion_and_the_restore_line_and_counts_the_notes
     }
 }
 
+/// Two failed controls wrap over three rows each at 80 columns: what stays
+/// must still end with what the device was left with (seen in a CI run:
+/// the restore line fell below the box).
+#[test]
+fn a_small_screen_with_failed_controls_still_says_what_the_device_was_left_with() {
+    use blktune_core::compare::{ControlCheck, ControlKind, Status};
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = undecided();
+    let failed = [
+        "load: IOPS +44% (+30..+58) under none against mq-deadline, with +13% (+4..+24) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+        "vda (under loop2) sped up too: await 1.3 -> 0.12 ms (mq-deadline -> none, -95%); the switch is not the only change",
+    ];
+    let a = r.analysis.as_mut().unwrap();
+    for text in failed {
+        a.controls.push(ControlCheck {
+            kind: ControlKind::Load,
+            status: Status::Failed,
+            text: text.into(),
+        });
+    }
+    for text in [
+        "system: CPU busy 95% -> 96%",
+        "system: PSI io some 0.1% -> 0.2%",
+    ] {
+        a.controls.push(ControlCheck {
+            kind: ControlKind::System,
+            status: Status::Note,
+            text: text.into(),
+        });
+    }
+    r.final_settings = "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)".into();
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let s = text(&screen(&app, 80, 24));
+    for want in [
+        "FAILED  load: IOPS +44%",
+        "original settings restored",
+        "no decided winner: nothing to apply",
+    ] {
+        assert!(s.contains(want), "80x24: no '{want}':\n{s}");
+    }
+}
+
 #[test]
 fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();

@@ -399,7 +399,8 @@ pub fn results_lines(
         Part::Restore,
         Line::styled(shootout_result.final_settings.clone(), theme.done()),
     ));
-    fit(out, theme, width, rows)
+    let table_rows = 1 + shootout_result.configurations.len();
+    fit(out, theme, width, rows, table_rows)
 }
 
 /// The lines in at most `rows` wrapped rows where they can be: what a small
@@ -407,12 +408,15 @@ pub fn results_lines(
 /// line under the table; then the controls that held or are only a note,
 /// said in one line; then the line that explains the kernel's columns; then
 /// the restore line's detail), never the table, a failed control, the
-/// comparisons or the conclusion.
+/// comparisons or the conclusion. When even that is too tall (failed
+/// controls and comparisons wrap), the restore line moves up under the
+/// table: what the device was left with is never cut off by the box.
 fn fit(
     mut lines: Vec<(Part, Line<'static>)>,
     theme: Theme,
     width: usize,
     rows: usize,
+    table_rows: usize,
 ) -> Vec<Line<'static>> {
     let taken = |l: &[(Part, Line<'static>)]| {
         l.iter()
@@ -458,6 +462,12 @@ fn fit(
             let cut: String = text.chars().take(width.saturating_sub(1)).collect();
             *l = Line::styled(format!("{cut}…"), theme.done());
         }
+    }
+    if taken(&lines) > rows
+        && let Some(at) = lines.iter().position(|(p, _)| *p == Part::Restore)
+    {
+        let restore = lines.remove(at);
+        lines.insert(table_rows.min(lines.len()), restore);
     }
     lines.into_iter().map(|(_, l)| l).collect()
 }
