@@ -509,7 +509,10 @@ fn attempt_once(test: &str, lo: &TestLoop, scheduler: &str, issue_times: IssueTi
         // diskstats stops a request's clock in its accounting, a few µs after
         // the completion tracepoint ours stops at: at 0.1 ms I/Os on an idle
         // machine that alone is 5-8% (seen: write mean 0.129 vs await 0.139).
-        if !within(p.mean, await_ms, 0.05, 0.02) {
+        // Seen in a fresh CI run with wbt_lat_usec 75000 on the loop device:
+        // 0.268 vs 0.290 ms (reads), the percentiles against the trace within
+        // 2.5%; the gap is the accounting's own, a few tens of µs per I/O.
+        if !within(p.mean, await_ms, 0.05, 0.03) {
             failures.push(format!(
                 "{dir:?} mean {:.3} vs await {await_ms:.3} ms",
                 p.mean

@@ -88,7 +88,12 @@ fn five_seconds_after_a_switch_at_80x24_the_rates_row_has_before_after_and_the_i
         text.contains("steady:") || text.contains("moved:") || text.contains("UNRELIABLE"),
         "{s}"
     );
-    assert!(text.contains("undecided"), "{s}");
+    // No call from one pair: undecided, or unreliable when a control failed
+    // (the disk under the loop moved with it: seen in a fresh CI run).
+    assert!(
+        text.contains("undecided") || text.contains("unreliable"),
+        "{s}"
+    );
     for word in ["faster", "slower", "better", "worse"] {
         assert!(!text.contains(word), "{word}:\n{s}");
     }
