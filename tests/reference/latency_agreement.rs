@@ -266,6 +266,13 @@ struct Measured {
     lost: u64,
 }
 
+/// The mean (ms) of a µs histogram.
+fn mean(hist: &[(u64, u64)]) -> f64 {
+    let n: u64 = hist.iter().map(|&(_, c)| c).sum();
+    let sum: u64 = hist.iter().map(|&(us, c)| us * c).sum();
+    sum as f64 / n.max(1) as f64 / 1000.0
+}
+
 /// The exact percentile (ms) of a µs histogram: the value of rank ⌈q·n⌉.
 fn exact(hist: &[(u64, u64)], q: f64) -> f64 {
     let mut h = hist.to_vec();
@@ -483,6 +490,7 @@ fn attempt_once(test: &str, lo: &TestLoop, scheduler: &str, issue_times: IssueTi
         let refh = reference.total.get(&letter).expect("reference I/O");
         let ref_n: u64 = refh.iter().map(|&(_, c)| c).sum();
         let (r50, r99) = (exact(refh, 0.5), exact(refh, 0.99));
+        let ref_mean = mean(refh);
         let await_ms = ms as f64 / ios as f64;
         let dev = *ours.get(Span::Device, dir).expect("device span");
         let refd = reference
@@ -493,7 +501,7 @@ fn attempt_once(test: &str, lo: &TestLoop, scheduler: &str, issue_times: IssueTi
         let dev99 = dev.p99;
         report += &format!(
             "  {dir:?}: n ours {} / reference {ref_n} / fio {fio_n} / diskstats {ios}; \
-             p50 {:.3} vs {r50:.3} ms; p99 {:.3} vs {r99:.3} ms; mean {:.3} vs await {await_ms:.3} ms; \
+             p50 {:.3} vs {r50:.3} ms; p99 {:.3} vs {r99:.3} ms; mean {:.3} vs {ref_mean:.3} ms (await {await_ms:.3}); \
              device: n {}, p50 {:.3} vs {d50:.3} ms, p99 {dev99:.3} vs {d99:.3} ms\n",
             p.n, p.p50, p.p99, p.mean, dev.n, dev.p50
         );
@@ -506,13 +514,19 @@ fn attempt_once(test: &str, lo: &TestLoop, scheduler: &str, issue_times: IssueTi
         if !within(p.p99, r99, 0.25, 0.1) {
             failures.push(format!("{dir:?} p99 {:.3} vs {r99:.3} ms", p.p99));
         }
-        // diskstats stops a request's clock in its accounting, a few µs after
-        // the completion tracepoint ours stops at: at 0.1 ms I/Os on an idle
-        // machine that alone is 5-8% (seen: write mean 0.129 vs await 0.139).
-        // Seen in a fresh CI run with wbt_lat_usec 75000 on the loop device:
-        // 0.268 vs 0.290 ms (reads), the percentiles against the trace within
-        // 2.5%; the gap is the accounting's own, a few tens of µs per I/O.
-        if !within(p.mean, await_ms, 0.05, 0.03) {
+        // The mean is the trace's mean (both clocks are the tracepoints').
+        if !within(p.mean, ref_mean, 0.05, 0.01) {
+            failures.push(format!("{dir:?} mean {:.3} vs {ref_mean:.3} ms", p.mean));
+        }
+        // iostat's await is near it, never the same: since Linux 6.9 the
+        // accounting stamps a request with the submitting task's plug clock
+        // (`blk_time_get_ns`, cached for the whole plug), so a request
+        // submitted late in a batch looks older than it is; and it stops
+        // the clock a few µs after the completion tracepoint. Seen: write
+        // mean 0.136 against await 0.170 ms under bfq (reads 0.268 / 0.290),
+        // the trace agreeing with ours within 2%. So await is the same
+        // story within a third, and never shorter than ours by much.
+        if !within(p.mean, await_ms, 0.35, 0.05) || await_ms < p.mean * 0.95 - 0.01 {
             failures.push(format!(
                 "{dir:?} mean {:.3} vs await {await_ms:.3} ms",
                 p.mean

@@ -633,6 +633,100 @@ fn a_small_screen_with_failed_controls_still_says_what_the_device_was_left_with(
     }
 }
 
+/// Three failed controls and three comparisons are more than 80x24 holds
+/// wrapped (seen in a CI run: the conclusion and two comparisons fell below
+/// the box): each then takes one row, and the conclusion is always there.
+#[test]
+fn a_small_screen_with_three_failed_controls_still_shows_every_comparison_and_the_conclusion() {
+    use blktune_core::compare::{ControlCheck, ControlKind, Status};
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = undecided();
+    let failed = [
+        "vda (under loop2) sped up too: await 1.2 -> 0.094 ms (mq-deadline -> none, -96%); the switch is not the only change",
+        "load: IOPS +26% (+15..+38) under none against kyber, with +11% (+5..+17) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+        "load: IOPS +61% (+41..+83) under none against bfq, with +11% (+7..+16) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+    ];
+    let a = r.analysis.as_mut().unwrap();
+    for text in failed {
+        a.controls.push(ControlCheck {
+            kind: ControlKind::Load,
+            status: Status::Failed,
+            text: text.into(),
+        });
+    }
+    r.final_settings = "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)".into();
+    let brief = r.verdict.brief.clone();
+    let others: Vec<String> = (r.configurations.iter())
+        .map(|c| c.configuration.clone())
+        .filter(|c| Some(c) != r.verdict.leader.as_ref())
+        .collect();
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let s = text(&screen(&app, 80, 24));
+    let head: String = brief.chars().take(40).collect();
+    for want in [
+        "FAILED  vda (under loop2)",
+        "FAILED  load: IOPS +26%",
+        "FAILED  load: IOPS +61%",
+        "original settings restored",
+        "% intervals, minimum ±5%",
+        head.as_str(),
+        "no decided winner: nothing to apply",
+    ] {
+        assert!(s.contains(want), "80x24: no '{want}':\n{s}");
+    }
+    // Every comparison: a line that starts with the other's name and says
+    // what it found.
+    for other in &others {
+        assert!(
+            s.lines().any(|l| {
+                let inner = l
+                    .trim_start_matches(|c: char| c != '│')
+                    .trim_start_matches('│');
+                inner.trim_start().starts_with(&format!("{other} "))
+                    && (inner.contains('%') || inner.contains("no pair"))
+            }),
+            "80x24: no comparison against {other}:\n{s}"
+        );
+    }
+}
+
+/// More failed controls than rows: the first stays, the rest are counted,
+/// and the comparisons and the conclusion are still on the screen.
+#[test]
+fn failed_controls_beyond_the_rows_are_counted_in_one_line() {
+    use blktune_core::compare::{ControlCheck, ControlKind, Status};
+    let (_m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = undecided();
+    let a = r.analysis.as_mut().unwrap();
+    for i in 0..8 {
+        a.controls.push(ControlCheck {
+            kind: ControlKind::Load,
+            status: Status::Failed,
+            text: format!("control {i} failed: the switch is not the only change"),
+        });
+    }
+    let brief = r.verdict.brief.clone();
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let s = text(&screen(&app, 80, 24));
+    let head: String = brief.chars().take(40).collect();
+    for want in [
+        "FAILED  control 0 failed",
+        "more failed controls (a taller terminal shows them)",
+        "original settings restored",
+        head.as_str(),
+        "  none ",
+        "  mq-deadline ",
+        "  bfq ",
+    ] {
+        assert!(s.contains(want), "80x24: no '{want}':\n{s}");
+    }
+    assert!(!s.contains("control 7 failed"), "{s}");
+}
+
 #[test]
 fn a_failed_shoot_out_is_shown_until_closed() {
     let (_m, mut app) = started();

@@ -276,8 +276,12 @@ enum Part {
     Kernel,
     /// `controls (what else changed in the same rounds):`
     ControlsHead,
-    /// A control that held or is worth a note (a failed one is kept).
+    /// A control that held or is worth a note.
     Note,
+    /// A failed control: kept, in one row when rows are short.
+    Failed,
+    /// The leader against one other: kept, in one row when rows are short.
+    Comparison,
     /// What the device was left with.
     Restore,
 }
@@ -390,6 +394,10 @@ pub fn results_lines(
             Part::ControlsHead
         } else if l.starts_with("  note  ") || l.starts_with("  ok    ") {
             Part::Note
+        } else if l.starts_with("  FAILED") {
+            Part::Failed
+        } else if l.starts_with("  ") {
+            Part::Comparison
         } else {
             Part::Keep
         };
@@ -469,7 +477,55 @@ fn fit(
         let restore = lines.remove(at);
         lines.insert(table_rows.min(lines.len()), restore);
     }
+    // Then each failed control and each comparison in one row: their
+    // starts say what failed and what was found (bench prints them whole).
+    for part in [Part::Failed, Part::Comparison] {
+        if taken(&lines) > rows {
+            for (_, l) in lines.iter_mut().filter(|(p, _)| *p == part) {
+                *l = one_row(l, width);
+            }
+        }
+    }
+    // The last resort: the failed controls that do not fit are counted in
+    // one line; the first stays, and the comparisons and the conclusion
+    // are never given up.
+    let failed: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, (p, _))| *p == Part::Failed)
+        .map(|(i, _)| i)
+        .collect();
+    if taken(&lines) > rows && failed.len() > 1 {
+        for keep in (1..failed.len()).rev() {
+            let hidden = failed.len() - keep;
+            let mut fewer = lines.clone();
+            for &at in failed[keep..].iter().rev() {
+                fewer.remove(at);
+            }
+            let more = format!(
+                "  and {hidden} more failed control{} (a taller terminal shows them)",
+                plural(hidden)
+            );
+            fewer.insert(
+                failed[keep - 1] + 1,
+                (Part::Keep, Line::styled(more, theme.error())),
+            );
+            if taken(&fewer) <= rows || keep == 1 {
+                lines = fewer;
+                break;
+            }
+        }
+    }
     lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// `line` cut to one row of `width` columns, ending in `…` when cut.
+fn one_row(line: &Line<'static>, width: usize) -> Line<'static> {
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    if text.chars().count() <= width {
+        return line.clone();
+    }
+    let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    let style = line.spans.first().map(|s| s.style).unwrap_or_default();
+    Line::from(Span::styled(format!("{cut}…"), style)).style(line.style)
 }
 
 /// `s` for a count other than one.
