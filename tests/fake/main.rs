@@ -12,6 +12,7 @@ mod cli_errors;
 mod dash_stdio;
 mod discovery;
 mod docs_examples;
+mod docs_figures;
 mod export_check;
 mod export_cli;
 mod export_fleet;

@@ -415,10 +415,13 @@ pub fn results_lines(
 /// screen can do without goes first, least needed first (the rounds'
 /// line under the table; then the controls that held or are only a note,
 /// said in one line; then the line that explains the kernel's columns; then
-/// the restore line's detail), never the table, a failed control, the
-/// comparisons or the conclusion. When even that is too tall (failed
+/// the restore line's detail), never the table, the first failed control,
+/// the comparisons or the conclusion. When even that is too tall (failed
 /// controls and comparisons wrap), the restore line moves up under the
-/// table: what the device was left with is never cut off by the box.
+/// table: what the device was left with is never cut off by the box. Then
+/// each failed control and each comparison takes one row, and the failed
+/// controls beyond the rows are counted in one line: the conclusion and
+/// every comparison stay.
 fn fit(
     mut lines: Vec<(Part, Line<'static>)>,
     theme: Theme,
@@ -465,11 +468,7 @@ fn fit(
         && let Some((_, l)) = lines.iter_mut().find(|(p, _)| *p == Part::Restore)
     {
         // One row: its start says whether the originals came back.
-        let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
-        if text.chars().count() > width {
-            let cut: String = text.chars().take(width.saturating_sub(1)).collect();
-            *l = Line::styled(format!("{cut}…"), theme.done());
-        }
+        *l = one_row(l, width);
     }
     if taken(&lines) > rows
         && let Some(at) = lines.iter().position(|(p, _)| *p == Part::Restore)
