@@ -120,9 +120,7 @@ fn a_starts_an_ab_and_esc_stops_it_with_the_users_choice_back() {
     });
     t.wait("the switch back", |_| lo.active_scheduler() == "none");
     t.keys(&["Escape"]);
-    let s = t.wait("the A/B stopped", |s| {
-        s.contains("original settings restored")
-    });
+    let s = t.wait("the A/B stopped", |s| s.contains("your choice restored"));
     assert!(s.contains("cancelled"), "{s}");
     assert_eq!(lo.active_scheduler(), "mq-deadline");
     t.keys(&["q"]);

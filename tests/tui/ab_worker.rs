@@ -150,7 +150,7 @@ fn rounds_alternate_counterbalanced_and_the_users_choice_comes_back() {
     assert!(
         outcome
             .restored
-            .starts_with("original settings restored (scheduler=kyber"),
+            .starts_with("your choice restored (scheduler=kyber"),
         "{}",
         outcome.restored
     );
@@ -185,7 +185,9 @@ fn a_cancel_stops_it_and_restores_the_users_choice() {
     let (_, done) = until_done(&rx);
     let why = done.unwrap_err();
     assert!(
-        why.contains("cancelled") && why.contains("original settings restored"),
+        why.contains("cancelled")
+            && why.contains("your choice restored")
+            && !why.contains("original"),
         "{why}"
     );
     assert_eq!(active(&s.tree), "kyber");

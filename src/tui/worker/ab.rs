@@ -184,9 +184,27 @@ fn run(
         },
         cancel,
     )
-    .map_err(|e| format!("A/B on {dev}: {e}"))?;
+    .map_err(|e| match e {
+        shootout::ShootoutError::Cancelled { restore, .. } => {
+            format!("A/B on {dev}: cancelled; {}", your_choice(restore))
+        }
+        shootout::ShootoutError::Aborted { cause, restore } => {
+            format!("A/B on {dev}: {cause}; {}", your_choice(restore))
+        }
+        e => format!("A/B on {dev}: {e}"),
+    })?;
     Ok(AbOutcome {
         rounds: r.measurements.iter().map(shootout::round_of).collect(),
-        restored: r.final_settings,
+        restored: your_choice(r.final_settings),
     })
+}
+
+/// The runner's restore line in the A/B's words: the settings it found and
+/// put back are the user's choice (the change the A/B tests), not the
+/// device's originals, which stay in the journal.
+fn your_choice(restore: String) -> String {
+    match restore.strip_prefix("original settings restored") {
+        Some(rest) => format!("your choice restored{rest}"),
+        None => restore,
+    }
 }
