@@ -9,6 +9,7 @@ use blktune::tui::dialogs::export::{Focus, WriteError};
 use blktune::tui::dialogs::shootout::{LoadChoice, Stage};
 use blktune::tui::worker::protocol::{ApplyKind, Control, Feed, LiveControl};
 use blktune::tui::worker::shootout::{ShootOutError, ShootOutFeed};
+use blktune_core::compare::{ControlCheck, ControlKind, Status};
 use blktune_core::shootout::{
     FakeRounds, Figures, Goal, Phase, Progress, ShootoutError, ShootoutResult, fake_result,
 };
@@ -542,31 +543,55 @@ fn an_undecided_shoot_out_offers_nothing_to_apply_and_its_keys_stay_in_the_box()
     }
 }
 
+/// The shoot-out dialog showing [`undecided`]'s result with these controls
+/// added (their kind, status and text) and, when given, this restore line:
+/// the machine, the app, and the result as it was fed.
+fn undecided_shown(
+    controls: &[(ControlKind, Status, &str)],
+    final_settings: Option<&str>,
+) -> (Machine, App, ShootoutResult) {
+    let (m, mut app) = started();
+    press(&mut app, &chars("b"));
+    press(&mut app, &[KeyCode::Enter]);
+    let mut r = undecided();
+    let a = r.analysis.as_mut().unwrap();
+    for &(kind, status, text) in controls {
+        a.controls.push(ControlCheck {
+            kind,
+            status,
+            text: text.into(),
+        });
+    }
+    if let Some(f) = final_settings {
+        r.final_settings = f.into();
+    }
+    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r.clone())))));
+    (m, app, r)
+}
+
 /// A real run at 80x24 (the tmux test's): two control notes of two rows
 /// each and a long restore line pushed the conclusion's end and what the
 /// device was left with out of the box. Now the notes are said in one line
 /// there and the restore line keeps one row; a tall screen shows them all.
 #[test]
 fn a_small_screen_keeps_the_conclusion_and_the_restore_line_and_counts_the_notes() {
-    use blktune_core::compare::{ControlCheck, ControlKind, Status};
-    let (_m, mut app) = started();
-    press(&mut app, &chars("b"));
-    press(&mut app, &[KeyCode::Enter]);
-    let mut r = undecided();
-    let notes = [
-        "system: the CPU was saturated (>= 90% busy) in 16 of 16 rounds: the figures include waiting for a CPU",
-        "load: IOPS +95% (+24..+206) under none against bfq, the load is closed-loop (a fixed number of I/Os in flight): part of the effect",
-    ];
-    let a = r.analysis.as_mut().unwrap();
-    for text in notes {
-        a.controls.push(ControlCheck {
-            kind: ControlKind::System,
-            status: Status::Note,
-            text: text.into(),
-        });
-    }
-    r.final_settings = "original settings restored (scheduler=mq-deadline async_depth=192 fifo_batch=16 front_merges=1 prio_aging_expire=10000 read_expire=500 write_expire=5000 writes_starved=2 nr_requests=256 read_ahead_kb=128)".into();
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let (_m, app, _) = undecided_shown(
+        &[
+            (
+                ControlKind::System,
+                Status::Note,
+                "system: the CPU was saturated (>= 90% busy) in 16 of 16 rounds: the figures include waiting for a CPU",
+            ),
+            (
+                ControlKind::System,
+                Status::Note,
+                "load: IOPS +95% (+24..+206) under none against bfq, the load is closed-loop (a fixed number of I/Os in flight): part of the effect",
+            ),
+        ],
+        Some(
+            "original settings restored (scheduler=mq-deadline async_depth=192 fifo_batch=16 front_merges=1 prio_aging_expire=10000 read_expire=500 write_expire=5000 writes_starved=2 nr_requests=256 read_ahead_kb=128)",
+        ),
+    );
     let s = text(&screen(&app, 80, 24));
     for want in [
         "r_await of kyber against each:",
@@ -594,35 +619,33 @@ fn a_small_screen_keeps_the_conclusion_and_the_restore_line_and_counts_the_notes
 /// the restore line fell below the box).
 #[test]
 fn a_small_screen_with_failed_controls_still_says_what_the_device_was_left_with() {
-    use blktune_core::compare::{ControlCheck, ControlKind, Status};
-    let (_m, mut app) = started();
-    press(&mut app, &chars("b"));
-    press(&mut app, &[KeyCode::Enter]);
-    let mut r = undecided();
-    let failed = [
-        "load: IOPS +44% (+30..+58) under none against mq-deadline, with +13% (+4..+24) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
-        "vda (under loop2) sped up too: await 1.3 -> 0.12 ms (mq-deadline -> none, -95%); the switch is not the only change",
-    ];
-    let a = r.analysis.as_mut().unwrap();
-    for text in failed {
-        a.controls.push(ControlCheck {
-            kind: ControlKind::Load,
-            status: Status::Failed,
-            text: text.into(),
-        });
-    }
-    for text in [
-        "system: CPU busy 95% -> 96%",
-        "system: PSI io some 0.1% -> 0.2%",
-    ] {
-        a.controls.push(ControlCheck {
-            kind: ControlKind::System,
-            status: Status::Note,
-            text: text.into(),
-        });
-    }
-    r.final_settings = "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)".into();
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let (_m, app, _) = undecided_shown(
+        &[
+            (
+                ControlKind::Load,
+                Status::Failed,
+                "load: IOPS +44% (+30..+58) under none against mq-deadline, with +13% (+4..+24) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+            ),
+            (
+                ControlKind::Load,
+                Status::Failed,
+                "vda (under loop2) sped up too: await 1.3 -> 0.12 ms (mq-deadline -> none, -95%); the switch is not the only change",
+            ),
+            (
+                ControlKind::System,
+                Status::Note,
+                "system: CPU busy 95% -> 96%",
+            ),
+            (
+                ControlKind::System,
+                Status::Note,
+                "system: PSI io some 0.1% -> 0.2%",
+            ),
+        ],
+        Some(
+            "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)",
+        ),
+    );
     let s = text(&screen(&app, 80, 24));
     for want in [
         "FAILED  load: IOPS +44%",
@@ -638,33 +661,34 @@ fn a_small_screen_with_failed_controls_still_says_what_the_device_was_left_with(
 /// the box): each then takes one row, and the conclusion is always there.
 #[test]
 fn a_small_screen_with_three_failed_controls_still_shows_every_comparison_and_the_conclusion() {
-    use blktune_core::compare::{ControlCheck, ControlKind, Status};
-    let (_m, mut app) = started();
-    press(&mut app, &chars("b"));
-    press(&mut app, &[KeyCode::Enter]);
-    let mut r = undecided();
-    let failed = [
-        "vda (under loop2) sped up too: await 1.2 -> 0.094 ms (mq-deadline -> none, -96%); the switch is not the only change",
-        "load: IOPS +26% (+15..+38) under none against kyber, with +11% (+5..+17) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
-        "load: IOPS +61% (+41..+83) under none against bfq, with +11% (+7..+16) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
-    ];
-    let a = r.analysis.as_mut().unwrap();
-    for text in failed {
-        a.controls.push(ControlCheck {
-            kind: ControlKind::Load,
-            status: Status::Failed,
-            text: text.into(),
-        });
-    }
-    r.final_settings = "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)".into();
-    let brief = r.verdict.brief.clone();
+    let (_m, app, r) = undecided_shown(
+        &[
+            (
+                ControlKind::Under,
+                Status::Failed,
+                "vda (under loop2) sped up too: await 1.2 -> 0.094 ms (mq-deadline -> none, -96%); the switch is not the only change",
+            ),
+            (
+                ControlKind::Load,
+                Status::Failed,
+                "load: IOPS +26% (+15..+38) under none against kyber, with +11% (+5..+17) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+            ),
+            (
+                ControlKind::Load,
+                Status::Failed,
+                "load: IOPS +61% (+41..+83) under none against bfq, with +11% (+7..+16) I/Os in flight (aqu-sz): the offered load changed; the switch is not the only change",
+            ),
+        ],
+        Some(
+            "original settings restored (scheduler=none nr_requests=128 read_ahead_kb=2560 wbt_lat_usec=75000 nomerges=0 rq_affinity=1 max_sectors_kb=1280 add_random=0)",
+        ),
+    );
+    let s = text(&screen(&app, 80, 24));
     let others: Vec<String> = (r.configurations.iter())
         .map(|c| c.configuration.clone())
         .filter(|c| Some(c) != r.verdict.leader.as_ref())
         .collect();
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
-    let s = text(&screen(&app, 80, 24));
-    let head: String = brief.chars().take(40).collect();
+    let head: String = r.verdict.brief.chars().take(40).collect();
     for want in [
         "FAILED  vda (under loop2)",
         "FAILED  load: IOPS +26%",
@@ -696,23 +720,15 @@ fn a_small_screen_with_three_failed_controls_still_shows_every_comparison_and_th
 /// and the comparisons and the conclusion are still on the screen.
 #[test]
 fn failed_controls_beyond_the_rows_are_counted_in_one_line() {
-    use blktune_core::compare::{ControlCheck, ControlKind, Status};
-    let (_m, mut app) = started();
-    press(&mut app, &chars("b"));
-    press(&mut app, &[KeyCode::Enter]);
-    let mut r = undecided();
-    let a = r.analysis.as_mut().unwrap();
-    for i in 0..8 {
-        a.controls.push(ControlCheck {
-            kind: ControlKind::Load,
-            status: Status::Failed,
-            text: format!("control {i} failed: the switch is not the only change"),
-        });
-    }
-    let brief = r.verdict.brief.clone();
-    app.on_feed(Feed::ShootOut(ShootOutFeed::Done(Ok(Box::new(r)))));
+    let texts: Vec<String> = (0..8)
+        .map(|i| format!("control {i} failed: the switch is not the only change"))
+        .collect();
+    let controls: Vec<_> = (texts.iter())
+        .map(|t| (ControlKind::Load, Status::Failed, t.as_str()))
+        .collect();
+    let (_m, app, r) = undecided_shown(&controls, None);
     let s = text(&screen(&app, 80, 24));
-    let head: String = brief.chars().take(40).collect();
+    let head: String = r.verdict.brief.chars().take(40).collect();
     for want in [
         "FAILED  control 0 failed",
         "more failed controls (a taller terminal shows them)",
