@@ -524,7 +524,7 @@ fn attempt_once(test: &str, lo: &TestLoop, scheduler: &str, issue_times: IssueTi
         // submitted late in a batch looks older than it is; and it stops
         // the clock a few µs after the completion tracepoint. Seen: write
         // mean 0.136 against await 0.170 ms under bfq (reads 0.268 / 0.290),
-        // the trace agreeing with ours within 2%. So await is the same
+        // the percentiles against the trace within 3%. So await is the same
         // story within a third, and never shorter than ours by much.
         if !within(p.mean, await_ms, 0.35, 0.05) || await_ms < p.mean * 0.95 - 0.01 {
             failures.push(format!(
