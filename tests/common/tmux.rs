@@ -294,3 +294,13 @@ fn descendants(pid: i32) -> Vec<i32> {
     }
     out
 }
+
+/// A finished shoot-out's dialog, drawn whole: its restore line and its
+/// key line, and nothing left of the running dialog (a capture taken while
+/// the terminal is still being written can hold the new rows above the
+/// old ones: seen in a fresh CI run, the restore line over `Esc cancels`).
+pub fn shoot_out_done(screen: &str) -> bool {
+    screen.contains("original settings restored")
+        && (screen.contains("nothing to apply") || screen.contains("a apply the winner"))
+        && !screen.contains("Esc cancels")
+}

@@ -2,7 +2,7 @@
 //! in tmux (80x24) on a loop device this test creates. Root only; skips otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use crate::common;
-use common::tmux::Tmux;
+use common::tmux::{Tmux, shoot_out_done};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -219,10 +219,7 @@ fn shoot_out_runs_to_the_end_shows_results_and_applies_the_winner() {
     // Four schedulers in rounds of 1 s settle + 3 s dwell, interleaved until
     // decided or 60 s have passed; more on a busy box.
     let s = t
-        .wait_for(
-            |s| s.contains("original settings restored"),
-            std::time::Duration::from_secs(150),
-        )
+        .wait_for(shoot_out_done, std::time::Duration::from_secs(150))
         .unwrap_or_else(|s| panic!("no results; screen:\n{s}"));
     // Every scheduler the device offers has a row with a non-zero r/s (rows
     // sit inside the dialog's border; the winner's is starred).

@@ -10,7 +10,7 @@
 //! decided).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use crate::common;
-use common::tmux::{Tmux, blktune_bin};
+use common::tmux::{Tmux, blktune_bin, shoot_out_done};
 use common::*;
 use std::time::Duration;
 
@@ -76,10 +76,7 @@ fn tui_shoot_out_under_fio_shows_the_kernels_p99_with_counts_and_restores() {
     // time (a tracer of its own would make three).
     assert_eq!(bpf_programs(pid), 2, "BPF programs during the shoot-out");
     let s = t
-        .wait_for(
-            |s| s.contains("original settings restored"),
-            Duration::from_secs(150),
-        )
+        .wait_for(shoot_out_done, Duration::from_secs(150))
         .unwrap_or_else(|s| panic!("no results; screen:\n{s}"));
 
     // Per scheduler the device offers, a kernel read count and p99 (the
