@@ -40,11 +40,44 @@ use blktune_core::sampler::{Sampler, SamplerOptions};
 use blktune_core::tuner::{self, Tuner};
 use std::io::Write;
 use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use terminal::TerminalInput;
 use terminal::watchdog::{self, Pulse, Watchdog, Watched};
 use worker::live::LiveSource;
 use worker::protocol::{FEED_BOUND, FeedTx, Shared};
+
+/// Stop the live worker and take in everything it sends until it has
+/// stopped. The summary is drawn from the app, so the answer to a change
+/// still under way belongs in it: an undo whose journal write waits behind a
+/// busy disk finished before the worker stopped, and a summary without its
+/// answer said the undone change was still in force. Waiting for the worker
+/// costs nothing more than joining it did.
+fn stop_worker(
+    app: &mut App,
+    feed_rx: mpsc::Receiver<worker::protocol::Feed>,
+    ctl_tx: &mpsc::Sender<worker::protocol::ToWorker<worker::protocol::LiveControl>>,
+    handle: std::thread::JoinHandle<()>,
+) {
+    let _ = ctl_tx.send(Shared::Stop.into());
+    loop {
+        match feed_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(f) => app.on_feed(f),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            // A shoot-out's thread may hold the feed after the worker ended:
+            // take what is queued (a bounded number) and go.
+            Err(mpsc::RecvTimeoutError::Timeout) if handle.is_finished() => {
+                for f in feed_rx.try_iter().take(FEED_BOUND) {
+                    app.on_feed(f);
+                }
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    // Unblocks any thread still sending on a full feed.
+    drop(feed_rx);
+    let _ = handle.join();
+}
 
 /// Shortest and longest sample interval of the TUI.
 pub const INTERVAL_RANGE: (Duration, Duration) =
@@ -179,18 +212,7 @@ pub fn run_with(options: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, 
             source,
         })?;
         let result = event_loop::run_loop(&mut term, &mut app, &mut input, &feed_rx, &ctl_tx);
-        // Answers to changes still in flight belong in the summary.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while app.pending > 0 && Instant::now() < deadline {
-            match feed_rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(f) => app.on_feed(f),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        let _ = ctl_tx.send(Shared::Stop.into());
-        drop(feed_rx);
-        let _ = handle.join();
+        stop_worker(&mut app, feed_rx, &ctl_tx, handle);
         // --revert-on-exit before anything is written to the terminal
         // again: a terminal that takes no output must not hold it back. The
         // report waits until the terminal is restored.
@@ -232,4 +254,35 @@ pub fn run_with(options: &Options, setup: impl FnOnce(&mut App)) -> Result<i32, 
     }
     let _ = write_summary(&mut out, &session, journal.dir(), &root);
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worker::protocol::{Feed, LiveControl, ToWorker};
+
+    /// A worker that answers only once it is told to stop, as one does
+    /// whose apply is still writing its journal (an fsync behind a busy
+    /// disk) when the user quits: the answer comes after the quit.
+    #[test]
+    fn an_answer_the_worker_sends_on_its_way_out_reaches_the_summary() {
+        let mut app = App::new(Config {
+            host: HostInfo::default(),
+            read_only: None,
+            interval: Duration::from_secs(1),
+            page_kb: 4,
+            color: false,
+            select: None,
+        });
+        app.pending = 1;
+        let (feed_tx, feed_rx) = mpsc::sync_channel(FEED_BOUND);
+        let (ctl_tx, ctl_rx) = mpsc::channel::<ToWorker<LiveControl>>();
+        let handle = std::thread::spawn(move || {
+            let _ = ctl_rx.recv();
+            let _ = feed_tx.send(Feed::Error("the late answer".into()));
+        });
+        stop_worker(&mut app, feed_rx, &ctl_tx, handle);
+        let said = app.status.as_ref().map(|s| s.text.clone());
+        assert_eq!(said.as_deref(), Some("the late answer"));
+    }
 }

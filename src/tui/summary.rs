@@ -72,7 +72,7 @@ pub fn write_summary(
 }
 
 /// Original → now, one entry per value that differs (`none→mq-deadline,
-/// nr_requests 128→256`), not the steps taken in between. After a switch the
+/// nr_requests 128→256, wbt_lat_usec 2000→3000`), not the steps taken in between. After a switch the
 /// old scheduler's tunables are gone: the new one's are listed only where
 /// they differ from the kernel's default (`read_expire=100`).
 pub fn net_change(original: &Wanted, now: &Wanted, hz: &KernelHz) -> String {
@@ -109,6 +109,14 @@ pub fn net_change(original: &Wanted, now: &Wanted, hz: &KernelHz) -> String {
                 dash(b.map(|n| n.to_string())),
                 dash(a.map(|n| n.to_string()))
             ));
+        }
+    }
+    // The queue settings beside the scheduler (wbt_lat_usec, nomerges...)
+    // stay what they were across a switch.
+    for (k, v) in &now.knobs {
+        let before = original.knobs.iter().find(|(o, _)| o == k).map(|(_, b)| b);
+        if before.is_none_or(|b| b.trim() != v.trim()) {
+            out.push(format!("{k} {}→{v}", dash(before.cloned())));
         }
     }
     if out.is_empty() {
@@ -284,6 +292,32 @@ mod tests {
         assert_eq!(
             net_change(&dd("500"), &dd("500"), &KernelHz::unknown()),
             "back to its original settings"
+        );
+    }
+
+    #[test]
+    fn the_summary_names_a_changed_queue_setting_beside_the_scheduler() {
+        let knob = |v: &str| Wanted {
+            knobs: vec![
+                ("nomerges".into(), "0".into()),
+                ("wbt_lat_usec".into(), v.into()),
+            ],
+            ..w("none", 128, &[])
+        };
+        assert_eq!(
+            net_change(&knob("2000"), &knob("3000"), &KernelHz::unknown()),
+            "wbt_lat_usec 2000→3000"
+        );
+        assert_eq!(
+            net_change(&knob("2000"), &knob("2000"), &KernelHz::unknown()),
+            "back to its original settings"
+        );
+        // A setting the original did not read (an older journal): now's value.
+        let mut original = knob("2000");
+        original.knobs.clear();
+        assert_eq!(
+            net_change(&original, &knob("3000"), &KernelHz::unknown()),
+            "nomerges -→0, wbt_lat_usec -→3000"
         );
     }
 

@@ -443,4 +443,27 @@ fn agrees(expected: &Wanted, seen: &Wanted) -> bool {
             .tunables
             .iter()
             .all(|kv| seen.tunables.contains(kv))
+        && expected.knobs.iter().all(|kv| seen.knobs.contains(kv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_setting_other_than_the_one_asked_for_is_no_agreement() {
+        let wbt = |v: &str| Wanted {
+            scheduler: Some("kyber".into()),
+            knobs: vec![("wbt_lat_usec".into(), v.into())],
+            ..Wanted::default()
+        };
+        assert!(agrees(&wbt("3000"), &wbt("3000")));
+        assert!(!agrees(&wbt("3000"), &wbt("2000")));
+        // What the change did not ask for may be anything.
+        let sched_only = Wanted {
+            scheduler: Some("kyber".into()),
+            ..Wanted::default()
+        };
+        assert!(agrees(&sched_only, &wbt("2000")));
+    }
 }
