@@ -42,8 +42,9 @@ pub struct Limits {
     /// How often it looks.
     pub period: Duration,
     /// How long a stop may take to end the process: the loop sees one
-    /// within a second, then waits up to 5 s for the answers to changes in
-    /// flight before the revert.
+    /// within a second, then waits for the worker to finish the change it
+    /// is applying (its answer belongs in the summary) before the revert;
+    /// a worker stuck in a write is cut short here.
     pub grace: Duration,
     /// How long the loop may go without a round (it has one at least every
     /// second) before its CPU use is looked at.
