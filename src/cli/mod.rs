@@ -6,7 +6,8 @@ mod common;
 mod completions;
 mod demo;
 mod export;
-mod exporter;
+#[doc(hidden)]
+pub mod exporter; // its `bench` seam, for benches/exporter.rs
 mod list;
 mod man;
 mod metrics;

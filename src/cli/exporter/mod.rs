@@ -179,6 +179,33 @@ impl Collector {
     fn scrape(&mut self) -> String {
         let started = Instant::now();
         let devs = self.read_devices();
+        let readings = self.read_tracer();
+        self.render(started, &devs, readings.as_ref())
+    }
+
+    /// The tracer's counts now; a failed read stops tracing (the reason is
+    /// then served by blktune_latency_tracing).
+    fn read_tracer(&mut self) -> Option<Readings> {
+        match &mut self.tracer {
+            Ok(t) => match t.read() {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.tracer = Err(format!("a read of the kernel's histograms failed: {e}"));
+                    None
+                }
+            },
+            Err(_) => None,
+        }
+    }
+
+    /// The text of a scrape that began at `started`, of `devs` (from
+    /// [`Self::read_devices`]) and the tracer's `readings`.
+    fn render(
+        &self,
+        started: Instant,
+        devs: &[BlockDevice],
+        readings: Option<&Readings>,
+    ) -> String {
         let shown: Vec<&BlockDevice> = devs.iter().collect();
         let env: BTreeMap<String, BTreeMap<String, String>> = shown
             .iter()
@@ -197,18 +224,7 @@ impl Collector {
                 udev_env: &env,
             },
         );
-        let readings = match &mut self.tracer {
-            Ok(t) => match t.read() {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    // A failed read stops tracing: said by the gauge below.
-                    self.tracer = Err(format!("a read of the kernel's histograms failed: {e}"));
-                    None
-                }
-            },
-            Err(_) => None,
-        };
-        render_latency(&mut out, &shown, readings.as_ref(), self.per_octave);
+        render_latency(&mut out, &shown, readings, self.per_octave);
         self.render_rules(&mut out, &shown);
         let why = self
             .tracer
@@ -387,6 +403,9 @@ fn render_latency(
 const INDEX: &str =
     "blktune exporter: block queue settings and the kernel's per-I/O latency.\nMetrics: /metrics\n";
 
+/// The Content-Type of `/metrics`: Prometheus's text format 0.0.4.
+const METRICS_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// Serve one connection: read the request, answer, close.
 fn serve(mut stream: TcpStream, collector: &Mutex<Collector>) {
     let head = match http::read_head(&mut stream) {
@@ -407,13 +426,7 @@ fn serve(mut stream: TcpStream, collector: &Mutex<Collector>) {
                 Ok(mut c) => c.scrape(),
                 Err(_) => return,
             };
-            http::respond(
-                &mut stream,
-                200,
-                "text/plain; version=0.0.4; charset=utf-8",
-                text.as_bytes(),
-                head,
-            )
+            http::respond(&mut stream, 200, METRICS_TYPE, text.as_bytes(), head)
         }
         http::Request::Get {
             route: http::Route::Index,
@@ -514,4 +527,56 @@ pub fn run(global: &Global, args: &ExporterArgs, out: &mut Out) -> anyhow::Resul
         }
     }
     Ok(0)
+}
+
+/// What `benches/exporter.rs` drives: a scrape of a tree with latency
+/// readings it supplies (a fake tree has no tracer), read, rendered and
+/// answered by the live scrape's code. Not reachable from the command line.
+#[doc(hidden)]
+pub mod bench {
+    use super::{BTreeMap, BlockDevice, Collector, Instant, METRICS_TYPE, Readings, SysRoot, http};
+    use blktune_core::export::UdevDb;
+    use std::net::TcpStream;
+    use std::sync::{Arc, Mutex};
+
+    /// A collector of one tree, without a tracer of its own.
+    #[derive(Debug)]
+    pub struct Scraper(Collector);
+
+    impl Scraper {
+        /// A scraper of `root` (no udev database) whose rules set
+        /// `rules` (device name to (scheduler, file)).
+        pub fn new(
+            root: SysRoot,
+            per_octave: u32,
+            rules: BTreeMap<String, (String, String)>,
+        ) -> Self {
+            Self(Collector {
+                root,
+                db: UdevDb::none(),
+                tracer: Err("the benchmark supplies the readings".into()),
+                per_octave,
+                rules: Arc::new(Mutex::new(Some(rules))),
+                known: BTreeMap::new(),
+            })
+        }
+
+        /// The text of one scrape whose tracer read gave `readings`.
+        pub fn text(&mut self, readings: &Readings) -> String {
+            let started = Instant::now();
+            let devs: Vec<BlockDevice> = self.0.read_devices();
+            self.0.render(started, &devs, Some(readings))
+        }
+
+        /// One scrape answered on `stream` as `GET /metrics` is: the body's length.
+        pub fn serve(
+            &mut self,
+            readings: &Readings,
+            stream: &mut TcpStream,
+        ) -> std::io::Result<usize> {
+            let text = self.text(readings);
+            http::respond(stream, 200, METRICS_TYPE, text.as_bytes(), false)?;
+            Ok(text.len())
+        }
+    }
 }
