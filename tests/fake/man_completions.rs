@@ -280,6 +280,97 @@ fn bash_completes_device_names_where_a_device_goes() {
     assert_eq!(bash_complete(&file, "blktune set ''"), real);
 }
 
+/// Complete `words` as a user's bash does with the script installed where
+/// the package puts it (`<data dir>/bash-completion/completions/blktune`)
+/// and nothing sourced by hand: bash-completion's own loader
+/// (/usr/share/bash-completion/bash_completion) finds it on the first TAB,
+/// through `complete -D`, sources it inside its loader function and says
+/// 124 (retry); bash then calls the function the script registered.
+/// `XDG_DATA_DIRS` is the temp dir only, `BASH_COMPLETION_USER_DIR`, `HOME`
+/// and the compat dir are empty ones: no other completion is found.
+fn bash_complete_on_demand(data: &std::path::Path, words: &str) -> Vec<String> {
+    let empty = data.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let prog = format!(
+        "source /usr/share/bash-completion/bash_completion || exit 2; \
+         ! complete -p blktune 2>/dev/null || {{ echo 'loaded before the first TAB' >&2; exit 3; }}; \
+         loader=$(complete -p -D | sed -n 's/.* -F \\([^ ]*\\) .*/\\1/p'); \
+         COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+         COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+         cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}; \
+         \"$loader\" blktune \"$cur\" \"$prev\"; rc=$?; \
+         [ $rc = 124 ] || {{ echo \"the loader said $rc, not 124\" >&2; exit 4; }}; \
+         f=$(complete -p blktune | sed -n 's/.* -F \\([^ ]*\\) .*/\\1/p'); \
+         [ -n \"$f\" ] || {{ echo 'no completion registered for blktune' >&2; exit 5; }}; \
+         COMPREPLY=(); \"$f\" blktune \"$cur\" \"$prev\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    );
+    let o = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &prog])
+        .env("XDG_DATA_DIRS", data)
+        .env("BASH_COMPLETION_USER_DIR", &empty)
+        .env("BASH_COMPLETION_COMPAT_DIR", &empty)
+        .env("HOME", &empty)
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{words}: exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bash_completion_loader_finds_the_installed_script_and_completes_devices() {
+    use blktune_core::fake::FakeDisk;
+    if !std::path::Path::new("/usr/share/bash-completion/bash_completion").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "bash-completion is not installed (.ci/install-deps installs it)"
+        );
+        eprintln!("skipped: bash-completion is not installed");
+        return;
+    }
+    let (_, script, _) = blktune(&["completions", "bash"]);
+    let data = tempfile::tempdir().unwrap();
+    let completions = data.path().join("bash-completion/completions");
+    std::fs::create_dir_all(&completions).unwrap();
+    // The name and place .ci/package installs it under (/usr/share).
+    std::fs::write(completions.join("blktune"), script).unwrap();
+    let host = crate::common::fake_host::FakeHost::new(&[
+        FakeDisk::new("sda").dev(8, 0),
+        FakeDisk::new("nvme0n1").dev(259, 0),
+    ]);
+    let root = host.path("sys");
+    let root = root.to_str().unwrap();
+    let complete = |rest: &str| bash_complete_on_demand(data.path(), &format!("blktune {rest}"));
+    assert_eq!(
+        complete(&format!("--sysfs-root {root} set ''")),
+        ["nvme0n1", "sda"]
+    );
+    assert_eq!(
+        complete(&format!("--sysfs-root {root} watch n")),
+        ["nvme0n1"]
+    );
+    assert!(complete("ex").contains(&"exporter".to_string()));
+    // This machine's /sys/block (only read), as ls lists it.
+    let mut real: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    real.sort();
+    assert_eq!(complete("set ''"), real);
+}
+
 #[test]
 fn zsh_and_fish_scripts_parse_and_fish_completes_devices() {
     let test = "zsh_and_fish_scripts_parse_and_fish_completes_devices";
