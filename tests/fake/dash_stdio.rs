@@ -122,3 +122,97 @@ fn check_dash_reads_standard_input() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["file"], "standard input", "{v}");
 }
+
+/// `bench --export --export-output -`: the winner's rule goes to standard
+/// output after the table (the same rule `export --check -` then accepts),
+/// stderr says "standard output", and no file named `-` appears. A fake
+/// disk whose simulated reads are fast only under kyber (as in
+/// tests/fake/bench_verdicts.rs) gives a winner within the budget.
+#[test]
+fn bench_export_output_dash_writes_the_winners_rule_to_standard_output() {
+    use blktune_core::fake::{Behaviour, FakeTree, SimLine};
+    let dir = tempfile::tempdir().unwrap();
+    let tree = FakeTree::new(&dir.path().join("root")).unwrap();
+    let dev = format!("fkd{}", std::process::id());
+    tree.add(&FakeDisk::new(&dev).dev(7, 0)).unwrap();
+    let line = SimLine {
+        name: dev.clone(),
+        major: 7,
+        minor: 0,
+    };
+    let _sim = tree.simulate(
+        &dev,
+        &["none", "mq-deadline", "kyber", "bfq"],
+        64,
+        vec![line],
+        |scheduler, _| {
+            vec![Behaviour {
+                reads_per_s: 4000.0,
+                read_ms: if scheduler == "kyber" { 0.8 } else { 2.0 },
+                sectors: 8.0,
+                ..Behaviour::default()
+            }]
+        },
+    );
+    let cwd = dir.path().join("cwd");
+    fs::create_dir_all(&cwd).unwrap();
+    let root = dir.path().join("root");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--sysfs-root")
+        .arg(root.join("sys"))
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .args(["bench", &dev, "--settle", "0s", "--dwell", "500ms"])
+        .args(["--schedulers", "mq-deadline,kyber", "--budget", "20s"])
+        .args(["--export", "--export-output", "-"])
+        .env("BLKTUNE_JOURNAL_DIR", dir.path().join("journal"))
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(o.status.success(), "{err}\n{out}");
+    let table_at = out
+        .find("winner for read-latency (r_await): kyber")
+        .unwrap_or_else(|| panic!("no winner in the table: {out}"));
+    let rule_at = out
+        .find("ATTR{queue/scheduler}=\"kyber\"")
+        .unwrap_or_else(|| panic!("no rule on standard output: {out}"));
+    assert!(table_at < rule_at, "the rule before the table: {out}");
+    assert!(
+        err.contains("wrote the winner (scheduler=kyber) to standard output;"),
+        "{err}"
+    );
+    let entries: Vec<_> = fs::read_dir(&cwd).unwrap().collect();
+    assert!(entries.is_empty(), "created {entries:?}");
+    // The rule part of standard output is a rule export --check accepts.
+    let rule: String = out[out[..rule_at].rfind("\n#").map_or(0, |i| i + 1)..].to_owned();
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .arg("--sysfs-root")
+        .arg(root.join("sys"))
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .args(["export", "--check", "-"])
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut check = check;
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rule.as_bytes())
+        .unwrap();
+    let checked = check.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "{rule}\n{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+}
