@@ -27,6 +27,20 @@ impl Drop for Killed {
     }
 }
 
+/// Wait for a child with piped output: its output.
+fn watch_output(child: &mut Child) -> std::process::Output {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    std::process::Output {
+        status,
+        stdout: out,
+        stderr: err,
+    }
+}
+
 /// A port nobody listens on now (bound and released: a small race, fine here).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -181,41 +195,69 @@ fn prometheus_histogram_quantile_agrees_with_watch_p99() {
         "prometheus did not become ready"
     );
 
-    // The load, then watch's p99 over a window of its own while Prometheus scrapes.
-    let _fio = FioLoad::randread(&name);
-    std::thread::sleep(Duration::from_secs(2));
-    let window = 15;
-    let started = Instant::now();
-    let o = blktune(
-        &[
-            "watch",
-            "--json",
-            "-i",
-            &format!("{window}s"),
-            "-c",
-            "1",
-            &name,
-        ],
-        &journal,
+    // The exporter serves a device's read histogram once it has seen a
+    // read, and Prometheus counts a series from its first sample: a few
+    // reads first, then wait until Prometheus has the series (its first
+    // scrape also comes seconds after it is ready: target updates are
+    // throttled to 5 s), so that the range below begins with a sample from
+    // before the load, not inside it.
+    let pre = Command::new("dd")
+        .arg(format!("if=/dev/{name}"))
+        .args(["of=/dev/null", "bs=4k", "count=16", "iflag=direct"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(pre.success());
+    let count_of = |span: &str| {
+        format!("blktune_io_latency_seconds_count{{device=\"{name}\",op=\"read\",span=\"{span}\"}}")
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || value(
+            prom_port,
+            &count_of("total")
+        )
+        .is_some_and(|n| n >= 16.0)),
+        "prometheus never scraped {name}'s reads"
     );
+    // The same I/Os for both: watch's one 20 s interval starts (its
+    // tracer loaded) well within 4 s, fio runs 10 s inside it and stops 6 s
+    // before its end; Prometheus's range runs from before watch started to
+    // a few scrapes after fio stopped. Nothing else reads this loop device,
+    // so both count exactly fio's reads (r_n against the count's increase
+    // below says so), and the quantiles differ only by how each places the
+    // rank inside a slot or a bucket, not by different seconds of load.
+    let started = Instant::now();
+    let watch = Command::new(env!("CARGO_BIN_EXE_blktune"))
+        .args(["watch", "--json", "-i", "20s", "-c", "1", &name])
+        .env("BLKTUNE_JOURNAL_DIR", &journal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut watch = Killed(watch);
+    std::thread::sleep(Duration::from_secs(4));
+    let fio = FioLoad::randread(&name);
+    std::thread::sleep(Duration::from_secs(10));
+    drop(fio);
+    let o = watch_output(&mut watch.0);
     assert!(o.status.success(), "{}", stderr(&o));
     let rec: serde_json::Value = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|v| v["disk_device"] == name.as_str())
         .unwrap_or_else(|| panic!("no record of {name}: {}", stdout(&o)));
-    // Prometheus's rate over the same seconds (plus the last scrape's second).
-    let secs = started.elapsed().as_secs().max(window);
+    // Two scrapes after watch's interval ended, then a range back to
+    // before watch started.
+    std::thread::sleep(Duration::from_secs(4));
+    let secs = started.elapsed().as_secs() + 2;
     // One bucket: histogram_quantile and watch place the quantile alike
     // (rank q*n, the first bucket or slot whose cumulative count reaches
     // it, linear inside it), and every bucket is a whole number of the
     // kernel's slots, so with the same counts both answers lie in the same
-    // bucket and differ by at most its upper bound over its lower one. The
+    // bucket and differ by at most its upper bound over its lower one
+    // (rate()'s extrapolation scales every bucket alike: no change). The
     // bounds at 4 per power of two are 2^e x (1, 1.25, 1.5, 1.75, 2): the
-    // widest ratio is 1.25, read from the exporter's own bounds below. The
-    // two windows are not the same seconds (Prometheus's are its 2 s
-    // scrapes), but both answers move continuously with the counts, and a
-    // steady fio load changes little between windows sharing 13 of 15 s.
+    // widest ratio is 1.25, read from the exporter's own bounds below.
     let bounds = blktune_core::metrics::histogram::bounds_ns(
         blktune_core::metrics::histogram::DEFAULT_PER_OCTAVE,
     );
@@ -243,32 +285,25 @@ fn prometheus_histogram_quantile_agrees_with_watch_p99() {
         );
     }
     let sel = format!("device=\"{name}\",op=\"read\",span=\"total\"");
-    // The completions per second agree with watch's r/s too: from the raw
-    // samples Prometheus stored (first and last of the window), not rate(),
-    // whose extrapolation to the window's edges under-counts when a scrape
-    // of a busy machine timed out there.
+    // The same I/Os: the count's increase over Prometheus's stored samples
+    // (first and last of the range, not rate(), which extrapolates to the
+    // range's edges) is watch's r_n.
     let samples = query(
         prom_port,
         &format!("blktune_io_latency_seconds_count{{{sel}}}[{secs}s]"),
     );
-    let points: Vec<(f64, f64)> = samples[0]["values"]
+    let points: Vec<f64> = samples[0]["values"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| {
-            (
-                p[0].as_f64().unwrap(),
-                p[1].as_str().unwrap().parse::<f64>().unwrap(),
-            )
-        })
+        .map(|p| p[1].as_str().unwrap().parse::<f64>().unwrap())
         .collect();
     assert!(points.len() >= 3, "{points:?}");
-    let (first, last) = (points[0], points[points.len() - 1]);
-    let rate = (last.1 - first.1) / (last.0 - first.0);
-    let rs = rec["r/s"].as_f64().unwrap();
+    let counted = points[points.len() - 1] - points[0];
+    let r_n = rec["r_n"].as_f64().unwrap();
     assert!(
-        (rate / rs - 1.0).abs() < 0.2,
-        "Prometheus's samples {rate}/s vs watch {rs}/s"
+        r_n > 1000.0 && (counted - r_n).abs() <= r_n * 0.001,
+        "Prometheus counted {counted} reads (its samples: {points:?}), watch r_n {r_n}"
     );
     // The settings series and the scheduler info.
     let sched = query(
