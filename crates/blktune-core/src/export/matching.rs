@@ -196,7 +196,7 @@ pub(super) fn choose(
 ///   `DM_UUID` (10-dm.rules), then the dm name (`dm/name`, `DM_NAME`),
 ///   which the admin chose and which also survives a reboot.
 /// - md: `md/uuid` from sysfs. Not udev's `MD_UUID`: 63-md-raid-arrays.rules
-///   sets it, after a 61- file has run.
+///   sets it, after a 61- file has run, and spells it otherwise.
 /// - the rest: udev database first (ID_WWN_WITH_EXTENSION, ID_WWN,
 ///   ID_SERIAL: what 60-persistent-storage.rules derives from VPD/identify
 ///   data, stable across kernels), then sysfs (`wwid`, whose form changes
@@ -233,11 +233,15 @@ fn id_candidates(item: &ExportItem) -> Vec<(&'static str, Option<String>, &'stat
             ];
         }
         Some(StackKind::Md) => {
-            return vec![(
-                "ATTR{md/uuid}",
-                stack.and_then(|s| s.uuid.clone()),
-                "md array uuid from sysfs",
-            )];
+            // A uuid equal to udev's MD_UUID was filled from it
+            // ([`crate::stack::Stack::name_from_udev`]) where sysfs had none:
+            // sysfs spells a uuid 8-4-4-4-12 (as in tests/fixtures/captured),
+            // mdadm's MD_UUID four words with colons, so `ATTR{md/uuid}`
+            // would never match that value.
+            let sysfs_uuid = stack
+                .and_then(|s| s.uuid.clone())
+                .filter(|u| env("MD_UUID").as_ref() != Some(u));
+            return vec![("ATTR{md/uuid}", sysfs_uuid, "md array uuid from sysfs")];
         }
         _ => {}
     }
