@@ -452,7 +452,11 @@ fn kernel_spec(device: &BlockDevice, warnings: &mut Vec<String>) -> Result<Match
 /// same glob and alternative rules as udev (via [`udev_match`]); sysfs values
 /// are those discovery read. An unknown key counts as a match, so a warning
 /// errs on the side of naming a device.
-fn key_matches(key: &MatchKey, dev: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
+pub(super) fn key_matches(
+    key: &MatchKey,
+    dev: &BlockDevice,
+    env: Option<&BTreeMap<String, String>>,
+) -> bool {
     let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
     let actual: Option<String> = match key.key.as_str() {
         "KERNEL" => Some(dev.name.clone()),
