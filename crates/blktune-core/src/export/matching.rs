@@ -452,26 +452,14 @@ fn kernel_spec(device: &BlockDevice, warnings: &mut Vec<String>) -> Result<Match
 /// same glob and alternative rules as udev (via [`udev_match`]); sysfs values
 /// are those discovery read. An unknown key counts as a match, so a warning
 /// errs on the side of naming a device.
-pub(super) fn key_matches(
-    key: &MatchKey,
-    dev: &BlockDevice,
-    env: Option<&BTreeMap<String, String>>,
-) -> bool {
-    let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
-    let actual: Option<String> = match key.key.as_str() {
-        "KERNEL" => Some(dev.name.clone()),
-        "ATTR{queue/rotational}" => dev.rotational.and_then(bool_attr),
-        // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
-        "ATTR{queue/zoned}" => Some("none".into()),
-        "ATTRS{model}" => dev.model.clone(),
-        "ATTRS{vendor}" => dev.vendor.clone(),
-        "ATTRS{wwid}" => dev.wwid.clone(),
-        "ATTRS{serial}" => dev.serial.clone(),
-        "ATTR{nguid}" => dev.nguid.clone(),
-        "ATTR{eui}" => dev.eui.clone(),
-        "ATTR{dm/uuid}" | "ATTR{md/uuid}" => dev.stack.as_ref().and_then(|s| s.uuid.clone()),
-        "ATTR{dm/name}" => dev.stack.as_ref().and_then(|s| s.name.clone()),
-        k => match k.strip_prefix("ENV{").and_then(|k| k.strip_suffix('}')) {
+fn key_matches(key: &MatchKey, dev: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
+    let actual = match super::keys::sysfs_value(&key.key, dev) {
+        Some(value) => value,
+        None => match key
+            .key
+            .strip_prefix("ENV{")
+            .and_then(|k| k.strip_suffix('}'))
+        {
             Some(name) => Some(env.and_then(|e| e.get(name)).cloned().unwrap_or_default()),
             None => return true,
         },

@@ -301,17 +301,12 @@ fn idle_lines(rules: &[Rule], checked: &[DeviceCheck], devices: &[BlockDevice]) 
 /// properties are not known here), if any: the line then misses it for
 /// another of its keys.
 fn id_holder<'a>(token: &Token, devices: &'a [BlockDevice]) -> Option<&'a BlockDevice> {
-    let key = super::matching::MatchKey {
-        key: key_text(token),
-        negate: false,
-        value: token.value.clone(),
-    };
-    if key.key.starts_with("ENV{") {
-        return None;
-    }
-    devices
-        .iter()
-        .find(|d| super::matching::key_matches(&key, d, None))
+    let key = key_text(token);
+    devices.iter().find(|d| {
+        super::keys::sysfs_value(&key, d)
+            .flatten()
+            .is_some_and(|v| udev_match(&token.value, v.trim_end()))
+    })
 }
 
 /// Why a line whose id `device` has still misses it: a `TEST` guard of
