@@ -29,7 +29,10 @@ fn assert_fio_first(who: &serde_json::Value, what: &str) {
         .unwrap_or_else(|| panic!("{what}: no share: {who}"));
     // fio is the only one doing I/O on a loop device nobody else knows of;
     // a stray read (udev's probe at attach) may take a sliver.
-    assert!(share > 50.0 && share <= 100.0, "{what}: share {share}: {who}");
+    assert!(
+        share > 50.0 && share <= 100.0,
+        "{what}: share {share}: {who}"
+    );
     assert!(top["r_s"].as_f64().unwrap() > 0.0, "{what}: {who}");
     assert!(
         who["cgroups"][0]["share"].as_f64().unwrap() > 50.0,
@@ -105,7 +108,11 @@ fn record_who_keeps_fio_in_the_samples() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["type"] == "sample")
         .collect();
-    assert!(samples.len() >= 3, "{} samples in 2 s at 500 ms", samples.len());
+    assert!(
+        samples.len() >= 3,
+        "{} samples in 2 s at 500 ms",
+        samples.len()
+    );
     // Every sample covers an interval of fio's reads (the recorder's first
     // sample already has one: the BPF maps count from their load).
     for (i, s) in samples.iter().enumerate() {

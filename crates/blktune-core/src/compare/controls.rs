@@ -777,16 +777,30 @@ mod tests {
 
     #[test]
     fn a_psi_difference_between_the_sides_is_a_system_note() {
-        let c = check(&blocks(5.0, 40.0), (0, "c0"), (1, "c1"), LoadKind::ClosedLoop, None);
+        let c = check(
+            &blocks(5.0, 40.0),
+            (0, "c0"),
+            (1, "c1"),
+            LoadKind::ClosedLoop,
+            None,
+        );
         let psi = psi_lines(&c);
         assert_eq!(psi.len(), 1, "{c:?}");
         assert_eq!(psi[0].status, Status::Note, "{c:?}");
         assert!(
-            psi[0].text.starts_with("system: PSI io some 5% -> 40% (c0 -> c1)"),
+            psi[0]
+                .text
+                .starts_with("system: PSI io some 5% -> 40% (c0 -> c1)"),
             "{c:?}"
         );
         // And down: the same line the other way.
-        let c = check(&blocks(40.0, 5.0), (0, "c0"), (1, "c1"), LoadKind::ClosedLoop, None);
+        let c = check(
+            &blocks(40.0, 5.0),
+            (0, "c0"),
+            (1, "c1"),
+            LoadKind::ClosedLoop,
+            None,
+        );
         assert!(
             psi_lines(&c)
                 .iter()
