@@ -259,7 +259,7 @@ fn the_script_writes_the_queue_settings_after_the_scheduler() {
             "put \"$1\" queue/iosched/read_expire '100' &&",
             "put \"$1\" queue/nr_requests '128' &&",
             "put \"$1\" queue/read_ahead_kb '1024' &&",
-            "put \"$1\" queue/wbt_lat_usec '-1' &&",
+            "put_default \"$1\" queue/wbt_lat_usec '-1' &&",
             "put \"$1\" queue/nomerges '1'",
         ],
         "{}",
