@@ -5,7 +5,7 @@ use super::{Global, Out, UsageError};
 use anyhow::Context;
 use blktune_core::journal::Journal;
 use blktune_core::load::{LoadOptions, Mix, Scratch, Target};
-use blktune_core::shootout::{self, Config, Goal, Length, LoadSpec, ShootoutError};
+use blktune_core::shootout::{self, Config, Goal, Length, LoadSpec, ShootoutError, StartingPoint};
 use blktune_core::text::printable;
 use blktune_core::units::{format_duration, parse_duration, parse_size};
 use std::io::IsTerminal;
@@ -253,6 +253,7 @@ pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i
         apply: args.apply,
         scratch: scratch.is_some(),
         no_bpf: global.no_bpf,
+        start: StartingPoint::Original,
     };
     let live = !args.json && std::io::stderr().is_terminal();
     // Said once the request passed validation (the first progress report),

@@ -393,3 +393,127 @@ fn check_reports_what_will_not_happen_here() {
     assert!(out.contains("\ndm-1 ("), "the uuid rule matches: {out}");
     assert!(out.contains("3 problems found (exit code 3)"), "{out}");
 }
+
+/// The dm and md devices of the captured trees are exported by their
+/// uuids from sysfs (multipath maps, LVM, md arrays), never by `KERNEL==`
+/// and without the "no stable id" warning. `export --check` on the same
+/// tree names each device that has the id and the one thing that stops the
+/// line: the captures have no `queue/` under their stacks, so the exporter's
+/// `TEST=="queue/read_ahead_kb"` guard fails (exit 3). With that file added
+/// (a copy of the tree), the check finds nothing wrong (exit 0).
+#[test]
+fn stack_exports_match_the_uuid_and_check_clean_on_the_captured_trees() {
+    // (tree, devices: name and the key its rule matches on)
+    let expect: [(&str, &[(&str, &str)]); 2] = [
+        (
+            "node-exporter",
+            &[
+                (
+                    "dm-5",
+                    "ATTR{dm/uuid}==\"mpath-3600508b1001c1234567890abcdef1234\"",
+                ),
+                (
+                    "dm-7",
+                    "ATTR{dm/uuid}==\"LVM-abcdef1234567890abcdef1234567890\"",
+                ),
+                (
+                    "md1",
+                    "ATTR{md/uuid}==\"0fbf5f2c-add2-43c2-bd78-a4be3ab709ef\"",
+                ),
+                (
+                    "md10",
+                    "ATTR{md/uuid}==\"0c15f7e7-b159-4b1f-a5cd-a79b5c04b6f5\"",
+                ),
+            ],
+        ),
+        (
+            "procfs",
+            &[
+                (
+                    "dm-0",
+                    "ATTR{dm/uuid}==\"LVM-3zSHSR5Nbf4j7g6auAAefWY2CMaX01theZYEvQyecVsm2WtX3iY5q51qq5dWWOq7\"",
+                ),
+                ("dm-1", "ATTR{dm/uuid}==\"mpath-360000000000001\""),
+                (
+                    "md10",
+                    "ATTR{md/uuid}==\"0c15f7e7-b159-4b1f-a5cd-a79b5c04b6f5\"",
+                ),
+                (
+                    "md7",
+                    "ATTR{md/uuid}==\"0e51f6d1-b357-2712-8eaa-31f6f597be6b\"",
+                ),
+            ],
+        ),
+    ];
+    let trees = trees();
+    let out_dir = tempfile::tempdir().unwrap();
+    for (label, devices) in expect {
+        let tree = &trees.iter().find(|(l, _)| *l == label).unwrap().1;
+        let names: Vec<&str> = devices.iter().map(|(n, _)| *n).collect();
+        let file = out_dir.path().join(format!("61-{label}-stacks.rules"));
+        let mut args = vec!["export"];
+        args.extend(&names);
+        args.extend(["--read-ahead-kb", "4096", "-o", file.to_str().unwrap()]);
+        let o = blktune(tree, &args, true);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{label}: {err}");
+        assert!(!err.contains("stable"), "{label}: {err}");
+        let rules = std::fs::read_to_string(&file).unwrap();
+        let body: Vec<&str> = rules.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(
+            !body.iter().any(|l| l.contains("KERNEL")),
+            "{label}: {rules}"
+        );
+        assert_eq!(body.iter().filter(|l| l.starts_with("ACTION")).count(), 4);
+        for (name, key) in devices {
+            assert!(
+                body.iter().any(|l| l.contains(key)),
+                "{label} {name}: {rules}"
+            );
+        }
+        let check = |tree: &Path| {
+            let o = blktune(tree, &["export", "--check", file.to_str().unwrap()], true);
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            )
+        };
+        let (code, out) = check(tree);
+        assert_eq!(code, Some(3), "{label}: {out}");
+        for (name, key) in devices {
+            assert!(
+                out.contains(&format!(
+                    ": {name} has {key}, but it has no queue/read_ahead_kb (TEST==\"queue/read_ahead_kb\"): read_ahead_kb=4096 will not be set"
+                )),
+                "{label} {name}: {out}"
+            );
+        }
+        assert!(
+            out.contains("4 problems found (exit code 3)"),
+            "{label}: {out}"
+        );
+        // The same tree with the file every real dm and md device has.
+        let copy = out_dir.path().join(label);
+        let cp = Command::new("cp")
+            .arg("-a")
+            .arg(tree)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(cp.success());
+        for name in &names {
+            let queue = copy.join(format!("sys/block/{name}/queue"));
+            std::fs::create_dir_all(&queue).unwrap();
+            std::fs::write(queue.join("read_ahead_kb"), "128\n").unwrap();
+        }
+        let (code, out) = check(&copy);
+        assert_eq!(code, Some(0), "{label}: {out}");
+        for name in &names {
+            assert!(
+                out.contains(&format!("\n{name} (")),
+                "{label} {name}: {out}"
+            );
+        }
+        assert!(out.contains("no problems found"), "{label}: {out}");
+    }
+}

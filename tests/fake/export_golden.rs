@@ -186,3 +186,103 @@ fn measured_text_goes_into_the_header() {
     assert!(r.text.contains("#   measured: before: r_await 3.2 ms\n"));
     assert!(r.text.contains("#   measured: after:  r_await 1.1 ms\n"));
 }
+
+/// mq-deadline with the queue settings an admin reaches for in a latency
+/// incident: write-back throttling `wbt` (0 turns it off, -1 restores the
+/// kernel's default) and `nomerges`.
+fn deadline_with(wbt: &str, nomerges: &str) -> Wanted {
+    Wanted {
+        knobs: vec![
+            ("wbt_lat_usec".into(), wbt.into()),
+            ("nomerges".into(), nomerges.into()),
+        ],
+        ..deadline()
+    }
+}
+
+/// The lines of `text` from the one that is `heading` to the next blank one.
+fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| *l != heading)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn tuned_writes_the_queue_settings_in_its_sysfs_section_after_the_scheduler() {
+    let h = host();
+    let r = render(
+        &[h.item("sdb", deadline_with("0", "2"))],
+        &opts(&h, None, Format::Tuned),
+    )
+    .unwrap();
+    insta::assert_snapshot!("tuned_queue_settings", r.text);
+    // The scheduler is the disk plugin's (applied first: priority); the
+    // knobs go with nr_requests through the sysfs plugin, after it, in the
+    // catalogue's order: a switch to or from bfq resets wbt_lat_usec.
+    assert!(
+        section(&r.text, "[disk_sdb]").contains(&"elevator=mq-deadline"),
+        "{}",
+        r.text
+    );
+    let sysfs = section(&r.text, "[sysfs_sdb]");
+    let at = |line: &str| sysfs.iter().position(|l| *l == line);
+    let nr = at("/sys/block/sdb/queue/nr_requests=128");
+    let wbt = at("/sys/block/sdb/queue/wbt_lat_usec=0");
+    let merges = at("/sys/block/sdb/queue/nomerges=2");
+    assert!(
+        nr.is_some() && nr < wbt && wbt < merges,
+        "nr_requests, then wbt_lat_usec off, then nomerges: {sysfs:?}"
+    );
+}
+
+#[test]
+fn the_script_writes_the_queue_settings_after_the_scheduler() {
+    let h = host();
+    let r = render(
+        &[h.item("sdb", deadline_with("-1", "1"))],
+        &opts(&h, None, Format::Script),
+    )
+    .unwrap();
+    insta::assert_snapshot!("script_queue_settings", r.text);
+    let steps: Vec<&str> = r
+        .text
+        .lines()
+        .skip_while(|l| !l.starts_with("apply_1()"))
+        .take_while(|l| *l != "}")
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        steps[1..],
+        [
+            "sched \"$1\" 'mq-deadline' &&",
+            "put \"$1\" queue/iosched/read_expire '100' &&",
+            "put \"$1\" queue/nr_requests '128' &&",
+            "put \"$1\" queue/read_ahead_kb '1024' &&",
+            "put_default \"$1\" queue/wbt_lat_usec '-1' &&",
+            "put \"$1\" queue/nomerges '1'",
+        ],
+        "{}",
+        r.text
+    );
+}
+
+/// Values the kernel would refuse (wbt_lat_usec below -1, nomerges above 2)
+/// or not take as written (a fraction) make no tuned profile and no script.
+#[test]
+fn queue_settings_the_kernel_would_refuse_are_not_exported() {
+    let h = host();
+    for format in [Format::Tuned, Format::Script, Format::Udev] {
+        for (wbt, nomerges) in [("-2", "0"), ("0", "3"), ("1.5", "0"), ("2000", "-1")] {
+            let r = render(
+                &[h.item("sdb", deadline_with(wbt, nomerges))],
+                &opts(&h, None, format),
+            );
+            assert!(
+                r.is_err(),
+                "{format:?} wbt_lat_usec={wbt} nomerges={nomerges}: {:?}",
+                r.map(|r| r.text)
+            );
+        }
+    }
+}

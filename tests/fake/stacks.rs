@@ -252,3 +252,27 @@ fn devices_are_taken_by_any_of_their_names() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown device '/dev/mapper/nothing'"));
 }
+
+/// sysfs names no md array: `list`, its JSON and an export's comment take
+/// the name from udev's MD_DEVNAME (`/dev/md/root`); the rule still matches
+/// the sysfs uuid, not udev's other spelling of it.
+#[test]
+fn an_md_array_is_named_by_udevs_md_devname() {
+    let h = host();
+    h.udev(
+        "b9:0",
+        "S:md/root\nE:MD_DEVNAME=root\nE:MD_LEVEL=raid1\nE:MD_UUID=3f2e1d0c:4b5a6978:8796a5b4:c3d2e1f0\n",
+    );
+    let out = h.stdout(&["list"]);
+    assert!(out.lines().any(|l| l.starts_with("│ └─md0 root ")), "{out}");
+    let v: Vec<Value> = serde_json::from_str(&h.stdout(&["list", "--json"])).unwrap();
+    let md0 = v.iter().find(|d| d["name"] == "md0").unwrap();
+    assert_eq!(md0["stack_name"], "root");
+    assert_eq!(md0["uuid"], "3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0");
+    let rules = h.stdout(&["export", "md0"]);
+    assert!(rules.contains("# md0: raid1 root, 9:0"), "{rules}");
+    assert!(
+        rules.contains("ATTR{md/uuid}==\"3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0\""),
+        "{rules}"
+    );
+}

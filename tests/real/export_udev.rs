@@ -589,6 +589,52 @@ fn script_applies_now_and_is_idempotent() {
     run_ok(&["revert", &dev], j.path());
 }
 
+/// A script that asks for the kernel's default write-back latency (`-1`)
+/// applies it and exits 0: the value reads back as the default, never as
+/// `-1`, and is no failure; a second run says nothing.
+#[test]
+fn a_script_restoring_the_default_wbt_latency_exits_0_and_twice_says_nothing() {
+    if !ready("a_script_restoring_the_default_wbt_latency_exits_0_and_twice_says_nothing") {
+        return;
+    }
+    let lo = TestLoop::new(64);
+    let _restore = Restore::new(&lo);
+    let default = lo.queue("wbt_lat_usec");
+    lo.set_queue("wbt_lat_usec", "3000");
+    let j = tempfile::tempdir().unwrap();
+    let dev = lo.name().to_string();
+    let script = j.path().join("apply.sh");
+    run_ok(
+        &[
+            "export",
+            &dev,
+            "--match",
+            "kernel",
+            "--wbt-lat-usec",
+            "-1",
+            "--format",
+            "script",
+            "--output",
+            script.to_str().unwrap(),
+        ],
+        j.path(),
+    );
+    let sh = |p: &Path| Command::new("sh").arg(p).output().unwrap();
+    let o = sh(&script);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(lo.queue("wbt_lat_usec"), default);
+    assert!(
+        stdout(&o).contains(&format!(
+            "queue/wbt_lat_usec 3000 -> {default} (the kernel's default)"
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let o = sh(&script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "", "second run: nothing changed, nothing said");
+}
+
 /// `--check` and udev agree on a distribution-style file: every line the
 /// check says matches for our loop device is one udev applies, in order.
 #[test]

@@ -34,3 +34,4 @@ mod tui_record_latency;
 mod tuned_profile;
 mod watch_latency;
 mod where_io_goes;
+mod who_kernel;

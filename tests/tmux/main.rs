@@ -25,3 +25,4 @@ mod session;
 mod shootout_kernel;
 mod signals;
 mod table;
+mod who_approximate;

@@ -10,6 +10,15 @@ use common::*;
 
 const PROMPT: &str = "wbt35$";
 
+/// The detail pane's lines (right of the charts' `│`), trimmed.
+fn detail_pane(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter(|l| l.contains('│'))
+        .map(|l| l.rsplit('│').next().unwrap_or("").trim().to_string())
+        .collect()
+}
+
 #[test]
 fn wbt_lat_usec_round_trips_through_the_tui() {
     let name = "wbt_lat_usec_round_trips_through_the_tui";
@@ -52,6 +61,16 @@ fn wbt_lat_usec_round_trips_through_the_tui() {
     t.wait("the change in the status line", |s| {
         s.contains(&format!("wbt_lat_usec {before}→3000"))
     });
+    // The detail pane (right of the charts' `│`) shows the new value under
+    // its queue settings.
+    let s = t.wait("wbt_lat_usec 3000 in the detail pane", |s| {
+        let side = detail_pane(s);
+        side.iter().any(|l| l == "queue settings")
+            && side
+                .iter()
+                .any(|l| l.split_whitespace().eq(["wbt_lat_usec", "3000"]))
+    });
+    println!("80x24 after the change:\n{s}");
     // Undo: back to what it was.
     t.keys(&["u"]);
     assert!(

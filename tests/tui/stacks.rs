@@ -71,7 +71,7 @@ fn s_on_a_stack_changes_the_disks_under_it_after_asking_about_shared_ones() {
         s.contains("sda also carries dm-0, dm-1, dm-2: changed for it too"),
         "{s}"
     );
-    // Enter once: refused until confirmed, nothing sent.
+    // Down to kyber, Enter once: refused until confirmed, nothing sent.
     press(&mut app, &[KeyCode::Down]);
     assert!(applied(&press(&mut app, &[KeyCode::Enter])).is_empty());
     assert!(
@@ -80,7 +80,7 @@ fn s_on_a_stack_changes_the_disks_under_it_after_asking_about_shared_ones() {
         status(&app)
     );
     assert!(matches!(app.overlay, Some(Overlay::Picker(_))));
-    // Moving on asks again; Enter twice on kyber changes both disks.
+    // Moving on to bfq asks again; Enter twice on bfq changes both disks.
     press(&mut app, &[KeyCode::Down]);
     assert!(applied(&press(&mut app, &[KeyCode::Enter])).is_empty());
     let ctl = press(&mut app, &[KeyCode::Enter]);

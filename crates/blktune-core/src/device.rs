@@ -658,10 +658,14 @@ impl BlockDevice {
         self.stack = crate::stack::Stack::read(root, dev, &names);
         // The tree `list` draws hangs stacks on partitions.
         self.partitions = root.partitions_of(dev);
+        // A stack's name may be udev's alone (an md array's MD_DEVNAME), and
+        // the udev database is keyed by the device number.
+        if what == Identity::Full || self.stack.is_some() {
+            (self.major, self.minor) = read_dev_numbers(root, dev).unwrap_or((0, 0));
+        }
         if what == Identity::Table {
             return;
         }
-        (self.major, self.minor) = read_dev_numbers(root, dev).unwrap_or((0, 0));
         self.serial = attr("serial").or_else(|| attr("device/serial"));
         self.wwid = attr("wwid").or_else(|| attr("device/wwid"));
         if self.name.starts_with("nvme") {

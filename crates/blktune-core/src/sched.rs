@@ -461,14 +461,24 @@ pub fn check_read_ahead_kb(count: u64, page_kb: u64) -> Result<(), ValueError> {
     Ok(())
 }
 
+/// Does writing `value` to the queue setting `attr` ask the kernel for its
+/// default (`wbt_lat_usec` -1, `max_sectors_kb` 0; kernel
+/// Documentation/ABI/stable/sysfs-block)? Then it reads back as that
+/// default, never as what was written.
+pub fn asks_for_default(attr: &str, value: &str) -> bool {
+    matches!(
+        (attr, value.trim()),
+        ("wbt_lat_usec", "-1") | ("max_sectors_kb", "0")
+    )
+}
+
 /// One line on a value the kernel stored differently from what was written
 /// (`kernel rounded read_expire 250 -> 252 ms`). `attr` is `nr_requests`,
 /// `read_ahead_kb` or a tunable's name.
 pub fn stored_note(attr: &str, wrote: &str, stored: &str) -> String {
-    // -1 (wbt_lat_usec) and 0 (max_sectors_kb) ask for the kernel's default.
     if let Some(k) = queue_knob(attr) {
         return match (attr, wrote) {
-            ("wbt_lat_usec", "-1") | ("max_sectors_kb", "0") => {
+            _ if asks_for_default(attr, wrote) => {
                 format!(
                     "kernel set {attr} to its default, {stored}{}",
                     k.unit.suffix()

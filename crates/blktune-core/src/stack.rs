@@ -231,6 +231,56 @@ mod tests {
     }
 
     #[test]
+    fn udev_names_an_md_array_and_fills_a_dm_device_only_where_sysfs_is_silent() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let stack = |kind, name: Option<&str>, uuid: Option<&str>| Stack {
+            kind,
+            type_name: if kind == StackKind::Md { "raid1" } else { "dm" }.into(),
+            name: name.map(Into::into),
+            uuid: uuid.map(Into::into),
+            paths: Vec::new(),
+        };
+        // sysfs names no md array: its name is udev's MD_DEVNAME (/dev/md/root).
+        let mut md = stack(
+            StackKind::Md,
+            None,
+            Some("3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0"),
+        );
+        md.name_from_udev(&env(&[
+            ("MD_DEVNAME", "root"),
+            ("MD_UUID", "3f2e1d0c:4b5a6978:8796a5b4:c3d2e1f0"),
+        ]));
+        assert_eq!(md.name.as_deref(), Some("root"));
+        assert_eq!(
+            md.uuid.as_deref(),
+            Some("3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0")
+        );
+        let mut unnamed = stack(StackKind::Md, None, None);
+        unnamed.name_from_udev(&env(&[("MD_DEVNAME", "")]));
+        assert_eq!(unnamed.name, None);
+        // dm: sysfs wins; udev fills a device whose dm/ files gave nothing,
+        // and its type follows the uuid it got.
+        let mut dm = stack(StackKind::Dm, Some("vg0-root"), Some("LVM-abc"));
+        dm.name_from_udev(&env(&[("DM_NAME", "other"), ("DM_UUID", "CRYPT-x")]));
+        assert_eq!(
+            (dm.name.as_deref(), dm.uuid.as_deref()),
+            (Some("vg0-root"), Some("LVM-abc"))
+        );
+        let mut bare = stack(StackKind::Dm, None, None);
+        bare.name_from_udev(&env(&[
+            ("DM_NAME", "luks-root"),
+            ("DM_UUID", "CRYPT-LUKS2-x"),
+        ]));
+        assert_eq!(bare.name.as_deref(), Some("luks-root"));
+        assert_eq!(bare.type_name, "crypt");
+    }
+
+    #[test]
     fn nvme_paths_name_their_head() {
         assert_eq!(nvme_head_of("nvme0c1n2").as_deref(), Some("nvme0n2"));
         assert_eq!(nvme_head_of("nvme10c0n1").as_deref(), Some("nvme10n1"));

@@ -13,7 +13,7 @@
 use blktune_core::compare::Round;
 use blktune_core::journal::Journal;
 use blktune_core::os::SysRoot;
-use blktune_core::shootout::{self, Candidate, Config, Length, Phase, Tracing};
+use blktune_core::shootout::{self, Candidate, Config, Length, Phase, StartingPoint, Tracing};
 use blktune_core::tuner::Wanted;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -165,6 +165,8 @@ fn run(
         length: Length::Rounds(req.blocks),
         settle: req.settle,
         dwell: req.dwell,
+        // What it puts back is the change the A/B tries, not the originals.
+        start: StartingPoint::UsersChoice,
         ..Config::passive(dev)
     };
     let r = shootout::run_traced(
@@ -186,25 +188,15 @@ fn run(
     )
     .map_err(|e| match e {
         shootout::ShootoutError::Cancelled { restore, .. } => {
-            format!("A/B on {dev}: cancelled; {}", your_choice(restore))
+            format!("A/B on {dev}: cancelled; {restore}")
         }
         shootout::ShootoutError::Aborted { cause, restore } => {
-            format!("A/B on {dev}: {cause}; {}", your_choice(restore))
+            format!("A/B on {dev}: {cause}; {restore}")
         }
         e => format!("A/B on {dev}: {e}"),
     })?;
     Ok(AbOutcome {
         rounds: r.measurements.iter().map(shootout::round_of).collect(),
-        restored: your_choice(r.final_settings),
+        restored: r.final_settings,
     })
-}
-
-/// The runner's restore line in the A/B's words: the settings it found and
-/// put back are the user's choice (the change the A/B tests), not the
-/// device's originals, which stay in the journal.
-fn your_choice(restore: String) -> String {
-    match restore.strip_prefix("original settings restored") {
-        Some(rest) => format!("your choice restored{rest}"),
-        None => restore,
-    }
 }

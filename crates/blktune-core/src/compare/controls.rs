@@ -735,3 +735,133 @@ fn cpu_saturated_on_one_side(
 fn cpu_busy((ba, bb): (f64, f64), (an, bn): (&str, &str)) -> String {
     format!("system: CPU busy {ba:.0}% -> {bb:.0}% ({an} -> {bn})")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A round of configuration `config` in `block` whose system shows
+    /// `psi` (PSI io some, percent) at an even 40% CPU busy.
+    fn round(config: usize, block: usize, psi: Option<f64>) -> Round {
+        let mut r = Round::new(config, block, (block * 2 + config) as f64 * 10.0);
+        r.controls.system = Some(SystemSample {
+            cpu_busy_pct: 40.0,
+            iowait_pct: 0.0,
+            psi_some_pct: psi,
+            psi_full_pct: None,
+        });
+        r
+    }
+
+    /// The system control's lines about PSI.
+    fn psi_lines(checks: &[ControlCheck]) -> Vec<&ControlCheck> {
+        checks
+            .iter()
+            .filter(|k| k.kind == ControlKind::System && k.text.contains("PSI"))
+            .collect()
+    }
+
+    /// Six blocks of `before` and `after` PSI, each round a little off
+    /// (so the pairs' differences have a spread to test).
+    fn blocks(before: f64, after: f64) -> Vec<Round> {
+        (0..6)
+            .flat_map(|b| {
+                let wobble = [0.3, -0.2, 0.5, -0.4, 0.1, -0.3][b];
+                [
+                    round(0, b, Some(before + wobble)),
+                    round(1, b, Some(after - wobble)),
+                ]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_psi_difference_between_the_sides_is_a_system_note() {
+        let c = check(
+            &blocks(5.0, 40.0),
+            (0, "c0"),
+            (1, "c1"),
+            LoadKind::ClosedLoop,
+            None,
+        );
+        let psi = psi_lines(&c);
+        assert_eq!(psi.len(), 1, "{c:?}");
+        assert_eq!(psi[0].status, Status::Note, "{c:?}");
+        assert!(
+            psi[0]
+                .text
+                .starts_with("system: PSI io some 5% -> 40% (c0 -> c1)"),
+            "{c:?}"
+        );
+        // And down: the same line the other way.
+        let c = check(
+            &blocks(40.0, 5.0),
+            (0, "c0"),
+            (1, "c1"),
+            LoadKind::ClosedLoop,
+            None,
+        );
+        assert!(
+            psi_lines(&c)
+                .iter()
+                .any(|k| k.text.starts_with("system: PSI io some 40% -> 5%")),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn equal_or_close_psi_on_both_sides_says_nothing() {
+        for (before, after) in [(20.0, 20.0), (20.0, 25.0)] {
+            let c = check(
+                &blocks(before, after),
+                (0, "c0"),
+                (1, "c1"),
+                LoadKind::ClosedLoop,
+                None,
+            );
+            assert!(psi_lines(&c).is_empty(), "{before} -> {after}: {c:?}");
+            assert!(
+                c.iter().all(|k| k.status == Status::Ok),
+                "{before} -> {after}: {c:?}"
+            );
+        }
+        // Without PSI on one side (a kernel without it): nothing either.
+        let rounds = vec![round(0, 0, None), round(1, 0, Some(40.0))];
+        let c = check(&rounds, (0, "c0"), (1, "c1"), LoadKind::ClosedLoop, None);
+        assert!(psi_lines(&c).is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn one_before_and_one_after_note_a_psi_difference_only() {
+        let spread = Spread {
+            iops: 0.0,
+            aqu_sz: 0.0,
+            cpu_busy: 2.0,
+        };
+        let pair = |before: f64, after: f64| {
+            check_one_pair(
+                &[round(0, 0, Some(before)), round(1, 0, Some(after))],
+                ((0, "before"), spread),
+                ((1, "after"), spread),
+                "loop0",
+                LoadKind::ClosedLoop,
+                None,
+            )
+        };
+        let c = pair(13.0, 61.0);
+        let psi = psi_lines(&c);
+        assert_eq!(psi.len(), 1, "{c:?}");
+        assert_eq!(psi[0].status, Status::Note, "{c:?}");
+        assert!(
+            psi[0]
+                .text
+                .starts_with("system: PSI io some 13% -> 61% (before -> after)"),
+            "{c:?}"
+        );
+        for (before, after) in [(13.0, 13.0), (13.0, 22.0)] {
+            let c = pair(before, after);
+            assert!(psi_lines(&c).is_empty(), "{before} -> {after}: {c:?}");
+            assert!(c.iter().all(|k| k.status == Status::Ok), "{c:?}");
+        }
+    }
+}

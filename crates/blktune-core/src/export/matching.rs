@@ -196,7 +196,7 @@ pub(super) fn choose(
 ///   `DM_UUID` (10-dm.rules), then the dm name (`dm/name`, `DM_NAME`),
 ///   which the admin chose and which also survives a reboot.
 /// - md: `md/uuid` from sysfs. Not udev's `MD_UUID`: 63-md-raid-arrays.rules
-///   sets it, after a 61- file has run.
+///   sets it, after a 61- file has run, and spells it otherwise.
 /// - the rest: udev database first (ID_WWN_WITH_EXTENSION, ID_WWN,
 ///   ID_SERIAL: what 60-persistent-storage.rules derives from VPD/identify
 ///   data, stable across kernels), then sysfs (`wwid`, whose form changes
@@ -233,11 +233,15 @@ fn id_candidates(item: &ExportItem) -> Vec<(&'static str, Option<String>, &'stat
             ];
         }
         Some(StackKind::Md) => {
-            return vec![(
-                "ATTR{md/uuid}",
-                stack.and_then(|s| s.uuid.clone()),
-                "md array uuid from sysfs",
-            )];
+            // A uuid equal to udev's MD_UUID was filled from it
+            // ([`crate::stack::Stack::name_from_udev`]) where sysfs had none:
+            // sysfs spells a uuid 8-4-4-4-12 (as in tests/fixtures/captured),
+            // mdadm's MD_UUID four words with colons, so `ATTR{md/uuid}`
+            // would never match that value.
+            let sysfs_uuid = stack
+                .and_then(|s| s.uuid.clone())
+                .filter(|u| env("MD_UUID").as_ref() != Some(u));
+            return vec![("ATTR{md/uuid}", sysfs_uuid, "md array uuid from sysfs")];
         }
         _ => {}
     }
@@ -449,21 +453,13 @@ fn kernel_spec(device: &BlockDevice, warnings: &mut Vec<String>) -> Result<Match
 /// are those discovery read. An unknown key counts as a match, so a warning
 /// errs on the side of naming a device.
 fn key_matches(key: &MatchKey, dev: &BlockDevice, env: Option<&BTreeMap<String, String>>) -> bool {
-    let bool_attr = |b: bool| Some(if b { "1" } else { "0" }.to_string());
-    let actual: Option<String> = match key.key.as_str() {
-        "KERNEL" => Some(dev.name.clone()),
-        "ATTR{queue/rotational}" => dev.rotational.and_then(bool_attr),
-        // Not in BlockDevice: assume not zoned (errs on the side of naming a device).
-        "ATTR{queue/zoned}" => Some("none".into()),
-        "ATTRS{model}" => dev.model.clone(),
-        "ATTRS{vendor}" => dev.vendor.clone(),
-        "ATTRS{wwid}" => dev.wwid.clone(),
-        "ATTRS{serial}" => dev.serial.clone(),
-        "ATTR{nguid}" => dev.nguid.clone(),
-        "ATTR{eui}" => dev.eui.clone(),
-        "ATTR{dm/uuid}" | "ATTR{md/uuid}" => dev.stack.as_ref().and_then(|s| s.uuid.clone()),
-        "ATTR{dm/name}" => dev.stack.as_ref().and_then(|s| s.name.clone()),
-        k => match k.strip_prefix("ENV{").and_then(|k| k.strip_suffix('}')) {
+    let actual = match super::keys::sysfs_value(&key.key, dev) {
+        Some(value) => value,
+        None => match key
+            .key
+            .strip_prefix("ENV{")
+            .and_then(|k| k.strip_suffix('}'))
+        {
             Some(name) => Some(env.and_then(|e| e.get(name)).cloned().unwrap_or_default()),
             None => return true,
         },

@@ -26,6 +26,7 @@
 //!   so the only safe order is scheduler, tunables, nr_requests, read_ahead_kb.
 
 pub mod check;
+mod keys;
 mod matching;
 pub mod measured;
 mod rules;

@@ -65,6 +65,18 @@ put() {
   fi
   echo "$1: $2 $old -> $3"
 }
+
+# put_default DEV REL VALUE: VALUE asks the kernel for its default (-1 for
+# wbt_lat_usec, 0 for max_sectors_kb), so it reads back as that default.
+put_default() {
+  old=$(rd "$1" "$2")
+  if ! printf '%s' "$3" > "$sys/block/$1/$2" 2>/dev/null; then
+    say "$1: writing '$3' to $2 failed"
+    return 1
+  fi
+  now=$(rd "$1" "$2")
+  [ "$now" = "$old" ] || echo "$1: $2 $old -> $now (the kernel's default)"
+}
 "#;
 
 /// `'value'` for sh, any character allowed.
@@ -199,8 +211,11 @@ pub(super) fn render_script(blocks: &[Block], opts: &RenderOptions, warnings: &[
             .assigns
             .iter()
             .map(|a| {
+                let knob = a.attr.strip_prefix("queue/").unwrap_or(&a.attr);
                 if a.attr == "queue/scheduler" {
                     format!("sched \"$1\" {}", q(&a.value))
+                } else if crate::sched::asks_for_default(knob, &a.value) {
+                    format!("put_default \"$1\" {} {}", a.attr, q(&a.value))
                 } else {
                     format!("put \"$1\" {} {}", a.attr, q(&a.value))
                 }

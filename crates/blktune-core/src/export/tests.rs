@@ -619,3 +619,138 @@ fn a_value_the_kernel_would_clamp_is_refused_and_jiffies_rounding_is_noted() {
         .text;
     assert!(!text.contains("note:"), "{text}");
 }
+
+/// The default match of `disk` with these udev properties, and its warnings.
+fn default_match(disk: FakeDisk, env: &[(&str, &str)]) -> (String, Vec<String>) {
+    let env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let item = ExportItem::new(device(disk), kyber64(), env);
+    let (spec, warnings) = matching::choose(&item, None).unwrap();
+    (spec.render_keys(), warnings)
+}
+
+#[test]
+fn dm_ids_fall_back_from_the_sysfs_uuid_to_udevs_then_to_the_names() {
+    let uuid = "LVM-Qm3vYk0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3aB4cD5eF6gH7iJ8";
+    let udev = [("DM_UUID", uuid), ("DM_NAME", "vg0-root")];
+    let dm = || FakeDisk::new("dm-1").dev(253, 1).no_queue();
+    let stable = |(keys, warnings): (String, Vec<String>), want: &str| {
+        assert_eq!(keys, want);
+        assert!(warnings.is_empty(), "{want}: {warnings:?}");
+    };
+    // sysfs first: the file is on the device itself, no rule order needed.
+    stable(
+        default_match(dm().dm("vg0-root", uuid, &[]), &udev),
+        &format!("ATTR{{dm/uuid}}==\"{uuid}\""),
+    );
+    // No dm/ files (a capture without them): udev's DM_UUID, then DM_NAME.
+    stable(
+        default_match(dm(), &udev),
+        &format!("ENV{{DM_UUID}}==\"{uuid}\""),
+    );
+    stable(
+        default_match(dm(), &udev[1..]),
+        "ENV{DM_NAME}==\"vg0-root\"",
+    );
+    // A dm device made without a uuid (`dmsetup create` without `-u`): its name.
+    stable(
+        default_match(dm().attr("dm/name", "scratch").attr("dm/uuid", ""), &[]),
+        "ATTR{dm/name}==\"scratch\"",
+    );
+    // Nothing at all: the kernel name, with one warning that says what was looked for.
+    let (keys, warnings) = default_match(dm(), &[]);
+    assert_eq!(keys, "KERNEL==\"dm-1\"");
+    assert_eq!(
+        warnings,
+        [
+            "'dm-1' has no stable id (no dm/uuid or dm/name in sysfs, no DM_UUID/DM_NAME in the udev database): matching its kernel name instead, which is not stable across boots"
+        ]
+    );
+}
+
+#[test]
+fn md_ids_are_the_sysfs_uuid_never_udevs_other_spelling() {
+    let md = || {
+        FakeDisk::new("md0")
+            .dev(9, 0)
+            .no_queue()
+            .attr("md/level", "raid1")
+    };
+    let sysfs_uuid = "3f2e1d0c-4b5a-6978-8796-a5b4c3d2e1f0";
+    // mdadm spells the same uuid in four words (63-md-raid-arrays.rules).
+    let udev = [("MD_UUID", "3f2e1d0c:4b5a6978:8796a5b4:c3d2e1f0")];
+    let (keys, warnings) = default_match(md().attr("md/uuid", sysfs_uuid), &udev);
+    assert_eq!(keys, format!("ATTR{{md/uuid}}==\"{sysfs_uuid}\""));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Without md/uuid (older kernels) the stack's uuid is filled from
+    // udev's MD_UUID for `list`; a rule on ATTR{md/uuid} with that spelling
+    // would never match, so the kernel name it is, with the warning.
+    let mut d = device(md());
+    d.stack
+        .as_mut()
+        .unwrap()
+        .name_from_udev(&BTreeMap::from([(udev[0].0.into(), udev[0].1.into())]));
+    assert_eq!(
+        d.stack.as_ref().unwrap().uuid.as_deref(),
+        Some("3f2e1d0c:4b5a6978:8796a5b4:c3d2e1f0")
+    );
+    let env = BTreeMap::from([(udev[0].0.to_string(), udev[0].1.to_string())]);
+    let (spec, warnings) = matching::choose(&ExportItem::new(d, kyber64(), env), None).unwrap();
+    assert_eq!(spec.render_keys(), "KERNEL==\"md0\"");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("'md0' has no stable id (no md/uuid in sysfs)")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn nvme_ids_fall_back_from_wwid_to_nguid_then_eui_without_the_scsi_warning() {
+    let nguid = "002538b9-11b1-2345-0025-38b911b12345";
+    let eui = "002538b911b12345";
+    let ns = || FakeDisk::new("nvme0n1").dev(259, 0);
+    let (keys, warnings) = default_match(
+        ns().ids(None, Some("eui.002538b911b12345"))
+            .attr("nguid", nguid)
+            .attr("eui", eui),
+        &[],
+    );
+    assert_eq!(keys, "ATTRS{wwid}==\"eui.002538b911b12345\"");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (keys, warnings) = default_match(ns().attr("nguid", nguid).attr("eui", eui), &[]);
+    assert_eq!(keys, format!("ATTR{{nguid}}==\"{nguid}\""));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (keys, warnings) = default_match(ns().attr("eui", eui), &[]);
+    assert_eq!(keys, format!("ATTR{{eui}}==\"{eui}\""));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // udev's ID_WWN comes first; the controller's ID_SERIAL, shared by
+    // every namespace, is never used.
+    let (keys, _) = default_match(
+        ns().attr("eui", eui),
+        &[
+            ("ID_WWN", "eui.002538b911b12345"),
+            ("ID_SERIAL", "Samsung_980_S5GX"),
+        ],
+    );
+    assert_eq!(keys, "ENV{ID_WWN}==\"eui.002538b911b12345\"");
+    let (keys, _) = default_match(ns(), &[("ID_SERIAL", "Samsung_980_S5GX")]);
+    assert_eq!(keys, "KERNEL==\"nvme0n1\"");
+}
+
+#[test]
+fn a_scsi_disks_sysfs_wwid_is_used_with_a_warning_udevs_ids_without() {
+    let (keys, warnings) = default_match(ssd(), &[]);
+    assert_eq!(keys, "ATTRS{wwid}==\"naa.5002538e4063dd7b\"");
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "'sda': matching the sysfs wwid \"naa.5002538e4063dd7b\", whose form changes across kernels"
+        ) && w.contains("give --udev-db")),
+        "{warnings:?}"
+    );
+    let (keys, warnings) = default_match(ssd(), &[("ID_WWN_WITH_EXTENSION", "0x5002538e4063dd7b")]);
+    assert_eq!(keys, "ENV{ID_WWN_WITH_EXTENSION}==\"0x5002538e4063dd7b\"");
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -37,13 +37,13 @@ pub struct SimLine {
 #[derive(Debug)]
 pub struct Simulated {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Simulated {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -51,6 +51,12 @@ impl Drop for Simulated {
 
 /// How often the simulation advances the counters.
 const TICK: Duration = Duration::from_millis(1);
+
+/// How often a scheduler name written is bracketed, on a thread of its own:
+/// a tool reads the line back a few milliseconds after its write (a
+/// shoot-out's restore, then the winner's rule checked against the line),
+/// and a diskstats write on a busy disk held the counters' thread for 4 ms.
+const BRACKET_TICK: Duration = Duration::from_micros(200);
 
 /// Accumulated counters of one line (fractions kept until whole).
 #[derive(Debug, Clone, Default)]
@@ -101,17 +107,36 @@ impl FakeTree {
     /// `available`), atomically, as the kernel shows the active one; the
     /// simulation does it every millisecond, a caller that must not wait
     /// for its thread (a shoot-out's progress callback) does it at once.
+    ///
+    /// The file is replaced only if nobody wrote it since it was read: a
+    /// tool's write landing between the read and the rename would otherwise
+    /// be lost (its read-back then sees the old scheduler, rolls back, and
+    /// its next check finds a bare name, so the only scheduler).
     pub fn bracket(&self, device: &str, available: &[&str]) {
+        use std::os::unix::fs::MetadataExt;
         let queue = self.dev_dir(device).join("queue");
-        let written = std::fs::read_to_string(queue.join("scheduler")).unwrap_or_default();
+        let path = queue.join("scheduler");
+        // Identity and age first: a write after this changes the mtime
+        // (or, renamed over, the inode).
+        let stamp = |p: &std::path::Path| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+        };
+        let Some(seen) = stamp(&path) else {
+            return;
+        };
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
         let written = written.trim();
         if !available.contains(&written) {
             return;
         }
         let all: Vec<String> = available.iter().map(|s| s.to_string()).collect();
         let tmp = queue.join(".scheduler.tmp");
-        if std::fs::write(&tmp, super::scheduler_line(&all, written)).is_ok() {
-            let _ = std::fs::rename(&tmp, queue.join("scheduler"));
+        if std::fs::write(&tmp, super::scheduler_line(&all, written)).is_ok()
+            && stamp(&path) == Some(seen)
+        {
+            let _ = std::fs::rename(&tmp, &path);
         }
     }
 
@@ -139,6 +164,17 @@ impl FakeTree {
         let tree = self.clone();
         let device = device.to_string();
         let available: Vec<String> = available.iter().map(|s| s.to_string()).collect();
+        let bracketer = {
+            let (tree, device, available) = (tree.clone(), device.clone(), available.clone());
+            let flag = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let avail: Vec<&str> = available.iter().map(String::as_str).collect();
+                while !flag.load(Ordering::Relaxed) {
+                    tree.bracket(&device, &avail);
+                    std::thread::sleep(BRACKET_TICK);
+                }
+            })
+        };
         let thread = std::thread::spawn(move || {
             let avail: Vec<&str> = available.iter().map(String::as_str).collect();
             let mut acc = vec![Acc::default(); lines.len()];
@@ -171,7 +207,7 @@ impl FakeTree {
         });
         Simulated {
             stop,
-            thread: Some(thread),
+            threads: vec![bracketer, thread],
         }
     }
 }

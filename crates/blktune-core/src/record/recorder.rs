@@ -466,4 +466,142 @@ mod tests {
         };
         assert!(agrees(&sched_only, &wbt("2000")));
     }
+
+    /// A fake tree with sda and sdb, a sampler's first tick of it, and a
+    /// recorder of `only` (empty: every device) writing `file`.
+    fn recording(
+        dir: &Path,
+        only: &[&str],
+    ) -> (crate::fake::FakeTree, crate::sampler::Sampler, Recorder) {
+        use crate::diskstats::Counters;
+        use crate::fake::{FakeDisk, FakeTree};
+        let tree = FakeTree::new(&dir.join("tree")).unwrap();
+        tree.add(&FakeDisk::new("sda")).unwrap();
+        tree.add(&FakeDisk::new("sdb").dev(8, 16)).unwrap();
+        tree.set_diskstats(&[
+            ("sda", 8, 0, Counters::default()),
+            ("sdb", 8, 16, Counters::default()),
+        ])
+        .unwrap();
+        let mut sampler = crate::sampler::Sampler::new(tree.root()).unwrap();
+        let first = sampler.tick().unwrap();
+        let opts = RecordOptions {
+            interval: Duration::from_secs(1),
+            only: only.iter().map(|n| n.to_string()).collect(),
+            ..RecordOptions::default()
+        };
+        let rec = Recorder::create(
+            &dir.join("rec.ndjson"),
+            &tree.root(),
+            &first.devices,
+            first.t,
+            &opts,
+        )
+        .unwrap();
+        (tree, sampler, rec)
+    }
+
+    /// The `sample` records of a finished recording, as JSON.
+    fn samples(file: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["type"] == "sample")
+            .collect()
+    }
+
+    /// One process row of `who`: fio, pid 4242, in `/db.slice`, 1000 reads/s.
+    fn fio_row() -> crate::who::WhoRow {
+        crate::who::WhoRow {
+            pid: Some(4242),
+            name: "fio".into(),
+            cgroup: Some("/db.slice".into()),
+            r_s: 1000.0,
+            w_s: 0.0,
+            o_s: 0.0,
+            rkb_s: 4000.0,
+            wkb_s: 0.0,
+            share: Some(97.5),
+            r_p99: Some(1.25),
+            r_n: 1000,
+            io_some: None,
+            io_full: None,
+            io_avg10: false,
+        }
+    }
+
+    #[test]
+    fn a_sample_keeps_the_pressure_and_who_its_snapshot_carries() {
+        use crate::pressure::{IoPressure, Pressure, Stall};
+        use crate::who::DeviceWho;
+        let dir = tempfile::tempdir().unwrap();
+        let (_tree, mut sampler, mut rec) = recording(dir.path(), &[]);
+        let stall = |avg10: f64, total_us: u64| Stall {
+            avg10,
+            avg60: 1.5,
+            avg300: 0.5,
+            total_us,
+        };
+        let pressure = IoPressure {
+            file: Pressure {
+                some: stall(13.13, 1_234_567),
+                full: Some(stall(4.5, 456_789)),
+            },
+            some_pct: Some(12.5),
+            full_pct: Some(4.25),
+        };
+        let mut snap = sampler.tick().unwrap();
+        snap.pressure = Some(pressure);
+        let fio = DeviceWho {
+            processes: vec![fio_row()],
+            cgroups: vec![crate::who::WhoRow {
+                pid: None,
+                name: "db.slice".into(),
+                ..fio_row()
+            }],
+            rest_s: 25.0,
+            rest_share: Some(2.5),
+        };
+        rec.who(WhoByDevice::from([("sda".to_string(), fio.clone())]));
+        rec.snapshot(&snap).unwrap();
+        // The next sample has neither: no pressure file, nobody attributed
+        // (the who of an interval is written once, with its own sample).
+        rec.snapshot(&sampler.tick().unwrap()).unwrap();
+        let file = rec.path().to_path_buf();
+        rec.finish("stopped").unwrap();
+
+        let s = samples(&file);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!(s[0]["psi_some_pct"], 12.5, "{}", s[0]);
+        let psi: Pressure = serde_json::from_value(s[0]["psi"].clone()).unwrap();
+        assert_eq!(psi, pressure.file, "the file as read, totals included");
+        let who: WhoByDevice = serde_json::from_value(s[0]["who"].clone()).unwrap();
+        assert_eq!(who, WhoByDevice::from([("sda".to_string(), fio)]));
+        assert_eq!(s[0]["who"]["sda"]["processes"][0]["name"], "fio");
+        for key in ["psi", "psi_some_pct", "who"] {
+            assert!(s[1].get(key).is_none(), "{key} in {}", s[1]);
+        }
+    }
+
+    #[test]
+    fn who_is_kept_only_for_the_devices_recorded() {
+        use crate::who::DeviceWho;
+        let dir = tempfile::tempdir().unwrap();
+        let (_tree, mut sampler, mut rec) = recording(dir.path(), &["sdb"]);
+        let row = DeviceWho {
+            processes: vec![fio_row()],
+            ..DeviceWho::default()
+        };
+        rec.who(WhoByDevice::from([
+            ("sda".to_string(), row.clone()),
+            ("sdb".to_string(), row),
+        ]));
+        rec.snapshot(&sampler.tick().unwrap()).unwrap();
+        let file = rec.path().to_path_buf();
+        rec.finish("stopped").unwrap();
+        let s = samples(&file);
+        let names: Vec<&String> = s[0]["who"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["sdb"], "{}", s[0]);
+    }
 }

@@ -52,7 +52,7 @@ pub use fake::{FakeRounds, fake_result};
 pub use figures::{ConfigSummary, Figures, Goal, LoadFigures, Metric, Spread, too_few_notes};
 pub use kernel::{DwellHists, KernelStatus, SharedTracer, Tracing};
 pub use report::{LoadInfo, ShootoutResult, table};
-pub use request::{Candidate, Config, DEFAULT_BUDGET, Length, LoadSpec};
+pub use request::{Candidate, Config, DEFAULT_BUDGET, Length, LoadSpec, StartingPoint};
 pub use round::underneath;
 pub use verdict::{Verdict, round_of, verdict};
 
@@ -286,7 +286,7 @@ pub fn run_traced(
             });
         }
         Err(e) => {
-            let restore = restore(guard.disarm(), &original);
+            let restore = restore(guard.disarm(), &original, cfg.start);
             return Err(match e {
                 Stop::Cancelled => ShootoutError::Cancelled {
                     dev: dev.to_string(),
@@ -312,14 +312,14 @@ pub fn run_traced(
                 Some(want.clone()),
             ),
             Err(e) => {
-                let restore = restore(guard.disarm(), &original);
+                let restore = restore(guard.disarm(), &original, cfg.start);
                 return Err(ShootoutError::Aborted {
                     cause: format!("cannot apply the winner: {e}"),
                     restore,
                 });
             }
         },
-        _ => (restore(guard.disarm(), &original), None),
+        _ => (restore(guard.disarm(), &original, cfg.start), None),
     };
     guard.disarm();
     Ok(ShootoutResult {
@@ -382,13 +382,14 @@ pub(crate) fn summarise(
         .collect()
 }
 
-/// Put the original settings back; a sentence saying what happened. The
-/// journal entry follows the one revert policy (dropped when the device is
-/// back at the journalled originals, whoever made the entry).
-fn restore(locked: &tuner::Locked<'_>, original: &Wanted) -> String {
+/// Put the settings it started from back; a sentence saying what happened,
+/// in the words of `start`. The journal entry follows the one revert policy
+/// (dropped when the device is back at the journalled originals, whoever
+/// made the entry).
+fn restore(locked: &tuner::Locked<'_>, original: &Wanted, start: StartingPoint) -> String {
     let dev = locked.name();
     match locked.restore(original) {
-        Ok(_) => format!("original settings restored ({})", original.summary()),
+        Ok(_) => format!("{} ({})", start.restored(), original.summary()),
         // Refused, as it must be: said as when the shoot-out saw it first.
         Err(TuneError::Replaced { .. }) => not_restored(dev),
         Err(e) => format!("RESTORE FAILED ({e}); run '{}'", locked.revert_command()),

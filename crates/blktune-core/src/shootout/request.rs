@@ -64,6 +64,30 @@ pub struct Config {
     pub scratch: bool,
     /// Do not time the device's I/O in the kernel (no BPF program).
     pub no_bpf: bool,
+    /// What the settings it starts from, and puts back, are to the user.
+    pub start: StartingPoint,
+}
+
+/// What the settings a shoot-out starts from (and puts back at its end) are
+/// to the user: its restore line says so, and no caller rewrites it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartingPoint {
+    /// The device's settings before anything was tried (`bench`, the TUI's `b`).
+    #[default]
+    Original,
+    /// A change the user just made, tried against what it replaced (the
+    /// TUI's A/B): the device's originals stay in the journal.
+    UsersChoice,
+}
+
+impl StartingPoint {
+    /// The restore line's first words: `original settings restored`.
+    pub fn restored(self) -> &'static str {
+        match self {
+            Self::Original => "original settings restored",
+            Self::UsersChoice => "your choice restored",
+        }
+    }
 }
 
 impl Config {
@@ -84,6 +108,7 @@ impl Config {
             apply: false,
             scratch: false,
             no_bpf: false,
+            start: StartingPoint::Original,
         }
     }
 

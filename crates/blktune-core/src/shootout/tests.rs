@@ -246,12 +246,32 @@ fn a_restore_refused_on_a_re_created_device_says_nothing_was_restored() {
     let tuner = Tuner::new(root.clone(), Some(Journal::new(dir.path().join("j"))))
         .expecting("loop3", Some(14));
     let held = tuner.lock("loop3").unwrap();
-    let said = restore(&held, &original);
+    let said = restore(&held, &original, StartingPoint::Original);
     assert_eq!(said, not_restored("loop3"));
     assert!(
         said.starts_with("nothing was restored onto the new device"),
         "{said}"
     );
+}
+
+/// The restore line names what came back in the caller's words: a bench's
+/// originals, or the change an A/B tried (whose originals stay in the journal).
+#[test]
+fn the_restore_line_says_whose_settings_came_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FakeTree::new(dir.path()).unwrap();
+    t.add(&FakeDisk::new("sda").dev(8, 0)).unwrap();
+    let root = t.root();
+    let now = Wanted::snapshot_of(&QueueSettings::read(&root, &root.device("sda").unwrap()));
+    let tuner = Tuner::new(root.clone(), Some(Journal::new(dir.path().join("j"))));
+    let held = tuner.lock("sda").unwrap();
+    for (start, words) in [
+        (StartingPoint::Original, "original settings restored ("),
+        (StartingPoint::UsersChoice, "your choice restored ("),
+    ] {
+        let said = restore(&held, &now, start);
+        assert!(said.starts_with(words), "{said}");
+    }
 }
 
 /// A fake `name` with every scheduler (mq-deadline active), whose diskstats

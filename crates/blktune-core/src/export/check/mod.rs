@@ -272,14 +272,22 @@ fn idle_lines(rules: &[Rule], checked: &[DeviceCheck], devices: &[BlockDevice]) 
             let id = (r.tokens.iter())
                 .filter(|t| t.op == Op::Match)
                 .find(|t| ID_KEYS.contains(&key_text(t).as_str()));
-            let why = match id {
-                Some(t) => format!(
+            let holder = id.and_then(|t| id_holder(t, devices));
+            let why = match (id, holder) {
+                (Some(t), Some(d)) => format!(
+                    "{} has {}, but {}: {} will not be set",
+                    d.name,
+                    t.display(),
+                    other_keys_fail(r, d),
+                    writes.join(" ")
+                ),
+                (Some(t), None) => format!(
                     "no device here has {}: {} will not be set{}",
                     t.display(),
                     writes.join(" "),
                     id_hint(t, devices)
                 ),
-                None => format!(
+                (None, _) => format!(
                     "matches no device of this machine: {} will not be set",
                     writes.join(" ")
                 ),
@@ -287,6 +295,39 @@ fn idle_lines(rules: &[Rule], checked: &[DeviceCheck], devices: &[BlockDevice]) 
             Some(Ignored { line: r.line, why })
         })
         .collect()
+}
+
+/// The device that has the id a line matches on (one of its sysfs ids: udev
+/// properties are not known here), if any: the line then misses it for
+/// another of its keys.
+fn id_holder<'a>(token: &Token, devices: &'a [BlockDevice]) -> Option<&'a BlockDevice> {
+    let key = key_text(token);
+    devices.iter().find(|d| {
+        super::keys::sysfs_value(&key, d)
+            .flatten()
+            .is_some_and(|v| udev_match(&token.value, v.trim_end()))
+    })
+}
+
+/// Why a line whose id `device` has still misses it: a `TEST` guard of
+/// the exporter's on a file the device lacks (a captured tree without
+/// `queue/`, a bio-based device without a scheduler), else another key.
+fn other_keys_fail(rule: &Rule, device: &BlockDevice) -> String {
+    let q = &device.queue;
+    let missing: Vec<String> = (rule.tokens.iter())
+        .filter(|t| t.key == "TEST" && t.op == Op::Match)
+        .filter(|t| match t.value.as_str() {
+            "queue/read_ahead_kb" => q.read_ahead_kb.is_none(),
+            "queue/scheduler" => !q.has_scheduler(),
+            _ => false,
+        })
+        .map(|t| format!("it has no {} ({})", t.value, t.display()))
+        .collect();
+    if missing.is_empty() {
+        "another key of the line does not match it".into()
+    } else {
+        missing.join(", ")
+    }
 }
 
 /// `ATTRS{wwid}`: a token's key as written.
