@@ -83,23 +83,23 @@ pub fn render(out: &mut Exposition, series: &[Series<'_>], per_octave: u32) {
     );
     let bounds = bounds_ns(per_octave);
     let les: Vec<String> = bounds.iter().map(|&ns| number(ns as f64 / 1e9)).collect();
+    let (bucket, count_name, sum) = (
+        format!("{NAME}_bucket"),
+        format!("{NAME}_count"),
+        format!("{NAME}_sum"),
+    );
     for s in series {
         let base = s.device.with(&[("op", s.op), ("span", s.span)]);
-        for (le, n) in les.iter().zip(buckets(s.hist, &bounds)) {
-            let mut l = base.clone();
-            l.push(("le", le));
-            out.sample(&format!("{NAME}_bucket"), &l, n);
-        }
-        let mut l = base.clone();
-        l.push(("le", "+Inf"));
         let count = s.hist.count();
-        out.sample(&format!("{NAME}_bucket"), &l, count);
-        out.sample(&format!("{NAME}_count"), &base, count);
-        out.sample(
-            &format!("{NAME}_sum"),
+        let finite = les.iter().map(String::as_str).zip(buckets(s.hist, &bounds));
+        out.samples_by_last_label(
+            &bucket,
             &base,
-            number(s.hist.sum_ns() as f64 / 1e9),
+            "le",
+            finite.chain(std::iter::once(("+Inf", count))),
         );
+        out.sample(&count_name, &base, count);
+        out.sample(&sum, &base, number(s.hist.sum_ns() as f64 / 1e9));
     }
 }
 

@@ -25,19 +25,53 @@ use std::fmt::Write as _;
 
 /// A label value with `\`, `"` and newlines escaped (OpenMetrics ABNF, `escaped-string`).
 pub fn escape(value: &str) -> String {
-    value
-        .replace('\\', r"\\")
-        .replace('"', "\\\"")
-        .replace('\n', r"\n")
+    let mut out = String::with_capacity(value.len());
+    escape_into(&mut out, value);
+    out
+}
+
+/// [`escape`] onto the end of `out`: a scrape writes hundreds of thousands
+/// of label values, nearly all with nothing to escape, so no allocation.
+fn escape_into(out: &mut String, value: &str) {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str(r"\n"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// `{device="sda",major="8",minor="0",...}` (`{}` for none).
 pub fn labels(pairs: &[(&str, &str)]) -> String {
-    let inner: Vec<String> = pairs
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-        .collect();
-    format!("{{{}}}", inner.join(","))
+    let mut out = String::new();
+    labels_into(&mut out, pairs);
+    out
+}
+
+/// [`labels`] onto the end of `out`.
+fn labels_into(out: &mut String, pairs: &[(&str, &str)]) {
+    out.push('{');
+    label_pairs_into(out, pairs);
+    out.push('}');
+}
+
+/// `device="sda",major="8"`: the pairs without the braces.
+fn label_pairs_into(out: &mut String, pairs: &[(&str, &str)]) {
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        escape_into(out, v);
+        out.push('"');
+    }
 }
 
 /// A number as the text format writes it: integers without a fraction,
@@ -91,10 +125,36 @@ impl Exposition {
 
     /// One sample line: `name{labels} value`.
     pub fn sample(&mut self, name: &str, pairs: &[(&str, &str)], value: impl std::fmt::Display) {
-        if pairs.is_empty() {
-            let _ = writeln!(self.text, "{name} {value}");
-        } else {
-            let _ = writeln!(self.text, "{name}{} {value}", labels(pairs));
+        self.text.push_str(name);
+        if !pairs.is_empty() {
+            labels_into(&mut self.text, pairs);
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+
+    /// Sample lines of one series that differ only in a last label
+    /// (`le` of a histogram's buckets): `name{pairs,last="v"} value` for
+    /// each `(v, value)`, the common labels escaped once.
+    pub fn samples_by_last_label<'v>(
+        &mut self,
+        name: &str,
+        pairs: &[(&str, &str)],
+        last: &str,
+        values: impl IntoIterator<Item = (&'v str, u64)>,
+    ) {
+        let mut prefix = String::with_capacity(128);
+        prefix.push_str(name);
+        prefix.push('{');
+        label_pairs_into(&mut prefix, pairs);
+        if !pairs.is_empty() {
+            prefix.push(',');
+        }
+        prefix.push_str(last);
+        prefix.push_str("=\"");
+        for (v, value) in values {
+            self.text.push_str(&prefix);
+            escape_into(&mut self.text, v);
+            let _ = writeln!(self.text, "\"}} {value}");
         }
     }
 
