@@ -284,10 +284,10 @@ fn a_disk_underneath_that_slowed_tenfold_is_said_before_the_number_and_no_winner
     assert_eq!(o.status.code(), Some(1), "{err}\n{out}");
     let failed = out
         .find(&format!("FAILED  vda (under {})", b.dev))
-        .unwrap_or_else(|| panic!("no failed control for vda:\n{out}"));
+        .unwrap_or_else(|| panic!("no failed control for vda:\n{out}\nstderr:\n{err}"));
     let number = out
         .find("r_await of mq-deadline against each other configuration")
-        .unwrap_or_else(|| panic!("no comparison:\n{out}"));
+        .unwrap_or_else(|| panic!("no comparison:\n{out}\nstderr:\n{err}"));
     assert!(
         failed < number,
         "the control comes after the number:\n{out}"

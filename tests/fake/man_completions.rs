@@ -223,9 +223,15 @@ fn bash_complete(file: &std::path::Path, words: &str) -> Vec<String> {
         .args(["--norc", "--noprofile", "-c", &prog])
         .output()
         .unwrap();
+    completions(&o, words)
+}
+
+/// The words a completion run printed, sorted; it must have succeeded quietly.
+fn completions(o: &std::process::Output, words: &str) -> Vec<String> {
     assert!(
         o.status.success() && o.stderr.is_empty(),
-        "{words}: {}",
+        "{words}: exit {:?}: {}",
+        o.status.code(),
         String::from_utf8_lossy(&o.stderr)
     );
     let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
@@ -314,19 +320,7 @@ fn bash_complete_on_demand(data: &std::path::Path, words: &str) -> Vec<String> {
         .env_remove("XDG_DATA_HOME")
         .output()
         .unwrap();
-    assert!(
-        o.status.success() && o.stderr.is_empty(),
-        "{words}: exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
-    v.sort();
-    v
+    completions(&o, words)
 }
 
 #[test]

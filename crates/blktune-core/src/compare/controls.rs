@@ -761,6 +761,14 @@ mod tests {
             .collect()
     }
 
+    /// Exactly one PSI line, a note (never a failure), starting with `text`.
+    fn assert_one_psi_note(c: &[ControlCheck], text: &str) {
+        let psi = psi_lines(c);
+        assert_eq!(psi.len(), 1, "{c:?}");
+        assert_eq!(psi[0].status, Status::Note, "{c:?}");
+        assert!(psi[0].text.starts_with(text), "{c:?}");
+    }
+
     /// Six blocks of `before` and `after` PSI, each round a little off
     /// (so the pairs' differences have a spread to test).
     fn blocks(before: f64, after: f64) -> Vec<Round> {
@@ -784,15 +792,7 @@ mod tests {
             LoadKind::ClosedLoop,
             None,
         );
-        let psi = psi_lines(&c);
-        assert_eq!(psi.len(), 1, "{c:?}");
-        assert_eq!(psi[0].status, Status::Note, "{c:?}");
-        assert!(
-            psi[0]
-                .text
-                .starts_with("system: PSI io some 5% -> 40% (c0 -> c1)"),
-            "{c:?}"
-        );
+        assert_one_psi_note(&c, "system: PSI io some 5% -> 40% (c0 -> c1)");
         // And down: the same line the other way.
         let c = check(
             &blocks(40.0, 5.0),
@@ -849,15 +849,7 @@ mod tests {
             )
         };
         let c = pair(13.0, 61.0);
-        let psi = psi_lines(&c);
-        assert_eq!(psi.len(), 1, "{c:?}");
-        assert_eq!(psi[0].status, Status::Note, "{c:?}");
-        assert!(
-            psi[0]
-                .text
-                .starts_with("system: PSI io some 13% -> 61% (before -> after)"),
-            "{c:?}"
-        );
+        assert_one_psi_note(&c, "system: PSI io some 13% -> 61% (before -> after)");
         for (before, after) in [(13.0, 13.0), (13.0, 22.0)] {
             let c = pair(before, after);
             assert!(psi_lines(&c).is_empty(), "{before} -> {after}: {c:?}");

@@ -140,10 +140,10 @@ impl FakeTree {
         }
     }
 
-    /// Keep diskstats of `lines` moving: every few milliseconds, bracket a
-    /// scheduler name written to `device` (whose schedulers are `available`;
-    /// `nr_default` when nr_requests cannot be read), then add the I/Os of the time
-    /// gone by, as `behave(active scheduler, nr_requests)` says each line
+    /// Keep diskstats of `lines` moving: a thread brackets a scheduler name
+    /// written to `device` (whose schedulers are `available`) every
+    /// [`BRACKET_TICK`]; another, every millisecond, adds the I/Os of the
+    /// time gone by (`nr_default` when nr_requests cannot be read), as `behave(active scheduler, nr_requests)` says each line
     /// (in the order of `lines`) is doing. `behave` may keep state (noise).
     pub fn simulate(
         &self,
@@ -164,8 +164,10 @@ impl FakeTree {
         let tree = self.clone();
         let device = device.to_string();
         let available: Vec<String> = available.iter().map(|s| s.to_string()).collect();
+        // The one thread that rewrites the scheduler line (two would race
+        // each other's renames).
         let bracketer = {
-            let (tree, device, available) = (tree.clone(), device.clone(), available.clone());
+            let (tree, device) = (tree.clone(), device.clone());
             let flag = Arc::clone(&stop);
             std::thread::spawn(move || {
                 let avail: Vec<&str> = available.iter().map(String::as_str).collect();
@@ -176,12 +178,10 @@ impl FakeTree {
             })
         };
         let thread = std::thread::spawn(move || {
-            let avail: Vec<&str> = available.iter().map(String::as_str).collect();
             let mut acc = vec![Acc::default(); lines.len()];
             let mut last = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(TICK);
-                tree.bracket(&device, &avail);
                 let queue = tree.dev_dir(&device).join("queue");
                 let read = |f: &str| std::fs::read_to_string(queue.join(f)).unwrap_or_default();
                 let line = read("scheduler");
