@@ -483,3 +483,38 @@ pub fn fixture_tree(tree: &Path) -> PathBuf {
     }
     tree.to_path_buf()
 }
+
+/// A shell script in its own process group (`dd` loops, a cgroup's fio);
+/// the whole group is killed and reaped on drop.
+pub struct ProcessGroup(std::process::Child);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let pg = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// `sh -c script` in its own process group, killed and reaped on drop.
+pub fn spawn_group(script: &str) -> ProcessGroup {
+    use std::os::unix::process::CommandExt;
+    ProcessGroup(
+        Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("sh"),
+    )
+}
+
+/// Synchronous 4 KiB writes to `/dev/{dev}` (the test's own loop device), a
+/// new dd every 16 MiB so that one is always running however long the TUI
+/// takes to start.
+pub fn dd_to(dev: &str) -> ProcessGroup {
+    spawn_group(&format!(
+        "while :; do dd if=/dev/zero of=/dev/{dev} bs=4k count=4096 oflag=dsync status=none; done"
+    ))
+}

@@ -11,20 +11,6 @@
 use crate::common;
 use common::tmux::Tmux;
 use common::*;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-
-/// A shell that keeps starting `dd` writes to the device, in its own
-/// process group; the whole group is killed and reaped on drop.
-struct Writer(Child);
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let pg = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
 
 /// The first process row of the panel from the kernel (the line after its
 /// `PROCESS` heading), without the box's border.
@@ -53,20 +39,7 @@ fn a_dd_to_our_loop_device_shows_in_the_panel_and_its_file_in_the_detail() {
     }
     let lo = TestLoop::new(64);
     let dev = lo.name().to_string();
-    // Synchronous 4 KiB writes, a new dd every 16 MiB so that one is
-    // always running however long the TUI takes to start.
-    let script = format!(
-        "while :; do dd if=/dev/zero of=/dev/{dev} bs=4k count=4096 oflag=dsync status=none; done"
-    );
-    let _writer = Writer(
-        Command::new("sh")
-            .args(["-c", &script])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sh"),
-    );
+    let _writer = dd_to(&dev);
     let t = Tmux::start(
         &format!(
             "{} --read-only --device {dev} --interval 250ms",
@@ -129,25 +102,24 @@ impl TestCgroup {
 
 impl Drop for TestCgroup {
     fn drop(&mut self) {
-        // Its processes were killed and reaped first (declared after it);
-        // the kernel may take a moment to let go of their css.
+        // Everything in it, killed: fio's job process leaves the process
+        // group the test kills (it ran on for its 120 s, holding the loop
+        // device, and the cgroup was never removed). `cgroup.kill` (Linux
+        // 5.14), else each pid of `cgroup.procs`.
+        if std::fs::write(self.0.join("cgroup.kill"), "1").is_err() {
+            let procs = std::fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        // The kernel may take a moment to let go of their css.
         common::wait_until(std::time::Duration::from_secs(10), || {
             std::fs::remove_dir(&self.0).is_ok() || !self.0.exists()
         });
     }
-}
-
-/// `sh -c script` in its own process group, killed and reaped on drop.
-fn spawn_group(script: &str) -> Writer {
-    Writer(
-        Command::new("sh")
-            .args(["-c", script])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sh"),
-    )
 }
 
 /// The panel at 80x24 says who does each device's I/O, from the kernel: fio

@@ -8,37 +8,6 @@
 use crate::common;
 use common::tmux::Tmux;
 use common::*;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-
-/// A shell that keeps starting `dd` writes to the device, in its own
-/// process group; the whole group is killed and reaped on drop.
-struct Writer(Child);
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let pg = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
-/// Buffered 4 KiB writes to `/dev/{dev}`, synced, a new dd every 16 MiB so
-/// that one is always running however long the TUI takes to start.
-fn dd_to(dev: &str) -> Writer {
-    let script = format!(
-        "while :; do dd if=/dev/zero of=/dev/{dev} bs=4k count=4096 oflag=dsync status=none; done"
-    );
-    Writer(
-        Command::new("sh")
-            .args(["-c", &script])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sh"),
-    )
-}
 
 /// Open the panel on `dev` in the TUI `t` runs (80x24) and wait for the
 /// `/proc` view, called approximate on its top border, in which `shows`
