@@ -208,7 +208,7 @@ pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i
         (None, None) => return Err(UsageError("give a DEVICE or --scratch SIZE".into()).into()),
     };
     // A partition or an unknown name gets the tuner's own message, before any load check.
-    blktune_core::tuner::resolve(&root, &device)?;
+    let resolved = blktune_core::tuner::resolve(&root, &device)?;
     // A fake tree (--sysfs-root) is not the machine: nothing real is written.
     if scratch.is_none() && root.is_live() && !blktune_core::os::is_root() {
         // Without root the first switch fails and the restore fails with it:
@@ -255,6 +255,12 @@ pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i
         no_bpf: global.no_bpf,
         start: StartingPoint::Original,
     };
+    // What the device offers before the first switch: the winner's rule is
+    // checked against it (see `WinnerExport::offered`).
+    let offered = blktune_core::device::BlockDevice::read(&root, &resolved)
+        .queue
+        .scheduler
+        .map(|s| s.available);
     let live = !args.json && std::io::stderr().is_terminal();
     // Said once the request passed validation (the first progress report),
     // so a refused request prints only its one error line.
@@ -311,6 +317,7 @@ pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i
             force: args.force,
             measured: blktune_core::export::measured::shootout(&result),
             udev_db: None,
+            offered,
         };
         // A refused device keeps its own exit code (2 for bad input).
         let written = blktune_core::export::export_winner(&root, &device, &winner, &to).map_err(

@@ -8,6 +8,7 @@
 use blktune_core::fake::{Behaviour, FakeDisk, FakeTree, SimLine, Simulated};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// A fake tree with one loop-like disk, and its simulation.
 struct Bench {
@@ -27,16 +28,26 @@ impl Bench {
 
     /// Reads at `ms(scheduler, nr_requests)`, 4000 a second.
     fn simulate(&self, ms: impl Fn(&str, u64) -> f64 + Send + 'static) -> Simulated {
+        self.simulate_lagging(Duration::ZERO, ms)
+    }
+
+    /// [`Bench::simulate`], a name written bracketed only `lag` later.
+    fn simulate_lagging(
+        &self,
+        lag: Duration,
+        ms: impl Fn(&str, u64) -> f64 + Send + 'static,
+    ) -> Simulated {
         let line = SimLine {
             name: self.dev.clone(),
             major: 7,
             minor: 0,
         };
-        self.tree.simulate(
+        self.tree.simulate_lagging(
             &self.dev,
             &["none", "mq-deadline", "kyber", "bfq"],
             64,
             vec![line],
+            lag,
             move |s, nr| {
                 vec![Behaviour {
                     reads_per_s: 4000.0,
@@ -211,6 +222,37 @@ fn a_winners_rule_never_clobbers_and_its_path_is_shown_escaped() {
     assert!(
         !err.contains('\x1b'),
         "a raw escape reached stderr: {err:?}"
+    );
+}
+
+/// The winner's rule is checked against the schedulers the device offered
+/// when the shoot-out began, not against the line read right after the
+/// restore: the fake brackets a written name 150 ms late, so the restored
+/// scheduler still reads as the only one when the rule is written (under
+/// `.ci/under-load` the simulation's thread lagged that much now and then).
+#[test]
+fn the_winners_rule_is_checked_against_the_schedulers_offered_at_the_start() {
+    let b = Bench::new();
+    let _sim = b.simulate_lagging(Duration::from_millis(150), |s, _| {
+        if s == "kyber" { 0.8 } else { 2.0 }
+    });
+    let rules = b.dir.path().join("61-winner.rules");
+    let o = b.bench(&[
+        "--schedulers",
+        "mq-deadline,kyber",
+        "--budget",
+        "15s",
+        "--export",
+        "--export-output",
+        path(&rules),
+    ]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        std::fs::read_to_string(&rules)
+            .unwrap()
+            .contains("ATTR{queue/scheduler}=\"kyber\""),
+        "{err}"
     );
 }
 

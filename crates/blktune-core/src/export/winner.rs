@@ -17,6 +17,10 @@ pub struct WinnerExport {
     pub measured: Option<String>,
     /// The udev database; `None`: [`UdevDb::DEFAULT_DIR`] on the real /sys, none on a fake tree.
     pub udev_db: Option<PathBuf>,
+    /// The schedulers the device offered when the comparison began (the
+    /// winner ran on one of them); the rule is checked against these, not
+    /// against the line read after the restore. `None`: the line read now.
+    pub offered: Option<Vec<String>>,
 }
 
 /// Write the winner of a shoot-out on `device` as a udev rule (default match
@@ -30,7 +34,10 @@ pub fn export_winner(
     to: &WinnerExport,
 ) -> Result<String, ExportError> {
     let dev = tuner::resolve(root, device)?;
-    let d = BlockDevice::read(root, &dev);
+    let mut d = BlockDevice::read(root, &dev);
+    if let (Some(offered), Some(st)) = (&to.offered, d.queue.scheduler.as_mut()) {
+        st.available = offered.clone();
+    }
     let host_devices = crate::device::discover(root).unwrap_or_default();
     let hz = crate::kernel_hz::KernelHz::read(root, &host_devices);
     // The live settings are the originals again: the winner replaces the

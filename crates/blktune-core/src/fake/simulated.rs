@@ -102,6 +102,28 @@ impl Acc {
     }
 }
 
+/// A file's identity and age: a write changes the mtime (or, renamed
+/// over, the inode).
+fn stamp(p: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+}
+
+/// The active scheduler of a line: the bracketed name, or a single bare one
+/// (a name written and not bracketed yet).
+fn active_of(line: &str) -> &str {
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(only), None) => only.trim_start_matches('[').trim_end_matches(']'),
+        _ => line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+            .unwrap_or(""),
+    }
+}
+
 impl FakeTree {
     /// Bracket a bare scheduler name written to `device`'s queue (one of
     /// `available`), atomically, as the kernel shows the active one; the
@@ -113,16 +135,10 @@ impl FakeTree {
     /// be lost (its read-back then sees the old scheduler, rolls back, and
     /// its next check finds a bare name, so the only scheduler).
     pub fn bracket(&self, device: &str, available: &[&str]) {
-        use std::os::unix::fs::MetadataExt;
         let queue = self.dev_dir(device).join("queue");
         let path = queue.join("scheduler");
         // Identity and age first: a write after this changes the mtime
         // (or, renamed over, the inode).
-        let stamp = |p: &std::path::Path| {
-            std::fs::metadata(p)
-                .ok()
-                .map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
-        };
         let Some(seen) = stamp(&path) else {
             return;
         };
@@ -151,6 +167,22 @@ impl FakeTree {
         available: &[&str],
         nr_default: u64,
         lines: Vec<SimLine>,
+        behave: impl FnMut(&str, u64) -> Vec<Behaviour> + Send + 'static,
+    ) -> Simulated {
+        self.simulate_lagging(device, available, nr_default, lines, Duration::ZERO, behave)
+    }
+
+    /// [`FakeTree::simulate`], but a name written stays bare for `lag`
+    /// before it is bracketed: a reader that relies on the line right after
+    /// its own write (a single bare name reads as the only scheduler) fails
+    /// every time instead of once in a while under load.
+    pub fn simulate_lagging(
+        &self,
+        device: &str,
+        available: &[&str],
+        nr_default: u64,
+        lines: Vec<SimLine>,
+        lag: Duration,
         mut behave: impl FnMut(&str, u64) -> Vec<Behaviour> + Send + 'static,
     ) -> Simulated {
         // The lines exist from the start: a first sample finds them all.
@@ -171,8 +203,17 @@ impl FakeTree {
             let flag = Arc::clone(&stop);
             std::thread::spawn(move || {
                 let avail: Vec<&str> = available.iter().map(String::as_str).collect();
+                let path = tree.dev_dir(&device).join("queue/scheduler");
+                // The line as last seen, and since when.
+                let mut since = (stamp(&path), Instant::now());
                 while !flag.load(Ordering::Relaxed) {
-                    tree.bracket(&device, &avail);
+                    let now = stamp(&path);
+                    if now != since.0 {
+                        since = (now, Instant::now());
+                    }
+                    if since.1.elapsed() >= lag {
+                        tree.bracket(&device, &avail);
+                    }
                     std::thread::sleep(BRACKET_TICK);
                 }
             })
@@ -185,11 +226,7 @@ impl FakeTree {
                 let queue = tree.dev_dir(&device).join("queue");
                 let read = |f: &str| std::fs::read_to_string(queue.join(f)).unwrap_or_default();
                 let line = read("scheduler");
-                let active = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
-                    .unwrap_or("")
-                    .to_string();
+                let active = active_of(&line).to_string();
                 let nr = read("nr_requests").trim().parse().unwrap_or(nr_default);
                 let now = Instant::now();
                 let dt = now.duration_since(last).as_secs_f64();
