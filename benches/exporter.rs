@@ -343,8 +343,39 @@ fn tracer_read() -> Option<f64> {
         println!("  tracer map read: not measured (needs root and BTF)");
         return None;
     };
-    // Entries to read: this benchmark's own loop devices, each with all 4 ops.
-    let loops = OwnLoops::busy(16);
+    // Entries to read: this benchmark's own loop devices, each with all 4
+    // ops; read with 4 of them busy, then with all 16: the difference is
+    // the cost of an entry, the rest the read's fixed cost.
+    let loops = OwnLoops::attach(16);
+    loops.busy(0..4);
+    let few = timed_reads(&mut tracer);
+    loops.busy(4..loops.devices.len());
+    let all = timed_reads(&mut tracer);
+    drop(loops);
+    let (few, all) = (few?, all?);
+    let per_entry = (all.cpu_ms - few.cpu_ms) / (all.entries - few.entries).max(1) as f64;
+    let fixed = (few.cpu_ms - per_entry * few.entries as f64).max(0.0);
+    println!(
+        "  tracer map read (real kernel): {:.2} ms CPU ({:.2} ms wall) per read of {} map entries of (device, op), {:.2} ms ({:.2} ms wall) of {}: {:.4} ms per entry, {fixed:.2} ms fixed",
+        few.cpu_ms, few.wall_ms, few.entries, all.cpu_ms, all.wall_ms, all.entries, per_entry
+    );
+    let at_1000 = fixed + per_entry * 4000.0;
+    println!(
+        "      not measured: the read at 1000 devices x 4 ops (4000 entries); fixed + 4000 entries from these two is {at_1000:.0} ms per scrape"
+    );
+    Some(at_1000 * 1e6)
+}
+
+/// What [`timed_reads`] measured.
+struct MapRead {
+    entries: usize,
+    cpu_ms: f64,
+    wall_ms: f64,
+}
+
+/// The CPU and wall time of one tracer read (mean of 20) and how many map
+/// entries of (device, op) it read; `None` when nothing was traced.
+fn timed_reads(tracer: &mut blktune_core::latency::Tracer) -> Option<MapRead> {
     let reading = tracer.read().unwrap_or_default();
     let entries = reading
         .devices
@@ -362,19 +393,11 @@ fn tracer_read() -> Option<f64> {
     for _ in 0..reads {
         let _ = std::hint::black_box(tracer.read());
     }
-    let cpu_ms = (thread_cpu_ns() - cpu) as f64 / 1e6 / f64::from(reads);
-    let wall_ms = wall.elapsed().as_secs_f64() * 1e3 / f64::from(reads);
-    println!(
-        "  tracer map read (real kernel, {} device(s), {entries} map entries of (device, op) traced here): {cpu_ms:.2} ms CPU ({wall_ms:.2} ms wall) per read, {:.3} ms per entry",
-        reading.devices.len(),
-        cpu_ms / entries.max(1) as f64
-    );
-    println!(
-        "      not measured: the read at 1000 devices x 4 ops (4000 entries); linear from here that is {:.0} ms per scrape",
-        cpu_ms / entries.max(1) as f64 * 4000.0
-    );
-    drop(loops);
-    (entries > 0).then(|| cpu_ms * 1e6 / entries as f64 * 4000.0)
+    (entries > 0).then(|| MapRead {
+        entries,
+        cpu_ms: (thread_cpu_ns() - cpu) as f64 / 1e6 / f64::from(reads),
+        wall_ms: wall.elapsed().as_secs_f64() * 1e3 / f64::from(reads),
+    })
 }
 
 /// Loop devices this benchmark attached (over files in /dev/shm),
@@ -385,9 +408,8 @@ struct OwnLoops {
 }
 
 impl OwnLoops {
-    /// Attach `n` loop devices over 4 MiB files and give each a read, a
-    /// write, a flush and a discard (for the tracer's 4 entries per device).
-    fn busy(n: usize) -> Self {
+    /// Attach `n` loop devices over 4 MiB files.
+    fn attach(n: usize) -> Self {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
         let mut loops = Self {
             devices: Vec::new(),
@@ -405,14 +427,22 @@ impl OwnLoops {
             if !out.status.success() || !dev.starts_with("/dev/loop") {
                 break;
             }
-            loops.devices.push(dev.clone());
-            let run = |args: &[&str]| {
-                let _ = Command::new(args[0])
-                    .args(&args[1..])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-            };
+            loops.devices.push(dev);
+        }
+        loops
+    }
+
+    /// Give the devices in `which` a read, a write, a flush and a discard
+    /// (for the tracer's 4 entries per device).
+    fn busy(&self, which: std::ops::Range<usize>) {
+        let run = |args: &[&str]| {
+            let _ = Command::new(args[0])
+                .args(&args[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        };
+        for dev in self.devices.get(which).unwrap_or_default() {
             let of = format!("of={dev}");
             let inf = format!("if={dev}");
             run(&[
@@ -432,9 +462,8 @@ impl OwnLoops {
                 "count=16",
                 "iflag=direct",
             ]);
-            run(&["blkdiscard", &dev]);
+            run(&["blkdiscard", dev]);
         }
-        loops
     }
 }
 

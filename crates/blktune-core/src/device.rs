@@ -330,6 +330,32 @@ impl QueueSettings {
         )
     }
 
+    /// [`QueueSettings::read_basic`] and the active scheduler's tunables,
+    /// every file through one open `queue/` (short lookups): what the
+    /// exporter reads of each device at every scrape.
+    pub fn read_with_tunables(root: &SysRoot, dev: &DeviceName) -> Self {
+        let Ok(q) = root.queue_dir(dev) else {
+            let mut s = Self::read_basic(root, dev);
+            s.read_tunables(root, dev);
+            return s;
+        };
+        let mut s = Self::from_reads(
+            settle_scheduler(q.read(&QueueAttr::Scheduler)),
+            settle_num(q.read(&QueueAttr::NrRequests)),
+            settle_num(q.read(&QueueAttr::ReadAheadKb)),
+        );
+        // `none` has no `queue/iosched` directory: nothing to list.
+        if s.scheduler.as_ref().is_some_and(|s| s.active != "none") {
+            for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
+                let attr = QueueAttr::Tunable(name.clone());
+                if let Ok(v) = q.read(&attr) {
+                    s.tunables.insert(name, v);
+                }
+            }
+        }
+        s
+    }
+
     /// [`QueueSettings::read_basic`] with the scheduler line already read.
     pub fn read_basic_with(root: &SysRoot, dev: &DeviceName, scheduler: SchedulerRead) -> Self {
         let num = |a: QueueAttr| settle_num(root.read_queue_attr(dev, &a));
@@ -829,6 +855,45 @@ mod tests {
         let r = QueueSettings::read_scheduler_kept(&root, &sda, &mut kept, true);
         assert!(matches!(r, Err(Unreadable::Unexpected(_))), "{r:?}");
         assert!(kept.is_none());
+    }
+
+    /// The exporter's read through one open `queue/` gives what the reads
+    /// by path give: the settings, the active scheduler's tunables, and
+    /// none for `none`, whose `queue/iosched` is not there.
+    #[test]
+    fn the_read_through_one_queue_dir_gives_what_the_reads_by_path_give() {
+        use crate::fake::{FakeDisk, FakeTree};
+        let dir = tempfile::tempdir().unwrap();
+        let tree = FakeTree::new(dir.path()).unwrap();
+        tree.add(&FakeDisk::new("sda").dev(8, 0).active("mq-deadline"))
+            .unwrap();
+        tree.add(&FakeDisk::new("sdb").dev(8, 16).active("bfq"))
+            .unwrap();
+        tree.add(&FakeDisk::new("sdc").dev(8, 32).active("none"))
+            .unwrap();
+        std::fs::remove_dir_all(tree.dev_dir("sdc").join("queue/iosched")).unwrap();
+        let root = tree.root();
+        for name in ["sda", "sdb", "sdc"] {
+            let dev = root.device(name).unwrap();
+            let mut by_path = QueueSettings::read_basic(&root, &dev);
+            by_path.read_tunables(&root, &dev);
+            let one_dir = QueueSettings::read_with_tunables(&root, &dev);
+            assert_eq!(one_dir.tunables, by_path.tunables, "{name}");
+            assert_eq!(
+                (
+                    one_dir.scheduler,
+                    one_dir.nr_requests,
+                    one_dir.read_ahead_kb
+                ),
+                (
+                    by_path.scheduler,
+                    by_path.nr_requests,
+                    by_path.read_ahead_kb
+                ),
+                "{name}"
+            );
+            assert_eq!(one_dir.tunables.is_empty(), name == "sdc", "{name}");
+        }
     }
 
     /// A setting's file that is there but gives no value keeps why in the

@@ -97,6 +97,9 @@ struct Collector {
     /// Each device's identity and udev properties from its last full read,
     /// by name: kept while its diskseq stays and for [`IDENTITY_REFRESH`].
     known: BTreeMap<String, Known>,
+    /// The last scrape's text once it was sent ([`Collector::recycle`]):
+    /// the next one is written into it. Holds the memory of one scrape.
+    spare: String,
 }
 
 /// A device read in full, and when.
@@ -145,9 +148,7 @@ impl Collector {
             let d = if fresh {
                 let mut d = self.known[dev.as_str()].device.clone();
                 d.size_bytes = probe.size_bytes;
-                let sched = device::QueueSettings::read_scheduler(&self.root, dev);
-                d.queue = device::QueueSettings::read_basic_with(&self.root, dev, sched);
-                d.queue.read_tunables(&self.root, dev);
+                d.queue = device::QueueSettings::read_with_tunables(&self.root, dev);
                 d
             } else {
                 let d = BlockDevice::read(&self.root, dev);
@@ -183,6 +184,11 @@ impl Collector {
         self.render(started, &devs, readings.as_ref())
     }
 
+    /// A scrape's text once sent: the next scrape writes into it.
+    fn recycle(&mut self, text: String) {
+        self.spare = text;
+    }
+
     /// The tracer's counts now; a failed read stops tracing (the reason is
     /// then served by blktune_latency_tracing).
     fn read_tracer(&mut self) -> Option<Readings> {
@@ -201,7 +207,7 @@ impl Collector {
     /// The text of a scrape that began at `started`, of `devs` (from
     /// [`Self::read_devices`]) and the tracer's `readings`.
     fn render(
-        &self,
+        &mut self,
         started: Instant,
         devs: &[BlockDevice],
         readings: Option<&Readings>,
@@ -215,7 +221,7 @@ impl Collector {
             .iter()
             .filter_map(|d| Some((d.name.clone(), self.known.get(&d.name)?.ids.clone())))
             .collect();
-        let mut out = Exposition::new();
+        let mut out = Exposition::reusing(std::mem::take(&mut self.spare));
         queue::render(
             &mut out,
             &queue::QueueSnapshot {
@@ -426,7 +432,11 @@ fn serve(mut stream: TcpStream, collector: &Mutex<Collector>) {
                 Ok(mut c) => c.scrape(),
                 Err(_) => return,
             };
-            http::respond(&mut stream, 200, METRICS_TYPE, text.as_bytes(), head)
+            let sent = http::respond(&mut stream, 200, METRICS_TYPE, text.as_bytes(), head);
+            if let Ok(mut c) = collector.lock() {
+                c.recycle(text);
+            }
+            sent
         }
         http::Request::Get {
             route: http::Route::Index,
@@ -494,6 +504,7 @@ pub fn run(global: &Global, args: &ExporterArgs, out: &mut Out) -> anyhow::Resul
         per_octave: args.buckets_per_octave,
         rules,
         known: BTreeMap::new(),
+        spare: String::new(),
     }));
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
@@ -558,6 +569,7 @@ pub mod bench {
                 per_octave,
                 rules: Arc::new(Mutex::new(Some(rules))),
                 known: BTreeMap::new(),
+                spare: String::new(),
             })
         }
 
@@ -568,6 +580,11 @@ pub mod bench {
             self.0.render(started, &devs, Some(readings))
         }
 
+        /// Give a scrape's text back, as the exporter does once it is sent.
+        pub fn recycle(&mut self, text: String) {
+            self.0.recycle(text);
+        }
+
         /// One scrape answered on `stream` as `GET /metrics` is: the body's length.
         pub fn serve(
             &mut self,
@@ -576,7 +593,9 @@ pub mod bench {
         ) -> std::io::Result<usize> {
             let text = self.text(readings);
             http::respond(stream, 200, METRICS_TYPE, text.as_bytes(), false)?;
-            Ok(text.len())
+            let len = text.len();
+            self.0.recycle(text);
+            Ok(len)
         }
     }
 }

@@ -13,7 +13,7 @@
 //! bucket of `1/per_octave` of a power of two (at 4 per octave: 19 % wide on
 //! average), which is the resolution at which it agrees with `watch`'s p99.
 
-use super::{DeviceLabels, Exposition, Kind, number};
+use super::{DeviceLabels, Exposition, Kind, LastLabel, number};
 use crate::latency::hist::{self, Hist, slot_bounds};
 
 /// The lowest bound is 2^12 ns (4.1 µs): faster I/O all counts there.
@@ -43,26 +43,55 @@ pub fn bounds_ns(per_octave: u32) -> Vec<u64> {
     out
 }
 
-/// Cumulative bucket counts of `hist` for `bounds` (ns): the count of every
-/// slot whose upper edge is at or below the bound.
-pub fn buckets(hist: &Hist, bounds: &[u64]) -> Vec<u64> {
-    let mut out = vec![0u64; bounds.len()];
-    let mut b = 0;
-    let mut cum = 0u64;
-    for (slot, &n) in hist.slots().iter().enumerate() {
-        let Some(hi) = slot_bounds(slot).1 else {
-            break; // the overflow slot: only +Inf holds it
-        };
-        while b < bounds.len() && bounds[b] < hi {
-            out[b] = cum;
-            b += 1;
+/// The bucket bounds of a density, and for each how many kernel slots lie
+/// whole below it: worked out once per scrape, so that a histogram's buckets
+/// are one pass of additions over its slots.
+#[derive(Debug, Clone)]
+pub struct Buckets {
+    bounds: Vec<u64>,
+    /// Per bound: the slots (from slot 0) whose upper edge is at or below it.
+    ends: Vec<usize>,
+}
+
+impl Buckets {
+    /// The buckets of `per_octave` (see [`bounds_ns`]).
+    pub fn new(per_octave: u32) -> Self {
+        Self::of(bounds_ns(per_octave))
+    }
+
+    /// The buckets of `bounds` (ns, ascending).
+    pub fn of(bounds: Vec<u64>) -> Self {
+        // The upper edges of the slots that have one (all but the overflow).
+        let edges: Vec<u64> = (0..hist::NR_SLOTS)
+            .map_while(|s| slot_bounds(s).1)
+            .collect();
+        let ends = bounds
+            .iter()
+            .map(|&b| edges.partition_point(|&hi| hi <= b))
+            .collect();
+        Self { bounds, ends }
+    }
+
+    /// The bounds, ns.
+    pub fn bounds(&self) -> &[u64] {
+        &self.bounds
+    }
+
+    /// Cumulative counts of `hist`, one per bound (the count of every slot
+    /// whose upper edge is at or below it), into `out`; returns the count of
+    /// every slot, the +Inf bucket's (= [`Hist::count`]).
+    pub fn cumulative_into(&self, hist: &Hist, out: &mut Vec<u64>) -> u64 {
+        out.clear();
+        let slots = hist.slots();
+        let (mut cum, mut at) = (0u64, 0usize);
+        for &end in &self.ends {
+            let end = end.clamp(at, slots.len());
+            cum = slots[at..end].iter().fold(cum, |a, &n| a.saturating_add(n));
+            at = end;
+            out.push(cum);
         }
-        cum = cum.saturating_add(n);
+        slots[at..].iter().fold(cum, |a, &n| a.saturating_add(n))
     }
-    for v in &mut out[b..] {
-        *v = cum;
-    }
-    out
 }
 
 /// One histogram to write: a device's op and span.
@@ -81,8 +110,15 @@ pub fn render(out: &mut Exposition, series: &[Series<'_>], per_octave: u32) {
         Kind::Histogram,
         "I/O latency as the kernel measured it (span total: from start, what r_await averages; device: from issue), cumulative since the tracer started.",
     );
-    let bounds = bounds_ns(per_octave);
-    let les: Vec<String> = bounds.iter().map(|&ns| number(ns as f64 / 1e9)).collect();
+    let buckets = Buckets::new(per_octave);
+    let les: Vec<String> = buckets
+        .bounds()
+        .iter()
+        .map(|&ns| number(ns as f64 / 1e9))
+        .chain(std::iter::once("+Inf".to_owned()))
+        .collect();
+    let le = LastLabel::new("le", les.iter().map(String::as_str));
+    let mut counts = Vec::with_capacity(les.len());
     let (bucket, count_name, sum) = (
         format!("{NAME}_bucket"),
         format!("{NAME}_count"),
@@ -90,14 +126,9 @@ pub fn render(out: &mut Exposition, series: &[Series<'_>], per_octave: u32) {
     );
     for s in series {
         let base = s.device.with(&[("op", s.op), ("span", s.span)]);
-        let count = s.hist.count();
-        let finite = les.iter().map(String::as_str).zip(buckets(s.hist, &bounds));
-        out.samples_by_last_label(
-            &bucket,
-            &base,
-            "le",
-            finite.chain(std::iter::once(("+Inf", count))),
-        );
+        let count = buckets.cumulative_into(s.hist, &mut counts);
+        counts.push(count);
+        out.samples_by_last_label(&bucket, &base, &le, counts.iter().copied());
         out.sample(&count_name, &base, count);
         out.sample(&sum, &base, number(s.hist.sum_ns() as f64 / 1e9));
     }
@@ -140,7 +171,9 @@ mod tests {
             h.record(ns);
         }
         let b = bounds_ns(4);
-        let c = buckets(&h, &b);
+        let mut c = Vec::new();
+        let count = Buckets::of(b.clone()).cumulative_into(&h, &mut c);
+        assert_eq!(c.len(), b.len());
         // le=4096 ns: 100 and 4095 (4096 starts the next slot).
         assert_eq!(c[0], 2);
         // le=5120: also 4096 and 5119.
@@ -152,7 +185,7 @@ mod tests {
         assert_eq!(c[above - 1], 5);
         // The 50 s I/O is only in +Inf (count 8).
         assert_eq!(*c.last().unwrap(), 7);
-        assert_eq!(h.count(), 8);
+        assert_eq!((h.count(), count), (8, 8));
         assert!(c.windows(2).all(|w| w[0] <= w[1]));
     }
 

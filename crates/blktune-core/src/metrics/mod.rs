@@ -74,6 +74,32 @@ fn label_pairs_into(out: &mut String, pairs: &[(&str, &str)]) {
     }
 }
 
+/// The last label of a histogram's bucket lines (`le`) and its values, in
+/// order, each escaped once: `0.001"} ` (see [`Exposition::samples_by_last_label`]).
+#[derive(Debug, Clone)]
+pub struct LastLabel {
+    name: String,
+    tails: Vec<String>,
+}
+
+impl LastLabel {
+    /// Label `name` with `values`.
+    pub fn new<'a>(name: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
+        let tails = values
+            .into_iter()
+            .map(|v| {
+                let mut t = escape(v);
+                t.push_str("\"} ");
+                t
+            })
+            .collect();
+        Self {
+            name: name.to_owned(),
+            tails,
+        }
+    }
+}
+
 /// A number as the text format writes it: integers without a fraction,
 /// `+Inf`, `-Inf` and `NaN` by name.
 pub fn number(value: f64) -> String {
@@ -117,6 +143,14 @@ impl Exposition {
         Self::default()
     }
 
+    /// Nothing written yet, into `buffer` (emptied first): a scrape of a
+    /// thousand busy devices is tens of MiB, and a buffer kept from the last
+    /// one is written without a page fault.
+    pub fn reusing(mut buffer: String) -> Self {
+        buffer.clear();
+        Self { text: buffer }
+    }
+
     /// Start a family: its `# HELP` and `# TYPE` lines.
     pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
         let _ = writeln!(self.text, "# HELP {name} {help}");
@@ -133,14 +167,15 @@ impl Exposition {
     }
 
     /// Sample lines of one series that differ only in a last label
-    /// (`le` of a histogram's buckets): `name{pairs,last="v"} value` for
-    /// each `(v, value)`, the common labels escaped once.
-    pub fn samples_by_last_label<'v>(
+    /// (`le` of a histogram's buckets): `name{pairs,last="v"} count` for
+    /// each value `v` of `values` and its count, the common labels escaped
+    /// once per series and the values once for every series.
+    pub fn samples_by_last_label(
         &mut self,
         name: &str,
         pairs: &[(&str, &str)],
-        last: &str,
-        values: impl IntoIterator<Item = (&'v str, u64)>,
+        values: &LastLabel,
+        counts: impl IntoIterator<Item = u64>,
     ) {
         let mut prefix = String::with_capacity(128);
         prefix.push_str(name);
@@ -149,12 +184,16 @@ impl Exposition {
         if !pairs.is_empty() {
             prefix.push(',');
         }
-        prefix.push_str(last);
+        prefix.push_str(&values.name);
         prefix.push_str("=\"");
-        for (v, value) in values {
+        // Each line: the prefix, a value's tail and a number.
+        self.text.reserve(values.tails.len() * (prefix.len() + 32));
+        let mut digits = itoa::Buffer::new();
+        for (tail, count) in values.tails.iter().zip(counts) {
             self.text.push_str(&prefix);
-            escape_into(&mut self.text, v);
-            let _ = writeln!(self.text, "\"}} {value}");
+            self.text.push_str(tail);
+            self.text.push_str(digits.format(count));
+            self.text.push('\n');
         }
     }
 
@@ -225,6 +264,20 @@ mod tests {
         assert_eq!(
             labels(&[("device", "sda"), ("model", "X \"Y\"")]),
             "{device=\"sda\",model=\"X \\\"Y\\\"\"}"
+        );
+    }
+
+    #[test]
+    fn lines_by_last_label_carry_every_label_and_count() {
+        let mut out = Exposition::new();
+        let le = LastLabel::new("le", ["0.5", "+Inf", "a\"b"]);
+        out.samples_by_last_label("h_bucket", &[("device", "sda")], &le, [0, 12_345, u64::MAX]);
+        assert_eq!(
+            out.finish(),
+            format!(
+                "h_bucket{{device=\"sda\",le=\"0.5\"}} 0\nh_bucket{{device=\"sda\",le=\"+Inf\"}} 12345\nh_bucket{{device=\"sda\",le=\"a\\\"b\"}} {}\n# EOF\n",
+                u64::MAX
+            )
         );
     }
 
