@@ -160,28 +160,34 @@ fn main() {
         .unwrap();
     }
     println!("blktune exporter on a fake tree of {n} devices (release build, this machine):");
-    let per_scrape_ns = with_histograms(&dir, n);
+    let per_scrape = with_histograms(&dir, n);
     let idle_per_interval_ns = exporter_process(&dir);
     let map_read_ns = tracer_read();
     let interval_ns = 15e9;
-    let share = (per_scrape_ns + idle_per_interval_ns) / interval_ns * 100.0;
     let verdict = |share: f64| if share < 1.0 { "within it" } else { "MISSED" };
-    println!(
-        "  at a 15 s scrape, (1) + (2)'s idle: {share:.3} % of one core (budget 1 %: {})",
-        verdict(share)
-    );
-    if let Some(map) = map_read_ns {
-        let with_map = share + map / interval_ns * 100.0;
+    for (per_octave, scrape_ns) in [
+        (histogram::DEFAULT_PER_OCTAVE, per_scrape.default),
+        (FINER, per_scrape.finer),
+    ] {
+        let share = (scrape_ns + idle_per_interval_ns) / interval_ns * 100.0;
         println!(
-            "  with the map read extrapolated to 4000 entries: {with_map:.3} % (budget 1 %: {})",
-            verdict(with_map)
+            "  at a 15 s scrape, {per_octave} buckets per power of two, (1) + (2)'s idle: {share:.3} % of one core (budget 1 %: {})",
+            verdict(share)
         );
+        if let Some(map) = map_read_ns {
+            let with_map = share + map / interval_ns * 100.0;
+            println!(
+                "      with the map read extrapolated to 4000 entries: {with_map:.3} % (budget 1 %: {})",
+                verdict(with_map)
+            );
+        }
     }
 }
 
 /// Part (1): the scrape with every histogram, in this process; its CPU ns
-/// per scrape, the full re-read of each device every 5 minutes included.
-fn with_histograms(dir: &tempfile::TempDir, n: u32) -> f64 {
+/// per scrape, the full re-read of each device every 5 minutes included,
+/// at the default density and at [`FINER`].
+fn with_histograms(dir: &tempfile::TempDir, n: u32) -> Costs {
     let root = SysRoot::new(dir.path().join("sys"), dir.path().join("proc"));
     // Every device with a rule, as on a fleet that deploys one.
     let rules = (0..n)
@@ -257,7 +263,42 @@ fn with_histograms(dir: &tempfile::TempDir, n: u32) -> f64 {
         ms(first_bare),
         refresh / 1e6
     );
-    cpu as f64 + refresh
+    // More buckets: the same scrape at 4 per power of two.
+    let mut finer = Scraper::new(
+        SysRoot::new(dir.path().join("sys"), dir.path().join("proc")),
+        FINER,
+        BTreeMap::new(),
+    );
+    let _ = served_scrape(&mut finer, &busy, &listener);
+    let mut finer_bytes = 0;
+    let finer_cpu = median(
+        (0..rounds)
+            .map(|_| {
+                let (c, _, b) = served_scrape(&mut finer, &busy, &listener);
+                finer_bytes = b;
+                c
+            })
+            .collect(),
+    );
+    println!(
+        "      the same scrape at --buckets-per-octave {FINER} ({} buckets a histogram): {:.1} ms CPU, {:.1} MiB",
+        histogram::bounds_ns(FINER).len() + 1,
+        ms(finer_cpu),
+        finer_bytes as f64 / 1048576.0
+    );
+    Costs {
+        default: cpu as f64 + refresh,
+        finer: finer_cpu as f64 + refresh,
+    }
+}
+
+/// The finer density the bench also measures.
+const FINER: u32 = 4;
+
+/// CPU ns of a scrape with every histogram, at the default density and at [`FINER`].
+struct Costs {
+    default: f64,
+    finer: f64,
 }
 
 /// Part (2): the exporter started on the tree; the CPU ns it spends idle

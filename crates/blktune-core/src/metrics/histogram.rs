@@ -10,8 +10,9 @@
 //! exactly the edge of a kernel slot, so each slot lies whole inside one
 //! bucket and the bucket counts are exact sums of the kernel's counts, never
 //! a re-binning guess; `histogram_quantile` then interpolates inside a
-//! bucket of `1/per_octave` of a power of two (at 4 per octave: 19 % wide on
-//! average), which is the resolution at which it agrees with `watch`'s p99.
+//! bucket of `1/per_octave` of a power of two (at the default 2 per octave:
+//! 41 % wide on average, at 4: 19 %), which is the resolution at which it
+//! agrees with `watch`'s p99.
 
 use super::{DeviceLabels, Exposition, Kind, LastLabel, number};
 use crate::latency::hist::{self, Hist, slot_bounds};
@@ -22,8 +23,11 @@ pub const LOWEST_EXP: u32 = 12;
 /// The bucket densities allowed: divisors of the kernel's 64 slots per octave.
 pub const PER_OCTAVE_CHOICES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// The default density: 4 bounds per power of two (89 buckets).
-pub const DEFAULT_PER_OCTAVE: u32 = 4;
+/// The default density: 2 bounds per power of two (45 buckets and +Inf, at
+/// most 1.5 times as wide as the one below). At 4, histogram_quantile is
+/// twice as fine and a host of 1000 busy devices costs its exporter more
+/// than 1 % of a core (`benches/RESULTS.md`), and Prometheus twice the series.
+pub const DEFAULT_PER_OCTAVE: u32 = 2;
 
 /// The family's name.
 pub const NAME: &str = "blktune_io_latency_seconds";
