@@ -260,6 +260,14 @@ fn settle_num(read: std::io::Result<String>) -> Result<Option<u64>, Unreadable> 
     settle(read, |raw| raw.trim().parse::<u64>().ok())
 }
 
+/// The names of a device's tunables as last listed, and the scheduler
+/// they belong to (see [`QueueSettings::read_with_tunables`]).
+#[derive(Debug, Clone, Default)]
+pub struct TunableNames {
+    scheduler: String,
+    names: Vec<String>,
+}
+
 impl QueueSettings {
     /// Read the current queue settings of a device, tunables and the
     /// queue settings next to the scheduler included.
@@ -332,8 +340,11 @@ impl QueueSettings {
 
     /// [`QueueSettings::read_basic`] and the active scheduler's tunables,
     /// every file through one open `queue/` (short lookups): what the
-    /// exporter reads of each device at every scrape.
-    pub fn read_with_tunables(root: &SysRoot, dev: &DeviceName) -> Self {
+    /// exporter reads of each device at every scrape. `names` are the
+    /// tunables' names as last listed for this device: listed again only
+    /// when the active scheduler is another (the kernel fixes a scheduler's
+    /// tunables), and updated.
+    pub fn read_with_tunables(root: &SysRoot, dev: &DeviceName, names: &mut TunableNames) -> Self {
         let Ok(q) = root.queue_dir(dev) else {
             let mut s = Self::read_basic(root, dev);
             s.read_tunables(root, dev);
@@ -345,12 +356,21 @@ impl QueueSettings {
             settle_num(q.read(&QueueAttr::ReadAheadKb)),
         );
         // `none` has no `queue/iosched` directory: nothing to list.
-        if s.scheduler.as_ref().is_some_and(|s| s.active != "none") {
-            for name in root.list_dev_dir(dev, "queue/iosched").unwrap_or_default() {
-                let attr = QueueAttr::Tunable(name.clone());
-                if let Ok(v) = q.read(&attr) {
-                    s.tunables.insert(name, v);
-                }
+        let Some(active) = s.scheduler.as_ref().map(|s| s.active.clone()) else {
+            return s;
+        };
+        if active == "none" {
+            return s;
+        }
+        if names.scheduler != active {
+            *names = TunableNames {
+                names: root.list_dev_dir(dev, "queue/iosched").unwrap_or_default(),
+                scheduler: active,
+            };
+        }
+        for name in &names.names {
+            if let Ok(v) = q.read(&QueueAttr::Tunable(name.clone())) {
+                s.tunables.insert(name.clone(), v);
             }
         }
         s
@@ -877,7 +897,11 @@ mod tests {
             let dev = root.device(name).unwrap();
             let mut by_path = QueueSettings::read_basic(&root, &dev);
             by_path.read_tunables(&root, &dev);
-            let one_dir = QueueSettings::read_with_tunables(&root, &dev);
+            let mut names = TunableNames::default();
+            let one_dir = QueueSettings::read_with_tunables(&root, &dev, &mut names);
+            // Again with the names kept: the same.
+            let again = QueueSettings::read_with_tunables(&root, &dev, &mut names);
+            assert_eq!(again.tunables, one_dir.tunables, "{name}");
             assert_eq!(one_dir.tunables, by_path.tunables, "{name}");
             assert_eq!(
                 (

@@ -109,6 +109,8 @@ struct Known {
     env: BTreeMap<String, String>,
     ids: StableIds,
     read_at: Instant,
+    /// Its tunables' names, as last listed.
+    tunable_names: device::TunableNames,
 }
 
 /// How long a device's identity and udev properties are kept (its queue
@@ -143,13 +145,17 @@ impl Collector {
                 continue;
             }
             probe.read_diskseq(&self.root, dev);
-            let fresh = self.known.get(dev.as_str()).is_some_and(|k| {
+            let fresh = self.known.get_mut(dev.as_str()).filter(|k| {
                 k.device.diskseq == probe.diskseq && k.read_at.elapsed() < IDENTITY_REFRESH
             });
-            let d = if fresh {
-                let mut d = self.known[dev.as_str()].device.clone();
+            let d = if let Some(known) = fresh {
+                let mut d = known.device.clone();
                 d.size_bytes = probe.size_bytes;
-                d.queue = device::QueueSettings::read_with_tunables(&self.root, dev);
+                d.queue = device::QueueSettings::read_with_tunables(
+                    &self.root,
+                    dev,
+                    &mut known.tunable_names,
+                );
                 d
             } else {
                 let d = BlockDevice::read(&self.root, dev);
@@ -163,6 +169,7 @@ impl Collector {
                         env,
                         ids,
                         read_at: Instant::now(),
+                        tunable_names: device::TunableNames::default(),
                     },
                 );
                 d
