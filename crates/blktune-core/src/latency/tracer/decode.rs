@@ -15,8 +15,9 @@ pub(super) fn split_value(value: &[u64; SPANS_LEN]) -> impl Iterator<Item = (Spa
     [Span::Total, Span::Device]
         .into_iter()
         .zip(value.chunks_exact(VALUE_LEN))
+        // An empty span is not copied into a histogram at all.
+        .filter(|(_, v)| v[..VALUE_LEN - 1].iter().any(|&c| c != 0))
         .filter_map(|(span, v)| Some((span, Hist::from_value(v)?)))
-        .filter(|(_, h)| !h.is_empty())
 }
 
 /// The slots of `fast` that have an owner with its diskseq set, and not

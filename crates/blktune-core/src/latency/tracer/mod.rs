@@ -651,10 +651,15 @@ impl Tracer {
             raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
             fast_keys.push((slot, key));
         }
-        for item in self.hists.iter() {
+        // The keys first, then each value straight into `split_value`: an
+        // iterator of (key, value) pairs moves each 24 KiB value around
+        // twice more, a third of the read at a thousand devices.
+        let keys: Vec<[u64; 2]> = self.hists.keys().filter_map(Result::ok).collect();
+        for key in keys {
             // A key deleted between listing and lookup is skipped.
-            let Ok((key, value)) = item else { continue };
-            raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
+            if let Ok(value) = self.hists.get(&key, 0) {
+                raw.extend(split_value(&value).map(|(span, h)| (key, span, h)));
+            }
         }
         let (devices, stale) = group(raw);
         for key in stale {
