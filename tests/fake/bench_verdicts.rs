@@ -74,6 +74,19 @@ impl Bench {
             .unwrap()
     }
 
+    /// mq-deadline against kyber for 15 s, the winner's rule to `rules`.
+    fn shoot_out_and_export(&self, rules: &Path) -> Output {
+        self.bench(&[
+            "--schedulers",
+            "mq-deadline,kyber",
+            "--budget",
+            "15s",
+            "--export",
+            "--export-output",
+            path(rules),
+        ])
+    }
+
     fn rules(&self) -> PathBuf {
         self.dir.path().join("61-blktune-test.rules")
     }
@@ -236,16 +249,8 @@ fn the_winners_rule_is_checked_against_the_schedulers_offered_at_the_start() {
     let _sim = b.simulate_lagging(Duration::from_millis(150), |s, _| {
         if s == "kyber" { 0.8 } else { 2.0 }
     });
-    let rules = b.dir.path().join("61-winner.rules");
-    let o = b.bench(&[
-        "--schedulers",
-        "mq-deadline,kyber",
-        "--budget",
-        "15s",
-        "--export",
-        "--export-output",
-        path(&rules),
-    ]);
+    let rules = b.rules();
+    let o = b.shoot_out_and_export(&rules);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -313,15 +318,7 @@ fn a_disk_underneath_that_slowed_tenfold_is_said_before_the_number_and_no_winner
         },
     );
     let rules = b.rules();
-    let o = b.bench(&[
-        "--schedulers",
-        "mq-deadline,kyber",
-        "--budget",
-        "15s",
-        "--export",
-        "--export-output",
-        path(&rules),
-    ]);
+    let o = b.shoot_out_and_export(&rules);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(1), "{err}\n{out}");
     let failed = out
