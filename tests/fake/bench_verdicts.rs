@@ -74,9 +74,10 @@ impl Bench {
             .unwrap()
     }
 
-    /// mq-deadline against kyber for 15 s, the winner's rule to `rules`.
-    fn shoot_out_and_export(&self, rules: &Path) -> Output {
-        self.bench(&[
+    /// mq-deadline against kyber for 15 s, the winner's rule to `rules`,
+    /// with `more` arguments.
+    fn shoot_out_and_export(&self, rules: &Path, more: &[&str]) -> Output {
+        let mut args = vec![
             "--schedulers",
             "mq-deadline,kyber",
             "--budget",
@@ -84,7 +85,9 @@ impl Bench {
             "--export",
             "--export-output",
             path(rules),
-        ])
+        ];
+        args.extend_from_slice(more);
+        self.bench(&args)
     }
 
     fn rules(&self) -> PathBuf {
@@ -203,21 +206,7 @@ fn a_winners_rule_never_clobbers_and_its_path_is_shown_escaped() {
     // A screen clear inside the file name.
     let rules = b.dir.path().join("61-\x1b[2Jx.rules");
     std::fs::write(&rules, "old\n").unwrap();
-    let run = |force: bool| {
-        let mut args = vec![
-            "--schedulers",
-            "mq-deadline,kyber",
-            "--budget",
-            "15s",
-            "--export",
-            "--export-output",
-            path(&rules),
-        ];
-        if force {
-            args.push("--force");
-        }
-        b.bench(&args)
-    };
+    let run = |force: bool| b.shoot_out_and_export(&rules, if force { &["--force"] } else { &[] });
     let o = run(false);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -250,7 +239,7 @@ fn the_winners_rule_is_checked_against_the_schedulers_offered_at_the_start() {
         if s == "kyber" { 0.8 } else { 2.0 }
     });
     let rules = b.rules();
-    let o = b.shoot_out_and_export(&rules);
+    let o = b.shoot_out_and_export(&rules, &[]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -318,7 +307,7 @@ fn a_disk_underneath_that_slowed_tenfold_is_said_before_the_number_and_no_winner
         },
     );
     let rules = b.rules();
-    let o = b.shoot_out_and_export(&rules);
+    let o = b.shoot_out_and_export(&rules, &[]);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(1), "{err}\n{out}");
     let failed = out
