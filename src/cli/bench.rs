@@ -257,9 +257,9 @@ pub fn run(global: &Global, args: &BenchArgs, out: &mut Out) -> anyhow::Result<i
     };
     // What the device offers before the first switch: the winner's rule is
     // checked against it (see `WinnerExport::offered`).
-    let offered = blktune_core::device::BlockDevice::read(&root, &resolved)
-        .queue
-        .scheduler
+    let offered = blktune_core::device::QueueSettings::read_scheduler(&root, &resolved)
+        .ok()
+        .flatten()
         .map(|s| s.available);
     let live = !args.json && std::io::stderr().is_terminal();
     // Said once the request passed validation (the first progress report),
